@@ -1,0 +1,132 @@
+"""Reduction Lab's engine: a Python port of the Eino ADK ``reduction`` middleware.
+
+Pure Python; importing it never loads Django. Build a middleware with
+:func:`new`, wrap tool calls with its ``wrap_*`` methods (truncation) and call
+:meth:`~ReductionMiddleware.before_model_rewrite_state` before every model call
+(clear). See the README for every config field and the deliberate differences
+from the reference.
+"""
+
+from __future__ import annotations
+
+from reduction_app.engine.access import PROCESSED_FLAG
+from reduction_app.engine.backends import Backend, InMemoryBackend, LocalFileBackend, WriteRequest
+from reduction_app.engine.blocks import (
+    AgenticMessage,
+    AssistantGenText,
+    ContentBlock,
+    FunctionToolCall,
+    FunctionToolResult,
+    RawBlock,
+    Reasoning,
+    ToolResultContent,
+    ToolSearchResult,
+    UserInputAudio,
+    UserInputFile,
+    UserInputImage,
+    UserInputText,
+    UserInputVideo,
+)
+from reduction_app.engine.clear import ChatModelAgentState
+from reduction_app.engine.config import (
+    JSON_FIELDS,
+    ReductionConfig,
+    ToolReductionConfig,
+    config_field_defaults,
+    config_from_dict,
+    config_to_dict,
+)
+from reduction_app.engine.errors import (
+    ConfigError,
+    FormatError,
+    MessageError,
+    NoBackendError,
+    OffloadError,
+    PathEscapeError,
+    ReductionError,
+    TokenizerUnavailable,
+)
+from reduction_app.engine.events import ReductionEvent
+from reduction_app.engine.handlers import default_clear_handler, default_trunc_handler
+from reduction_app.engine.messages import Media, Message, MessagePart, ToolCall, ToolInfo
+from reduction_app.engine.middleware import ReductionMiddleware, new
+from reduction_app.engine.notices import get_language, set_language
+from reduction_app.engine.parts import stringify
+from reduction_app.engine.tokens import (
+    TOKEN_COUNTER_NAMES,
+    ApproxTokenCounter,
+    TiktokenCounter,
+    TokenCounter,
+    get_token_counter,
+)
+from reduction_app.engine.tool_io import (
+    ClearResult,
+    ToolArgument,
+    ToolContext,
+    ToolDetail,
+    ToolOutputPart,
+    ToolResult,
+    TruncResult,
+)
+
+__all__ = [
+    "JSON_FIELDS",
+    "PROCESSED_FLAG",
+    "TOKEN_COUNTER_NAMES",
+    "AgenticMessage",
+    "ApproxTokenCounter",
+    "AssistantGenText",
+    "Backend",
+    "ChatModelAgentState",
+    "ClearResult",
+    "ConfigError",
+    "ContentBlock",
+    "FormatError",
+    "FunctionToolCall",
+    "FunctionToolResult",
+    "InMemoryBackend",
+    "LocalFileBackend",
+    "Media",
+    "Message",
+    "MessageError",
+    "MessagePart",
+    "NoBackendError",
+    "OffloadError",
+    "PathEscapeError",
+    "RawBlock",
+    "Reasoning",
+    "ReductionConfig",
+    "ReductionError",
+    "ReductionEvent",
+    "ReductionMiddleware",
+    "TiktokenCounter",
+    "TokenCounter",
+    "TokenizerUnavailable",
+    "ToolArgument",
+    "ToolCall",
+    "ToolContext",
+    "ToolDetail",
+    "ToolInfo",
+    "ToolOutputPart",
+    "ToolReductionConfig",
+    "ToolResult",
+    "ToolResultContent",
+    "ToolSearchResult",
+    "TruncResult",
+    "UserInputAudio",
+    "UserInputFile",
+    "UserInputImage",
+    "UserInputText",
+    "UserInputVideo",
+    "WriteRequest",
+    "config_field_defaults",
+    "config_from_dict",
+    "config_to_dict",
+    "default_clear_handler",
+    "default_trunc_handler",
+    "get_language",
+    "get_token_counter",
+    "new",
+    "set_language",
+    "stringify",
+]

@@ -1,0 +1,203 @@
+"""How the phases read and rewrite both message styles.
+
+Chat messages carry tool calls on assistant messages and results in ``tool``
+messages; agentic messages carry ``function_tool_call`` blocks on assistant
+messages and ``function_tool_result`` blocks in user messages, possibly several
+in one message. Every function here takes either style and returns new values;
+nothing is changed in place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+from reduction_app.engine.blocks import (
+    AgenticMessage,
+    FunctionToolCall,
+    FunctionToolResult,
+    ToolResultContent,
+    ToolSearchResult,
+)
+from reduction_app.engine.errors import MessageError
+from reduction_app.engine.messages import ROLE_ASSISTANT, ROLE_SYSTEM, ROLE_TOOL, ROLE_USER, Message
+from reduction_app.engine.parts import message_part_to_tool_part, tool_part_to_message_part
+from reduction_app.engine.tool_io import ToolOutputPart, ToolResult
+
+__all__ = [
+    "PROCESSED_FLAG",
+    "AnyMessage",
+    "CallRef",
+    "classify",
+    "conversation_kind",
+    "is_processed",
+    "mark_processed",
+    "read_result",
+    "result_ids",
+    "tool_calls_of",
+    "write_arguments",
+    "write_result",
+]
+
+AnyMessage = Message | AgenticMessage
+PROCESSED_FLAG = "_reduction_mw_processed"
+"""The ``extra`` key the clear phase sets on assistant messages it went through."""
+
+Kind = Literal["system", "user", "assistant", "tool_result"]
+
+
+@dataclass(frozen=True, slots=True)
+class CallRef:
+    """One tool call of an assistant message, and where it sits in that message."""
+
+    call_id: str
+    name: str
+    arguments: str
+    position: int
+    """Index in ``tool_calls`` (chat) or in ``content_blocks`` (agentic)."""
+
+
+def conversation_kind(messages: Sequence[Any]) -> Literal["chat", "agentic"] | None:
+    """``chat`` or ``agentic`` for a list of one style; refuse anything else."""
+    kinds = set()
+    for index, msg in enumerate(messages):
+        if not isinstance(msg, Message | AgenticMessage):
+            raise MessageError(
+                f"messages[{index}] is {type(msg).__name__}, not a Message or AgenticMessage"
+            )
+        kinds.add(msg.kind)
+    if len(kinds) > 1:
+        raise MessageError("messages mix chat Message and AgenticMessage values")
+    return kinds.pop() if kinds else None
+
+
+def classify(msg: AnyMessage) -> Kind | None:
+    """The message's part in a conversation; ``None`` for a role the engine does not know."""
+    if isinstance(msg, Message):
+        if msg.role == ROLE_TOOL:
+            return "tool_result"
+        return msg.role if msg.role in (ROLE_SYSTEM, ROLE_USER, ROLE_ASSISTANT) else None  # type: ignore[return-value]
+    if msg.role == ROLE_USER:
+        if any(isinstance(b, FunctionToolResult) for b in msg.content_blocks):
+            return "tool_result"
+        return "user" if msg.content_blocks else None
+    return msg.role if msg.role in (ROLE_SYSTEM, ROLE_ASSISTANT) else None  # type: ignore[return-value]
+
+
+def tool_calls_of(msg: AnyMessage) -> list[CallRef]:
+    """The tool calls of an assistant message (empty for every other message)."""
+    if msg.role != ROLE_ASSISTANT:
+        return []
+    if isinstance(msg, Message):
+        return [
+            CallRef(tc.id, tc.name, tc.arguments, position)
+            for position, tc in enumerate(msg.tool_calls)
+        ]
+    return [
+        CallRef(b.call_id, b.name, b.arguments, position)
+        for position, b in enumerate(msg.content_blocks)
+        if isinstance(b, FunctionToolCall)
+    ]
+
+
+def result_ids(msg: AnyMessage) -> list[str]:
+    """The call ids a tool-result message answers."""
+    if isinstance(msg, Message):
+        return [msg.tool_call_id] if msg.role == ROLE_TOOL else []
+    if classify(msg) != "tool_result":
+        return []
+    return [
+        b.call_id for b in msg.content_blocks if isinstance(b, FunctionToolResult | ToolSearchResult)
+    ]
+
+
+def is_processed(msg: AnyMessage) -> bool:
+    """Whether the clear phase already went through this message (only ``True`` counts)."""
+    return msg.extra.get(PROCESSED_FLAG) is True
+
+
+def mark_processed(msg: AnyMessage) -> AnyMessage:
+    if is_processed(msg):
+        return msg
+    return replace(msg, extra={**msg.extra, PROCESSED_FLAG: True})
+
+
+def read_result(msg: AnyMessage, call_id: str) -> tuple[ToolResult, bool] | None:
+    """The result ``msg`` holds for ``call_id`` and whether it is plain content.
+
+    ``None`` when ``msg`` holds no clearable result for that id (a tool search result).
+    """
+    if isinstance(msg, Message):
+        if msg.role != ROLE_TOOL:
+            raise MessageError(f"message role {msg.role} is not a tool")
+        if msg.user_input_multi_content:
+            parts = tuple(message_part_to_tool_part(p) for p in msg.user_input_multi_content)
+            return ToolResult(parts=parts), False
+        return ToolResult.of_text(msg.content), True
+    block = _result_block(msg, call_id)
+    if block is None:
+        return None
+    parts = tuple(_content_to_part(c) for c in block.content)
+    if not parts:
+        return ToolResult.of_text(""), True
+    return ToolResult(parts=parts), len(parts) == 1 and parts[0].type == "text"
+
+
+def write_result(
+    msg: AnyMessage, call_id: str, parts: Sequence[ToolOutputPart], from_content: bool
+) -> AnyMessage:
+    """``msg`` with the result for ``call_id`` replaced by ``parts``."""
+    if isinstance(msg, Message):
+        if from_content:
+            return replace(msg, content=parts[0].text) if parts else msg
+        try:
+            converted = tuple(tool_part_to_message_part(p) for p in parts)
+        except MessageError:
+            return msg
+        return replace(msg, user_input_multi_content=converted)
+    content = tuple(c for c in (_part_to_content(p) for p in parts) if c is not None)
+    blocks = list(msg.content_blocks)
+    for index, block in enumerate(blocks):
+        if isinstance(block, FunctionToolResult) and block.call_id == call_id:
+            blocks[index] = replace(block, content=content)
+            break
+    return replace(msg, content_blocks=tuple(blocks))
+
+
+def write_arguments(msg: AnyMessage, ref: CallRef, arguments: str) -> AnyMessage:
+    """``msg`` with the arguments of the call at ``ref.position`` replaced."""
+    if ref.arguments == arguments:
+        return msg
+    if isinstance(msg, Message):
+        calls = list(msg.tool_calls)
+        calls[ref.position] = replace(calls[ref.position], arguments=arguments)
+        return replace(msg, tool_calls=tuple(calls))
+    blocks = list(msg.content_blocks)
+    block = blocks[ref.position]
+    assert isinstance(block, FunctionToolCall)
+    blocks[ref.position] = replace(block, arguments=arguments)
+    return replace(msg, content_blocks=tuple(blocks))
+
+
+def _result_block(msg: AgenticMessage, call_id: str) -> FunctionToolResult | None:
+    for block in msg.content_blocks:
+        if isinstance(block, FunctionToolResult) and block.call_id == call_id:
+            return block
+    return None
+
+
+def _content_to_part(content: ToolResultContent) -> ToolOutputPart:
+    return ToolOutputPart(
+        type=content.type, text=content.text, media=content.media, extra=content.extra
+    )
+
+
+def _part_to_content(part: ToolOutputPart) -> ToolResultContent | None:
+    if part.type == "text":
+        return ToolResultContent(type="text", text=part.text, extra=part.extra)
+    if part.type == "tool_search_result":
+        raise MessageError("a tool_search_result part cannot be written into a function result")
+    if part.media is None:
+        return None
+    return ToolResultContent(type=part.type, media=part.media, extra=part.extra)

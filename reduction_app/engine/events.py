@@ -1,0 +1,71 @@
+"""Reduction events: what each phase did, as values handed to ``on_event``.
+
+A truncation emits one ``tool`` event per reduced output. A clear pass emits one
+``tool`` event per cleared call and then one ``summary`` event, also when it did
+nothing (then ``reason`` says why). Events are emitted only once the state they
+describe is final: after the offload was written and the new messages exist.
+
+Token figures come from the config's counter. ``tokens_saved`` is
+``tokens_before - tokens_after`` and is negative when a placeholder is longer
+than what it replaced.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+__all__ = [
+    "REASON_APPLIED",
+    "REASON_BELOW_AT_LEAST",
+    "REASON_BELOW_THRESHOLD",
+    "REASON_NOTHING_CLEARED",
+    "REASON_NOTHING_IN_RANGE",
+    "ReductionEvent",
+]
+
+Phase = Literal["truncation", "clear"]
+EventKind = Literal["tool", "summary"]
+
+REASON_APPLIED = "applied"
+REASON_BELOW_THRESHOLD = "below_threshold"
+REASON_NOTHING_IN_RANGE = "nothing_in_range"
+REASON_BELOW_AT_LEAST = "below_clear_at_least_tokens"
+REASON_NOTHING_CLEARED = "nothing_cleared"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReductionEvent:
+    """One thing a phase did, or decided not to do."""
+
+    phase: Phase
+    """``truncation`` (after a tool returned) or ``clear`` (before a model call)."""
+    kind: EventKind
+    """``tool``: one tool output was reduced; ``summary``: the outcome of one clear pass."""
+    tool_name: str = ""
+    call_id: str = ""
+    chars_before: int = 0
+    """Characters of the reduced text before (``tool``) or of the conversation (``summary``)."""
+    chars_after: int = 0
+    tokens_before: int = 0
+    tokens_after: int = 0
+    tokens_saved: int = 0
+    """``tokens_before - tokens_after``; negative when the replacement is longer."""
+    offload_path: str = ""
+    """Where the original now lives; empty when nothing was offloaded."""
+    streamed: bool = False
+    """Whether the output was a stream (truncation only)."""
+    applied: bool = False
+    """``summary`` only: whether the pass changed the conversation."""
+    calls_cleared: int = 0
+    """``summary`` only: how many tool calls were cleared."""
+    reason: str = ""
+    """``summary`` only: ``applied``; ``nothing_cleared`` (the pass ran, marked the calls
+    it went through, and found nothing to clear); or why nothing happened:
+    ``below_threshold``, ``nothing_in_range``, ``below_clear_at_least_tokens``."""
+    threshold: int = 0
+    """``summary`` only: the ``max_tokens_for_clear`` in force."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The event as a JSON-ready dict."""
+        return asdict(self)

@@ -1,0 +1,182 @@
+"""Tool output parts: what gets written to a backend, how streamed chunks join,
+and how parts move between tool results and message content.
+
+Offload content (decision 9): one text part is written raw; anything else is
+``json.dumps(parts, ensure_ascii=False, indent=2)`` of ``{"type", "text", ...}``
+objects with empty fields left out, in the reference's key order.
+
+Unlike the reference, conversions between tool output parts and chat message
+parts keep everything (part ``extra``, image ``detail``, file ``name``, inline
+data), so a cleared-then-restored result loses nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from reduction_app.engine.errors import MessageError
+from reduction_app.engine.messages import Media, MessagePart
+from reduction_app.engine.tool_io import ToolOutputPart, ToolResult
+
+__all__ = [
+    "concat_tool_results",
+    "flatten_tool_results",
+    "media_to_json",
+    "message_part_to_tool_part",
+    "part_to_json",
+    "stringify",
+    "text_length",
+    "text_prefix",
+    "tool_part_to_message_part",
+]
+
+_MEDIA_TYPES = ("image", "audio", "video", "file")
+
+
+def media_to_json(media: Media) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key in ("url", "base64_data", "mime_type", "detail", "name"):
+        value = getattr(media, key)
+        if value:
+            out[key] = value
+    if media.extra:
+        out["extra"] = dict(media.extra)
+    return out
+
+
+def part_to_json(part: ToolOutputPart) -> dict[str, Any]:
+    """A part as the JSON object offload files hold: ``type`` first, empty fields omitted."""
+    out: dict[str, Any] = {"type": part.type}
+    if part.text:
+        out["text"] = part.text
+    if part.media is not None and part.type in _MEDIA_TYPES:
+        out[part.type] = media_to_json(part.media)
+    if part.tool_search_result is not None:
+        out["tool_search_result"] = part.tool_search_result
+    if part.extra:
+        out["extra"] = dict(part.extra)
+    return out
+
+
+def stringify(parts: Sequence[ToolOutputPart]) -> str:
+    """The offload content of ``parts``: raw text for a single text part, else JSON."""
+    if not parts:
+        return ""
+    if len(parts) == 1 and parts[0].type == "text":
+        return parts[0].text
+    return json.dumps([part_to_json(p) for p in parts], ensure_ascii=False, indent=2)
+
+
+def text_length(parts: Iterable[ToolOutputPart]) -> int:
+    """Characters in the text parts."""
+    return sum(len(p.text) for p in parts if p.type == "text")
+
+
+def _merge_extra(a: Mapping[str, Any], b: Mapping[str, Any]) -> Mapping[str, Any]:
+    if not b:
+        return a
+    if not a:
+        return b
+    return {**a, **b}
+
+
+def concat_tool_results(chunks: Sequence[ToolResult | None]) -> list[ToolOutputPart]:
+    """Join streamed chunks: adjacent text parts merge, other parts stay in place.
+
+    The same non-text type appearing in two different chunks is a conflict (the
+    reference cannot tell which one the tool meant), raised as :class:`MessageError`.
+    """
+    merged: list[ToolOutputPart] = []
+    seen: dict[str, int] = {}
+    for index, chunk in enumerate(chunks):
+        if chunk is None:
+            continue
+        for part in chunk.parts:
+            if part.type == "text":
+                if merged and merged[-1].type == "text":
+                    last = merged[-1]
+                    merged[-1] = replace(
+                        last, text=last.text + part.text, extra=_merge_extra(last.extra, part.extra)
+                    )
+                else:
+                    merged.append(part)
+                continue
+            first = seen.setdefault(part.type, index)
+            if first != index:
+                raise MessageError(
+                    f"conflicting {part.type} parts found in chunk {first} and chunk {index}"
+                )
+            merged.append(part)
+    return merged
+
+
+def flatten_tool_results(chunks: Iterable[ToolResult | None]) -> list[ToolOutputPart]:
+    """All parts of all chunks laid end to end, unmerged."""
+    return [part for chunk in chunks if chunk is not None for part in chunk.parts]
+
+
+def text_prefix(chunk: ToolResult | None, budget: int) -> ToolResult | None:
+    """The start of ``chunk`` holding at most ``budget`` characters of text.
+
+    Parts are taken in order; non-text parts pass; the first text part that does
+    not fit is cut (dropped if the cut leaves nothing) and the walk stops there.
+    """
+    if chunk is None or not chunk.parts or budget <= 0:
+        return None
+    kept: list[ToolOutputPart] = []
+    left = budget
+    for part in chunk.parts:
+        if part.type != "text":
+            kept.append(part)
+            continue
+        if left <= 0:
+            break
+        if len(part.text) <= left:
+            kept.append(part)
+            left -= len(part.text)
+            continue
+        kept.append(replace(part, text=part.text[:left]))
+        break
+    return ToolResult(parts=tuple(kept)) if kept else None
+
+
+_TO_TOOL = {
+    "text": "text",
+    "image_url": "image",
+    "audio_url": "audio",
+    "video_url": "video",
+    "file_url": "file",
+    "tool_search_result": "tool_search_result",
+}
+_TO_MESSAGE = {v: k for k, v in _TO_TOOL.items()}
+
+
+def message_part_to_tool_part(part: MessagePart) -> ToolOutputPart:
+    """A chat message part as a tool output part, keeping every field."""
+    kind = _TO_TOOL.get(part.type)
+    if kind is None:
+        raise MessageError(f"unknown msg part type: {part.type}")
+    return ToolOutputPart(
+        type=kind,  # type: ignore[arg-type]
+        text=part.text,
+        media=part.media,
+        tool_search_result=part.tool_search_result,
+        extra=part.extra,
+    )
+
+
+def tool_part_to_message_part(part: ToolOutputPart) -> MessagePart:
+    """A tool output part as a chat message part, keeping every field."""
+    kind = _TO_MESSAGE[part.type]
+    if kind.endswith("_url") and part.media is None:
+        raise MessageError(f"{part.type} part has no media")
+    return MessagePart(
+        type=kind,  # type: ignore[arg-type]
+        text=part.text,
+        media=part.media,
+        tool_search_result=part.tool_search_result,
+        extra=part.extra,
+    )

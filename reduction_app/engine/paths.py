@@ -1,0 +1,121 @@
+"""Offload paths: safe, unique, and free of whitespace.
+
+The default path of a call is ``{root_dir}/{trunc|clear}/{safe id}``. The id is
+sanitised so the path stays under ``root_dir`` (no ``..``, no absolute ids, no
+NUL, no whitespace), and an empty id gets a fresh random id. Models reuse call
+ids, so before a path is handed out it is checked: if it already holds (or has
+been promised to) different content, the next free ``…-2``, ``…-3`` is used;
+identical content reuses the path. The check reads the backend, so it holds
+across processes, and remembers what it promised in this process, so two calls
+in one pass never get the same path for different content.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import posixpath
+import re
+import threading
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from reduction_app.engine._steps import Steps, call, run_sync
+from reduction_app.engine.backends import Backend
+from reduction_app.engine.tool_io import ToolDetail
+
+__all__ = ["DefaultPathGenerator", "PathRegistry", "safe_id"]
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+_MAX_ID = 120
+
+
+def safe_id(call_id: str) -> str:
+    """A file name made from ``call_id`` that cannot leave its folder."""
+    if not call_id:
+        return uuid.uuid4().hex
+    cleaned = _UNSAFE.sub("_", call_id)
+    if cleaned.startswith("."):
+        cleaned = "_" + cleaned[1:]
+    if cleaned != call_id or len(cleaned) > _MAX_ID:
+        # Sanitising can map different ids to one name; a short digest of the raw id
+        # keeps them apart without relying on the uniqueness check alone.
+        digest = hashlib.sha256(call_id.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+        cleaned = f"{cleaned[:_MAX_ID]}-{digest}"
+    return cleaned
+
+
+def _digest(content: str) -> str:
+    return hashlib.sha256(content.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class PathRegistry:
+    """The paths this process has handed out, with a digest of the content each holds."""
+
+    def __init__(self) -> None:
+        self._promised: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    def promised(self, path: str) -> str | None:
+        with self._lock:
+            return self._promised.get(path)
+
+    def promise(self, path: str, digest: str) -> bool:
+        """Record ``path`` for ``digest``; False when it is already promised to other content."""
+        with self._lock:
+            held = self._promised.setdefault(path, digest)
+            return held == digest
+
+
+class DefaultPathGenerator:
+    """The default ``gen_*_offload_file_path``: ``{root_dir}/{kind}/{safe id}``, made unique.
+
+    ``content_of`` gives the text that will be written for a detail, so the
+    uniqueness check can tell a repeat of the same content from a collision.
+    """
+
+    def __init__(
+        self,
+        *,
+        root_dir: str,
+        kind: str,
+        backend: Backend | None,
+        registry: PathRegistry,
+        content_of: Callable[[ToolDetail], str],
+    ) -> None:
+        self.root_dir = root_dir
+        self.kind = kind
+        self.backend = backend
+        self.registry = registry
+        self.content_of = content_of
+
+    def base_path(self, detail: ToolDetail) -> str:
+        return posixpath.normpath(
+            posixpath.join(self.root_dir, self.kind, safe_id(detail.tool_context.call_id))
+        )
+
+    def __call__(self, detail: ToolDetail) -> str:
+        return run_sync(self.steps(detail))
+
+    def steps(self, detail: ToolDetail) -> Steps[str]:
+        base = self.base_path(detail)
+        digest = _digest(self.content_of(detail))
+        read = getattr(self.backend, "read", None)
+        for n in range(1, 10_000):
+            candidate = base if n == 1 else f"{base}-{n}"
+            held = self.registry.promised(candidate)
+            if held is not None:
+                if held == digest:
+                    return candidate
+                continue
+            if read is not None:
+                existing: Any
+                try:
+                    existing = yield call(read, candidate)
+                except FileNotFoundError:
+                    existing = None
+                if existing is not None and _digest(existing) != digest:
+                    continue
+            if self.registry.promise(candidate, digest):
+                return candidate
+        raise RuntimeError(f"no free offload path after 10000 candidates for {base}")

