@@ -48,6 +48,12 @@ from reduction_app.engine.errors import (
 )
 from reduction_app.engine.events import ReductionEvent
 from reduction_app.engine.handlers import default_clear_handler, default_trunc_handler
+from reduction_app.engine.legacy import (
+    ClearToolResultConfig,
+    ToolResultConfig,
+    new_clear_tool_result,
+    new_tool_result_middleware,
+)
 from reduction_app.engine.messages import Media, Message, MessagePart, ToolCall, ToolInfo
 from reduction_app.engine.middleware import ReductionMiddleware, new
 from reduction_app.engine.notices import get_language, set_language
@@ -79,6 +85,7 @@ __all__ = [
     "Backend",
     "ChatModelAgentState",
     "ClearResult",
+    "ClearToolResultConfig",
     "ConfigError",
     "ContentBlock",
     "FormatError",
@@ -110,6 +117,7 @@ __all__ = [
     "ToolOutputPart",
     "ToolReductionConfig",
     "ToolResult",
+    "ToolResultConfig",
     "ToolResultContent",
     "ToolSearchResult",
     "TruncResult",
@@ -127,6 +135,8 @@ __all__ = [
     "get_language",
     "get_token_counter",
     "new",
+    "new_clear_tool_result",
+    "new_tool_result_middleware",
     "set_language",
     "stringify",
 ]
