@@ -47,6 +47,14 @@ from reduction_app.engine.errors import (
     TokenizerUnavailable,
 )
 from reduction_app.engine.events import ReductionEvent
+from reduction_app.engine.formats import (
+    messages_from_anthropic,
+    messages_from_openai,
+    messages_from_responses,
+    messages_to_anthropic,
+    messages_to_openai,
+    messages_to_responses,
+)
 from reduction_app.engine.handlers import default_clear_handler, default_trunc_handler
 from reduction_app.engine.legacy import (
     ClearToolResultConfig,
@@ -134,6 +142,12 @@ __all__ = [
     "default_trunc_handler",
     "get_language",
     "get_token_counter",
+    "messages_from_anthropic",
+    "messages_from_openai",
+    "messages_from_responses",
+    "messages_to_anthropic",
+    "messages_to_openai",
+    "messages_to_responses",
     "new",
     "new_clear_tool_result",
     "new_tool_result_middleware",

@@ -1,0 +1,48 @@
+"""The three wire formats, parsed into engine values and dumped back, losslessly.
+
+Every way into or out of the engine (the REST API, the simulator, the management
+commands, the database JSON columns) goes through these functions:
+
+* OpenAI Chat Completions ``messages`` ↔ chat :class:`~reduction_app.engine.messages.Message`
+  (:mod:`.openai_chat`);
+* Anthropic Messages ``system`` + ``messages`` ↔
+  :class:`~reduction_app.engine.blocks.AgenticMessage` (:mod:`.anthropic`);
+* OpenAI Responses ``input`` items ↔ AgenticMessage (:mod:`.responses`);
+* each format's ``tools`` ↔ :class:`~reduction_app.engine.messages.ToolInfo` (:mod:`.tools`).
+
+Parsing is strict: an unknown role, type or field, or a value of the wrong JSON
+type, raises :class:`~reduction_app.engine.errors.FormatError` naming where it is
+and quoting it. Wire fields with no slot of their own are kept in ``extra`` under
+``"<format>.<field>"`` (``openai.``, ``anthropic.``, ``responses.``), so
+``to(from(x)) == x``. Dumping writes wire fields only: engine markers such as the
+processed flag never leave ``extra``.
+"""
+
+from __future__ import annotations
+
+from reduction_app.engine.formats.anthropic import messages_from_anthropic, messages_to_anthropic
+from reduction_app.engine.formats.openai_chat import messages_from_openai, messages_to_openai
+from reduction_app.engine.formats.responses import messages_from_responses, messages_to_responses
+from reduction_app.engine.formats.tools import (
+    tools_from_anthropic,
+    tools_from_openai,
+    tools_from_responses,
+    tools_to_anthropic,
+    tools_to_openai,
+    tools_to_responses,
+)
+
+__all__ = [
+    "messages_from_anthropic",
+    "messages_from_openai",
+    "messages_from_responses",
+    "messages_to_anthropic",
+    "messages_to_openai",
+    "messages_to_responses",
+    "tools_from_anthropic",
+    "tools_from_openai",
+    "tools_from_responses",
+    "tools_to_anthropic",
+    "tools_to_openai",
+    "tools_to_responses",
+]
