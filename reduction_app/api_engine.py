@@ -1,0 +1,179 @@
+"""The engine over HTTP: ``/truncate`` after each tool result, ``/clear`` before each
+model call, and the ``read_file`` tool definition that lets a model read offloads back."""
+
+# No `from __future__ import annotations`: django-ninja reads these signatures at import
+# time, and Query[...] parameters must be real types then.
+
+from collections.abc import Callable
+from typing import Any
+
+from django.http import HttpRequest
+from ninja import Router, Status
+from ninja.errors import HttpError
+
+from reduction_app import engine
+from reduction_app.engine import formats
+from reduction_app.engine.formats.tool_parts import parts_from_json, parts_to_json
+from reduction_app.models import ConfigVersion, Workspace
+from reduction_app.schemas import (
+    ClearIn,
+    ClearOut,
+    ConfigRef,
+    ErrorOut,
+    ToolDefinitionOut,
+    TruncateIn,
+    TruncateOut,
+)
+from reduction_app.selectors import config_get, config_latest
+from reduction_app.services import engine_session, engine_session_record
+
+router = Router(tags=["engine"])
+
+ERRORS = {401: ErrorOut, 404: ErrorOut, 413: ErrorOut, 422: ErrorOut, 503: ErrorOut}
+
+READ_FILE_DESCRIPTION = (
+    "Read a file that holds tool output moved out of the conversation to save context. "
+    "Notices such as <persisted-output> name the path. Returns numbered lines; read large "
+    "files a part at a time with offset (0-based line) and limit (number of lines)."
+)
+READ_FILE_PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "path": {"type": "string", "description": "The path given in the notice."},
+        "offset": {"type": "integer", "minimum": 0, "description": "First line to read, from 0."},
+        "limit": {"type": "integer", "minimum": 1, "description": "How many lines to read."},
+    },
+    "required": ["path"],
+}
+
+
+def _config_version(workspace: Workspace, payload: ConfigRef) -> ConfigVersion | None:
+    if payload.config is not None and payload.config_id is not None:
+        raise HttpError(422, "give either config or config_id, not both")
+    if payload.config_id is None:
+        return None
+    profile = config_get(workspace=workspace, profile_id=payload.config_id)
+    if profile is None:
+        raise HttpError(404, f"config {payload.config_id} not found")
+    return config_latest(profile=profile)
+
+
+@router.post("/truncate", response={200: TruncateOut, **ERRORS}, url_name="truncate")
+def truncate(request: HttpRequest, payload: TruncateIn) -> Status[dict[str, Any]]:
+    """Run the truncation phase on one tool result, as the engine does right after a tool returns."""
+    workspace = request.auth.workspace  # type: ignore[attr-defined]
+    version = _config_version(workspace, payload)
+    ctx = engine.ToolContext(name=payload.tool_name, call_id=payload.tool_call_id)
+    with engine_session(workspace=workspace, config_data=payload.config, config_version=version) as session:
+        mw = session.middleware
+        result: str | dict[str, Any]
+        if isinstance(payload.result, str):
+            text = payload.result
+            result = mw.wrap_invokable_tool_call(lambda _: text, ctx)(payload.arguments)
+        else:
+            parts = engine.ToolResult(parts=parts_from_json(payload.result.parts, "result.parts"))
+            out = mw.wrap_enhanced_invokable_tool_call(lambda _: parts, ctx)(
+                engine.ToolArgument(text=payload.arguments)
+            )
+            result = {"parts": parts_to_json(out.parts)}
+        rows = engine_session_record(session=session, conversation_id=payload.conversation_id)
+    offloads = [e.offload_path for e in session.events if e.offload_path]
+    return Status(
+        200,
+        {
+            "truncated": bool(session.events),
+            "result": result,
+            "offload_path": offloads[0] if offloads else None,
+            "events": rows,
+        },
+    )
+
+
+_PARSERS: dict[str, tuple[Callable[..., list[Any]], Callable[[Any], list[Any]]]] = {
+    "openai_chat": (formats.messages_from_openai, formats.tools_from_openai),
+    "anthropic": (formats.messages_from_anthropic, formats.tools_from_anthropic),
+    "openai_responses": (formats.messages_from_responses, formats.tools_from_responses),
+}
+
+
+@router.post("/clear", response={200: ClearOut, **ERRORS}, url_name="clear")
+def clear(request: HttpRequest, payload: ClearIn) -> Status[dict[str, Any]]:
+    """Run the clear phase on a conversation, as the engine does right before a model call.
+
+    The messages come back in the format they were sent in, ready for that model API.
+    """
+    workspace = request.auth.workspace  # type: ignore[attr-defined]
+    version = _config_version(workspace, payload)
+    if payload.system is not None and payload.format != "anthropic":
+        raise HttpError(422, "system is only taken with format 'anthropic'")
+    parse_messages, parse_tools = _PARSERS[payload.format]
+    if payload.format == "anthropic":
+        messages = parse_messages(payload.messages, system=payload.system)
+    else:
+        messages = parse_messages(payload.messages)
+    tools = parse_tools(payload.tools)
+    with engine_session(workspace=workspace, config_data=payload.config, config_version=version) as session:
+        state = engine.ChatModelAgentState(messages=messages, tool_infos=tools)
+        new_state = session.middleware.before_model_rewrite_state(state)
+        system_out: Any = None
+        if payload.format == "openai_chat":
+            out = formats.messages_to_openai(new_state.messages)  # type: ignore[arg-type]
+        elif payload.format == "anthropic":
+            system_out, out = formats.messages_to_anthropic(new_state.messages)  # type: ignore[arg-type]
+        else:
+            out = formats.messages_to_responses(new_state.messages)  # type: ignore[arg-type]
+        rows = engine_session_record(
+            session=session,
+            conversation_id=payload.conversation_id,
+            message_format=payload.format,
+            transcript=payload.messages,
+            tools=payload.tools,
+            system=payload.system,
+        )
+    summary = next((e for e in reversed(session.events) if e.kind == "summary"), None)
+    tokens_before = summary.tokens_before if summary else 0
+    tokens_after = summary.tokens_after if summary else tokens_before
+    return Status(
+        200,
+        {
+            "messages": out,
+            "system": system_out,
+            "applied": summary is not None and summary.reason == "applied",
+            "tokens_before": tokens_before,
+            "tokens_after": tokens_after,
+            "events": rows,
+        },
+    )
+
+
+@router.get("/tools/read_file", response={200: ToolDefinitionOut, 401: ErrorOut}, url_name="read_file_tool")
+def read_file_tool(request: HttpRequest) -> Status[dict[str, Any]]:
+    """The read_file tool, ready to add to an agent's tool list (OpenAI chat, Anthropic,
+    OpenAI Responses). Answer its calls with ``GET /api/v1/files/read``."""
+    return Status(
+        200,
+        {
+            "openai": {
+                "type": "function",
+                "function": {
+                    "name": "read_file",
+                    "description": READ_FILE_DESCRIPTION,
+                    "parameters": READ_FILE_PARAMETERS,
+                },
+            },
+            "anthropic": {
+                "name": "read_file",
+                "description": READ_FILE_DESCRIPTION,
+                "input_schema": READ_FILE_PARAMETERS,
+            },
+            "responses": {
+                "type": "function",
+                "name": "read_file",
+                "description": READ_FILE_DESCRIPTION,
+                "parameters": READ_FILE_PARAMETERS,
+            },
+        },
+    )
+
+
+__all__ = ["router"]

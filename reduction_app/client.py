@@ -1,0 +1,140 @@
+"""A small client for the Reduction Lab REST API: plain HTTP, standard library only.
+
+Importing it loads neither Django nor the engine, so any agent can vendor it::
+
+    from reduction_app.client import ReductionClient
+
+    client = ReductionClient("http://127.0.0.1:8000", api_key="rl_...")
+    out = client.truncate(tool_name="grep", tool_call_id="call_1", result=big_text,
+                          conversation_id="run-42")
+    cleared = client.clear(messages, conversation_id="run-42", tools=tools)
+    text = client.read_file("/tmp/trunc/call_1", offset=0, limit=200)
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import Any
+
+__all__ = ["ReductionAPIError", "ReductionClient"]
+
+
+class ReductionAPIError(Exception):
+    """The API answered with an error; ``status``, ``detail`` and ``field`` say which."""
+
+    def __init__(self, status: int, detail: str, field: str | None = None) -> None:
+        self.status = status
+        self.detail = detail
+        self.field = field
+        super().__init__(f"HTTP {status}: {detail}")
+
+
+class ReductionClient:
+    """Calls ``/api/v1/`` of a Reduction Lab server with a bearer key."""
+
+    def __init__(self, base_url: str, api_key: str, *, timeout: float = 60.0) -> None:
+        self.base_url = base_url.rstrip("/") + "/api/v1"
+        self.api_key = api_key
+        self.timeout = timeout
+
+    def _request(self, method: str, path: str, body: Any = None, query: dict[str, Any] | None = None) -> Any:
+        url = self.base_url + path
+        if query:
+            url += "?" + urllib.parse.urlencode({k: v for k, v in query.items() if v is not None})
+        data = None if body is None else json.dumps(body).encode("utf-8")
+        request = urllib.request.Request(url, data=data, method=method)
+        request.add_header("Authorization", f"Bearer {self.api_key}")
+        request.add_header("Accept", "application/json")
+        if data is not None:
+            request.add_header("Content-Type", "application/json")
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                raw = response.read()
+                kind = response.headers.get("Content-Type", "")
+        except urllib.error.HTTPError as exc:
+            payload = exc.read()
+            try:
+                error = json.loads(payload)
+                raise ReductionAPIError(exc.code, error.get("detail", ""), error.get("field")) from None
+            except (ValueError, AttributeError):
+                raise ReductionAPIError(exc.code, payload.decode("utf-8", "replace")) from None
+        if not raw:
+            return None
+        if kind.startswith("application/json"):
+            return json.loads(raw)
+        return raw.decode("utf-8")
+
+    @staticmethod
+    def _config(config: dict[str, Any] | None, config_id: int | None) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if config is not None:
+            out["config"] = config
+        if config_id is not None:
+            out["config_id"] = config_id
+        return out
+
+    def truncate(
+        self,
+        *,
+        tool_name: str,
+        result: str | dict[str, Any],
+        tool_call_id: str = "",
+        arguments: str = "",
+        conversation_id: str | None = None,
+        config: dict[str, Any] | None = None,
+        config_id: int | None = None,
+    ) -> dict[str, Any]:
+        """Run truncation on one tool result; ``["result"]`` is what to put in the conversation."""
+        body = {
+            "tool_name": tool_name,
+            "tool_call_id": tool_call_id,
+            "arguments": arguments,
+            "result": result,
+            "conversation_id": conversation_id,
+            **self._config(config, config_id),
+        }
+        return self._request("POST", "/truncate", body)  # type: ignore[no-any-return]
+
+    def clear(
+        self,
+        messages: list[Any],
+        *,
+        format: str = "openai_chat",
+        tools: list[dict[str, Any]] | None = None,
+        system: Any = None,
+        conversation_id: str | None = None,
+        config: dict[str, Any] | None = None,
+        config_id: int | None = None,
+    ) -> dict[str, Any]:
+        """Run the clear phase; ``["messages"]`` is what to send to the model."""
+        body: dict[str, Any] = {
+            "format": format,
+            "messages": messages,
+            "tools": tools or [],
+            "conversation_id": conversation_id,
+            **self._config(config, config_id),
+        }
+        if system is not None:
+            body["system"] = system
+        return self._request("POST", "/clear", body)  # type: ignore[no-any-return]
+
+    def read_file(self, path: str, *, offset: int = 0, limit: int = 2000) -> dict[str, Any]:
+        """The read_file tool: numbered lines of an offloaded file."""
+        return self._request("GET", "/files/read", query={"path": path, "offset": offset, "limit": limit})  # type: ignore[no-any-return]
+
+    def raw_file(self, path: str) -> str:
+        """The exact content of an offloaded file."""
+        return self._request("GET", "/files/raw", query={"path": path})  # type: ignore[no-any-return]
+
+    def read_file_tool(self) -> dict[str, Any]:
+        """The read_file tool definitions (``openai``, ``anthropic``, ``responses``)."""
+        return self._request("GET", "/tools/read_file")  # type: ignore[no-any-return]
+
+    def events(self, **filters: Any) -> dict[str, Any]:
+        return self._request("GET", "/events", query=filters)  # type: ignore[no-any-return]
+
+    def files(self, **filters: Any) -> dict[str, Any]:
+        return self._request("GET", "/files", query=filters)  # type: ignore[no-any-return]

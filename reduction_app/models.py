@@ -1,0 +1,183 @@
+"""What Reduction Lab records: workspaces and their keys, conversations, config
+profiles, engine events and offloaded files.
+
+Every record belongs to one workspace, the unit of isolation. Models hold fields,
+constraints and ``__str__``; writes live in ``services.py`` and reads in
+``selectors.py``. Offloaded content lives in a Django Storage, not in these rows.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+
+class Workspace(models.Model):
+    name = models.CharField(max_length=100)
+    slug = models.SlugField(max_length=100, unique=True)
+    members = models.ManyToManyField(settings.AUTH_USER_MODEL, related_name="workspaces", blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["slug"]
+
+    def __str__(self) -> str:
+        return self.slug
+
+
+class ApiKey(models.Model):
+    """A bearer key for the REST API. Only a SHA-256 digest of the key is stored."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="api_keys")
+    name = models.CharField(max_length=100)
+    prefix = models.CharField(max_length=16, help_text="The key's first characters, to recognise it.")
+    digest = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"
+
+
+class Conversation(models.Model):
+    """A conversation as a client sent it, keyed by the client's own id."""
+
+    FORMAT_CHOICES = [
+        ("openai_chat", "OpenAI chat"),
+        ("anthropic", "Anthropic Messages"),
+        ("openai_responses", "OpenAI Responses"),
+    ]
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="conversations")
+    client_id = models.CharField(max_length=200)
+    title = models.CharField(max_length=300, blank=True)
+    message_format = models.CharField(max_length=20, choices=FORMAT_CHOICES, default="openai_chat")
+    transcript = models.JSONField(
+        default=list, blank=True, help_text="The full original transcript as received, for replay."
+    )
+    message_count = models.PositiveIntegerField(default=0)
+    system = models.JSONField(
+        null=True, blank=True, help_text="Anthropic only: the top-level system parameter."
+    )
+    tools = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-updated_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["workspace", "client_id"], name="conversation_client_id_unique")
+        ]
+
+    def __str__(self) -> str:
+        return self.title or self.client_id
+
+
+class ConfigProfile(models.Model):
+    """A named engine config; editing it adds a :class:`ConfigVersion`."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="configs")
+    name = models.CharField(max_length=100)
+    created_at = models.DateTimeField(auto_now_add=True)
+    deleted_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["name", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["workspace", "name"],
+                condition=models.Q(deleted_at__isnull=True),
+                name="config_name_unique_live",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class ConfigVersion(models.Model):
+    """One validated version of a profile: the JSON fields of ``ReductionConfig``."""
+
+    profile = models.ForeignKey(ConfigProfile, on_delete=models.CASCADE, related_name="versions")
+    number = models.PositiveIntegerField()
+    data = models.JSONField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-number"]
+        constraints = [
+            models.UniqueConstraint(fields=["profile", "number"], name="config_version_unique")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.profile.name} v{self.number}"
+
+
+class OffloadedFile(models.Model):
+    """Content the engine moved out of a conversation; the text is in ``storage_name``."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="files")
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.CASCADE, related_name="files", null=True, blank=True
+    )
+    path = models.CharField(max_length=500)
+    storage_name = models.CharField(max_length=500)
+    size_chars = models.PositiveBigIntegerField()
+    tokens = models.PositiveBigIntegerField()
+    sha256 = models.CharField(max_length=64)
+    phase = models.CharField(max_length=20)
+    tool_name = models.CharField(max_length=200, blank=True)
+    call_id = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    read_count = models.PositiveIntegerField(default=0)
+    last_read_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [models.UniqueConstraint(fields=["workspace", "path"], name="file_path_unique")]
+        indexes = [models.Index(fields=["workspace", "conversation"])]
+
+    def __str__(self) -> str:
+        return self.path
+
+
+class ReductionEvent(models.Model):
+    """One engine event: a truncation, a cleared call, or a clear pass's summary."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="events")
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.CASCADE, related_name="events", null=True, blank=True
+    )
+    config_version = models.ForeignKey(
+        ConfigVersion, on_delete=models.SET_NULL, related_name="events", null=True, blank=True
+    )
+    phase = models.CharField(max_length=20)
+    kind = models.CharField(max_length=20)
+    tool_name = models.CharField(max_length=200, blank=True)
+    call_id = models.CharField(max_length=200, blank=True)
+    chars_before = models.BigIntegerField(default=0)
+    chars_after = models.BigIntegerField(default=0)
+    tokens_before = models.BigIntegerField(default=0)
+    tokens_after = models.BigIntegerField(default=0)
+    tokens_saved = models.BigIntegerField(default=0)
+    offload_path = models.CharField(max_length=500, blank=True)
+    streamed = models.BooleanField(default=False)
+    applied = models.BooleanField(default=False)
+    calls_cleared = models.IntegerField(default=0)
+    reason = models.CharField(max_length=40, blank=True)
+    threshold = models.BigIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            models.Index(fields=["workspace", "conversation", "created_at"]),
+            models.Index(fields=["workspace", "phase", "tool_name"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.phase}/{self.kind} {self.tool_name} {self.call_id}".strip()

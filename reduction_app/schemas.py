@@ -1,0 +1,214 @@
+"""Request and response bodies of the REST API (``<Thing>In`` / ``<Thing>Out``)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from ninja import Field, Schema
+from pydantic import ConfigDict
+
+MessageFormat = Literal["openai_chat", "anthropic", "openai_responses"]
+
+
+class ErrorOut(Schema):
+    detail: str
+    field: str | None = None
+
+
+class _Strict(Schema):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ConfigRef(_Strict):
+    config: dict[str, Any] | None = Field(
+        None, description="An inline engine config (the JSON fields of ReductionConfig)."
+    )
+    config_id: int | None = Field(None, description="A stored config profile; its latest version is used.")
+    conversation_id: str | None = Field(
+        None, max_length=200, description="Your conversation id; events and files are filed under it."
+    )
+
+
+class PartsIn(_Strict):
+    parts: list[dict[str, Any]]
+
+
+class TruncateIn(ConfigRef):
+    tool_name: str = Field(..., min_length=1, max_length=200)
+    tool_call_id: str = Field("", max_length=200)
+    arguments: str = ""
+    result: str | PartsIn
+
+
+class EventOut(Schema):
+    id: int | None = None
+    phase: str
+    kind: str
+    tool_name: str
+    call_id: str
+    chars_before: int
+    chars_after: int
+    tokens_before: int
+    tokens_after: int
+    tokens_saved: int
+    offload_path: str
+    streamed: bool
+    applied: bool
+    calls_cleared: int
+    reason: str
+    threshold: int
+    conversation_id: str | None = None
+    config_id: int | None = None
+    config_version: int | None = None
+    created_at: datetime | None = None
+
+    @staticmethod
+    def resolve_conversation_id(obj: Any) -> str | None:
+        return obj.conversation.client_id if obj.conversation_id else None
+
+    @staticmethod
+    def resolve_config_id(obj: Any) -> int | None:
+        return obj.config_version.profile_id if obj.config_version_id else None
+
+    @staticmethod
+    def resolve_config_version(obj: Any) -> int | None:
+        return obj.config_version.number if obj.config_version_id else None
+
+
+class TruncateOut(Schema):
+    truncated: bool
+    result: str | dict[str, Any]
+    offload_path: str | None
+    events: list[EventOut]
+
+
+class ClearIn(ConfigRef):
+    format: MessageFormat = "openai_chat"
+    messages: list[Any]
+    tools: list[dict[str, Any]] = Field(default_factory=list)
+    system: str | list[dict[str, Any]] | None = Field(
+        None, description="Anthropic only: the request's top-level system parameter."
+    )
+
+
+class ClearOut(Schema):
+    messages: list[Any]
+    system: str | list[dict[str, Any]] | None = None
+    applied: bool
+    tokens_before: int
+    tokens_after: int
+    events: list[EventOut]
+
+
+class FileOut(Schema):
+    path: str
+    size_chars: int
+    tokens: int
+    sha256: str
+    phase: str
+    tool_name: str
+    call_id: str
+    conversation_id: str | None
+    created_at: datetime
+    read_count: int
+    last_read_at: datetime | None
+
+    @staticmethod
+    def resolve_conversation_id(obj: Any) -> str | None:
+        return obj.conversation.client_id if obj.conversation_id else None
+
+
+class FileReadOut(Schema):
+    path: str
+    offset: int
+    limit: int
+    total_lines: int
+    content: str = Field(..., description="The lines, each as '<line number>\\t<text>'.")
+
+
+class ConversationIn(_Strict):
+    conversation_id: str = Field(..., min_length=1, max_length=200)
+    title: str = Field("", max_length=300)
+    format: MessageFormat = "openai_chat"
+    messages: list[Any] = Field(default_factory=list)
+    tools: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class ConversationOut(Schema):
+    conversation_id: str
+    title: str
+    format: str
+    message_count: int
+    created_at: datetime
+    updated_at: datetime
+
+    @staticmethod
+    def resolve_conversation_id(obj: Any) -> str:
+        return str(obj.client_id)
+
+    @staticmethod
+    def resolve_format(obj: Any) -> str:
+        return str(obj.message_format)
+
+
+class ConversationDetailOut(ConversationOut):
+    messages: list[Any]
+    system: Any = None
+    tools: list[Any]
+    event_count: int
+    file_count: int
+
+    @staticmethod
+    def resolve_messages(obj: Any) -> list[Any]:
+        return list(obj.transcript)
+
+    @staticmethod
+    def resolve_event_count(obj: Any) -> int:
+        return int(obj.events.count())
+
+    @staticmethod
+    def resolve_file_count(obj: Any) -> int:
+        return int(obj.files.count())
+
+
+class ConfigIn(_Strict):
+    name: str = Field(..., min_length=1, max_length=100)
+    config: dict[str, Any] = Field(default_factory=dict)
+
+
+class ConfigUpdateIn(_Strict):
+    name: str | None = Field(None, min_length=1, max_length=100)
+    config: dict[str, Any]
+
+
+class ConfigOut(Schema):
+    id: int
+    name: str
+    version: int
+    config: dict[str, Any]
+    created_at: datetime
+    updated_at: datetime
+
+    @staticmethod
+    def _latest(obj: Any) -> Any:
+        # Lists prefetch versions newest first; a single profile asks for its latest.
+        return obj.versions.all()[0]
+
+    @staticmethod
+    def resolve_version(obj: Any) -> int:
+        return int(ConfigOut._latest(obj).number)
+
+    @staticmethod
+    def resolve_config(obj: Any) -> dict[str, Any]:
+        return dict(ConfigOut._latest(obj).data)
+
+    @staticmethod
+    def resolve_updated_at(obj: Any) -> datetime:
+        return ConfigOut._latest(obj).created_at  # type: ignore[no-any-return]
+
+
+class ToolDefinitionOut(Schema):
+    openai: dict[str, Any]
+    anthropic: dict[str, Any]
+    responses: dict[str, Any]
