@@ -16,9 +16,16 @@ from collections.abc import Callable, Generator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-__all__ = ["Call", "Steps", "call", "invoke", "run_async", "run_sync"]
+__all__ = ["AwaitableInSyncPhase", "Call", "Steps", "call", "invoke", "run_async", "run_sync"]
 
 T = TypeVar("T")
+
+
+class AwaitableInSyncPhase(TypeError):
+    """An async handler, backend or callback was given to a synchronous phase.
+
+    A programming error, not an offload failure: the phases let it through unwrapped.
+    """
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +65,7 @@ def run_sync(steps: Steps[T]) -> T:
         if inspect.isawaitable(value):
             if inspect.iscoroutine(value):
                 value.close()
-            error = TypeError(
+            error = AwaitableInSyncPhase(
                 f"{_describe(request.fn)} returned an awaitable in a synchronous phase; "
                 "use the middleware's async methods (awrap_*, abefore_model_rewrite_state)"
             )

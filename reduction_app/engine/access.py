@@ -5,11 +5,14 @@ messages; agentic messages carry ``function_tool_call`` blocks on assistant
 messages and ``function_tool_result`` blocks in user messages, possibly several
 in one message. Every function here takes either style and returns new values;
 nothing is changed in place.
+
+It also owns how a call finds its results: by call id, among the tool-result
+messages right after the call (Part A), a reused id taking the next free result.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
@@ -22,6 +25,7 @@ from reduction_app.engine.blocks import (
 )
 from reduction_app.engine.errors import MessageError
 from reduction_app.engine.messages import ROLE_ASSISTANT, ROLE_SYSTEM, ROLE_TOOL, ROLE_USER, Message
+from reduction_app.engine.notices import is_clear_placeholder
 from reduction_app.engine.parts import message_part_to_tool_part, tool_part_to_message_part
 from reduction_app.engine.tool_io import ToolOutputPart, ToolResult
 
@@ -29,8 +33,12 @@ __all__ = [
     "PROCESSED_FLAG",
     "AnyMessage",
     "CallRef",
+    "Slot",
+    "call_results",
     "classify",
     "conversation_kind",
+    "find_result",
+    "is_cleared",
     "is_processed",
     "mark_processed",
     "read_result",
@@ -72,17 +80,24 @@ def conversation_kind(messages: Sequence[Any]) -> Literal["chat", "agentic"] | N
     return kinds.pop() if kinds else None
 
 
+_CHAT_KINDS: dict[str, Kind] = {
+    ROLE_SYSTEM: "system",
+    ROLE_USER: "user",
+    ROLE_ASSISTANT: "assistant",
+    ROLE_TOOL: "tool_result",
+}
+_AGENTIC_KINDS: dict[str, Kind] = {ROLE_SYSTEM: "system", ROLE_ASSISTANT: "assistant"}
+
+
 def classify(msg: AnyMessage) -> Kind | None:
     """The message's part in a conversation; ``None`` for a role the engine does not know."""
     if isinstance(msg, Message):
-        if msg.role == ROLE_TOOL:
-            return "tool_result"
-        return msg.role if msg.role in (ROLE_SYSTEM, ROLE_USER, ROLE_ASSISTANT) else None  # type: ignore[return-value]
+        return _CHAT_KINDS.get(msg.role)
     if msg.role == ROLE_USER:
         if any(isinstance(b, FunctionToolResult) for b in msg.content_blocks):
             return "tool_result"
         return "user" if msg.content_blocks else None
-    return msg.role if msg.role in (ROLE_SYSTEM, ROLE_ASSISTANT) else None  # type: ignore[return-value]
+    return _AGENTIC_KINDS.get(msg.role)
 
 
 def tool_calls_of(msg: AnyMessage) -> list[CallRef]:
@@ -108,8 +123,48 @@ def result_ids(msg: AnyMessage) -> list[str]:
     if classify(msg) != "tool_result":
         return []
     return [
-        b.call_id for b in msg.content_blocks if isinstance(b, FunctionToolResult | ToolSearchResult)
+        b.call_id
+        for b in msg.content_blocks
+        if isinstance(b, FunctionToolResult | ToolSearchResult)
     ]
+
+
+Slot = tuple[int, int]
+"""Where a result for one call id sits: the message index and, among that message's
+results for the same id, which one (agentic messages may answer an id more than once)."""
+
+
+def find_result(
+    messages: Sequence[AnyMessage], index: int, call_id: str, taken: Collection[Slot] = ()
+) -> Slot | None:
+    """The first result of ``call_id`` not in ``taken`` (slots of that same id) among the
+    tool results right after ``index``; the scan stops at the first non-result."""
+    j = index + 1
+    while j < len(messages) and classify(messages[j]) == "tool_result":
+        for occurrence in range(result_ids(messages[j]).count(call_id)):
+            if (j, occurrence) not in taken:
+                return j, occurrence
+        j += 1
+    return None
+
+
+def call_results(messages: Sequence[AnyMessage], index: int) -> list[tuple[CallRef, Slot | None]]:
+    """Each tool call of ``messages[index]`` with its result's slot (``None`` when it has
+    none); a call id used twice gets the first result, the next use the second."""
+    taken: dict[str, list[Slot]] = {}
+    out: list[tuple[CallRef, Slot | None]] = []
+    for ref in tool_calls_of(messages[index]):
+        slot = find_result(messages, index, ref.call_id, taken.get(ref.call_id, ()))
+        if slot is not None:
+            taken.setdefault(ref.call_id, []).append(slot)
+        out.append((ref, slot))
+    return out
+
+
+def is_cleared(result: ToolResult) -> bool:
+    """Whether every text part of ``result`` is one of our clear placeholders."""
+    texts = [p.text for p in result.parts if p.type == "text"]
+    return bool(texts) and all(is_clear_placeholder(t) for t in texts)
 
 
 def is_processed(msg: AnyMessage) -> bool:
@@ -118,15 +173,20 @@ def is_processed(msg: AnyMessage) -> bool:
 
 
 def mark_processed(msg: AnyMessage) -> AnyMessage:
+    """``msg`` carrying the processed flag (``msg`` itself when it already does)."""
     if is_processed(msg):
         return msg
     return replace(msg, extra={**msg.extra, PROCESSED_FLAG: True})
 
 
-def read_result(msg: AnyMessage, call_id: str) -> tuple[ToolResult, bool] | None:
+def read_result(
+    msg: AnyMessage, call_id: str, occurrence: int = 0
+) -> tuple[ToolResult, bool] | None:
     """The result ``msg`` holds for ``call_id`` and whether it is plain content.
 
-    ``None`` when ``msg`` holds no clearable result for that id (a tool search result).
+    ``occurrence`` picks among several result blocks answering the same id (an
+    agentic message; models do reuse ids). ``None`` when that slot holds no
+    clearable result (a tool search result).
     """
     if isinstance(msg, Message):
         if msg.role != ROLE_TOOL:
@@ -135,8 +195,9 @@ def read_result(msg: AnyMessage, call_id: str) -> tuple[ToolResult, bool] | None
             parts = tuple(message_part_to_tool_part(p) for p in msg.user_input_multi_content)
             return ToolResult(parts=parts), False
         return ToolResult.of_text(msg.content), True
-    block = _result_block(msg, call_id)
-    if block is None:
+    index = _result_slot(msg, call_id, occurrence)
+    block = None if index is None else msg.content_blocks[index]
+    if not isinstance(block, FunctionToolResult):
         return None
     parts = tuple(_content_to_part(c) for c in block.content)
     if not parts:
@@ -145,9 +206,13 @@ def read_result(msg: AnyMessage, call_id: str) -> tuple[ToolResult, bool] | None
 
 
 def write_result(
-    msg: AnyMessage, call_id: str, parts: Sequence[ToolOutputPart], from_content: bool
+    msg: AnyMessage,
+    call_id: str,
+    parts: Sequence[ToolOutputPart],
+    from_content: bool,
+    occurrence: int = 0,
 ) -> AnyMessage:
-    """``msg`` with the result for ``call_id`` replaced by ``parts``."""
+    """``msg`` with its ``occurrence``-th result for ``call_id`` replaced by ``parts``."""
     if isinstance(msg, Message):
         if from_content:
             return replace(msg, content=parts[0].text) if parts else msg
@@ -156,12 +221,13 @@ def write_result(
         except MessageError:
             return msg
         return replace(msg, user_input_multi_content=converted)
+    index = _result_slot(msg, call_id, occurrence)
+    block = None if index is None else msg.content_blocks[index]
+    if index is None or not isinstance(block, FunctionToolResult):
+        return msg
     content = tuple(c for c in (_part_to_content(p) for p in parts) if c is not None)
     blocks = list(msg.content_blocks)
-    for index, block in enumerate(blocks):
-        if isinstance(block, FunctionToolResult) and block.call_id == call_id:
-            blocks[index] = replace(block, content=content)
-            break
+    blocks[index] = replace(block, content=content)
     return replace(msg, content_blocks=tuple(blocks))
 
 
@@ -180,10 +246,14 @@ def write_arguments(msg: AnyMessage, ref: CallRef, arguments: str) -> AnyMessage
     return replace(msg, content_blocks=tuple(blocks))
 
 
-def _result_block(msg: AgenticMessage, call_id: str) -> FunctionToolResult | None:
-    for block in msg.content_blocks:
-        if isinstance(block, FunctionToolResult) and block.call_id == call_id:
-            return block
+def _result_slot(msg: AgenticMessage, call_id: str, occurrence: int) -> int | None:
+    """The block index of the ``occurrence``-th result block answering ``call_id``."""
+    seen = 0
+    for index, block in enumerate(msg.content_blocks):
+        if isinstance(block, FunctionToolResult | ToolSearchResult) and block.call_id == call_id:
+            if seen == occurrence:
+                return index
+            seen += 1
     return None
 
 

@@ -35,7 +35,7 @@ class WriteRequest:
 class Backend(Protocol):
     """What the engine needs from storage."""
 
-    def write(self, request: WriteRequest) -> None | Awaitable[None]:
+    def write(self, request: WriteRequest) -> Awaitable[None] | None:
         """Store ``request.content`` at ``request.file_path``, replacing any earlier content."""
 
     def read(self, path: str) -> str | Awaitable[str]:
@@ -136,4 +136,3 @@ class LocalFileBackend:
                 return handle.read()
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             raise FileNotFoundError(f"file not found: {path}") from None
-

@@ -21,16 +21,18 @@ from reduction_app.engine._steps import Steps, call, invoke
 from reduction_app.engine.access import (
     AnyMessage,
     CallRef,
+    call_results,
     classify,
     conversation_kind,
+    is_cleared,
     is_processed,
     mark_processed,
     read_result,
-    result_ids,
     tool_calls_of,
     write_arguments,
     write_result,
 )
+from reduction_app.engine.backends import Backend
 from reduction_app.engine.errors import MessageError, NoBackendError, ReductionError
 from reduction_app.engine.events import (
     REASON_APPLIED,
@@ -41,12 +43,16 @@ from reduction_app.engine.events import (
     ReductionEvent,
 )
 from reduction_app.engine.messages import ToolInfo
-from reduction_app.engine.notices import is_clear_placeholder
 from reduction_app.engine.runtime import Resolved, Runtime
-from reduction_app.engine.tool_io import ClearResult, ToolArgument, ToolContext, ToolDetail, ToolResult
+from reduction_app.engine.tool_io import (
+    ClearResult,
+    ToolArgument,
+    ToolContext,
+    ToolDetail,
+)
 from reduction_app.engine.truncation import text_of
 
-__all__ = ["ChatModelAgentState", "clear_range", "clear_steps", "find_result"]
+__all__ = ["ChatModelAgentState", "clear_range", "clear_steps"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -81,33 +87,17 @@ def clear_range(messages: Sequence[AnyMessage], retention: int) -> tuple[int, in
     return start, end
 
 
-def find_result(messages: Sequence[AnyMessage], index: int, call_id: str) -> int | None:
-    """The index of the result of ``call_id`` among the tool results right after ``index``."""
-    j = index + 1
-    while j < len(messages) and classify(messages[j]) == "tool_result":
-        if call_id in result_ids(messages[j]):
-            return j
-        j += 1
-    return None
-
-
-def _already_cleared(result: ToolResult) -> bool:
-    texts = [p.text for p in result.parts if p.type == "text"]
-    return bool(texts) and all(is_clear_placeholder(t) for t in texts)
-
-
-def _group_done(msg: AnyMessage, results: Sequence[AnyMessage]) -> bool:
-    if is_processed(msg):
+def _group_done(part: Sequence[AnyMessage], index: int) -> bool:
+    """Whether the call group at ``index`` was cleared before: flagged, or every result it
+    has holds one of our placeholders (a conversation sent back without its flags)."""
+    if is_processed(part[index]):
         return True
-    if not results:
-        return False
-    for ref in tool_calls_of(msg):
-        for res in results:
-            if ref.call_id in result_ids(res):
-                read = read_result(res, ref.call_id)
-                if read is not None and not _already_cleared(read[0]):
-                    return False
-    return True
+    found = [(ref, slot) for ref, slot in call_results(part, index) if slot is not None]
+    for ref, (ridx, occurrence) in found:
+        read = read_result(part[ridx], ref.call_id, occurrence)
+        if read is not None and not is_cleared(read[0]):
+            return False
+    return bool(found)
 
 
 def _rewrite_steps(rt: Runtime, part: list[AnyMessage], kind: str) -> Steps[list[AnyMessage]]:
@@ -128,11 +118,10 @@ def _rewrite_steps(rt: Runtime, part: list[AnyMessage], kind: str) -> Steps[list
         j = i + 1
         while j < len(part) and classify(part[j]) == "tool_result":
             j += 1
-        window = part[i + 1 : j]
-        if _group_done(msg, window):
+        if _group_done(part, i):
             out.extend(part[i:j])
         else:
-            replaced = yield call(rewriter, msg, list(window))
+            replaced = yield call(rewriter, msg, list(part[i + 1 : j]))
             out.extend(_check_rewritten(replaced, kind))
         i = j
     return out
@@ -142,7 +131,9 @@ def _check_rewritten(replaced: Any, kind: str) -> list[AnyMessage]:
     if replaced is None:
         return []
     if not isinstance(replaced, list | tuple):
-        raise MessageError(f"clear_message_rewriter must return a list of messages or None, got {replaced!r}")
+        raise MessageError(
+            f"clear_message_rewriter must return a list of messages or None, got {replaced!r}"
+        )
     for msg in replaced:
         if getattr(msg, "kind", None) != kind:
             raise MessageError(f"clear_message_rewriter returned {msg!r}, not a {kind} message")
@@ -151,8 +142,14 @@ def _check_rewritten(replaced: Any, kind: str) -> list[AnyMessage]:
 
 def _summary(threshold: int, reason: str, before: int, after: int, **fields: Any) -> ReductionEvent:
     return ReductionEvent(
-        phase="clear", kind="summary", reason=reason, threshold=threshold,
-        tokens_before=before, tokens_after=after, tokens_saved=before - after, **fields,
+        phase="clear",
+        kind="summary",
+        reason=reason,
+        threshold=threshold,
+        tokens_before=before,
+        tokens_after=after,
+        tokens_saved=before - after,
+        **fields,
     )
 
 
@@ -161,7 +158,9 @@ def _handle_steps(resolved: Resolved, detail: ToolDetail) -> Steps[ClearResult |
     result = yield from invoke(resolved.handler, detail)
     name = detail.tool_context.name
     if not isinstance(result, ClearResult):
-        raise ReductionError(f"clear_handler for tool {name!r} returned {result!r}, not a ClearResult")
+        raise ReductionError(
+            f"clear_handler for tool {name!r} returned {result!r}, not a ClearResult"
+        )
     if not result.need_clear:
         return None
     if result.tool_argument is None or result.tool_result is None:
@@ -171,6 +170,63 @@ def _handle_steps(resolved: Resolved, detail: ToolDetail) -> Steps[ClearResult |
     if result.need_offload and resolved.backend is None:
         raise NoBackendError("clear")
     return result
+
+
+@dataclass
+class _Pass:
+    """What one clear pass has done so far to its working copy."""
+
+    rt: Runtime
+    edit: list[AnyMessage]
+    stash: bool
+    """``clear_at_least_tokens`` is set: offloads wait until the saving is known."""
+    stashed: list[tuple[Backend | None, str, str]] = field(default_factory=list)
+    cleared: list[_Cleared] = field(default_factory=list)
+
+
+def _group_steps(ps: _Pass, idx: int) -> Steps[None]:
+    """Clear the results of the assistant message at ``idx`` and flag it."""
+    edit = ps.edit
+    msg = edit[idx]
+    for ref, slot in call_results(edit, idx):
+        resolved = ps.rt.clear_for(ref.name) if slot is not None else None
+        if slot is None or resolved is None:
+            continue
+        ridx, occurrence = slot
+        read = read_result(edit[ridx], ref.call_id, occurrence)
+        if read is None or is_cleared(read[0]):
+            continue
+        original, from_content = read
+        detail = ToolDetail(
+            tool_context=ToolContext(name=ref.name, call_id=ref.call_id),
+            tool_argument=ToolArgument(text=ref.arguments),
+            tool_result=original,
+        )
+        result = yield from _handle_steps(resolved, detail)
+        if result is None:
+            continue
+        assert result.tool_argument is not None and result.tool_result is not None
+        if result.need_offload:
+            offload = (resolved.backend, result.offload_file_path, result.offload_content)
+            if ps.stash:
+                ps.stashed.append(offload)
+            else:
+                yield from ps.rt.offload("clear", *offload)
+        new_args = result.tool_argument.text
+        new_parts = result.tool_result.parts
+        msg = write_arguments(msg, ref, new_args)
+        edit[ridx] = write_result(edit[ridx], ref.call_id, new_parts, from_content, occurrence)
+        changed = new_args != ref.arguments
+        ps.cleared.append(
+            _Cleared(
+                ref,
+                (ref.arguments if changed else "") + text_of(original.parts),
+                (new_args if changed else "") + text_of(new_parts),
+                # A placeholder may name a file written earlier (a truncated result).
+                result.offload_file_path,
+            )
+        )
+    edit[idx] = mark_processed(msg)
 
 
 def clear_steps(rt: Runtime, state: ChatModelAgentState) -> Steps[ChatModelAgentState]:
@@ -194,75 +250,38 @@ def clear_steps(rt: Runtime, state: ChatModelAgentState) -> Steps[ChatModelAgent
     rewritten = False
     if cfg.clear_message_rewriter is not None:
         new_part = yield from _rewrite_steps(rt, part, kind)
-        rewritten = len(new_part) != len(part) or any(a is not b for a, b in zip(new_part, part, strict=False))
+        rewritten = len(new_part) != len(part) or any(
+            a is not b for a, b in zip(new_part, part, strict=False)
+        )
         part = new_part
-    edit = messages[:start] + part + messages[end:]
     at_least = cfg.clear_at_least_tokens
-    stashed: list[tuple[Resolved, str, str]] = []
-    cleared: list[_Cleared] = []
+    ps = _Pass(rt=rt, edit=messages[:start] + part + messages[end:], stash=at_least > 0)
     for idx in range(start, start + len(part)):
-        msg = edit[idx]
-        calls = tool_calls_of(msg)
-        if not calls or is_processed(msg):
-            continue
-        for ref in calls:
-            ridx = find_result(edit, idx, ref.call_id)
-            resolved = rt.clear_for(ref.name) if ridx is not None else None
-            if ridx is None or resolved is None:
-                continue
-            read = read_result(edit[ridx], ref.call_id)
-            if read is None or _already_cleared(read[0]):
-                continue
-            original, from_content = read
-            detail = ToolDetail(
-                tool_context=ToolContext(name=ref.name, call_id=ref.call_id),
-                tool_argument=ToolArgument(text=ref.arguments),
-                tool_result=original,
-            )
-            result = yield from _handle_steps(resolved, detail)
-            if result is None:
-                continue
-            assert result.tool_argument is not None and result.tool_result is not None
-            path = result.offload_file_path if result.need_offload else ""
-            if result.need_offload:
-                if at_least > 0:
-                    stashed.append((resolved, path, result.offload_content))
-                else:
-                    yield from rt.offload("clear", resolved.backend, path, result.offload_content)
-            new_args = result.tool_argument.text
-            msg = write_arguments(msg, ref, new_args)
-            edit[ridx] = write_result(edit[ridx], ref.call_id, result.tool_result.parts, from_content)
-            args_changed = new_args != ref.arguments
-            cleared.append(
-                _Cleared(
-                    ref,
-                    (ref.arguments if args_changed else "") + text_of(original.parts),
-                    (new_args if args_changed else "") + text_of(result.tool_result.parts),
-                    # A placeholder may name a file written earlier (a truncated result).
-                    result.offload_file_path,
-                )
-            )
-        edit[idx] = mark_processed(msg)
-    after = yield call(rt.counter, edit, tools)
+        if tool_calls_of(ps.edit[idx]) and not is_processed(ps.edit[idx]):
+            yield from _group_steps(ps, idx)
+    after = yield call(rt.counter, ps.edit, tools)
     if at_least > 0:
         if before - after < at_least:
             yield from rt.emit(_summary(threshold, REASON_BELOW_AT_LEAST, before, before))
             return state
-        for resolved, path, content in stashed:
-            yield from rt.offload("clear", resolved.backend, path, content)
-    new_state = dataclasses.replace(state, messages=edit)
+        for backend, path, content in ps.stashed:
+            yield from rt.offload("clear", backend, path, content)
+    new_state = dataclasses.replace(state, messages=ps.edit)
     if cfg.clear_post_process is not None:
         yield call(cfg.clear_post_process, new_state)
-    for item in cleared:
+    for item in ps.cleared:
         event = ReductionEvent(
-            phase="clear", kind="tool", tool_name=item.ref.name, call_id=item.ref.call_id,
+            phase="clear",
+            kind="tool",
+            tool_name=item.ref.name,
+            call_id=item.ref.call_id,
             offload_path=item.path,
         )
         event = yield from rt.with_figures(event, item.before, item.after, kind)
         yield from rt.emit(event)
-    reason = REASON_APPLIED if cleared or rewritten else REASON_NOTHING_CLEARED
-    yield from rt.emit(
-        _summary(threshold, reason, before, after, applied=True, calls_cleared=len(cleared))
+    reason = REASON_APPLIED if ps.cleared or rewritten else REASON_NOTHING_CLEARED
+    summary = _summary(
+        threshold, reason, before, after, applied=True, calls_cleared=len(ps.cleared)
     )
+    yield from rt.emit(summary)
     return new_state
-

@@ -183,9 +183,14 @@ def validate(config: ReductionConfig | None) -> ReductionConfig:
     ):
         _check_callable(name, getattr(config, name))
     if config.language is not None and config.language not in LANGUAGES:
-        raise ConfigError("language", f"must be one of {list(LANGUAGES)} or None, got {config.language!r}")
+        raise ConfigError(
+            "language", f"must be one of {list(LANGUAGES)} or None, got {config.language!r}"
+        )
     if not isinstance(config.tool_config, Mapping):
-        raise ConfigError("tool_config", f"must be a mapping of tool name to ToolReductionConfig, got {config.tool_config!r}")
+        raise ConfigError(
+            "tool_config",
+            f"must be a mapping of tool name to ToolReductionConfig, got {config.tool_config!r}",
+        )
     for tool, entry in config.tool_config.items():
         where = f"tool_config[{tool!r}]"
         if not isinstance(entry, ToolReductionConfig):
@@ -194,6 +199,10 @@ def validate(config: ReductionConfig | None) -> ReductionConfig:
         _check_bool(f"{where}.skip_clear", entry.skip_clear)
         _check_callable(f"{where}.trunc_handler", entry.trunc_handler)
         _check_callable(f"{where}.clear_handler", entry.clear_handler)
+        if entry.backend is not None and not callable(getattr(entry.backend, "write", None)):
+            raise ConfigError(
+                f"{where}.backend", f"must have a write(request) method, got {entry.backend!r}"
+            )
     return config
 
 
@@ -248,5 +257,5 @@ def config_field_defaults() -> list[tuple[str, Any]]:
         if f.default is not dataclasses.MISSING:
             out.append((f.name, f.default))
         else:
-            out.append((f.name, f.default_factory()))  # type: ignore[misc]
+            out.append((f.name, f.default_factory()))  # type: ignore[operator]
     return out

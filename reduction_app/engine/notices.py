@@ -98,8 +98,14 @@ _STREAM_FAILED = {
 }
 
 _CLEAR_OFFLOADED = {
-    "en": "<persisted-output>Tool result saved to: {file_path}\nUse {read_tool_name} to view</persisted-output>",
-    "zh": "<persisted-output>工具结果已保存至: {file_path}\n使用 {read_tool_name} 进行查看</persisted-output>",
+    "en": (
+        "<persisted-output>Tool result saved to: {file_path}\n"
+        "Use {read_tool_name} to view</persisted-output>"
+    ),
+    "zh": (
+        "<persisted-output>工具结果已保存至: {file_path}\n"
+        "使用 {read_tool_name} 进行查看</persisted-output>"
+    ),
 }
 _CLEAR_DROPPED = {"en": "[Old tool result content cleared]", "zh": "[工具输出结果已清理]"}
 
@@ -136,7 +142,8 @@ def stream_notice(
     """The closing notice of a truncated stream: where the full output went, or why it
     could not be saved (``error`` non-empty)."""
     lang = get_language(language)
-    saved = "" if error else _STREAM_SAVED[lang].format(file_path=file_path, read_tool_name=read_tool_name)
+    saved = _STREAM_SAVED[lang].format(file_path=file_path, read_tool_name=read_tool_name)
+    saved = "" if error else saved
     failed = _STREAM_FAILED[lang].format(error=error) if error else ""
     return _STREAM[lang].format(preview_size=limit, offload_notify=saved, error_msg_notify=failed)
 

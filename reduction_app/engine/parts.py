@@ -122,9 +122,12 @@ def text_prefix(chunk: ToolResult | None, budget: int) -> ToolResult | None:
     """The start of ``chunk`` holding at most ``budget`` characters of text.
 
     Parts are taken in order; non-text parts pass; the first text part that does
-    not fit is cut (dropped if the cut leaves nothing) and the walk stops there.
+    not fit is cut (dropped if the cut leaves nothing) and the walk stops there. A
+    zero budget still keeps the non-text parts before the first text part: with the
+    strict trigger a stream can reach the limit exactly, and a media-only chunk after
+    that passes whole, so media ahead of the cut should too.
     """
-    if chunk is None or not chunk.parts or budget <= 0:
+    if chunk is None:
         return None
     kept: list[ToolOutputPart] = []
     left = budget

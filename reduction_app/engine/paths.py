@@ -50,21 +50,46 @@ def _digest(content: str) -> str:
 
 
 class PathRegistry:
-    """The paths this process has handed out, with a digest of the content each holds."""
+    """Paths handed out but not yet written, with a digest of the content each will hold.
+
+    A promise lasts from the path's choice until its write (or until the pass that chose
+    it is given up): after the write the backend itself answers for the path, so the
+    same conversation gets the same paths from any middleware, old or new. Promises of
+    the same content by concurrent passes are counted, and the path stays promised until
+    the last of them releases it.
+    """
 
     def __init__(self) -> None:
-        self._promised: dict[str, str] = {}
+        self._promised: dict[str, tuple[str, int]] = {}
         self._lock = threading.Lock()
 
     def promised(self, path: str) -> str | None:
         with self._lock:
-            return self._promised.get(path)
+            held = self._promised.get(path)
+            return held[0] if held is not None else None
 
     def promise(self, path: str, digest: str) -> bool:
-        """Record ``path`` for ``digest``; False when it is already promised to other content."""
+        """Promise ``path`` for ``digest``; False when it is promised to other content."""
         with self._lock:
-            held = self._promised.setdefault(path, digest)
-            return held == digest
+            held = self._promised.get(path)
+            if held is None:
+                self._promised[path] = (digest, 1)
+                return True
+            if held[0] != digest:
+                return False
+            self._promised[path] = (digest, held[1] + 1)
+            return True
+
+    def release(self, path: str) -> None:
+        """End one promise of ``path`` (its content was written, or will never be)."""
+        with self._lock:
+            held = self._promised.get(path)
+            if held is None:
+                return
+            if held[1] <= 1:
+                del self._promised[path]
+            else:
+                self._promised[path] = (held[0], held[1] - 1)
 
 
 class DefaultPathGenerator:

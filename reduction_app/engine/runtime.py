@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from reduction_app.engine._steps import Steps, call
+from reduction_app.engine._steps import AwaitableInSyncPhase, Steps, call
 from reduction_app.engine.access import AnyMessage
 from reduction_app.engine.backends import Backend, WriteRequest
 from reduction_app.engine.blocks import AgenticMessage, FunctionToolResult, ToolResultContent
@@ -128,20 +128,30 @@ class Runtime:
     # Shared steps ---------------------------------------------------------------------
 
     def offload(self, phase: str, backend: Backend | None, path: str, content: str) -> Steps[None]:
-        """Write ``content`` to ``path``; a failure becomes an :class:`OffloadError`."""
-        if backend is None:
-            raise NoBackendError(phase)
+        """Write ``content`` to ``path``; a failure becomes an :class:`OffloadError`.
+
+        Either way the path's promise ends here: once written, the backend answers for it.
+        """
         try:
+            if backend is None:
+                raise NoBackendError(phase)
             yield call(backend.write, WriteRequest(file_path=path, content=content))
+        except AwaitableInSyncPhase:
+            raise
+        except NoBackendError:
+            raise
         except Exception as exc:
             raise OffloadError(phase, path, exc) from exc
+        finally:
+            self.registry.release(path)
 
     def count_text(self, text: str, kind: str = "chat") -> Steps[int]:
         """Tokens of ``text`` by the config's counter (a one-message conversation for a
         custom counter, in the conversation's message style)."""
         count_text = getattr(self.counter, "count_text", None)
         if count_text is not None:
-            return (yield call(count_text, text))
+            tokens: int = yield call(count_text, text)
+            return tokens
         message: AnyMessage
         if kind == "agentic":
             message = AgenticMessage(
@@ -150,13 +160,16 @@ class Runtime:
             )
         else:
             message = Message.tool(text, "")
-        return (yield call(self.counter, [message], []))
+        counted: int = yield call(self.counter, [message], [])
+        return counted
 
     def emit(self, event: ReductionEvent) -> Steps[None]:
         if self.config.on_event is not None:
             yield call(self.config.on_event, event)
 
-    def with_figures(self, event: ReductionEvent, before: str, after: str, kind: str) -> Steps[ReductionEvent]:
+    def with_figures(
+        self, event: ReductionEvent, before: str, after: str, kind: str
+    ) -> Steps[ReductionEvent]:
         """``event`` with character and token figures for ``before`` → ``after``."""
         tokens_before = yield from self.count_text(before, kind)
         tokens_after = yield from self.count_text(after, kind)

@@ -26,6 +26,7 @@ its new messages. Loading encoding files offline lives in :mod:`._encodings`.
 from __future__ import annotations
 
 import json
+import operator
 import threading
 import weakref
 from collections.abc import Callable, Mapping, Sequence
@@ -191,11 +192,12 @@ class _IdentityCache(Generic[T]):
     a hit is trusted only if the stored weakref still points at the very object asked
     about, so a reused id or a racing eviction can cost a recount, never a wrong count.
     The weakref callback takes no lock: GC may run it in a thread that already holds one.
+    The hit and miss tallies take no lock either (a hit is on the clear phase's hot path):
+    under concurrent use they are statistics, not exact counts.
     """
 
     def __init__(self) -> None:
         self._entries: dict[int, tuple[weakref.ref[T], int]] = {}
-        self._stats_lock = threading.Lock()
         self.hits = 0
         self.misses = 0
 
@@ -206,14 +208,12 @@ class _IdentityCache(Generic[T]):
         key = id(obj)
         entry = self._entries.get(key)
         if entry is not None and entry[0]() is obj:
-            with self._stats_lock:
-                self.hits += 1
+            self.hits += 1
             return entry[1]
         value = count(obj)
         ref = weakref.ref(obj, self._evictor(key))
         self._entries[key] = (ref, value)
-        with self._stats_lock:
-            self.misses += 1
+        self.misses += 1
         return value
 
     def _evictor(self, key: int) -> Callable[[weakref.ref[T]], None]:
@@ -238,6 +238,10 @@ class _CachingCounter:
     def __init__(self) -> None:
         self._messages: _IdentityCache[AnyMessage] = _IdentityCache()
         self._tools: _IdentityCache[ToolInfo] = _IdentityCache()
+        # The last list counted, with running totals: an agent's next call sends the same
+        # messages plus new ones, so only the part after the shared prefix is summed.
+        # It holds one conversation alive per counter; replaced atomically, never mutated.
+        self._last: tuple[tuple[AnyMessage | None, ...], list[int]] = ((), [0])
 
     def count_text(self, text: str) -> int:
         raise NotImplementedError
@@ -259,7 +263,16 @@ class _CachingCounter:
     def __call__(
         self, messages: Sequence[AnyMessage | None], tool_infos: Sequence[ToolInfo], /
     ) -> int:
-        total = sum(self.count_message(m) for m in messages if m is not None)
+        current = tuple(messages)
+        previous, running = self._last
+        shared = _shared_prefix(previous, current)
+        totals = running[: shared + 1]
+        total = totals[-1]
+        for msg in current[shared:]:
+            if msg is not None:
+                total += self.count_message(msg)
+            totals.append(total)
+        self._last = (current, totals)
         return total + self.count_tools(tool_infos)
 
     def cache_info(self) -> CacheInfo:
@@ -269,6 +282,17 @@ class _CachingCounter:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r})"
+
+
+def _shared_prefix(a: tuple[object, ...], b: tuple[object, ...]) -> int:
+    """How many leading items ``a`` and ``b`` share, by identity."""
+    n = min(len(a), len(b))
+    if all(map(operator.is_, a[:n], b[:n])):
+        return n
+    for i in range(n):
+        if a[i] is not b[i]:
+            return i
+    return n
 
 
 class ApproxTokenCounter(_CachingCounter):

@@ -1,27 +1,24 @@
-"""The truncation phase: after a tool returns, a too-long output is offloaded whole
-and replaced by a notice.
+"""The truncation phase for buffered outputs: after a tool returns, its handler may
+replace a too-long output, offloading the whole of it first.
 
-Buffered outputs (invokable tools, and streams given to a per-tool handler) go
-through the tool's handler. Streams under the default handler are cut
-incrementally: chunks pass until the limit, the rest is held back, and one closing
-chunk carries the head of the cut chunk and a notice naming the offload file. A
-source error after the limit replays everything held back, then raises.
+Buffered outputs are those of invokable tools, and streams given to a per-tool
+handler (which reads the whole stream). Streams under the default handler are cut
+incrementally instead; see ``streams.py``.
 
 The functions here build steps (see ``_steps.py``); the middleware runs them
-synchronously or asynchronously.
+synchronously or asynchronously. A failed offload fails the call and leaves the
+output as it was; the event is emitted only after the write succeeded.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 from reduction_app.engine._steps import Steps, invoke
 from reduction_app.engine.errors import ReductionError
 from reduction_app.engine.events import ReductionEvent
-from reduction_app.engine.notices import stream_notice
-from reduction_app.engine.parts import flatten_tool_results, stringify, text_length, text_prefix
+from reduction_app.engine.parts import flatten_tool_results
 from reduction_app.engine.runtime import Resolved, Runtime
 from reduction_app.engine.tool_io import (
     ToolArgument,
@@ -33,38 +30,61 @@ from reduction_app.engine.tool_io import (
 )
 
 __all__ = [
-    "StreamCut",
     "buffered_steps",
-    "finish_stream_steps",
-    "replay",
-    "result_length",
+    "buffered_stream_steps",
+    "event_steps",
+    "first_text",
     "stream_results",
-    "string_length",
-    "string_prefix",
     "text_of",
-    "text_prefix",
 ]
 
-C = TypeVar("C")
 
-
-def text_of(parts: tuple[ToolOutputPart, ...] | list[ToolOutputPart]) -> str:
+def text_of(parts: Sequence[ToolOutputPart]) -> str:
     """The text of a result, for event figures."""
     return "".join(p.text for p in parts if p.type == "text")
 
 
-def buffered_steps(
+def first_text(result: ToolResult | None) -> str:
+    """What a string tool returns for a result: the first part's text (§3.5 step 4)."""
+    if result is None or not result.parts:
+        return ""
+    return result.parts[0].text
+
+
+def chunks_text(chunks: Sequence[Any], *, enhanced: bool) -> str:
+    """The text of a stream's chunks (``str`` or :class:`ToolResult`)."""
+    if enhanced:
+        return text_of(flatten_tool_results(chunks))
+    return "".join(chunks)
+
+
+def event_steps(
+    rt: Runtime, ctx: ToolContext, before: str, after: str, path: str, *, streamed: bool
+) -> Steps[None]:
+    """Emit the truncation event of one call, with figures for ``before`` → ``after``."""
+    event = ReductionEvent(
+        phase="truncation",
+        kind="tool",
+        tool_name=ctx.name,
+        call_id=ctx.call_id,
+        offload_path=path,
+        streamed=streamed,
+    )
+    event = yield from rt.with_figures(event, before, after, "chat")
+    yield from rt.emit(event)
+
+
+def _handle_steps(
     rt: Runtime, resolved: Resolved, detail: ToolDetail, *, streamed: bool
 ) -> Steps[TruncResult | None]:
-    """Run the tool's handler on a whole output; offload; emit the event.
-
-    ``None`` when the handler leaves the output alone.
-    """
+    """Run the handler and perform the offload it asks for; ``None`` when it declines."""
     assert resolved.handler is not None
     result = yield from invoke(resolved.handler, detail)
     name = detail.tool_context.name
     if not isinstance(result, TruncResult):
-        raise ReductionError(f"trunc_handler for tool {name!r} returned {result!r}, not a TruncResult")
+        raise ReductionError(
+            f"trunc_handler for tool {name!r} returned {result!r}, not a TruncResult"
+        )
     if not result.need_trunc:
         return None
     replacement = result.stream_tool_result if streamed else result.tool_result
@@ -72,129 +92,69 @@ def buffered_steps(
         which = "stream_tool_result" if streamed else "tool_result"
         raise ReductionError(f"trunc_handler for tool {name!r} set need_trunc without {which}")
     if result.need_offload:
-        yield from rt.offload("truncation", resolved.backend, result.offload_file_path, result.offload_content)
-    if not streamed and result.tool_result is not None:
-        before = text_of(detail.tool_result.parts) if detail.tool_result is not None else ""
-        event = ReductionEvent(
-            phase="truncation",
-            kind="tool",
-            tool_name=name,
-            call_id=detail.tool_context.call_id,
-            offload_path=result.offload_file_path if result.need_offload else "",
+        yield from rt.offload(
+            "truncation", resolved.backend, result.offload_file_path, result.offload_content
         )
-        event = yield from rt.with_figures(event, before, text_of(result.tool_result.parts), "chat")
-        yield from rt.emit(event)
     return result
 
 
-def stream_event_steps(
-    rt: Runtime, ctx: ToolContext, before: str, after: str, path: str
-) -> Steps[None]:
-    event = ReductionEvent(
-        phase="truncation", kind="tool", tool_name=ctx.name, call_id=ctx.call_id,
-        offload_path=path, streamed=True,
-    )
-    event = yield from rt.with_figures(event, before, after, "chat")
-    yield from rt.emit(event)
+def _path(result: TruncResult) -> str:
+    return result.offload_file_path if result.need_offload else ""
 
 
-@dataclass
-class StreamCut(Generic[C]):
-    """Incremental truncation of one stream of chunks (``str`` or :class:`ToolResult`).
+def buffered_steps(
+    rt: Runtime, resolved: Resolved, detail: ToolDetail, *, first_only: bool = False
+) -> Steps[ToolResult | None]:
+    """Truncate a whole output; the replacement result, or ``None`` to keep the output.
 
-    The limit is strict (decision 2): a stream of exactly ``limit`` characters passes.
+    ``first_only`` for string tools, which return only the first part's text: the
+    event then measures what the caller gets.
     """
-
-    limit: int
-    length_of: Callable[[C], int]
-    chunks: list[C] = field(default_factory=list)
-    forwarded: int = 0
-    trigger: int = -1
-    """Index of the chunk that crossed the limit; -1 while under it."""
-    prefix: Any = None
-
-    @property
-    def reached(self) -> bool:
-        return self.trigger >= 0
-
-    def feed(self, chunk: C, prefix_of: Callable[[C, int], Any]) -> bool:
-        """Record ``chunk``; True when it is to be forwarded as it is."""
-        self.chunks.append(chunk)
-        if self.reached:
-            return False
-        size = self.length_of(chunk)
-        if self.forwarded + size <= self.limit:
-            self.forwarded += size
-            return True
-        self.trigger = len(self.chunks) - 1
-        self.prefix = prefix_of(chunk, self.limit - self.forwarded)
-        return False
+    result = yield from _handle_steps(rt, resolved, detail, streamed=False)
+    if result is None or result.tool_result is None:
+        return None
+    before = text_of(detail.tool_result.parts) if detail.tool_result is not None else ""
+    replacement = result.tool_result
+    after = first_text(replacement) if first_only else text_of(replacement.parts)
+    yield from event_steps(rt, detail.tool_context, before, after, _path(result), streamed=False)
+    return replacement
 
 
-def replay(cut: StreamCut[Any], *, enhanced: bool) -> Any:
-    """Everything held back since the limit, as one chunk (used when the source fails)."""
-    if enhanced:
-        return ToolResult(parts=tuple(flatten_tool_results(cut.chunks[cut.trigger :])))
-    return "".join(cut.chunks)[cut.forwarded :]
+def buffered_stream_steps(
+    rt: Runtime,
+    resolved: Resolved,
+    ctx: ToolContext,
+    arguments: str,
+    chunks: list[Any],
+    error: Exception | None,
+    *,
+    enhanced: bool,
+) -> Steps[list[Any] | None]:
+    """Truncate a drained stream through a per-tool handler (§3.5, buffered path).
 
-
-def finish_stream_steps(
-    rt: Runtime, resolved: Resolved, ctx: ToolContext, arguments: str, cut: StreamCut[Any], *, enhanced: bool
-) -> Steps[Any]:
-    """Offload a cut stream and build its closing chunk. Offload failures never fail the
-    stream: they are reported in the notice instead."""
-    if enhanced:
-        parts = flatten_tool_results(cut.chunks)
-        full = ToolResult(parts=tuple(parts))
-        content = stringify(parts)
-        before = text_of(parts)
-    else:
-        content = before = "".join(cut.chunks)
-        full = ToolResult.of_text(content)
-    detail = ToolDetail(tool_context=ctx, tool_argument=ToolArgument(text=arguments), tool_result=full)
-    handler = resolved.handler
-    gen_path = getattr(handler, "gen_path", None)
-    path, error = "", ""
-    try:
-        if gen_path is None:
-            raise ReductionError("the default truncation handler has no path generator")
-        path = yield from invoke(gen_path, detail)
-        yield from rt.offload("truncation", resolved.backend, path, content)
-    except Exception as exc:
-        path, error = "", str(exc)
-    cfg = rt.config
-    notice = stream_notice(
-        limit=cfg.max_length_for_trunc, file_path=path, read_tool_name=cfg.read_file_tool_name,
-        error=error, language=cfg.language,
+    The replacement chunks, mapped for string streams to each chunk's first text;
+    ``None`` when the handler keeps the stream (the caller then replays it, error and all).
+    """
+    detail = ToolDetail(
+        tool_context=ctx,
+        tool_argument=ToolArgument(text=arguments),
+        stream_tool_result=stream_results(chunks, error, enhanced=enhanced),
     )
-    last: Any
-    if enhanced:
-        head = cut.prefix.parts if cut.prefix is not None else ()
-        last = ToolResult(parts=(*head, ToolOutputPart.of_text(notice)))
-        seen = text_of(flatten_tool_results(cut.chunks[: cut.trigger])) + text_of(last.parts)
-    else:
-        last = (cut.prefix or "") + notice
-        seen = before[: cut.forwarded] + last
-    yield from stream_event_steps(rt, ctx, before, seen, path)
-    return last
+    result = yield from _handle_steps(rt, resolved, detail, streamed=True)
+    if result is None or result.stream_tool_result is None:
+        return None
+    out = [chunk if enhanced else first_text(chunk) for chunk in result.stream_tool_result]
+    before = chunks_text(chunks, enhanced=enhanced)
+    after = chunks_text(out, enhanced=enhanced)
+    yield from event_steps(rt, ctx, before, after, _path(result), streamed=True)
+    return out
 
 
-def string_length(chunk: str) -> int:
-    return len(chunk)
-
-
-def string_prefix(chunk: str, budget: int) -> str:
-    return chunk[: max(budget, 0)]
-
-
-def result_length(chunk: ToolResult | None) -> int:
-    return text_length(chunk.parts) if chunk is not None else 0
-
-
-def stream_results(chunks: list[Any], error: BaseException | None, *, enhanced: bool) -> Iterator[ToolResult]:
+def stream_results(
+    chunks: list[Any], error: BaseException | None, *, enhanced: bool
+) -> Iterator[ToolResult]:
     """A handler's view of a drained stream: the chunks as results, then the source error."""
     for chunk in chunks:
         yield chunk if enhanced else ToolResult.of_text(chunk)
     if error is not None:
         raise error
-

@@ -284,7 +284,21 @@ def test_cache_counts_only_new_messages() -> None:
     assert counter.cache_info() == CacheInfo(0, 6, 6, 0, 0, 0)
     grown = [*msgs, Message.user("x" * 40)]
     assert counter(grown, []) == 69 + 11
-    assert counter.cache_info() == CacheInfo(6, 7, 7, 0, 0, 0)
+    # The shared prefix is summed from the last call's running totals: no lookups at all.
+    assert counter.cache_info() == CacheInfo(0, 7, 7, 0, 0, 0)
+
+
+def test_cache_recounts_only_after_first_changed_message() -> None:
+    """A list that shares a prefix with the last one (a cleared copy) looks up only the rest."""
+    counter = ApproxTokenCounter()
+    msgs = c2()
+    assert counter(msgs, []) == 69
+    edited = [*msgs[:3], Message.tool("Sunny!", "call_987654321"), *msgs[4:]]
+    assert counter(edited, []) == 69
+    # msgs[3] replaced: one miss for it, then hits for the two old messages after it.
+    assert counter.cache_info() == CacheInfo(2, 7, 7, 0, 0, 0)
+    assert counter(msgs, []) == 69
+    assert counter.cache_info() == CacheInfo(5, 7, 7, 0, 0, 0)
 
 
 def test_cache_keys_by_identity_not_value() -> None:
@@ -300,6 +314,7 @@ def test_cache_drops_collected_messages() -> None:
     msg = Message.user("x" * 40)
     assert counter([msg], []) == 11
     assert counter.cache_info().messages_cached == 1
+    counter([], [])  # the counter remembers its last list; move it on
     del msg
     gc.collect()
     assert counter.cache_info().messages_cached == 0

@@ -1,0 +1,517 @@
+"""The clear-phase replay benchmark: what the clear phase costs over a whole session.
+
+The corpus (:mod:`benchmarks.corpus`) is replayed call by call, as an agent would
+make model calls: before each assistant message, the clear phase runs on the
+context so far, and what it returns is carried into the next call together with
+the messages that arrived since. Only the clear call itself is timed; building the
+corpus, converting messages and assembling each call's input are not.
+
+Measured, median of ``--runs`` runs (ours on fresh message objects each time, so no
+counter cache is warm from an earlier run):
+
+- ours with ``token_counter="approx"`` and with ``"cl100k_base"``;
+- one tiktoken pass over the same text (every message's rendered text encoded once),
+  the floor the exact run is compared with;
+- LangChain's ``ContextEditingMiddleware`` + ``ClearToolUsesEdit`` with its approximate
+  counter, two ways: through ``wrap_model_call`` on the agent's state, as a LangChain
+  agent runs it (the edit goes to the model only; the state keeps every result), and
+  ``ClearToolUsesEdit.apply`` on a list carried forward, as ours is (its best case).
+
+Prints tables and writes ``benchmarks/results/replay.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import gc
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from benchmarks.corpus import build_conversation, conversation_chars
+from reduction_app.engine.backends import InMemoryBackend
+from reduction_app.engine.clear import ChatModelAgentState
+from reduction_app.engine.config import ReductionConfig
+from reduction_app.engine.messages import Message
+from reduction_app.engine.middleware import new
+from reduction_app.engine.notices import is_clear_placeholder
+from reduction_app.engine.tokens import get_token_counter, render_message
+
+__all__ = ["Run", "main", "replay_langchain_apply", "replay_langchain_middleware", "replay_ours"]
+
+THRESHOLD = 100_000
+"""``max_tokens_for_clear`` and LangChain's ``trigger``, in approximate tokens."""
+RETENTION = 1
+"""Ours keeps the latest assistant message with tool calls (one round of 1-3 results)."""
+LANGCHAIN_KEEP = 2
+"""LangChain keeps this many latest tool results: the corpus's mean results per round."""
+RESULTS = Path(__file__).parent / "results" / "replay.json"
+DECILES = 10
+
+
+@dataclass
+class Run:
+    """One replay: seconds per call, in call order, and what the clearing did."""
+
+    per_call: list[float]
+    context_lengths: list[int]
+    clears: int = 0
+    """Calls whose output differs from their input."""
+    final_tokens: int = 0
+    final_placeholders: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def total(self) -> float:
+        return sum(self.per_call)
+
+
+def call_points(messages: Sequence[Any]) -> list[int]:
+    """Where the model is called: before each assistant message (context ``[:i]``)."""
+    return [i for i, m in enumerate(messages) if _role(m) == "assistant" and i > 0]
+
+
+def _role(message: Any) -> str:
+    """Our ``role``, or a LangChain message's ``type`` in our words."""
+    role = getattr(message, "role", None)
+    if role is not None:
+        return str(role)
+    kind = str(message.type)
+    return {"ai": "assistant", "human": "user"}.get(kind, kind)
+
+
+# Ours ---------------------------------------------------------------------------------
+
+
+def fresh_copies(messages: Sequence[Message]) -> list[Message]:
+    """Equal messages with new identities: the shared counters cache by identity, so a
+    run on the objects of an earlier run would start warm."""
+    return [copy.copy(m) for m in messages]
+
+
+def replay_ours(messages: Sequence[Message], token_counter: str) -> Run:
+    config = ReductionConfig(
+        backend=InMemoryBackend(),
+        # Truncation wraps tool calls and never runs in this replay: the corpus holds the
+        # tool results as they were returned. The clear phase is the same either way.
+        skip_truncation=True,
+        token_counter=token_counter,
+        max_tokens_for_clear=THRESHOLD,
+        clear_retention_suffix_limit=RETENTION,
+    )
+    mw = new(config)
+    carried: list[Any] = []
+    done = 0
+    per_call: list[float] = []
+    lengths: list[int] = []
+    clears = 0
+    for point in call_points(messages):
+        state = ChatModelAgentState(messages=carried + list(messages[done:point]))
+        start = time.perf_counter()
+        out = mw.before_model_rewrite_state(state)
+        per_call.append(time.perf_counter() - start)
+        clears += out is not state
+        carried, done = list(out.messages), point
+        lengths.append(len(carried))
+    counter = get_token_counter(token_counter)
+    backend = config.backend
+    assert isinstance(backend, InMemoryBackend)
+    return Run(
+        per_call,
+        lengths,
+        clears=clears,
+        final_tokens=counter(carried, []),
+        final_placeholders=sum(
+            1 for m in carried if m.role == "tool" and is_clear_placeholder(m.content)
+        ),
+        extra={"offloaded_files": len(backend)},
+    )
+
+
+def tiktoken_pass(messages: Sequence[Message]) -> float:
+    """Seconds to encode every message's rendered text once with cl100k_base."""
+    import tiktoken
+
+    get_token_counter("cl100k_base")([Message.user("warm")], [])
+    encoding = tiktoken.get_encoding("cl100k_base")
+    texts = [s for m in messages for s in render_message(m)]
+    start = time.perf_counter()
+    for text in texts:
+        encoding.encode(text, disallowed_special=())
+    return time.perf_counter() - start
+
+
+# LangChain ----------------------------------------------------------------------------
+
+
+def to_langchain(messages: Sequence[Message]) -> list[Any]:
+    from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+
+    out: list[Any] = []
+    for m in messages:
+        if m.role == "system":
+            out.append(SystemMessage(content=m.content))
+        elif m.role == "user":
+            out.append(HumanMessage(content=m.content))
+        elif m.role == "assistant":
+            calls = [
+                {"name": c.name, "args": json.loads(c.arguments), "id": c.id, "type": "tool_call"}
+                for c in m.tool_calls
+            ]
+            out.append(AIMessage(content=m.content, tool_calls=calls))
+        else:
+            out.append(
+                ToolMessage(content=m.content, tool_call_id=m.tool_call_id, name=m.tool_name)
+            )
+    return out
+
+
+def _edit() -> Any:
+    from langchain.agents.middleware import ClearToolUsesEdit
+
+    return ClearToolUsesEdit(trigger=THRESHOLD, keep=LANGCHAIN_KEEP)
+
+
+def _lc_summary(run: Run, final: list[Any]) -> Run:
+    from langchain_core.messages import ToolMessage
+    from langchain_core.messages.utils import count_tokens_approximately
+
+    run.final_tokens = count_tokens_approximately(final)
+    run.final_placeholders = sum(
+        1 for m in final if isinstance(m, ToolMessage) and m.content == "[cleared]"
+    )
+    return run
+
+
+def replay_langchain_middleware(lc_messages: Sequence[Any]) -> Run:
+    """As a LangChain agent runs it: each call's request holds the agent's state (every
+    message so far, unedited, since the middleware edits a deep copy for the model)."""
+    from langchain.agents.middleware import ContextEditingMiddleware, ModelRequest
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+
+    middleware = ContextEditingMiddleware(edits=[_edit()], token_count_method="approximate")
+    model = GenericFakeChatModel(messages=iter(()))
+    seen: list[Any] = []
+
+    def handler(request: Any) -> Any:
+        seen[:] = [request.messages]
+        return request.messages
+
+    per_call: list[float] = []
+    lengths: list[int] = []
+    clears = 0
+    for point in call_points(lc_messages):
+        request = ModelRequest(model=model, messages=list(lc_messages[:point]))
+        start = time.perf_counter()
+        middleware.wrap_model_call(request, handler)
+        per_call.append(time.perf_counter() - start)
+        # Every message of the deep copy is a new object, so compare what the model reads.
+        clears += any(
+            a.content != b.content for a, b in zip(seen[0], request.messages, strict=True)
+        )
+        lengths.append(point)
+    return _lc_summary(Run(per_call, lengths, clears=clears), seen[0])
+
+
+def replay_langchain_apply(lc_messages: Sequence[Any]) -> Run:
+    """``ClearToolUsesEdit.apply`` on one list carried forward and edited in place, the
+    way our state is carried: LangChain's best case (no deep copy, no re-clearing)."""
+    from langchain_core.messages.utils import count_tokens_approximately
+
+    edit = _edit()
+    carried: list[Any] = []
+    done = 0
+    per_call: list[float] = []
+    lengths: list[int] = []
+    clears = 0
+    for point in call_points(lc_messages):
+        carried.extend(lc_messages[done:point])
+        done = point
+        before = list(carried)
+        start = time.perf_counter()
+        edit.apply(carried, count_tokens=count_tokens_approximately)
+        per_call.append(time.perf_counter() - start)
+        clears += any(a is not b for a, b in zip(carried, before, strict=True))
+        lengths.append(len(carried))
+    return _lc_summary(Run(per_call, lengths, clears=clears), carried)
+
+
+# Driving and reporting ----------------------------------------------------------------
+
+
+def timed_runs(make: Callable[[], Run], runs: int, *, pause_gc: bool) -> tuple[Run, list[float]]:
+    """``runs`` runs, each after a full collection; the run with the median total, and all
+    totals. The collector stays on unless ``pause_gc``: an agent pays for the garbage a
+    middleware makes (LangChain's deep copies make a lot), so that is the default."""
+    results: list[Run] = []
+    for _ in range(runs):
+        gc.collect()
+        if pause_gc:
+            gc.disable()
+        try:
+            results.append(make())
+        finally:
+            gc.enable()
+    results.sort(key=lambda r: r.total)
+    return results[len(results) // 2], [r.total for r in results]
+
+
+def deciles(run: Run) -> list[dict[str, float]]:
+    n = len(run.per_call)
+    rows = []
+    for d in range(DECILES):
+        lo, hi = d * n // DECILES, (d + 1) * n // DECILES
+        chunk = run.per_call[lo:hi]
+        rows.append(
+            {
+                "decile": d + 1,
+                "calls": hi - lo,
+                "context_messages_at_end": run.context_lengths[hi - 1],
+                "mean_ms": 1000 * statistics.fmean(chunk),
+            }
+        )
+    return rows
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    cells = [[str(h) for h in headers], *[[str(c) for c in row] for row in rows]]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    lines = [
+        "  ".join(
+            c.rjust(w) if i else c.ljust(w)
+            for i, (c, w) in enumerate(zip(row, widths, strict=True))
+        )
+        for row in cells
+    ]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description="Replay a long agent session through the clear phase."
+    )
+    parser.add_argument("--runs", type=int, default=3, help="runs per figure; the median is shown")
+    parser.add_argument("--min-messages", type=int, default=1000)
+    parser.add_argument("--min-chars", type=int, default=1_000_000)
+    parser.add_argument(
+        "--pause-gc", action="store_true", help="turn the collector off in timed runs, as timeit"
+    )
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    return parser.parse_args(argv)
+
+
+def measure(
+    corpus: list[Message], runs: int, *, pause_gc: bool
+) -> dict[str, tuple[Run, list[float]]]:
+    """Every replay, after an untimed warm-up of each on the corpus's first 200 messages."""
+    lc_messages = to_langchain(corpus)
+    get_token_counter("cl100k_base")([Message.user("warm")], [])
+    replay_ours(fresh_copies(corpus[:200]), "approx")
+    replay_ours(fresh_copies(corpus[:200]), "cl100k_base")
+    replay_langchain_apply(lc_messages[:200])
+    replay_langchain_middleware(lc_messages[:200])
+    # Ours runs on fresh copies each time (its counters cache by identity); LangChain's
+    # edit replaces list slots, never the messages, so the one conversion serves every run.
+    makers: dict[str, Callable[[], Run]] = {
+        "ours_approx": lambda: replay_ours(fresh_copies(corpus), "approx"),
+        "ours_cl100k_base": lambda: replay_ours(fresh_copies(corpus), "cl100k_base"),
+        "langchain_wrap_model_call": lambda: replay_langchain_middleware(lc_messages),
+        "langchain_apply_carried": lambda: replay_langchain_apply(lc_messages),
+    }
+    results = {}
+    for name, make in makers.items():
+        print(f"{name}...", file=sys.stderr)
+        results[name] = timed_runs(make, runs, pause_gc=pause_gc)
+    return results
+
+
+def _figures(run: Run, totals: list[float]) -> dict[str, Any]:
+    return {
+        "total_s": run.total,
+        "totals_s": totals,
+        "mean_ms_per_call": 1000 * run.total / len(run.per_call),
+        "max_ms_per_call": 1000 * max(run.per_call),
+        "calls_that_cleared": run.clears,
+        "final_context_tokens": run.final_tokens,
+        "final_placeholders": run.final_placeholders,
+        "deciles": deciles(run),
+        **run.extra,
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parse(argv)
+    print("building the corpus...", file=sys.stderr)
+    corpus = build_conversation(args.min_messages, args.min_chars)
+    results = measure(corpus, args.runs, pause_gc=args.pause_gc)
+    one_pass = statistics.median(tiktoken_pass(corpus) for _ in range(args.runs))
+    figures = {name: _figures(run, totals) for name, (run, totals) in results.items()}
+    approx = figures["ours_approx"]["total_s"]
+    report = {
+        "machine": {
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "cpus": os.cpu_count(),
+        },
+        "engine": _engine_revision(),
+        "versions": _versions(),
+        "corpus": {
+            "messages": len(corpus),
+            "chars": conversation_chars(corpus),
+            "calls": len(call_points(corpus)),
+            "tool_results": sum(1 for m in corpus if m.role == "tool"),
+        },
+        "config": {
+            "max_tokens_for_clear": THRESHOLD,
+            "clear_retention_suffix_limit": RETENTION,
+            "skip_truncation": True,
+            "backend": "InMemoryBackend",
+            "langchain": {
+                "trigger": THRESHOLD,
+                "keep": LANGCHAIN_KEEP,
+                "token_count_method": "approximate",
+            },
+        },
+        "runs": args.runs,
+        "gc_paused": args.pause_gc,
+        "one_tiktoken_pass_s": one_pass,
+        "figures": figures,
+        "ratios": {
+            "exact_over_one_tiktoken_pass": figures["ours_cl100k_base"]["total_s"] / one_pass,
+            "langchain_wrap_model_call_over_ours_approx": (
+                figures["langchain_wrap_model_call"]["total_s"] / approx
+            ),
+            "langchain_apply_carried_over_ours_approx": (
+                figures["langchain_apply_carried"]["total_s"] / approx
+            ),
+        },
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    print_report(report)
+    print(f"\nwrote {args.out}")
+    return 0
+
+
+def _engine_revision() -> dict[str, Any]:
+    """The commit and the engine files changed since it, so a figure can be traced."""
+    root = Path(__file__).resolve().parent.parent
+
+    def git(*args: str) -> str:
+        try:
+            done = subprocess.run(
+                ["git", *args], cwd=root, capture_output=True, text=True, check=True
+            )
+        except (OSError, subprocess.CalledProcessError):
+            return ""
+        return done.stdout.strip()
+
+    changed = git("status", "--porcelain", "--", "reduction_app/engine").splitlines()
+    return {"commit": git("rev-parse", "HEAD"), "engine_changes": changed}
+
+
+def _versions() -> dict[str, str]:
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {}
+    for name in ("tiktoken", "langchain", "langchain-core", "pydantic"):
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            out[name] = "not installed"
+    return out
+
+
+def print_report(report: dict[str, Any]) -> None:
+    c, f, r = report["corpus"], report["figures"], report["ratios"]
+    print(
+        f"\nCorpus: {c['messages']} messages, {c['chars']:,} characters, {c['calls']} model calls, "
+        f"{c['tool_results']} tool results. Threshold {report['config']['max_tokens_for_clear']:,} "
+        f"tokens; median of {report['runs']} runs; garbage collector "
+        f"{'paused' if report['gc_paused'] else 'on'}.\n"
+    )
+    rows = [
+        [
+            name,
+            f"{v['total_s']:.3f}",
+            f"{v['mean_ms_per_call']:.3f}",
+            f"{v['max_ms_per_call']:.2f}",
+            v["calls_that_cleared"],
+            f"{v['final_context_tokens']:,}",
+            v["final_placeholders"],
+            " ".join(f"{t:.3f}" for t in v["totals_s"]),
+        ]
+        for name, v in f.items()
+    ]
+    rows.append(
+        [
+            "one tiktoken pass (cl100k_base)",
+            f"{report['one_tiktoken_pass_s']:.3f}",
+            "",
+            "",
+            "",
+            "",
+            "",
+            "",
+        ]
+    )
+    print(
+        _table(
+            [
+                "replay",
+                "total s",
+                "mean ms/call",
+                "max ms",
+                "calls cleared",
+                "final tokens",
+                "placeholders",
+                "all totals s",
+            ],
+            rows,
+        )
+    )
+    print()
+    print(
+        _table(
+            ["ratio", "value", "target"],
+            [
+                [
+                    "exact run / one tiktoken pass",
+                    f"{r['exact_over_one_tiktoken_pass']:.2f}x",
+                    "<= 2x",
+                ],
+                [
+                    "LangChain wrap_model_call / ours approx",
+                    f"{r['langchain_wrap_model_call_over_ours_approx']:.1f}x",
+                    ">= 25x",
+                ],
+                [
+                    "LangChain apply (carried) / ours approx",
+                    f"{r['langchain_apply_carried_over_ours_approx']:.1f}x",
+                    "(best case for LangChain)",
+                ],
+            ],
+        )
+    )
+    print("\nMean ms per call by decile of the replay (context length in messages at its end):")
+    names = list(f)
+    rows = []
+    for d in range(DECILES):
+        row = [d + 1, f[names[0]]["deciles"][d]["context_messages_at_end"]]
+        row += [f"{f[n]['deciles'][d]['mean_ms']:.3f}" for n in names]
+        rows.append(row)
+    print(_table(["decile", "context msgs", *names], rows))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,249 @@
+"""Streamed tool output: the incremental default truncation (decision 8) and the
+plumbing the stream wrappers share (draining, async iteration, replay).
+
+Under the default handler a stream is cut incrementally: chunks pass until the
+limit, the rest is held back, and one closing chunk carries the head of the cut
+chunk and a notice naming the offload file. The limit is strict (decision 2): a
+stream of exactly the limit passes untouched. A source error after the limit
+replays everything held back, then raises. Offload failures never fail the stream;
+they are reported in the notice.
+
+Buffered streams (a per-tool handler) are handled in ``truncation.py``.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import AsyncIterator, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from reduction_app.engine._steps import AwaitableInSyncPhase, Steps, invoke, run_async, run_sync
+from reduction_app.engine.errors import ReductionError
+from reduction_app.engine.notices import stream_notice
+from reduction_app.engine.parts import flatten_tool_results, stringify, text_length, text_prefix
+from reduction_app.engine.runtime import Resolved, Runtime
+from reduction_app.engine.tool_io import (
+    ToolArgument,
+    ToolContext,
+    ToolDetail,
+    ToolOutputPart,
+    ToolResult,
+)
+from reduction_app.engine.truncation import chunks_text, event_steps, text_of
+
+__all__ = [
+    "StreamCut",
+    "adrain",
+    "aincremental",
+    "aiter_source",
+    "drain",
+    "finish_stream_steps",
+    "incremental",
+    "replay",
+    "replayed",
+    "sync_source",
+]
+
+
+@dataclass
+class StreamCut:
+    """Incremental truncation of one stream of chunks: ``str``, or :class:`ToolResult`
+    (``enhanced``)."""
+
+    limit: int
+    enhanced: bool
+    chunks: list[Any] = field(default_factory=list)
+    forwarded: int = 0
+    """Characters passed on unchanged."""
+    trigger: int = -1
+    """Index of the chunk that crossed the limit; -1 while under it."""
+    prefix: Any = None
+    """The head of the trigger chunk that fits the limit."""
+
+    @property
+    def reached(self) -> bool:
+        return self.trigger >= 0
+
+    def feed(self, chunk: Any) -> bool:
+        """Record ``chunk``; True when it is to be forwarded as it is."""
+        self.chunks.append(chunk)
+        if self.reached:
+            return False
+        size = _length(chunk, self.enhanced)
+        if self.forwarded + size <= self.limit:
+            self.forwarded += size
+            return True
+        self.trigger = len(self.chunks) - 1
+        budget = self.limit - self.forwarded
+        self.prefix = text_prefix(chunk, budget) if self.enhanced else chunk[:budget]
+        return False
+
+
+def _length(chunk: Any, enhanced: bool) -> int:
+    if not enhanced:
+        return len(chunk)
+    return text_length(chunk.parts) if chunk is not None else 0
+
+
+def replay(cut: StreamCut) -> Any:
+    """Everything held back since the limit, as one chunk (used when the source fails)."""
+    if cut.enhanced:
+        return ToolResult(parts=tuple(flatten_tool_results(cut.chunks[cut.trigger :])))
+    return "".join(cut.chunks)[cut.forwarded :]
+
+
+def finish_stream_steps(
+    rt: Runtime, resolved: Resolved, ctx: ToolContext, arguments: str, cut: StreamCut
+) -> Steps[Any]:
+    """Offload a cut stream and build its closing chunk; a failed offload is reported
+    in the notice, not raised."""
+    if cut.enhanced:
+        parts = flatten_tool_results(cut.chunks)
+        full = ToolResult(parts=tuple(parts))
+        content = stringify(parts)
+    else:
+        content = "".join(cut.chunks)
+        full = ToolResult.of_text(content)
+    detail = ToolDetail(
+        tool_context=ctx, tool_argument=ToolArgument(text=arguments), tool_result=full
+    )
+    gen_path = getattr(resolved.handler, "gen_path", None)
+    path, error = "", ""
+    try:
+        if gen_path is None:
+            raise ReductionError("the default truncation handler has no path generator")
+        path = yield from invoke(gen_path, detail)
+        yield from rt.offload("truncation", resolved.backend, path, content)
+    except AwaitableInSyncPhase:
+        raise
+    except Exception as exc:
+        path, error = "", str(exc)
+    cfg = rt.config
+    notice = stream_notice(
+        limit=cfg.max_length_for_trunc,
+        file_path=path,
+        read_tool_name=cfg.read_file_tool_name,
+        error=error,
+        language=cfg.language,
+    )
+    last: Any
+    if cut.enhanced:
+        head = cut.prefix.parts if cut.prefix is not None else ()
+        last = ToolResult(parts=(*head, ToolOutputPart.of_text(notice)))
+        seen = chunks_text(cut.chunks[: cut.trigger], enhanced=True) + text_of(last.parts)
+    else:
+        last = cut.prefix + notice
+        seen = content[: cut.forwarded] + last
+    before = chunks_text(cut.chunks, enhanced=cut.enhanced)
+    yield from event_steps(rt, ctx, before, seen, path, streamed=True)
+    return last
+
+
+def incremental(
+    rt: Runtime,
+    resolved: Resolved,
+    ctx: ToolContext,
+    arguments: str,
+    source: Iterator[Any],
+    *,
+    enhanced: bool,
+) -> Iterator[Any]:
+    """The default streaming truncation of a synchronous stream."""
+    cut = StreamCut(limit=rt.config.max_length_for_trunc, enhanced=enhanced)
+    while True:
+        try:
+            chunk = next(source)
+        except StopIteration:
+            break
+        except Exception:
+            if not cut.reached:
+                raise
+            yield replay(cut)
+            raise
+        # Empty string chunks carry nothing; the reference drops them too.
+        if not enhanced and chunk == "":
+            continue
+        if cut.feed(chunk):
+            yield chunk
+    if cut.reached:
+        yield run_sync(finish_stream_steps(rt, resolved, ctx, arguments, cut))
+
+
+async def aincremental(
+    rt: Runtime,
+    resolved: Resolved,
+    ctx: ToolContext,
+    arguments: str,
+    source: AsyncIterator[Any],
+    *,
+    enhanced: bool,
+) -> AsyncIterator[Any]:
+    """The default streaming truncation of an asynchronous stream."""
+    cut = StreamCut(limit=rt.config.max_length_for_trunc, enhanced=enhanced)
+    while True:
+        try:
+            chunk = await source.__anext__()
+        except StopAsyncIteration:
+            break
+        except Exception:
+            if not cut.reached:
+                raise
+            yield replay(cut)
+            raise
+        if not enhanced and chunk == "":
+            continue
+        if cut.feed(chunk):
+            yield chunk
+    if cut.reached:
+        yield await run_async(finish_stream_steps(rt, resolved, ctx, arguments, cut))
+
+
+def drain(source: Iterable[Any]) -> tuple[list[Any], Exception | None]:
+    """Every chunk of ``source``, and the error it ended with, if any."""
+    chunks: list[Any] = []
+    try:
+        for chunk in source:
+            chunks.append(chunk)
+    except Exception as exc:
+        return chunks, exc
+    return chunks, None
+
+
+async def adrain(source: AsyncIterator[Any]) -> tuple[list[Any], Exception | None]:
+    chunks: list[Any] = []
+    try:
+        async for chunk in source:
+            chunks.append(chunk)
+    except Exception as exc:
+        return chunks, exc
+    return chunks, None
+
+
+async def aiter_source(source: Any) -> AsyncIterator[Any]:
+    """Iterate what an async endpoint returned: an async iterator, a plain iterable, or
+    an awaitable of either."""
+    if inspect.isawaitable(source):
+        source = await source
+    if hasattr(source, "__aiter__"):
+        async for chunk in source:
+            yield chunk
+    else:
+        for chunk in source:
+            yield chunk
+
+
+def replayed(chunks: list[Any], error: Exception | None) -> Iterator[Any]:
+    yield from chunks
+    if error is not None:
+        raise error
+
+
+def sync_source(source: Any, ctx: ToolContext, method: str) -> Any:
+    """Refuse what only an async wrapper can handle, with a message that says so."""
+    kind = "an awaitable" if inspect.isawaitable(source) else "an async iterator"
+    if kind == "an awaitable" or hasattr(source, "__aiter__"):
+        if inspect.iscoroutine(source):
+            source.close()
+        raise TypeError(f"tool {ctx.name!r} returned {kind}; wrap async tools with {method}")
+    return source

@@ -1,0 +1,183 @@
+"""Tests for offload paths: safe ids and unique paths (decision 7, cases 41)."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+
+import pytest
+
+from reduction_app.engine.backends import InMemoryBackend, LocalFileBackend, WriteRequest
+from reduction_app.engine.parts import stringify
+from reduction_app.engine.paths import DefaultPathGenerator, PathRegistry, safe_id
+from reduction_app.engine.tool_io import ToolContext, ToolDetail, ToolResult
+
+SAFE = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")
+
+
+def detail(call_id: str, content: str = "content") -> ToolDetail:
+    return ToolDetail(
+        tool_context=ToolContext(name="t", call_id=call_id), tool_result=ToolResult.of_text(content)
+    )
+
+
+def content_of(d: ToolDetail) -> str:
+    return stringify(d.tool_result.parts) if d.tool_result is not None else ""
+
+
+def generator(
+    backend: object = None,
+    *,
+    kind: str = "trunc",
+    root_dir: str = "/tmp",
+    registry: PathRegistry | None = None,
+) -> DefaultPathGenerator:
+    return DefaultPathGenerator(
+        root_dir=root_dir,
+        kind=kind,
+        backend=backend,  # type: ignore[arg-type]
+        registry=registry or PathRegistry(),
+        content_of=content_of,
+    )
+
+
+# safe_id -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "call_id", ["call_1", "toolu_01A09q90qw90lq917835lq9", "a.b-c_d", "x" * 120]
+)
+def test_safe_id_keeps_a_safe_id(call_id: str) -> None:
+    assert safe_id(call_id) == call_id
+
+
+@pytest.mark.parametrize(
+    ("call_id", "cleaned"),
+    [
+        ("a/b", "a_b"),
+        ("../../etc/passwd", "_._.._etc_passwd"),
+        ("/etc/passwd", "_etc_passwd"),
+        ("a\x00b", "a_b"),
+        ("call 1\n", "call_1_"),
+        ("..", "_."),
+        (".hidden", "_hidden"),
+        ("工具", "__"),
+    ],
+)
+def test_safe_id_sanitises_unsafe_ids(call_id: str, cleaned: str) -> None:
+    """The cleaned id, then the first 8 hex digits of the raw id's SHA-256."""
+    digest = hashlib.sha256(call_id.encode("utf-8")).hexdigest()[:8]
+    assert safe_id(call_id) == f"{cleaned}-{digest}"
+    assert SAFE.fullmatch(safe_id(call_id))
+
+
+def test_safe_id_keeps_ids_that_sanitise_alike_apart() -> None:
+    assert len({safe_id("a/b"), safe_id("a b"), safe_id("a\x00b"), safe_id("a_b")}) == 4
+
+
+def test_safe_id_shortens_long_ids() -> None:
+    cleaned = safe_id("y" * 500)
+    assert re.fullmatch(r"y{120}-[0-9a-f]{8}", cleaned)
+
+
+def test_safe_id_empty_gives_a_fresh_id_each_time() -> None:
+    first, second = safe_id(""), safe_id("")
+    assert re.fullmatch(r"[0-9a-f]{32}", first)
+    assert first != second
+
+
+# DefaultPathGenerator ------------------------------------------------------------------
+
+
+def test_default_paths_follow_root_dir_and_kind() -> None:
+    """Case 41."""
+    assert generator(kind="trunc")(detail("call_1")) == "/tmp/trunc/call_1"
+    assert generator(kind="clear")(detail("call_1")) == "/tmp/clear/call_1"
+
+
+def test_default_path_of_an_empty_id_is_longer_than_the_prefix() -> None:
+    """Case 41."""
+    path = generator(kind="clear")(detail(""))
+    assert re.fullmatch(r"/tmp/clear/[0-9a-f]{32}", path)
+
+
+def test_default_path_is_a_cleaned_join() -> None:
+    assert generator(root_dir="/data//x/./")(detail("c")) == "/data/x/trunc/c"
+
+
+@pytest.mark.parametrize(
+    "call_id", ["../../../etc/passwd", "/etc/passwd", "a/../../b", "..", "\x00", " "]
+)
+def test_default_path_stays_under_root_dir(call_id: str) -> None:
+    path = generator(root_dir="/srv/offload")(detail(call_id))
+    parent, name = path.rsplit("/", 1)
+    assert parent == "/srv/offload/trunc"
+    assert SAFE.fullmatch(name)
+
+
+def test_default_path_is_reused_for_identical_content() -> None:
+    gen = generator(InMemoryBackend())
+    assert gen(detail("c", "same")) == gen(detail("c", "same")) == "/tmp/trunc/c"
+
+
+def test_default_path_moves_on_for_different_content_in_one_process() -> None:
+    """Promised paths count even before anything was written."""
+    gen = generator(InMemoryBackend())
+    assert [gen(detail("c", body)) for body in ("a", "b", "c", "b", "a")] == [
+        "/tmp/trunc/c",
+        "/tmp/trunc/c-2",
+        "/tmp/trunc/c-3",
+        "/tmp/trunc/c-2",
+        "/tmp/trunc/c",
+    ]
+
+
+def test_default_path_checks_what_the_backend_already_holds() -> None:
+    backend = InMemoryBackend()
+    backend.write(WriteRequest(file_path="/tmp/trunc/c", content="older"))
+    backend.write(WriteRequest(file_path="/tmp/trunc/c-2", content="newer"))
+    gen = generator(backend)
+    assert gen(detail("c", "newer")) == "/tmp/trunc/c-2"
+    assert gen(detail("c", "fresh")) == "/tmp/trunc/c-3"
+    assert gen(detail("c", "older")) == "/tmp/trunc/c"
+
+
+def test_default_path_checks_a_reopened_local_folder(tmp_path: Path) -> None:
+    LocalFileBackend(tmp_path).write(WriteRequest(file_path="/tmp/trunc/c", content="older"))
+    gen = generator(LocalFileBackend(tmp_path))
+    assert gen(detail("c", "older")) == "/tmp/trunc/c"
+    assert gen(detail("c", "other")) == "/tmp/trunc/c-2"
+
+
+def test_default_path_without_a_readable_backend_uses_the_registry_only() -> None:
+    class WriteOnly:
+        def write(self, request: WriteRequest) -> None:
+            return None
+
+    gen = generator(WriteOnly())
+    assert [gen(detail("c", body)) for body in ("a", "b", "a")] == [
+        "/tmp/trunc/c",
+        "/tmp/trunc/c-2",
+        "/tmp/trunc/c",
+    ]
+
+
+def test_default_paths_share_a_registry_across_generators() -> None:
+    """Two generators of one middleware (per-tool backends) never hand one path to two contents."""
+    registry = PathRegistry()
+    first, second = (
+        generator(InMemoryBackend(), registry=registry),
+        generator(InMemoryBackend(), registry=registry),
+    )
+    assert first(detail("c", "a")) == "/tmp/trunc/c"
+    assert second(detail("c", "b")) == "/tmp/trunc/c-2"
+
+
+def test_path_registry_promise() -> None:
+    registry = PathRegistry()
+    assert registry.promised("/p") is None
+    assert registry.promise("/p", "d1") is True
+    assert registry.promise("/p", "d1") is True
+    assert registry.promise("/p", "d2") is False
+    assert registry.promised("/p") == "d1"
