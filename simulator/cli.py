@@ -1,0 +1,164 @@
+"""``python -m simulator``: replay recorded conversations under configs, or sweep a grid.
+
+Exit codes: 0 on success, 2 for bad input (an unreadable file, an unknown format, a bad
+config or grid), with a one-line error naming the file, line or field at fault.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from reduction_app.engine import InMemoryBackend, config_from_dict
+from reduction_app.engine.errors import ConfigError, ReductionError
+from simulator.compare import compare, sweep
+from simulator.importers import FORMATS, ImportError_, RecordedConversation, load_conversations
+from simulator.pricing import PRESETS, pricing_for
+from simulator.replay import ReplayResult
+
+__all__ = ["main"]
+
+
+class InputError(Exception):
+    pass
+
+
+def _read_json(path: str, what: str) -> Any:
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read {what}: {exc.strerror or exc}") from exc
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{path}: {what} is not JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from exc
+
+
+def _configs(paths: Sequence[str]) -> list[tuple[str, dict[str, Any] | None]]:
+    if not paths:
+        return [("no reduction", None), ("defaults", {})]
+    out = []
+    for path in paths:
+        data = _read_json(path, "config")
+        if not isinstance(data, dict):
+            raise InputError(f"{path}: a config is a JSON object, got {type(data).__name__}")
+        try:
+            config_from_dict(data, backend=InMemoryBackend())
+        except ConfigError as exc:
+            raise InputError(f"{path}: {exc}") from exc
+        out.append((Path(path).stem, data))
+    return out
+
+
+def _percent(part: int, whole: int) -> str:
+    return f"{100 * part / whole:.1f}%" if whole else "-"
+
+
+def _table(rows: list[tuple[RecordedConversation, ReplayResult, dict[str, float] | None]], out: TextIO) -> None:
+    headers = ["conversation", "config", "calls", "billed tok", "Δ billed", "cached", "cost $", "peak tok",
+               "trunc", "clears", "offloaded ch", "refetch", "visible"]
+    lines = []
+    for conv, r, delta in rows:
+        t = r.totals
+        lines.append([
+            conv.name[-40:], r.name, f"{t.model_calls:,}", f"{t.input_tokens_billed:,}",
+            f"{int(delta['input_tokens_billed']):+,}" if delta else "",
+            _percent(t.cached_tokens, t.input_tokens_billed), f"{t.cost_usd:.4f}", f"{t.peak_context_tokens:,}",
+            f"{t.truncations:,}", f"{t.clears:,}", f"{t.chars_offloaded:,}", f"{t.refetches:,}",
+            f"{100 * t.mean_visible_tool_share:.1f}%",
+        ])
+    widths = [max(len(h), *(len(line[i]) for line in lines)) for i, h in enumerate(headers)]
+    out.write("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)) + "\n")
+    for line in lines:
+        out.write("  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(line, widths, strict=True))) + "\n")
+
+
+def _replay(args: argparse.Namespace, out: TextIO) -> None:
+    conversations = load_conversations(args.file, fmt=args.format)
+    configs = _configs(args.config)
+    pricing = pricing_for(args.pricing)
+    rows = []
+    for conv in conversations:
+        comparison = compare(conv, configs, baseline=args.baseline, pricing=pricing,
+                             min_cacheable_prefix=args.min_cacheable_prefix)
+        for result, delta in zip(comparison.results, comparison.deltas, strict=True):
+            rows.append((conv, result, delta))
+    if args.json:
+        json.dump({"results": [r.to_dict() for _, r, _ in rows]}, out, ensure_ascii=False)
+        out.write("\n")
+    else:
+        _table(rows, out)
+
+
+def _progress(err: TextIO) -> Any:
+    def show(done: int, total: int) -> None:
+        width = 30
+        filled = width * done // total
+        err.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} configs")
+        if done == total:
+            err.write("\n")
+        err.flush()
+
+    return show
+
+
+def _sweep(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
+    conversations = load_conversations(args.file, fmt=args.format)
+    grid = _read_json(args.grid, "grid")
+    pricing = pricing_for(args.pricing)
+    payload = []
+    for conv in conversations:
+        if not args.json:
+            err.write(f"{conv.name}\n")
+        result = sweep(conv, grid, pricing=pricing, min_cacheable_prefix=args.min_cacheable_prefix,
+                       progress=None if args.quiet else _progress(err))
+        if args.json:
+            payload.append({"conversation": conv.name, **result.to_dict()})
+            continue
+        rows = [(conv, r, None) for r in result.results]
+        _table(rows, out)
+        out.write("Pareto front (billed tokens vs re-fetches):\n")
+        for i in result.front:
+            r = result.results[i]
+            out.write(f"  {r.name}: {r.totals.input_tokens_billed:,} tokens, {r.totals.refetches} re-fetches\n")
+    if args.json:
+        json.dump({"sweeps": payload}, out, ensure_ascii=False)
+        out.write("\n")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m simulator", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("file", help="a recorded conversation, or a JSON/JSONL file of many")
+    common.add_argument("--format", choices=FORMATS, help="the file's format (detected when left out)")
+    common.add_argument("--pricing", default="gpt-4o", choices=sorted(PRESETS), help="price preset for cost")
+    common.add_argument("--min-cacheable-prefix", type=int, default=1024, metavar="TOKENS",
+                        help="shortest prefix a prompt cache serves (default 1024)")
+    common.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    rep = sub.add_parser("replay", parents=[common], help="replay under one or more configs")
+    rep.add_argument("--config", action="append", default=[], metavar="FILE",
+                     help="a JSON config (the REST API's config object); repeat to compare")
+    rep.add_argument("--baseline", choices=["first", "none"], default="first",
+                     help="deltas against the first config, or against no reduction")
+    sw = sub.add_parser("sweep", parents=[common], help="replay every combination of a grid")
+    sw.add_argument("--grid", required=True, metavar="FILE", help="JSON object: knob -> list of values")
+    sw.add_argument("--quiet", action="store_true", help="no progress bar")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    err = err or sys.stderr
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "replay":
+            _replay(args, out)
+        else:
+            _sweep(args, out, err)
+    except (InputError, ImportError_, ReductionError, ValueError) as exc:
+        err.write(f"error: {exc}\n")
+        return 2
+    return 0

@@ -1,0 +1,140 @@
+"""Comparing configs on one conversation, and sweeping a grid of numeric knobs.
+
+``compare`` puts the totals side by side with deltas against a baseline (the first
+config, or "no reduction" when asked). ``sweep`` replays every combination of a grid
+over ``max_tokens_for_clear``, ``clear_retention_suffix_limit``,
+``clear_at_least_tokens`` and ``max_length_for_trunc`` and marks the Pareto front of
+billed tokens against re-fetches. Token counts of the recorded messages are cached by
+the shared counters, so they are computed once for all configs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from simulator.importers import RecordedConversation
+from simulator.pricing import DEFAULT_PRICING, Pricing
+from simulator.replay import DEFAULT_MIN_CACHEABLE_PREFIX, ReplayResult, no_reduction, replay
+
+__all__ = ["GRID_KNOBS", "Comparison", "SweepResult", "compare", "grid_configs", "pareto_front", "sweep"]
+
+GRID_KNOBS = (
+    "max_tokens_for_clear",
+    "clear_retention_suffix_limit",
+    "clear_at_least_tokens",
+    "max_length_for_trunc",
+)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    results: tuple[ReplayResult, ...]
+    baseline: ReplayResult
+    deltas: tuple[dict[str, float], ...]
+    """Per result: each numeric total minus the baseline's."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "baseline": self.baseline.name,
+            "results": [
+                {**r.to_dict(), "deltas": d} for r, d in zip(self.results, self.deltas, strict=True)
+            ],
+        }
+
+
+def _deltas(result: ReplayResult, baseline: ReplayResult) -> dict[str, float]:
+    mine, base = dataclasses.asdict(result.totals), dataclasses.asdict(baseline.totals)
+    return {k: round(mine[k] - base[k], 6) for k in mine}
+
+
+def compare(
+    conversation: RecordedConversation,
+    configs: Sequence[tuple[str, Mapping[str, Any] | None]],
+    *,
+    baseline: str = "first",
+    pricing: Pricing = DEFAULT_PRICING,
+    min_cacheable_prefix: int = DEFAULT_MIN_CACHEABLE_PREFIX,
+) -> Comparison:
+    """Replay each ``(name, config)``; deltas against the first, or ``baseline="none"``
+    for no reduction."""
+    if not configs:
+        raise ValueError("compare needs at least one config")
+    results = tuple(
+        replay(conversation, cfg, name=name, pricing=pricing, min_cacheable_prefix=min_cacheable_prefix)
+        for name, cfg in configs
+    )
+    if baseline == "none":
+        base = replay(conversation, no_reduction(), name="no reduction", pricing=pricing,
+                      min_cacheable_prefix=min_cacheable_prefix)
+    elif baseline == "first":
+        base = results[0]
+    else:
+        raise ValueError(f"baseline must be 'first' or 'none', got {baseline!r}")
+    return Comparison(results, base, tuple(_deltas(r, base) for r in results))
+
+
+def grid_configs(grid: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Every combination of the grid's lists; other keys are fixed config fields."""
+    if not isinstance(grid, Mapping):
+        raise ValueError(f"a grid is a JSON object of knob -> list of values, got {grid!r}")
+    axes = {k: v for k, v in grid.items() if k in GRID_KNOBS}
+    fixed = {k: v for k, v in grid.items() if k not in GRID_KNOBS}
+    for knob, values in axes.items():
+        if not isinstance(values, list) or not values:
+            raise ValueError(f"grid.{knob}: expected a non-empty list of values, got {values!r}")
+    if not axes:
+        raise ValueError(f"grid: name at least one of {list(GRID_KNOBS)}")
+    names = sorted(axes)
+    return [{**fixed, **dict(zip(names, combo, strict=True))} for combo in itertools.product(*(axes[n] for n in names))]
+
+
+def pareto_front(points: Sequence[tuple[int, int]]) -> list[int]:
+    """Indices of the points no other point beats on both coordinates (lower is better)."""
+    front = []
+    for i, (a, b) in enumerate(points):
+        dominated = any(
+            (c <= a and d <= b) and (c < a or d < b) for j, (c, d) in enumerate(points) if j != i
+        )
+        if not dominated:
+            front.append(i)
+    return front
+
+
+@dataclass(frozen=True)
+class SweepResult:
+    results: tuple[ReplayResult, ...]
+    front: tuple[int, ...]
+    """Indices into ``results`` of the Pareto front (billed tokens vs re-fetches)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "results": [
+                {"name": r.name, "config": r.config, "totals": dataclasses.asdict(r.totals), "pareto": i in self.front}
+                for i, r in enumerate(self.results)
+            ],
+            "pareto_front": list(self.front),
+        }
+
+
+def sweep(
+    conversation: RecordedConversation,
+    grid: Mapping[str, Any],
+    *,
+    pricing: Pricing = DEFAULT_PRICING,
+    min_cacheable_prefix: int = DEFAULT_MIN_CACHEABLE_PREFIX,
+    progress: Callable[[int, int], None] | None = None,
+) -> SweepResult:
+    """Replay every grid combination; ``progress(done, total)`` after each."""
+    configs = grid_configs(grid)
+    results = []
+    for done, cfg in enumerate(configs, start=1):
+        label = ",".join(f"{k}={cfg[k]}" for k in sorted(cfg) if k in GRID_KNOBS)
+        results.append(replay(conversation, cfg, name=label, pricing=pricing, min_cacheable_prefix=min_cacheable_prefix))
+        if progress is not None:
+            progress(done, len(configs))
+    points = [(r.totals.input_tokens_billed, r.totals.refetches) for r in results]
+    return SweepResult(tuple(results), tuple(pareto_front(points)))
