@@ -68,6 +68,12 @@ class CallRef:
 
 def conversation_kind(messages: Sequence[Any]) -> Literal["chat", "agentic"] | None:
     """``chat`` or ``agentic`` for a list of one style; refuse anything else."""
+    # The clear phase asks this before every model call: one C-level pass for the usual case.
+    types = set(map(type, messages))
+    if types == {Message}:
+        return "chat"
+    if types == {AgenticMessage}:
+        return "agentic"
     kinds = set()
     for index, msg in enumerate(messages):
         if not isinstance(msg, Message | AgenticMessage):

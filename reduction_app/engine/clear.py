@@ -28,6 +28,7 @@ from reduction_app.engine.access import (
     is_processed,
     mark_processed,
     read_result,
+    result_ids,
     tool_calls_of,
     write_arguments,
     write_result,
@@ -70,6 +71,9 @@ class _Cleared:
     before: str
     after: str
     path: str
+    messages: tuple[AnyMessage, AnyMessage] | None = None
+    """The result message before and after, when it holds this one result and the call's
+    arguments did not change: its token counts are then already in the counter's cache."""
 
 
 def clear_range(messages: Sequence[AnyMessage], retention: int) -> tuple[int, int]:
@@ -215,8 +219,10 @@ def _group_steps(ps: _Pass, idx: int) -> Steps[None]:
         new_args = result.tool_argument.text
         new_parts = result.tool_result.parts
         msg = write_arguments(msg, ref, new_args)
+        before_msg = edit[ridx]
         edit[ridx] = write_result(edit[ridx], ref.call_id, new_parts, from_content, occurrence)
         changed = new_args != ref.arguments
+        single = not changed and len(result_ids(before_msg)) == 1
         ps.cleared.append(
             _Cleared(
                 ref,
@@ -224,9 +230,36 @@ def _group_steps(ps: _Pass, idx: int) -> Steps[None]:
                 (new_args if changed else "") + text_of(new_parts),
                 # A placeholder may name a file written earlier (a truncated result).
                 result.offload_file_path,
+                (before_msg, edit[ridx]) if single else None,
             )
         )
     edit[idx] = mark_processed(msg)
+
+
+def _figures(rt: Runtime, item: _Cleared, kind: str) -> Steps[ReductionEvent]:
+    """The event of one cleared call. Token figures come from the result message's counts,
+    which the pass's own counting already cached, unless the message holds several results
+    or the arguments changed; then the texts are counted."""
+    event = ReductionEvent(
+        phase="clear",
+        kind="tool",
+        tool_name=item.ref.name,
+        call_id=item.ref.call_id,
+        offload_path=item.path,
+    )
+    count_message = getattr(rt.counter, "count_message", None)
+    if item.messages is None or count_message is None:
+        return (yield from rt.with_figures(event, item.before, item.after, kind))
+    tokens_before = yield call(count_message, item.messages[0])
+    tokens_after = yield call(count_message, item.messages[1])
+    return dataclasses.replace(
+        event,
+        chars_before=len(item.before),
+        chars_after=len(item.after),
+        tokens_before=tokens_before,
+        tokens_after=tokens_after,
+        tokens_saved=tokens_before - tokens_after,
+    )
 
 
 def clear_steps(rt: Runtime, state: ChatModelAgentState) -> Steps[ChatModelAgentState]:
@@ -256,29 +289,30 @@ def clear_steps(rt: Runtime, state: ChatModelAgentState) -> Steps[ChatModelAgent
         part = new_part
     at_least = cfg.clear_at_least_tokens
     ps = _Pass(rt=rt, edit=messages[:start] + part + messages[end:], stash=at_least > 0)
-    for idx in range(start, start + len(part)):
-        if tool_calls_of(ps.edit[idx]) and not is_processed(ps.edit[idx]):
-            yield from _group_steps(ps, idx)
-    after = yield call(rt.counter, ps.edit, tools)
-    if at_least > 0:
-        if before - after < at_least:
-            yield from rt.emit(_summary(threshold, REASON_BELOW_AT_LEAST, before, before))
-            return state
-        for backend, path, content in ps.stashed:
-            yield from rt.offload("clear", backend, path, content)
+    try:
+        for idx in range(start, start + len(part)):
+            if tool_calls_of(ps.edit[idx]) and not is_processed(ps.edit[idx]):
+                yield from _group_steps(ps, idx)
+        after = yield call(rt.counter, ps.edit, tools)
+        if at_least > 0:
+            if before - after < at_least:
+                yield from rt.emit(_summary(threshold, REASON_BELOW_AT_LEAST, before, before))
+                return state
+            while ps.stashed:
+                backend, path, content = ps.stashed.pop(0)
+                yield from rt.offload("clear", backend, path, content)
+    finally:
+        # Paths chosen for writes that will not happen are free again (offload() frees
+        # the ones it wrote), so a later pass picks the same paths a fresh middleware would.
+        for _, path, _ in ps.stashed:
+            rt.registry.release(path)
     new_state = dataclasses.replace(state, messages=ps.edit)
     if cfg.clear_post_process is not None:
         yield call(cfg.clear_post_process, new_state)
-    for item in ps.cleared:
-        event = ReductionEvent(
-            phase="clear",
-            kind="tool",
-            tool_name=item.ref.name,
-            call_id=item.ref.call_id,
-            offload_path=item.path,
-        )
-        event = yield from rt.with_figures(event, item.before, item.after, kind)
-        yield from rt.emit(event)
+    if cfg.on_event is not None:
+        for item in ps.cleared:
+            event = yield from _figures(rt, item, kind)
+            yield from rt.emit(event)
     reason = REASON_APPLIED if ps.cleared or rewritten else REASON_NOTHING_CLEARED
     summary = _summary(
         threshold, reason, before, after, applied=True, calls_cleared=len(ps.cleared)

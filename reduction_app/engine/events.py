@@ -5,9 +5,13 @@ A truncation emits one ``tool`` event per reduced output. A clear pass emits one
 nothing (then ``reason`` says why). Events are emitted only once the state they
 describe is final: after the offload was written and the new messages exist.
 
-Token figures come from the config's counter. ``tokens_saved`` is
-``tokens_before - tokens_after`` and is negative when a placeholder is longer
-than what it replaced.
+Token figures come from the config's counter. For a truncation they measure the
+output text; for a cleared call, the result message holding it (the counts the
+pass already made, role lines included), or the texts when that message holds
+several results or the call's arguments changed; for a summary, the whole
+conversation. ``tokens_saved`` is ``tokens_before - tokens_after`` and is negative
+when a placeholder is longer than what it replaced. Character figures measure the
+reduced texts; summaries carry none (0).
 """
 
 from __future__ import annotations
@@ -45,7 +49,7 @@ class ReductionEvent:
     tool_name: str = ""
     call_id: str = ""
     chars_before: int = 0
-    """Characters of the reduced text before (``tool``) or of the conversation (``summary``)."""
+    """Characters of the reduced text before (``tool`` events; 0 in summaries)."""
     chars_after: int = 0
     tokens_before: int = 0
     tokens_after: int = 0

@@ -75,9 +75,7 @@ class LegacyClearToolResult:
         cfg = self.config
         placeholder = cfg.clear_tool_result_placeholder
         out = list(messages)
-        total = sum(
-            self._count(m) for m in out if m.role == ROLE_TOOL and m.content != placeholder
-        )
+        total = sum(self._count(m) for m in out if m.role == ROLE_TOOL and m.content != placeholder)
         if total <= cfg.tool_result_token_threshold:
             return out
         protect_from, recent = 0, 0
@@ -89,7 +87,11 @@ class LegacyClearToolResult:
                 break
         for index in range(protect_from):
             msg = out[index]
-            if msg.role == ROLE_TOOL and msg.content != placeholder and msg.tool_name not in self._exclude:
+            if (
+                msg.role == ROLE_TOOL
+                and msg.content != placeholder
+                and msg.tool_name not in self._exclude
+            ):
                 out[index] = dataclasses.replace(msg, content=placeholder)
         return out
 
@@ -106,7 +108,8 @@ _NOTICE = {
         "filesystem at this path: {file_path}\n"
         "You can read the result from the filesystem by using the '{read_file_tool_name}' tool, "
         "but make sure to only read part of the result at a time.\n"
-        "You can do this by specifying an offset and limit in the '{read_file_tool_name}' tool call.\n"
+        "You can do this by specifying an offset and limit in the "
+        "'{read_file_tool_name}' tool call.\n"
         "For example, to read the first 100 lines, you can use the '{read_file_tool_name}' tool "
         "with offset=0 and limit=100.\n"
         "\n"
@@ -117,7 +120,8 @@ _NOTICE = {
         "工具结果过大，本次工具调用 {tool_call_id} 的结果已保存到文件系统中的此路径: {file_path}\n"
         "你可以使用 '{read_file_tool_name}' 工具从文件系统读取结果，但每次只读取其中一部分。\n"
         "为此，请在 '{read_file_tool_name}' 工具调用中指定 offset 和 limit。\n"
-        "例如，要读取前 100 行，可以使用 '{read_file_tool_name}' 工具并设置 offset=0 和 limit=100。\n"
+        "例如，要读取前 100 行，可以使用 '{read_file_tool_name}' 工具"
+        "并设置 offset=0 和 limit=100。\n"
         "\n"
         "以下是结果的前 10 行:\n"
         "{content_sample}"
@@ -211,4 +215,3 @@ def new_tool_result_middleware(config: ToolResultConfig) -> LegacyToolResultMidd
     """Deprecated: the legacy clear hook plus large-result offloading (REFERENCE §6.2)."""
     _warn("new_tool_result_middleware")
     return LegacyToolResultMiddleware(config)
-

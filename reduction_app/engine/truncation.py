@@ -61,7 +61,11 @@ def chunks_text(chunks: Sequence[Any], *, enhanced: bool) -> str:
 def event_steps(
     rt: Runtime, ctx: ToolContext, before: str, after: str, path: str, *, streamed: bool
 ) -> Steps[None]:
-    """Emit the truncation event of one call, with figures for ``before`` → ``after``."""
+    """Emit the truncation event of one call, with figures for ``before`` → ``after``.
+
+    Counting costs a pass over the output, so nothing is counted without a listener."""
+    if rt.config.on_event is None:
+        return
     event = ReductionEvent(
         phase="truncation",
         kind="tool",

@@ -324,7 +324,9 @@ def test_clear_agentic_post_process_conformance_case_40() -> None:
 
 def test_clear_agentic_events_with_the_approx_counter() -> None:
     """The result block renders as ``type: function_tool_result`` plus indented lines; only
-    the ``[0] text: …`` line changes, from 5 to 93 characters of text (+88 → +22 tokens)."""
+    the ``[0] text: …`` line changes, from 5 to 93 characters of text (+88 → +22 tokens).
+    The event's token figures are the whole result message's (role and block lines
+    included), which the pass already counted: 27 → 49."""
     msgs = [
         agentic_text("user", "q"),
         agentic_call(("a", "t")),
@@ -334,7 +336,7 @@ def test_clear_agentic_events_with_the_approx_counter() -> None:
     mw, events = middleware(InMemoryBackend(), max_tokens_for_clear=1)
     mw.before_model_rewrite_state(state(msgs))
     tool, total = events
-    assert (tool.tokens_before, tool.tokens_after, tool.tokens_saved) == (1, 23, -22)
+    assert (tool.tokens_before, tool.tokens_after, tool.tokens_saved) == (27, 49, -22)
     block_before = (
         "type: function_tool_result\n      call_id: a\n      name: \n"
         "      content: (1 blocks)\n        [0] text: Sunny\n"

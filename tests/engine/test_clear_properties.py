@@ -26,7 +26,7 @@ from tests.engine.clear_support import (
     snapshot,
 )
 
-SETTINGS = settings(max_examples=int(__import__("os").environ.get("CLEAR_EXAMPLES", "100")), deadline=None)
+SETTINGS = settings(max_examples=100, deadline=None)
 PATH_RE = re.compile(r"Tool result saved to: (\S+)\n")
 TEXT = st.text(alphabet="ab \n{}字", max_size=300)
 IDS = st.sampled_from(["call_1", "call_2", "dup", "x/../y", ""])

@@ -56,14 +56,24 @@ def test_legacy_clear_clears_all_but_recent_budget() -> None:
     ]
     out = _clear(tool_result_token_threshold=20, keep_recent_tokens=10).before_chat_model(msgs)
     assert [m.content for m in out] == [
-        "msg1", LEGACY_PLACEHOLDER, "msg2", LEGACY_PLACEHOLDER, "msg3", "c" * 40,
+        "msg1",
+        LEGACY_PLACEHOLDER,
+        "msg2",
+        LEGACY_PLACEHOLDER,
+        "msg3",
+        "c" * 40,
     ]
     assert msgs[1].content == "a" * 40, "the caller's list is untouched"
 
 
 def test_legacy_clear_protects_overflowing_boundary_message() -> None:
     """Case 54b: the message whose tokens overflow the keep budget is itself kept."""
-    msgs = [Message.user("u"), Message.tool("x" * 100, "1"), Message.user("u"), Message.tool("x" * 100, "2")]
+    msgs = [
+        Message.user("u"),
+        Message.tool("x" * 100, "1"),
+        Message.user("u"),
+        Message.tool("x" * 100, "2"),
+    ]
     out = _clear(tool_result_token_threshold=10, keep_recent_tokens=20).before_chat_model(msgs)
     assert [m.content for m in out] == ["u", LEGACY_PLACEHOLDER, "u", "x" * 100]
 
@@ -93,8 +103,13 @@ def test_legacy_clear_below_threshold_or_empty_changes_nothing() -> None:
     msgs = [Message.user("u"), Message.tool("short tool result", "1")]
     assert _clear(tool_result_token_threshold=100).before_chat_model(msgs) == msgs
     big = [Message.tool("x" * 400, "1"), Message.tool("x" * 400, "2")]
-    assert _clear(tool_result_token_threshold=10, keep_recent_tokens=1000).before_chat_model(big) == big
-    assert _clear(tool_result_token_threshold=0).before_chat_model([Message.user("hi")]) == [Message.user("hi")]
+    assert (
+        _clear(tool_result_token_threshold=10, keep_recent_tokens=1000).before_chat_model(big)
+        == big
+    )
+    assert _clear(tool_result_token_threshold=0).before_chat_model([Message.user("hi")]) == [
+        Message.user("hi")
+    ]
     assert new_clear_tool_result().before_chat_model([]) == []
     assert new_clear_tool_result(None).before_chat_model(msgs) == msgs
 
@@ -168,8 +183,12 @@ def test_legacy_offload_custom_path_and_chinese() -> None:
         path_generator=lambda ctx: f"/custom/{ctx.call_id}.txt",
         language="zh",
     )
-    out = mw.wrap_invokable_tool_call(lambda _: "y" * 100, ToolContext(name="t", call_id="c9"))("{}")
-    assert out.startswith("工具结果过大，本次工具调用 c9 的结果已保存到文件系统中的此路径: /custom/c9.txt\n")
+    out = mw.wrap_invokable_tool_call(lambda _: "y" * 100, ToolContext(name="t", call_id="c9"))(
+        "{}"
+    )
+    assert out.startswith(
+        "工具结果过大，本次工具调用 c9 的结果已保存到文件系统中的此路径: /custom/c9.txt\n"
+    )
     assert backend.read("/custom/c9.txt") == "y" * 100
 
 
@@ -207,8 +226,9 @@ def test_legacy_offload_errors_are_passed_on() -> None:
         raise ValueError("no path")
 
     with pytest.raises(ValueError, match="no path"):
-        _offloader(InMemoryBackend(), offloading_token_limit=1, path_generator=bad_path)\
-            .wrap_invokable_tool_call(lambda _: "z" * 100, ctx)("{}")
+        _offloader(
+            InMemoryBackend(), offloading_token_limit=1, path_generator=bad_path
+        ).wrap_invokable_tool_call(lambda _: "z" * 100, ctx)("{}")
 
 
 def test_legacy_offload_requires_backend() -> None:
