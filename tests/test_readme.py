@@ -38,3 +38,12 @@ def test_readme_starts_with_the_two_commands() -> None:
         ["make", "test"],
     ]
     assert text.index("```sh") < text.index("\n## ")
+
+
+def test_readme_python_examples_run(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Every ```python block of the README runs without error, in a scratch folder."""
+    monkeypatch.chdir(tmp_path)
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
+    assert len(blocks) >= 2
+    for index, block in enumerate(blocks):
+        exec(compile(block, f"README.md python block {index}", "exec"), {})
