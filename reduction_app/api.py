@@ -8,7 +8,10 @@ own workspace, and another workspace's records are answered with 404.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from http import HTTPStatus
+
+from django.db import DataError
 from django.http import HttpRequest, HttpResponse
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
@@ -35,7 +38,9 @@ api = NinjaAPI(
 )
 
 
-def _error(request: HttpRequest, status: int, detail: str, field: str | None = None) -> HttpResponse:
+def _error(
+    request: HttpRequest, status: int, detail: str, field: str | None = None
+) -> HttpResponse:
     return api.create_response(request, {"detail": detail, "field": field}, status=status)
 
 
@@ -46,13 +51,60 @@ def _unauthorized(request: HttpRequest, exc: AuthenticationError) -> HttpRespons
     return response
 
 
+# Where a parameter came from: the first element of every pydantic location.
+_SOURCES = frozenset({"body", "query", "path", "header", "cookie", "form", "file"})
+_BODY_PARAM = "payload"
+# Union members show up in locations under their type's name ("str", "PartsIn",
+# "list[dict[str,any]]", "function-wrap[...]"); none of our field names look like these.
+_TYPE_TAGS = frozenset({"str", "int", "float", "bool", "list", "dict", "none"})
+
+
+def _is_type_tag(part: str) -> bool:
+    return part in _TYPE_TAGS or part[:1].isupper() or "[" in part or "(" in part
+
+
+def field_path(loc: Sequence[object]) -> str | None:
+    """``("body", "payload", "result", "str", "parts", 0)`` → ``"result.parts[0]"``, the
+    spelling the engine's format errors use too."""
+    parts = list(loc)
+    if parts and parts[0] in _SOURCES:
+        source = parts.pop(0)
+        if source == "body" and parts and parts[0] == _BODY_PARAM:
+            parts.pop(0)
+    out = ""
+    for part in parts:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif not _is_type_tag(str(part)):
+            out += f".{part}" if out else str(part)
+    return out or None
+
+
 @api.exception_handler(ValidationError)
 def _invalid(request: HttpRequest, exc: ValidationError) -> HttpResponse:
-    first = exc.errors[0] if exc.errors else {}
-    loc = [str(p) for p in first.get("loc", ()) if p not in ("body", "query", "path", "payload")]
-    field = ".".join(loc) or None
-    message = first.get("msg", "invalid input")
-    return _error(request, HTTPStatus.UNPROCESSABLE_ENTITY, f"{field}: {message}" if field else message, field)
+    errors = [e for e in exc.errors if isinstance(e, dict)]
+    if not errors:
+        return _error(request, HTTPStatus.UNPROCESSABLE_ENTITY, "invalid input")
+    first = errors[0]
+    if "msg" not in first:
+        # django-ninja's own errors are plain {"<field>": "<message>"} dicts.
+        name, message = next(iter(first.items()))
+        return _error(request, HTTPStatus.UNPROCESSABLE_ENTITY, f"{name}: {message}", str(name))
+    # A union field fails once per member; the member that got furthest says the most.
+    # loc[:3] is the source, the body parameter and the field (a query parameter's loc is
+    # shorter, and query parameters are no unions).
+    loc = tuple(first.get("loc", ()))
+    same_field = [e for e in errors if "msg" in e and tuple(e.get("loc", ()))[:3] == loc[:3]]
+    first = max(same_field, key=lambda e: len(e.get("loc", ())))
+    field = field_path(first.get("loc", ()))
+    message = first["msg"]
+    if field is not None:
+        detail = f"{field}: {message}"
+    elif loc[:1] == ("body",):
+        detail = f"request body: {message}"
+    else:
+        detail = message
+    return _error(request, HTTPStatus.UNPROCESSABLE_ENTITY, detail, field)
 
 
 @api.exception_handler(engine.ConfigError)
@@ -73,7 +125,24 @@ def _bad_path(request: HttpRequest, exc: engine.PathEscapeError) -> HttpResponse
 @api.exception_handler(engine.OffloadError)
 def _offload_failed(request: HttpRequest, exc: engine.OffloadError) -> HttpResponse:
     # The storage failed: nothing was recorded and the client's messages stand as sent.
-    return _error(request, HTTPStatus.SERVICE_UNAVAILABLE, str(exc))
+    # The cause is named by its type only: its message may hold the server's own paths.
+    cause = type(exc.cause).__name__ if isinstance(exc.cause, BaseException) else exc.cause
+    detail = f"{exc.phase}: failed to write {exc.path}: the offload storage failed ({cause})"
+    return _error(request, HTTPStatus.SERVICE_UNAVAILABLE, detail)
+
+
+@api.exception_handler(OSError)
+def _storage_failed(request: HttpRequest, exc: OSError) -> HttpResponse:
+    # Reading offloads back (or checking a path is free) went to a storage that failed.
+    detail = f"the offload storage failed ({type(exc).__name__})"
+    return _error(request, HTTPStatus.SERVICE_UNAVAILABLE, detail)
+
+
+@api.exception_handler(DataError)
+def _unstorable(request: HttpRequest, exc: DataError) -> HttpResponse:
+    # PostgreSQL refuses what SQLite takes: text over a column's length, NUL characters.
+    detail = "a value cannot be stored (too long for its field, or holding a NUL character)"
+    return _error(request, HTTPStatus.UNPROCESSABLE_ENTITY, detail)
 
 
 @api.exception_handler(engine.ReductionError)
@@ -88,7 +157,7 @@ def _conflict(request: HttpRequest, exc: ServiceError) -> HttpResponse:
 
 @api.exception_handler(HttpError)
 def _http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
-    return _error(request, exc.status_code, str(exc.message))
+    return _error(request, exc.status_code, str(exc.message), getattr(exc, "field", None))
 
 
 def _register_routers() -> None:

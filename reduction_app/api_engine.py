@@ -9,13 +9,14 @@ from typing import Any
 
 from django.http import HttpRequest
 from ninja import Router, Status
-from ninja.errors import HttpError
 
 from reduction_app import engine
 from reduction_app.engine import formats
 from reduction_app.engine.formats.tool_parts import parts_from_json, parts_to_json
+from reduction_app.engine.tokens import get_token_counter
 from reduction_app.models import ConfigVersion, Workspace
 from reduction_app.schemas import (
+    ApiError,
     ClearIn,
     ClearOut,
     ConfigRef,
@@ -49,22 +50,24 @@ READ_FILE_PARAMETERS: dict[str, Any] = {
 
 def _config_version(workspace: Workspace, payload: ConfigRef) -> ConfigVersion | None:
     if payload.config is not None and payload.config_id is not None:
-        raise HttpError(422, "give either config or config_id, not both")
+        raise ApiError(422, "give either config or config_id, not both", "config_id")
     if payload.config_id is None:
         return None
     profile = config_get(workspace=workspace, profile_id=payload.config_id)
     if profile is None:
-        raise HttpError(404, f"config {payload.config_id} not found")
+        raise ApiError(404, f"config {payload.config_id} not found", "config_id")
     return config_latest(profile=profile)
 
 
 @router.post("/truncate", response={200: TruncateOut, **ERRORS}, url_name="truncate")
 def truncate(request: HttpRequest, payload: TruncateIn) -> Status[dict[str, Any]]:
-    """Run the truncation phase on one tool result, as the engine does right after a tool returns."""
+    """Run the truncation phase on one tool result, as the engine does after a tool returns."""
     workspace = request.auth.workspace  # type: ignore[attr-defined]
     version = _config_version(workspace, payload)
     ctx = engine.ToolContext(name=payload.tool_name, call_id=payload.tool_call_id)
-    with engine_session(workspace=workspace, config_data=payload.config, config_version=version) as session:
+    with engine_session(
+        workspace=workspace, config_data=payload.config, config_version=version
+    ) as session:
         mw = session.middleware
         result: str | dict[str, Any]
         if isinstance(payload.result, str):
@@ -96,6 +99,20 @@ _PARSERS: dict[str, tuple[Callable[..., list[Any]], Callable[[Any], list[Any]]]]
 }
 
 
+def parse_conversation(
+    message_format: str, messages: list[Any], tools: list[Any], system: Any
+) -> tuple[list[Any], list[Any]]:
+    """The engine's messages and tools of a conversation in ``message_format``."""
+    if system is not None and message_format != "anthropic":
+        raise ApiError(422, "system is only taken with format 'anthropic'", "system")
+    parse_messages, parse_tools = _PARSERS[message_format]
+    if message_format == "anthropic":
+        parsed = parse_messages(messages, system=system)
+    else:
+        parsed = parse_messages(messages)
+    return parsed, parse_tools(tools)
+
+
 @router.post("/clear", response={200: ClearOut, **ERRORS}, url_name="clear")
 def clear(request: HttpRequest, payload: ClearIn) -> Status[dict[str, Any]]:
     """Run the clear phase on a conversation, as the engine does right before a model call.
@@ -104,15 +121,12 @@ def clear(request: HttpRequest, payload: ClearIn) -> Status[dict[str, Any]]:
     """
     workspace = request.auth.workspace  # type: ignore[attr-defined]
     version = _config_version(workspace, payload)
-    if payload.system is not None and payload.format != "anthropic":
-        raise HttpError(422, "system is only taken with format 'anthropic'")
-    parse_messages, parse_tools = _PARSERS[payload.format]
-    if payload.format == "anthropic":
-        messages = parse_messages(payload.messages, system=payload.system)
-    else:
-        messages = parse_messages(payload.messages)
-    tools = parse_tools(payload.tools)
-    with engine_session(workspace=workspace, config_data=payload.config, config_version=version) as session:
+    messages, tools = parse_conversation(
+        payload.format, payload.messages, payload.tools, payload.system
+    )
+    with engine_session(
+        workspace=workspace, config_data=payload.config, config_version=version
+    ) as session:
         state = engine.ChatModelAgentState(messages=messages, tool_infos=tools)
         new_state = session.middleware.before_model_rewrite_state(state)
         system_out: Any = None
@@ -131,8 +145,12 @@ def clear(request: HttpRequest, payload: ClearIn) -> Status[dict[str, Any]]:
             system=payload.system,
         )
     summary = next((e for e in reversed(session.events) if e.kind == "summary"), None)
-    tokens_before = summary.tokens_before if summary else 0
-    tokens_after = summary.tokens_after if summary else tokens_before
+    if summary is not None:
+        tokens_before, tokens_after = summary.tokens_before, summary.tokens_after
+    else:
+        # The clear phase is off (skip_clear): no pass ran, but the size is still news.
+        counter = get_token_counter(session.middleware.config.token_counter)
+        tokens_before = tokens_after = counter(messages, tools)
     return Status(
         200,
         {
@@ -146,7 +164,9 @@ def clear(request: HttpRequest, payload: ClearIn) -> Status[dict[str, Any]]:
     )
 
 
-@router.get("/tools/read_file", response={200: ToolDefinitionOut, 401: ErrorOut}, url_name="read_file_tool")
+@router.get(
+    "/tools/read_file", response={200: ToolDefinitionOut, 401: ErrorOut}, url_name="read_file_tool"
+)
 def read_file_tool(request: HttpRequest) -> Status[dict[str, Any]]:
     """The read_file tool, ready to add to an agent's tool list (OpenAI chat, Anthropic,
     OpenAI Responses). Answer its calls with ``GET /api/v1/files/read``."""

@@ -23,6 +23,9 @@ class ApiRequestSizeMiddleware:
             except ValueError:
                 size = 0
             if size > limit:
-                body = {"detail": f"request body of {size} bytes is over the limit of {limit} bytes", "field": None}
+                body = {
+                    "detail": f"request body of {size} bytes is over the limit of {limit} bytes",
+                    "field": None,
+                }
                 return HttpResponse(json.dumps(body), status=413, content_type="application/json")
         return self.get_response(request)

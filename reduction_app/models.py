@@ -15,11 +15,13 @@ from django.db import models
 class Workspace(models.Model):
     name = models.CharField(max_length=100)
     slug = models.SlugField(max_length=100, unique=True)
-    members = models.ManyToManyField(settings.AUTH_USER_MODEL, related_name="workspaces", blank=True)
+    members = models.ManyToManyField(
+        settings.AUTH_USER_MODEL, related_name="workspaces", blank=True
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        ordering = ["slug"]
+        ordering = ("slug",)
 
     def __str__(self) -> str:
         return self.slug
@@ -30,14 +32,16 @@ class ApiKey(models.Model):
 
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="api_keys")
     name = models.CharField(max_length=100)
-    prefix = models.CharField(max_length=16, help_text="The key's first characters, to recognise it.")
+    prefix = models.CharField(
+        max_length=16, help_text="The key's first characters, to recognise it."
+    )
     digest = models.CharField(max_length=64, unique=True)
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
-        ordering = ["-created_at", "-id"]
+        ordering = ("-created_at", "-id")
 
     def __str__(self) -> str:
         return f"{self.name} ({self.prefix}…)"
@@ -46,11 +50,11 @@ class ApiKey(models.Model):
 class Conversation(models.Model):
     """A conversation as a client sent it, keyed by the client's own id."""
 
-    FORMAT_CHOICES = [
+    FORMAT_CHOICES = (
         ("openai_chat", "OpenAI chat"),
         ("anthropic", "Anthropic Messages"),
         ("openai_responses", "OpenAI Responses"),
-    ]
+    )
 
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="conversations")
     client_id = models.CharField(max_length=200)
@@ -68,10 +72,12 @@ class Conversation(models.Model):
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
-        ordering = ["-updated_at", "-id"]
-        constraints = [
-            models.UniqueConstraint(fields=["workspace", "client_id"], name="conversation_client_id_unique")
-        ]
+        ordering = ("-updated_at", "-id")
+        constraints = (
+            models.UniqueConstraint(
+                fields=["workspace", "client_id"], name="conversation_client_id_unique"
+            ),
+        )
 
     def __str__(self) -> str:
         return self.title or self.client_id
@@ -86,14 +92,14 @@ class ConfigProfile(models.Model):
     deleted_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
-        ordering = ["name", "id"]
-        constraints = [
+        ordering = ("name", "id")
+        constraints = (
             models.UniqueConstraint(
                 fields=["workspace", "name"],
                 condition=models.Q(deleted_at__isnull=True),
                 name="config_name_unique_live",
-            )
-        ]
+            ),
+        )
 
     def __str__(self) -> str:
         return self.name
@@ -108,10 +114,10 @@ class ConfigVersion(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        ordering = ["-number"]
-        constraints = [
-            models.UniqueConstraint(fields=["profile", "number"], name="config_version_unique")
-        ]
+        ordering = ("-number",)
+        constraints = (
+            models.UniqueConstraint(fields=["profile", "number"], name="config_version_unique"),
+        )
 
     def __str__(self) -> str:
         return f"{self.profile.name} v{self.number}"
@@ -137,9 +143,11 @@ class OffloadedFile(models.Model):
     last_read_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
-        ordering = ["-created_at", "-id"]
-        constraints = [models.UniqueConstraint(fields=["workspace", "path"], name="file_path_unique")]
-        indexes = [models.Index(fields=["workspace", "conversation"])]
+        ordering = ("-created_at", "-id")
+        constraints = (
+            models.UniqueConstraint(fields=["workspace", "path"], name="file_path_unique"),
+        )
+        indexes = (models.Index(fields=["workspace", "conversation"]),)
 
     def __str__(self) -> str:
         return self.path
@@ -173,11 +181,11 @@ class ReductionEvent(models.Model):
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
     class Meta:
-        ordering = ["-created_at", "-id"]
-        indexes = [
+        ordering = ("-created_at", "-id")
+        indexes = (
             models.Index(fields=["workspace", "conversation", "created_at"]),
             models.Index(fields=["workspace", "phase", "tool_name"]),
-        ]
+        )
 
     def __str__(self) -> str:
         return f"{self.phase}/{self.kind} {self.tool_name} {self.call_id}".strip()

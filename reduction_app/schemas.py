@@ -3,17 +3,37 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from ninja import Field, Schema
-from pydantic import ConfigDict
+from ninja.errors import HttpError
+from pydantic import AfterValidator, ConfigDict
 
 MessageFormat = Literal["openai_chat", "anthropic", "openai_responses"]
+
+
+def _no_nul(value: str) -> str:
+    # PostgreSQL cannot store NUL in text; refuse it here so both databases answer alike.
+    if "\x00" in value:
+        raise ValueError("must not contain NUL characters")
+    return value
+
+
+Text = Annotated[str, AfterValidator(_no_nul)]
+"""A string that goes into a text column."""
 
 
 class ErrorOut(Schema):
     detail: str
     field: str | None = None
+
+
+class ApiError(HttpError):
+    """An input the API refuses, answered as :class:`ErrorOut` naming ``field``."""
+
+    def __init__(self, status_code: int, detail: str, field: str | None = None) -> None:
+        super().__init__(status_code, detail)
+        self.field = field
 
 
 class _Strict(Schema):
@@ -24,9 +44,13 @@ class ConfigRef(_Strict):
     config: dict[str, Any] | None = Field(
         None, description="An inline engine config (the JSON fields of ReductionConfig)."
     )
-    config_id: int | None = Field(None, description="A stored config profile; its latest version is used.")
-    conversation_id: str | None = Field(
-        None, max_length=200, description="Your conversation id; events and files are filed under it."
+    config_id: int | None = Field(
+        None, description="A stored config profile; its latest version is used."
+    )
+    conversation_id: Text | None = Field(
+        None,
+        max_length=200,
+        description="Your conversation id; events and files are filed under it.",
     )
 
 
@@ -35,8 +59,8 @@ class PartsIn(_Strict):
 
 
 class TruncateIn(ConfigRef):
-    tool_name: str = Field(..., min_length=1, max_length=200)
-    tool_call_id: str = Field("", max_length=200)
+    tool_name: Text = Field(..., min_length=1, max_length=200)
+    tool_call_id: Text = Field("", max_length=200)
     arguments: str = ""
     result: str | PartsIn
 
@@ -128,11 +152,14 @@ class FileReadOut(Schema):
 
 
 class ConversationIn(_Strict):
-    conversation_id: str = Field(..., min_length=1, max_length=200)
-    title: str = Field("", max_length=300)
+    conversation_id: Text = Field(..., min_length=1, max_length=200)
+    title: Text = Field("", max_length=300)
     format: MessageFormat = "openai_chat"
     messages: list[Any] = Field(default_factory=list)
     tools: list[dict[str, Any]] = Field(default_factory=list)
+    system: str | list[dict[str, Any]] | None = Field(
+        None, description="Anthropic only: the conversation's top-level system parameter."
+    )
 
 
 class ConversationOut(Schema):
@@ -173,12 +200,12 @@ class ConversationDetailOut(ConversationOut):
 
 
 class ConfigIn(_Strict):
-    name: str = Field(..., min_length=1, max_length=100)
+    name: Text = Field(..., min_length=1, max_length=100)
     config: dict[str, Any] = Field(default_factory=dict)
 
 
 class ConfigUpdateIn(_Strict):
-    name: str | None = Field(None, min_length=1, max_length=100)
+    name: Text | None = Field(None, min_length=1, max_length=100)
     config: dict[str, Any]
 
 

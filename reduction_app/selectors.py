@@ -35,7 +35,10 @@ def api_key_authenticate(*, raw_key: str) -> ApiKey | None:
     if key is None:
         return None
     now = timezone.now()
-    if key.last_used_at is None or (now - key.last_used_at).total_seconds() > LAST_USED_RESOLUTION_SECONDS:
+    if (
+        key.last_used_at is None
+        or (now - key.last_used_at).total_seconds() > LAST_USED_RESOLUTION_SECONDS
+    ):
         ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
         key.last_used_at = now
     return key
@@ -60,7 +63,9 @@ def conversation_counts(*, conversation: Conversation) -> tuple[int, int]:
 
 
 def config_get(*, workspace: Workspace, profile_id: int) -> ConfigProfile | None:
-    return ConfigProfile.objects.filter(workspace=workspace, pk=profile_id, deleted_at__isnull=True).first()
+    return ConfigProfile.objects.filter(
+        workspace=workspace, pk=profile_id, deleted_at__isnull=True
+    ).first()
 
 
 def config_latest(*, profile: ConfigProfile) -> ConfigVersion:
@@ -70,11 +75,17 @@ def config_latest(*, profile: ConfigProfile) -> ConfigVersion:
 
 
 def config_list(*, workspace: Workspace) -> QuerySet[ConfigProfile]:
-    return ConfigProfile.objects.filter(workspace=workspace, deleted_at__isnull=True).order_by("-id")
+    return ConfigProfile.objects.filter(workspace=workspace, deleted_at__isnull=True).order_by(
+        "-id"
+    )
 
 
 def file_get(*, workspace: Workspace, path: str) -> OffloadedFile | None:
-    return OffloadedFile.objects.filter(workspace=workspace, path=path).select_related("conversation").first()
+    return (
+        OffloadedFile.objects.filter(workspace=workspace, path=path)
+        .select_related("conversation")
+        .first()
+    )
 
 
 def file_list(

@@ -97,7 +97,9 @@ def _validated(data: Mapping[str, Any]) -> dict[str, Any]:
 @transaction.atomic
 def config_create(*, workspace: Workspace, name: str, data: Mapping[str, Any]) -> ConfigVersion:
     validated = _validated(data)
-    if ConfigProfile.objects.filter(workspace=workspace, name=name, deleted_at__isnull=True).exists():
+    if ConfigProfile.objects.filter(
+        workspace=workspace, name=name, deleted_at__isnull=True
+    ).exists():
         raise ServiceError(f"a config named {name!r} already exists")
     profile = ConfigProfile.objects.create(workspace=workspace, name=name)
     return ConfigVersion.objects.create(profile=profile, number=1, data=validated)
@@ -266,19 +268,33 @@ def engine_session_record(
                 )
             for staged in session.backend.staged.values():
                 event = by_path.get(staged.path)
-                OffloadedFile.objects.update_or_create(
+                existing = (
+                    OffloadedFile.objects.select_for_update()
+                    .filter(workspace=session.workspace, path=staged.path)
+                    .first()
+                )
+                if existing is not None:
+                    if existing.sha256 == staged.digest:
+                        # The engine reuses a path for identical content; the first record
+                        # (its conversation, its call) stands.
+                        continue
+                    # Another request took this path for other content after the engine
+                    # checked it was free. Recorded offloads are never overwritten.
+                    raise ServiceError(
+                        f"offload path {staged.path} was taken by another request; "
+                        "send this request again"
+                    )
+                OffloadedFile.objects.create(
                     workspace=session.workspace,
                     path=staged.path,
-                    defaults={
-                        "conversation": conversation,
-                        "storage_name": staged.storage_name,
-                        "size_chars": len(staged.content),
-                        "tokens": count_text(counter, staged.content),
-                        "sha256": staged.digest,
-                        "phase": event.phase if event else "",
-                        "tool_name": event.tool_name if event else "",
-                        "call_id": event.call_id if event else "",
-                    },
+                    conversation=conversation,
+                    storage_name=staged.storage_name,
+                    size_chars=len(staged.content),
+                    tokens=count_text(counter, staged.content),
+                    sha256=staged.digest,
+                    phase=event.phase if event else "",
+                    tool_name=event.tool_name if event else "",
+                    call_id=event.call_id if event else "",
                 )
             rows = ReductionEvent.objects.bulk_create(
                 [
@@ -295,4 +311,3 @@ def engine_session_record(
         session.backend.discard()
         raise
     return rows
-

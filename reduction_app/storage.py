@@ -73,7 +73,11 @@ class DjangoStorageBackend:
         staged = self.staged.get(path)
         if staged is not None:
             return staged.content
-        row = OffloadedFile.objects.filter(workspace=self.workspace, path=path).only("storage_name").first()
+        row = (
+            OffloadedFile.objects.filter(workspace=self.workspace, path=path)
+            .only("storage_name")
+            .first()
+        )
         if row is None:
             raise FileNotFoundError(f"file not found: {path}")
         return read_stored(self.storage, row.storage_name)
@@ -81,7 +85,10 @@ class DjangoStorageBackend:
     def discard(self) -> None:
         """Remove what this backend stored and no recorded file uses."""
         for staged in self.staged.values():
-            if staged.created and not OffloadedFile.objects.filter(storage_name=staged.storage_name).exists():
+            if (
+                staged.created
+                and not OffloadedFile.objects.filter(storage_name=staged.storage_name).exists()
+            ):
                 self.storage.delete(staged.storage_name)
         self.staged.clear()
 

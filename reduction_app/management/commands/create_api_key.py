@@ -14,11 +14,15 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("name", help="A name for the key, to recognise it later.")
-        parser.add_argument("--workspace", default="default", help="The workspace (default: 'default').")
+        parser.add_argument(
+            "--workspace", default="default", help="The workspace (default: 'default')."
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         workspace = workspace_get_or_create(name=options["workspace"])
         key, raw = api_key_create(workspace=workspace, name=options["name"])
-        self.stdout.write(f"Created key {key.name!r} ({key.prefix}…) for workspace {workspace.slug!r}.")
+        self.stdout.write(
+            f"Created key {key.name!r} ({key.prefix}…) for workspace {workspace.slug!r}."
+        )
         self.stdout.write("Store it now: it is shown only once.")
         self.stdout.write(raw)

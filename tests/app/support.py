@@ -1,0 +1,113 @@
+"""Helpers of the Django app's tests: clients that talk to the real URLs with a bearer
+key, and the texts the engine writes, spelled out by hand."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from django.test import Client
+
+from reduction_app.models import ApiKey, Workspace
+from reduction_app.services import api_key_create, workspace_get_or_create
+
+API = "/api/v1"
+
+
+@dataclass
+class ApiClient:
+    """Django's test client with a bearer key and JSON bodies."""
+
+    client: Client
+    raw_key: str
+    key: ApiKey
+    workspace: Workspace
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.raw_key}"}
+
+    def get(self, path: str, params: dict[str, Any] | None = None) -> Any:
+        return self.client.get(API + path, params or {}, headers=self.headers)
+
+    def post(self, path: str, body: Any) -> Any:
+        return self.client.post(
+            API + path, json.dumps(body), content_type="application/json", headers=self.headers
+        )
+
+    def post_raw(self, path: str, data: bytes, content_type: str = "application/json") -> Any:
+        return self.client.post(API + path, data, content_type=content_type, headers=self.headers)
+
+    def put(self, path: str, body: Any) -> Any:
+        return self.client.put(
+            API + path, json.dumps(body), content_type="application/json", headers=self.headers
+        )
+
+    def delete(self, path: str) -> Any:
+        return self.client.delete(API + path, headers=self.headers)
+
+
+def make_api(name: str) -> ApiClient:
+    workspace = workspace_get_or_create(name=name)
+    key, raw = api_key_create(workspace=workspace, name=f"{name} key")
+    return ApiClient(Client(), raw, key, workspace)
+
+
+def stored_files(folder: Path) -> list[Path]:
+    """Every file under ``folder`` (the storage creates it on its first write)."""
+    return sorted(p for p in folder.rglob("*") if p.is_file()) if folder.exists() else []
+
+
+def error(detail: str, field: str | None = None) -> dict[str, Any]:
+    return {"detail": detail, "field": field}
+
+
+def trunc_notice(*, size: int, path: str, preview: int, first: str, last: str) -> str:
+    """The English truncation notice, as the reference words it."""
+    return (
+        "<persisted-output>\n"
+        f"Output too large ({size}). Full output saved to: {path}\n"
+        f"Preview (first {preview}):\n{first}\n\n"
+        f"Preview (last {preview}):\n{last}\n\n"
+        "Use read_file to view\n"
+        "</persisted-output>"
+    )
+
+
+def clear_placeholder(path: str) -> str:
+    """The English placeholder of a cleared, offloaded tool result."""
+    return (
+        f"<persisted-output>Tool result saved to: {path}\nUse read_file to view</persisted-output>"
+    )
+
+
+EVENT_DEFAULTS: dict[str, Any] = {
+    "tool_name": "",
+    "call_id": "",
+    "chars_before": 0,
+    "chars_after": 0,
+    "tokens_before": 0,
+    "tokens_after": 0,
+    "tokens_saved": 0,
+    "offload_path": "",
+    "streamed": False,
+    "applied": False,
+    "calls_cleared": 0,
+    "reason": "",
+    "threshold": 0,
+    "conversation_id": None,
+    "config_id": None,
+    "config_version": None,
+}
+
+
+def event(**fields: Any) -> dict[str, Any]:
+    """An event as the API shows it, without its id and time (compare with :func:`bare`)."""
+    return {**EVENT_DEFAULTS, **fields}
+
+
+def bare(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Events without ``id`` and ``created_at``, which a test cannot know beforehand."""
+    return [{k: v for k, v in e.items() if k not in ("id", "created_at")} for e in events]

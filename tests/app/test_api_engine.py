@@ -1,0 +1,887 @@
+"""The engine over HTTP: ``/truncate``, ``/clear`` and ``/tools/read_file``, through the
+real URLs, the real database and the real storage on a temporary folder.
+
+Token figures use the default ``approx`` counter: a chat message is
+``role\\nreasoning\\ncontent\\n`` (plus ``name\\narguments`` per tool call) floored to
+characters // 4, so every expected number below can be worked out by hand.
+"""
+
+from __future__ import annotations
+
+import json
+from http import HTTPStatus
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.core.files.storage import FileSystemStorage
+
+from reduction_app.models import Conversation, OffloadedFile, ReductionEvent
+from tests.app.support import (
+    ApiClient,
+    bare,
+    clear_placeholder,
+    error,
+    event,
+    stored_files,
+    trunc_notice,
+)
+
+pytestmark = pytest.mark.django_db
+
+SMALL = {"max_length_for_trunc": 20}
+
+
+def truncate(api: ApiClient, result: Any, **fields: Any) -> Any:
+    body = {"config": SMALL, "tool_name": "grep", "tool_call_id": "call_1", "result": result}
+    return api.post("/truncate", {**body, **fields})
+
+
+def raw(api: ApiClient, path: str) -> bytes:
+    response = api.get("/files/raw", {"path": path})
+    assert response.status_code == HTTPStatus.OK
+    return bytes(response.content)
+
+
+# /truncate ------------------------------------------------------------------------------
+
+
+def test_truncate_string_result_is_offloaded_and_recorded(api: ApiClient) -> None:
+    text = "0123456789abcdefghijKLMNO"
+    response = truncate(api, text, conversation_id="run-1")
+    assert response.status_code == HTTPStatus.OK
+    body = response.json()
+    notice = trunc_notice(
+        size=25, path="/tmp/trunc/call_1", preview=10, first="0123456789", last="fghijKLMNO"
+    )
+    assert body["truncated"] is True
+    assert body["result"] == notice
+    assert body["offload_path"] == "/tmp/trunc/call_1"
+    assert bare(body["events"]) == [
+        event(
+            phase="truncation",
+            kind="tool",
+            tool_name="grep",
+            call_id="call_1",
+            chars_before=25,
+            chars_after=len(notice),
+            tokens_before=6,
+            tokens_after=len(notice) // 4,
+            tokens_saved=6 - len(notice) // 4,
+            offload_path="/tmp/trunc/call_1",
+            conversation_id="run-1",
+        )
+    ]
+    assert raw(api, "/tmp/trunc/call_1") == text.encode()
+    row = OffloadedFile.objects.get()
+    assert (row.path, row.size_chars, row.tokens, row.phase, row.tool_name, row.call_id) == (
+        "/tmp/trunc/call_1",
+        25,
+        6,
+        "truncation",
+        "grep",
+        "call_1",
+    )
+    assert row.conversation is not None and row.conversation.client_id == "run-1"
+
+
+def test_truncate_short_result_passes_untouched(api: ApiClient, offload_dir: Path) -> None:
+    response = truncate(api, "short", conversation_id="run-1")
+    assert response.status_code == HTTPStatus.OK
+    assert response.json() == {
+        "truncated": False,
+        "result": "short",
+        "offload_path": None,
+        "events": [],
+    }
+    assert stored_files(offload_dir) == []
+    assert OffloadedFile.objects.count() == 0
+
+
+def test_truncate_parts_result_comes_back_as_parts(api: ApiClient) -> None:
+    image = {
+        "type": "image",
+        "image": {"url": "https://example.com/plot.png", "mime_type": "image/png"},
+    }
+    text = "x" * 30
+    response = truncate(api, {"parts": [{"type": "text", "text": text}, image]})
+    assert response.status_code == HTTPStatus.OK
+    body = response.json()
+    notice = trunc_notice(
+        size=30, path="/tmp/trunc/call_1", preview=10, first="x" * 10, last="x" * 10
+    )
+    assert body["result"] == {"parts": [{"type": "text", "text": notice}, image]}
+    assert body["truncated"] is True
+    assert body["offload_path"] == "/tmp/trunc/call_1"
+    # A result with media is offloaded whole, as indented JSON parts.
+    original = [{"type": "text", "text": text}, image]
+    assert raw(api, "/tmp/trunc/call_1") == json.dumps(original, indent=2).encode()
+
+
+def test_truncate_short_parts_result_is_returned_as_sent(api: ApiClient) -> None:
+    parts = [{"type": "text", "text": "short"}, {"type": "text", "text": "also", "extra": {"k": 1}}]
+    response = truncate(api, {"parts": parts})
+    assert response.status_code == HTTPStatus.OK
+    assert response.json() == {
+        "truncated": False,
+        "result": {"parts": parts},
+        "offload_path": None,
+        "events": [],
+    }
+
+
+def test_truncate_reused_call_id_with_other_content_gets_a_new_file(api: ApiClient) -> None:
+    first, second = "a" * 30, "b" * 30
+    assert truncate(api, first).json()["offload_path"] == "/tmp/trunc/call_1"
+    assert truncate(api, second).json()["offload_path"] == "/tmp/trunc/call_1-2"
+    # Identical content reuses its file, and the first record stands.
+    assert (
+        truncate(api, first, conversation_id="later").json()["offload_path"] == "/tmp/trunc/call_1"
+    )
+    assert raw(api, "/tmp/trunc/call_1") == first.encode()
+    assert raw(api, "/tmp/trunc/call_1-2") == second.encode()
+    assert OffloadedFile.objects.get(path="/tmp/trunc/call_1").conversation is None
+
+
+def test_truncate_with_a_stored_config(api: ApiClient) -> None:
+    created = api.post("/configs", {"name": "tight", "config": {"max_length_for_trunc": 4}}).json()
+    body = {
+        "config_id": created["id"],
+        "tool_name": "ls",
+        "tool_call_id": "c9",
+        "result": "abcdefgh",
+    }
+    response = api.post("/truncate", body)
+    assert response.status_code == HTTPStatus.OK
+    out = response.json()
+    assert out["result"] == trunc_notice(
+        size=8, path="/tmp/trunc/c9", preview=2, first="ab", last="gh"
+    )
+    assert (out["events"][0]["config_id"], out["events"][0]["config_version"]) == (created["id"], 1)
+
+
+def test_truncate_excluded_tool_is_untouched(api: ApiClient) -> None:
+    config = {**SMALL, "trunc_exclude_tools": ["grep"]}
+    response = truncate(api, "z" * 50, config=config)
+    assert response.json() == {
+        "truncated": False,
+        "result": "z" * 50,
+        "offload_path": None,
+        "events": [],
+    }
+
+
+@pytest.mark.parametrize(
+    ("body", "detail", "field"),
+    [
+        ({}, "tool_name: Field required", "tool_name"),
+        ({"tool_name": "t"}, "result: Field required", "result"),
+        (
+            {"tool_name": "", "result": "x"},
+            "tool_name: String should have at least 1 character",
+            "tool_name",
+        ),
+        ({"tool_name": 5, "result": "x"}, "tool_name: Input should be a valid string", "tool_name"),
+        ({"tool_name": "t", "result": 5}, "result: Input should be a valid string", "result"),
+        (
+            {"tool_name": "t", "result": {"parts": "x"}},
+            "result.parts: Input should be a valid list",
+            "result.parts",
+        ),
+        ({"tool_name": "t", "result": {}}, "result.parts: Field required", "result.parts"),
+        (
+            {"tool_name": "t", "result": {"parts": [], "text": "x"}},
+            "result.text: Extra inputs are not permitted",
+            "result.text",
+        ),
+        (
+            {"tool_name": "t", "result": {"parts": [{"type": "bogus"}]}},
+            "result.parts[0].type: unknown part type 'bogus'",
+            "result.parts[0].type",
+        ),
+        (
+            {"tool_name": "t", "result": {"parts": [{"type": "text", "text": 3}]}},
+            "result.parts[0].text: expected a string, got 3",
+            "result.parts[0].text",
+        ),
+        (
+            {"tool_name": "t", "result": {"parts": [{"type": "image"}]}},
+            "result.parts[0]: a image part needs a 'image' object",
+            "result.parts[0]",
+        ),
+        (
+            {"tool_name": "t", "result": "x", "extra": 1},
+            "extra: Extra inputs are not permitted",
+            "extra",
+        ),
+        (
+            {"tool_name": "t", "result": "x", "config": []},
+            "config: Input should be a valid dictionary",
+            "config",
+        ),
+        (
+            {"tool_name": "t", "result": "x", "config": {"nope": 1}},
+            "config.nope is not a config field",
+            "config.nope",
+        ),
+        (
+            {"tool_name": "t", "result": "x", "config": {"backend": "x"}},
+            "config.backend cannot be set from JSON",
+            "config.backend",
+        ),
+        (
+            {"tool_name": "t", "result": "x", "config": {"max_length_for_trunc": -1}},
+            "config.max_length_for_trunc must be at least 0, got -1",
+            "config.max_length_for_trunc",
+        ),
+        (
+            {"tool_name": "t", "result": "x", "config": {"max_length_for_trunc": "10"}},
+            "config.max_length_for_trunc must be an integer, got '10'",
+            "config.max_length_for_trunc",
+        ),
+        (
+            {"tool_name": "t", "result": "x", "config": {"token_counter": "nope"}},
+            "config.token_counter must be one of ['approx', 'cl100k_base', 'o200k_base'] "
+            "or a callable, got 'nope'",
+            "config.token_counter",
+        ),
+        (
+            {"tool_name": "t", "result": "x", "config": {}, "config_id": 1},
+            "give either config or config_id, not both",
+            "config_id",
+        ),
+        (
+            {"tool_name": "t", "result": "x", "conversation_id": "a\x00b"},
+            "conversation_id: Value error, must not contain NUL characters",
+            "conversation_id",
+        ),
+        (
+            {"tool_name": "t", "result": "x", "tool_call_id": "c" * 201},
+            "tool_call_id: String should have at most 200 characters",
+            "tool_call_id",
+        ),
+        (
+            {"tool_name": "t", "result": "x", "config_id": "one"},
+            "config_id: Input should be a valid integer, unable to parse string as an integer",
+            "config_id",
+        ),
+    ],
+)
+def test_truncate_invalid_input_is_422_naming_the_field(
+    api: ApiClient, body: dict[str, Any], detail: str, field: str
+) -> None:
+    response = api.post("/truncate", body)
+    assert response.status_code == HTTPStatus.UNPROCESSABLE_ENTITY
+    assert response.json() == error(detail, field)
+    assert ReductionEvent.objects.count() == 0
+
+
+def test_truncate_unknown_config_id_is_404(api: ApiClient) -> None:
+    response = api.post("/truncate", {"tool_name": "t", "result": "x", "config_id": 999})
+    assert response.status_code == HTTPStatus.NOT_FOUND
+    assert response.json() == error("config 999 not found", "config_id")
+
+
+def test_truncate_config_id_beyond_any_row_is_404(api: ApiClient) -> None:
+    response = api.post("/truncate", {"tool_name": "t", "result": "x", "config_id": 10**30})
+    assert response.status_code == HTTPStatus.NOT_FOUND
+    assert response.json() == error(f"config {10**30} not found", "config_id")
+
+
+NOT_OBJECT = "Input should be a valid dictionary or object to extract fields from"
+
+
+@pytest.mark.parametrize(
+    ("data", "status", "body"),
+    [
+        (b"not json", HTTPStatus.BAD_REQUEST, error("Cannot parse request body")),
+        (b"\xff\xfe\x00", HTTPStatus.BAD_REQUEST, error("Cannot parse request body")),
+        (b"[1, 2]", HTTPStatus.UNPROCESSABLE_ENTITY, error(f"request body: {NOT_OBJECT}")),
+        (b'"text"', HTTPStatus.UNPROCESSABLE_ENTITY, error(f"request body: {NOT_OBJECT}")),
+        (b"null", HTTPStatus.UNPROCESSABLE_ENTITY, error(f"request body: {NOT_OBJECT}")),
+        (b"", HTTPStatus.UNPROCESSABLE_ENTITY, error("request body: Field required")),
+        (
+            b'{"tool_name": ["a"], "result": {"parts": [[]]}}',
+            HTTPStatus.UNPROCESSABLE_ENTITY,
+            error("tool_name: Input should be a valid string", "tool_name"),
+        ),
+    ],
+)
+def test_truncate_garbage_bodies_answer_json_errors(
+    api: ApiClient, data: bytes, status: HTTPStatus, body: dict[str, Any]
+) -> None:
+    response = api.post_raw("/truncate", data)
+    assert response.status_code == status
+    assert response.json() == body
+
+
+def test_truncate_form_body_is_refused(api: ApiClient) -> None:
+    response = api.post_raw(
+        "/truncate", b"tool_name=t&result=x", "application/x-www-form-urlencoded"
+    )
+    assert response.status_code == HTTPStatus.BAD_REQUEST
+    assert response.json() == error("Cannot parse request body")
+
+
+# /clear, OpenAI chat ---------------------------------------------------------------------
+
+
+def chat_call(call_id: str, name: str = "grep", arguments: str = "{}") -> dict[str, Any]:
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+        ],
+    }
+
+
+def chat_result(call_id: str, content: str) -> dict[str, Any]:
+    return {"role": "tool", "tool_call_id": call_id, "content": content}
+
+
+CHAT = [
+    {"role": "system", "content": "sys"},
+    {"role": "user", "content": "hi"},
+    chat_call("call_a"),
+    chat_result("call_a", "A" * 200),
+    chat_call("call_b"),
+    chat_result("call_b", "B" * 200),
+]
+"""Tokens: system 12 chars → 3, user 9 → 2, each call 19 → 4, each result 207 → 51: 115."""
+
+CLEAR_AT_100 = {"max_tokens_for_clear": 100}
+GREP_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "grep",
+        "description": "Search.",
+        "parameters": {"type": "object", "properties": {}},
+    },
+}
+
+
+def test_clear_openai_chat_gives_exactly_what_the_api_accepts(api: ApiClient) -> None:
+    response = api.post(
+        "/clear", {"config": CLEAR_AT_100, "conversation_id": "run-1", "messages": CHAT}
+    )
+    assert response.status_code == HTTPStatus.OK
+    body = response.json()
+    assert body["messages"] == [
+        {"role": "system", "content": "sys"},
+        {"role": "user", "content": "hi"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_a",
+                    "type": "function",
+                    "function": {"name": "grep", "arguments": "{}"},
+                }
+            ],
+        },
+        {
+            "role": "tool",
+            "tool_call_id": "call_a",
+            "content": clear_placeholder("/tmp/clear/call_a"),
+        },
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_b",
+                    "type": "function",
+                    "function": {"name": "grep", "arguments": "{}"},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": "call_b", "content": "B" * 200},
+    ]
+    # The placeholder is 98 characters: the result becomes 105 → 26 tokens.
+    assert (body["applied"], body["tokens_before"], body["tokens_after"], body["system"]) == (
+        True,
+        115,
+        90,
+        None,
+    )
+    assert bare(body["events"]) == [
+        event(
+            phase="clear",
+            kind="tool",
+            tool_name="grep",
+            call_id="call_a",
+            chars_before=200,
+            chars_after=98,
+            tokens_before=51,
+            tokens_after=26,
+            tokens_saved=25,
+            offload_path="/tmp/clear/call_a",
+            conversation_id="run-1",
+        ),
+        event(
+            phase="clear",
+            kind="summary",
+            tokens_before=115,
+            tokens_after=90,
+            tokens_saved=25,
+            applied=True,
+            calls_cleared=1,
+            reason="applied",
+            threshold=100,
+            conversation_id="run-1",
+        ),
+    ]
+    assert raw(api, "/tmp/clear/call_a") == b"A" * 200
+    conversation = Conversation.objects.get()
+    assert (conversation.client_id, conversation.message_format, conversation.transcript) == (
+        "run-1",
+        "openai_chat",
+        CHAT,
+    )
+
+
+def test_clear_below_threshold_changes_nothing(api: ApiClient, offload_dir: Path) -> None:
+    response = api.post("/clear", {"messages": CHAT, "tools": [GREP_TOOL]})
+    assert response.status_code == HTTPStatus.OK
+    body = response.json()
+    assert body["messages"] == CHAT
+    # The tool schema renders as 94 characters of JSON: 23 more tokens.
+    assert (body["applied"], body["tokens_before"], body["tokens_after"]) == (False, 138, 138)
+    assert bare(body["events"]) == [
+        event(
+            phase="clear",
+            kind="summary",
+            tokens_before=138,
+            tokens_after=138,
+            reason="below_threshold",
+            threshold=160000,
+        )
+    ]
+    assert stored_files(offload_dir) == []
+
+
+def test_clear_with_clear_skipped_still_counts_tokens(api: ApiClient) -> None:
+    response = api.post(
+        "/clear", {"config": {**CLEAR_AT_100, "skip_clear": True}, "messages": CHAT}
+    )
+    assert response.json() == {
+        "messages": CHAT,
+        "system": None,
+        "applied": False,
+        "tokens_before": 115,
+        "tokens_after": 115,
+        "events": [],
+    }
+
+
+def test_clear_twice_over_http_loses_nothing(api: ApiClient) -> None:
+    """A cleared conversation sent back with new messages (and no markers: the
+    placeholders are what mark it) is not cleared twice, every earlier offload stays
+    byte for byte, and a reused call id with other content gets its own file."""
+    body = {"config": CLEAR_AT_100, "conversation_id": "run-1"}
+    first = api.post("/clear", {**body, "messages": CHAT}).json()["messages"]
+    follow_up = [
+        {"role": "user", "content": "more"},
+        chat_call("call_a"),  # the model reused an id
+        chat_result("call_a", "D" * 200),
+        chat_call("call_c"),
+        chat_result("call_c", "C" * 200),
+    ]
+    second = api.post("/clear", {**body, "messages": first + follow_up}).json()
+    assert second["applied"] is True
+    assert (
+        second["messages"]
+        == [
+            *first[:4],  # the earlier placeholder, untouched
+            first[4],
+            chat_result("call_b", clear_placeholder("/tmp/clear/call_b")),
+            follow_up[0],
+            follow_up[1],
+            chat_result("call_a", clear_placeholder("/tmp/clear/call_a-2")),
+            *follow_up[3:],  # the latest round is kept
+        ]
+    )
+    assert [(e["kind"], e["call_id"], e["offload_path"]) for e in second["events"]] == [
+        ("tool", "call_b", "/tmp/clear/call_b"),
+        ("tool", "call_a", "/tmp/clear/call_a-2"),
+        ("summary", "", ""),
+    ]
+    assert second["events"][-1]["calls_cleared"] == 2
+    assert raw(api, "/tmp/clear/call_a") == b"A" * 200
+    assert raw(api, "/tmp/clear/call_b") == b"B" * 200
+    assert raw(api, "/tmp/clear/call_a-2") == b"D" * 200
+
+    third = api.post("/clear", {**body, "messages": second["messages"]}).json()
+    assert third["messages"] == second["messages"]
+    assert third["applied"] is False
+    assert third["events"][-1]["reason"] == "nothing_cleared"
+    assert sorted(OffloadedFile.objects.values_list("path", flat=True)) == [
+        "/tmp/clear/call_a",
+        "/tmp/clear/call_a-2",
+        "/tmp/clear/call_b",
+    ]
+    assert Conversation.objects.get().transcript == second["messages"]
+
+
+def test_clear_points_a_truncated_result_at_its_truncation_file(api: ApiClient) -> None:
+    text = "T" * 300
+    notice = api.post(
+        "/truncate",
+        {
+            "config": {"max_length_for_trunc": 100},
+            "tool_name": "grep",
+            "tool_call_id": "call_a",
+            "result": text,
+        },
+    ).json()["result"]
+    messages = [*CHAT[:3], chat_result("call_a", notice), *CHAT[4:]]
+    response = api.post(
+        "/clear", {"config": {"max_tokens_for_clear": 50}, "messages": messages}
+    ).json()
+    assert response["messages"][3] == chat_result("call_a", clear_placeholder("/tmp/trunc/call_a"))
+    assert OffloadedFile.objects.count() == 1
+    assert raw(api, "/tmp/trunc/call_a") == text.encode()
+
+
+@pytest.mark.parametrize(
+    ("body", "detail", "field"),
+    [
+        ({}, "messages: Field required", "messages"),
+        ({"messages": "x"}, "messages: Input should be a valid list", "messages"),
+        ({"messages": [1]}, "messages[0]: expected an object, got 1", "messages[0]"),
+        (
+            {"messages": [{"role": "wizard", "content": "x"}]},
+            "messages[0].role: unknown role 'wizard'",
+            "messages[0].role",
+        ),
+        (
+            {"messages": [{"role": "assistant", "tool_calls": "x"}]},
+            "messages[0].tool_calls: expected a list, got 'x'",
+            "messages[0].tool_calls",
+        ),
+        (
+            {"messages": [], "format": "gemini"},
+            "format: Input should be 'openai_chat', 'anthropic' or 'openai_responses'",
+            "format",
+        ),
+        (
+            {"messages": [], "tools": [1]},
+            "tools[0]: Input should be a valid dictionary",
+            "tools[0]",
+        ),
+        ({"messages": [], "tools": [{"x": 1}]}, "tools[0]: missing field 'type'", "tools[0]"),
+        ({"messages": [], "system": "s"}, "system is only taken with format 'anthropic'", "system"),
+        (
+            {"messages": [], "format": "anthropic", "system": 5},
+            "system: Input should be a valid string",
+            "system",
+        ),
+        (
+            {"messages": [{"role": "user"}], "format": "openai_responses"},
+            "input[0]: missing field 'content'",
+            "input[0]",
+        ),
+        (
+            {"messages": [], "config": {"max_tokens_for_clear": -1}},
+            "config.max_tokens_for_clear must be at least 0, got -1",
+            "config.max_tokens_for_clear",
+        ),
+        (
+            {"messages": [], "config": {"language": "fr"}},
+            "config.language must be one of ['en', 'zh'] or None, got 'fr'",
+            "config.language",
+        ),
+        (
+            {"messages": [], "config": {"clear_exclude_tools": "grep"}},
+            "config.clear_exclude_tools must be a list of tool names, got 'grep'",
+            "config.clear_exclude_tools",
+        ),
+        (
+            {"messages": [], "config": {"nope": True}, "config_id": 3},
+            "give either config or config_id, not both",
+            "config_id",
+        ),
+    ],
+)
+def test_clear_invalid_input_is_422_naming_the_field(
+    api: ApiClient, body: dict[str, Any], detail: str, field: str
+) -> None:
+    response = api.post("/clear", body)
+    assert response.status_code == HTTPStatus.UNPROCESSABLE_ENTITY
+    assert response.json() == error(detail, field)
+    assert Conversation.objects.count() == 0
+
+
+def test_clear_unknown_config_id_is_404(api: ApiClient) -> None:
+    response = api.post("/clear", {"messages": [], "config_id": 7})
+    assert response.status_code == HTTPStatus.NOT_FOUND
+    assert response.json() == error("config 7 not found", "config_id")
+
+
+# /clear, Anthropic and OpenAI Responses ---------------------------------------------------
+
+ANTHROPIC = [
+    {"role": "user", "content": "find it"},
+    {
+        "role": "assistant",
+        "content": [{"type": "tool_use", "id": "tu_1", "name": "grep", "input": {"q": "a"}}],
+    },
+    {
+        "role": "user",
+        "content": [{"type": "tool_result", "tool_use_id": "tu_1", "content": "A" * 200}],
+    },
+    {
+        "role": "assistant",
+        "content": [{"type": "tool_use", "id": "tu_2", "name": "grep", "input": {"q": "b"}}],
+    },
+    {
+        "role": "user",
+        "content": [{"type": "tool_result", "tool_use_id": "tu_2", "content": "B" * 200}],
+    },
+]
+SYSTEM = [{"type": "text", "text": "You are terse.", "cache_control": {"type": "ephemeral"}}]
+
+
+def test_clear_anthropic_with_system_gives_exactly_what_the_api_accepts(api: ApiClient) -> None:
+    response = api.post(
+        "/clear",
+        {
+            "config": CLEAR_AT_100,
+            "format": "anthropic",
+            "system": SYSTEM,
+            "messages": ANTHROPIC,
+            "conversation_id": "claude-1",
+        },
+    )
+    assert response.status_code == HTTPStatus.OK
+    body = response.json()
+    assert body["system"] == SYSTEM
+    assert body["messages"] == [
+        {"role": "user", "content": "find it"},
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "tu_1", "name": "grep", "input": {"q": "a"}}],
+        },
+        {
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "tu_1",
+                    "content": clear_placeholder("/tmp/clear/tu_1"),
+                }
+            ],
+        },
+        ANTHROPIC[3],
+        ANTHROPIC[4],
+    ]
+    # Blocks are measured one by one: the system 13 tokens, the user text 11, each call
+    # 24, each result 78 (309 characters of rendering, plus its role); the placeholder
+    # makes a result 52.
+    assert (body["applied"], body["tokens_before"], body["tokens_after"]) == (True, 228, 202)
+    assert [(e["kind"], e["call_id"], e["tokens_saved"]) for e in body["events"]] == [
+        ("tool", "tu_1", 26),
+        ("summary", "", 26),
+    ]
+    assert raw(api, "/tmp/clear/tu_1") == b"A" * 200
+    conversation = Conversation.objects.get()
+    assert (conversation.message_format, conversation.system, conversation.transcript) == (
+        "anthropic",
+        SYSTEM,
+        ANTHROPIC,
+    )
+
+
+RESPONSES = [
+    {"role": "user", "content": "find it"},
+    {"type": "function_call", "call_id": "fc_1", "name": "grep", "arguments": '{"q":"a"}'},
+    {"type": "function_call_output", "call_id": "fc_1", "output": "A" * 200},
+    {"type": "function_call", "call_id": "fc_2", "name": "grep", "arguments": '{"q":"b"}'},
+    {"type": "function_call_output", "call_id": "fc_2", "output": "B" * 200},
+]
+
+
+def test_clear_openai_responses_gives_exactly_what_the_api_accepts(api: ApiClient) -> None:
+    response = api.post(
+        "/clear", {"config": CLEAR_AT_100, "format": "openai_responses", "messages": RESPONSES}
+    )
+    assert response.status_code == HTTPStatus.OK
+    body = response.json()
+    assert body["messages"] == [
+        RESPONSES[0],
+        RESPONSES[1],
+        {
+            "type": "function_call_output",
+            "call_id": "fc_1",
+            "output": clear_placeholder("/tmp/clear/fc_1"),
+        },
+        RESPONSES[3],
+        RESPONSES[4],
+    ]
+    assert (body["applied"], body["tokens_before"], body["tokens_after"], body["system"]) == (
+        True,
+        215,
+        189,
+        None,
+    )
+    assert raw(api, "/tmp/clear/fc_1") == b"A" * 200
+
+
+# Atomicity -------------------------------------------------------------------------------
+
+
+class FailingStorage(FileSystemStorage):
+    """A folder storage whose writes fail, from the ``fail_from``-th write on."""
+
+    fail_from = 1
+    saves = 0
+
+    def _save(self, name: str, content: Any) -> str:
+        type(self).saves += 1
+        if type(self).saves >= self.fail_from:
+            raise OSError(28, "No space left on device", name)
+        return super()._save(name, content)
+
+
+@pytest.fixture
+def failing_storage(settings: Any, offload_dir: Path) -> type[FailingStorage]:
+    FailingStorage.saves = 0
+    FailingStorage.fail_from = 1
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "offload": {"BACKEND": f"{__name__}.FailingStorage", "OPTIONS": {"location": offload_dir}},
+    }
+    return FailingStorage
+
+
+def assert_nothing_recorded(offload_dir: Path) -> None:
+    assert OffloadedFile.objects.count() == 0
+    assert ReductionEvent.objects.count() == 0
+    assert Conversation.objects.count() == 0
+    assert stored_files(offload_dir) == []
+
+
+def test_truncate_storage_failure_records_nothing(
+    api: ApiClient, failing_storage: type[FailingStorage], offload_dir: Path
+) -> None:
+    response = truncate(api, "q" * 30, conversation_id="run-1")
+    assert response.status_code == HTTPStatus.SERVICE_UNAVAILABLE
+    assert response.json() == error(
+        "truncation: failed to write /tmp/trunc/call_1: the offload storage failed (OSError)"
+    )
+    assert_nothing_recorded(offload_dir)
+
+
+def test_clear_storage_failure_part_way_records_nothing(
+    api: ApiClient, failing_storage: type[FailingStorage], offload_dir: Path
+) -> None:
+    """The first offload is written, the second fails: the first is removed again."""
+    failing_storage.fail_from = 2
+    messages = [*CHAT, chat_call("call_c"), chat_result("call_c", "C" * 200)]
+    response = api.post(
+        "/clear", {"config": CLEAR_AT_100, "conversation_id": "run-1", "messages": messages}
+    )
+    assert response.status_code == HTTPStatus.SERVICE_UNAVAILABLE
+    assert response.json() == error(
+        "clear: failed to write /tmp/clear/call_b: the offload storage failed (OSError)"
+    )
+    assert failing_storage.saves == 2
+    assert_nothing_recorded(offload_dir)
+
+
+def test_truncate_storage_failure_keeps_earlier_records(
+    api: ApiClient, failing_storage: type[FailingStorage], offload_dir: Path
+) -> None:
+    failing_storage.fail_from = 2
+    assert truncate(api, "q" * 30, conversation_id="run-1").status_code == HTTPStatus.OK
+    assert (
+        truncate(api, "r" * 30, conversation_id="run-1").status_code
+        == HTTPStatus.SERVICE_UNAVAILABLE
+    )
+    assert list(OffloadedFile.objects.values_list("path", flat=True)) == ["/tmp/trunc/call_1"]
+    assert ReductionEvent.objects.count() == 1
+    assert len(stored_files(offload_dir)) == 1
+    assert raw(api, "/tmp/trunc/call_1") == b"q" * 30
+
+
+# Request size ----------------------------------------------------------------------------
+
+
+def test_request_over_the_size_limit_is_413(api: ApiClient, settings: Any) -> None:
+    settings.REDUCTION_MAX_REQUEST_BYTES = 100
+    body = {"tool_name": "t", "result": "x" * 100}
+    size = len(json.dumps(body))
+    response = api.post("/truncate", body)
+    assert response.status_code == HTTPStatus.REQUEST_ENTITY_TOO_LARGE
+    assert response.json() == error(f"request body of {size} bytes is over the limit of 100 bytes")
+    assert ReductionEvent.objects.count() == 0
+
+
+def test_request_at_the_size_limit_is_taken(api: ApiClient, settings: Any) -> None:
+    body = {"tool_name": "t", "result": "x"}
+    settings.REDUCTION_MAX_REQUEST_BYTES = len(json.dumps(body))
+    assert api.post("/truncate", body).status_code == HTTPStatus.OK
+
+
+# /tools/read_file ------------------------------------------------------------------------
+
+READ_FILE_PARAMETERS = {
+    "type": "object",
+    "properties": {
+        "path": {"type": "string", "description": "The path given in the notice."},
+        "offset": {"type": "integer", "minimum": 0, "description": "First line to read, from 0."},
+        "limit": {"type": "integer", "minimum": 1, "description": "How many lines to read."},
+    },
+    "required": ["path"],
+}
+
+
+def test_read_file_tool_definitions(api: ApiClient) -> None:
+    response = api.get("/tools/read_file")
+    assert response.status_code == HTTPStatus.OK
+    body = response.json()
+    description = body["openai"]["function"]["description"]
+    assert description.startswith(
+        "Read a file that holds tool output moved out of the conversation"
+    )
+    assert body == {
+        "openai": {
+            "type": "function",
+            "function": {
+                "name": "read_file",
+                "description": description,
+                "parameters": READ_FILE_PARAMETERS,
+            },
+        },
+        "anthropic": {
+            "name": "read_file",
+            "description": description,
+            "input_schema": READ_FILE_PARAMETERS,
+        },
+        "responses": {
+            "type": "function",
+            "name": "read_file",
+            "description": description,
+            "parameters": READ_FILE_PARAMETERS,
+        },
+    }
+
+
+def test_read_file_tool_definitions_parse_as_tools_of_each_format(api: ApiClient) -> None:
+    """Each definition is accepted back as a tool of its own format."""
+    body = api.get("/tools/read_file").json()
+    for fmt, tool in (
+        ("openai_chat", body["openai"]),
+        ("anthropic", body["anthropic"]),
+        ("openai_responses", body["responses"]),
+    ):
+        response = api.post("/clear", {"format": fmt, "messages": [], "tools": [tool]})
+        assert response.status_code == HTTPStatus.OK, response.json()
+
+
+def test_read_file_tool_needs_a_key(api: ApiClient) -> None:
+    response = api.client.get("/api/v1/tools/read_file")
+    assert response.status_code == HTTPStatus.UNAUTHORIZED
+    assert response.json() == error("missing or invalid API key")
