@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 from django.contrib import admin
-from django.urls import path
+from django.http import HttpRequest, JsonResponse
+from django.urls import path, re_path
 
 from reduction_app import views
 from reduction_app.api import api
 
+
+def api_not_found(request: HttpRequest, rest: str = "") -> JsonResponse:
+    """Unknown API addresses answer in the API's JSON error shape, not an HTML page."""
+    return JsonResponse({"detail": f"no such endpoint: {request.path}", "field": None}, status=404)
+
+
 urlpatterns = [
     path("", views.overview, name="overview"),
     path("api/v1/", api.urls),
+    re_path(r"^api/(?P<rest>.*)$", api_not_found),
     path("admin/", admin.site.urls),
 ]

@@ -40,7 +40,9 @@ class ReductionClient:
         self.api_key = api_key
         self.timeout = timeout
 
-    def _request(self, method: str, path: str, body: Any = None, query: dict[str, Any] | None = None) -> Any:
+    def _request(
+        self, method: str, path: str, body: Any = None, query: dict[str, Any] | None = None
+    ) -> Any:
         url = self.base_url + path
         if query:
             url += "?" + urllib.parse.urlencode({k: v for k, v in query.items() if v is not None})
@@ -58,7 +60,9 @@ class ReductionClient:
             payload = exc.read()
             try:
                 error = json.loads(payload)
-                raise ReductionAPIError(exc.code, error.get("detail", ""), error.get("field")) from None
+                raise ReductionAPIError(
+                    exc.code, error.get("detail", ""), error.get("field")
+                ) from None
             except (ValueError, AttributeError):
                 raise ReductionAPIError(exc.code, payload.decode("utf-8", "replace")) from None
         if not raw:
@@ -123,7 +127,9 @@ class ReductionClient:
 
     def read_file(self, path: str, *, offset: int = 0, limit: int = 2000) -> dict[str, Any]:
         """The read_file tool: numbered lines of an offloaded file."""
-        return self._request("GET", "/files/read", query={"path": path, "offset": offset, "limit": limit})  # type: ignore[no-any-return]
+        return self._request(
+            "GET", "/files/read", query={"path": path, "offset": offset, "limit": limit}
+        )  # type: ignore[no-any-return]
 
     def raw_file(self, path: str) -> str:
         """The exact content of an offloaded file."""

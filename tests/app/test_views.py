@@ -18,3 +18,9 @@ def test_overview_shows_placeholder_and_engine_defaults(client: Client) -> None:
 
 def test_overview_refuses_post(client: Client) -> None:
     assert client.post("/").status_code == HTTPStatus.METHOD_NOT_ALLOWED
+
+
+def test_unknown_api_address_answers_json_404(client: Client) -> None:
+    response = client.get("/api/v1/nope")
+    assert response.status_code == HTTPStatus.NOT_FOUND
+    assert response.json() == {"detail": "no such endpoint: /api/v1/nope", "field": None}
