@@ -163,9 +163,11 @@ def _http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
 def _register_routers() -> None:
     from reduction_app.api_engine import router as engine_router
     from reduction_app.api_records import router as records_router
+    from reduction_app.api_simulations import router as simulations_router
 
     api.add_router("", engine_router)
     api.add_router("", records_router)
+    api.add_router("", simulations_router)
 
 
 _register_routers()

@@ -189,3 +189,38 @@ class ReductionEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.phase}/{self.kind} {self.tool_name} {self.call_id}".strip()
+
+
+class Simulation(models.Model):
+    """A replay or a sweep of one recorded conversation, and what it measured."""
+
+    KIND_CHOICES = (("replay", "Replay and compare"), ("sweep", "Sweep a grid"))
+    STATUS_CHOICES = (
+        ("queued", "Queued"),
+        ("running", "Running"),
+        ("done", "Done"),
+        ("failed", "Failed"),
+    )
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="simulations")
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.CASCADE, related_name="simulations"
+    )
+    kind = models.CharField(max_length=10, choices=KIND_CHOICES, default="replay")
+    configs = models.JSONField(default=list, blank=True, help_text="[{name, config}] to compare.")
+    grid = models.JSONField(null=True, blank=True, help_text="Sweeps: knob -> list of values.")
+    options = models.JSONField(default=dict, blank=True, help_text="baseline, pricing, prefix.")
+    status = models.CharField(max_length=10, choices=STATUS_CHOICES, default="queued")
+    progress_done = models.PositiveIntegerField(default=0)
+    progress_total = models.PositiveIntegerField(default=0)
+    results = models.JSONField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ("-created_at", "-id")
+
+    def __str__(self) -> str:
+        return f"{self.kind} #{self.pk} of {self.conversation}"

@@ -18,6 +18,7 @@ from reduction_app.models import (
     Conversation,
     OffloadedFile,
     ReductionEvent,
+    Simulation,
     Workspace,
 )
 from reduction_app.services import api_key_digest
@@ -131,3 +132,20 @@ def event_list(
     if until:
         qs = qs.filter(created_at__lt=until)
     return qs.order_by("-id")
+
+
+def simulation_get(*, workspace: Workspace, simulation_id: int) -> Simulation | None:
+    return (
+        Simulation.objects.filter(workspace=workspace, pk=simulation_id)
+        .select_related("conversation")
+        .first()
+    )
+
+
+def simulation_list(*, workspace: Workspace) -> QuerySet[Simulation]:
+    return (
+        Simulation.objects.filter(workspace=workspace)
+        .select_related("conversation")
+        .defer("results")
+        .order_by("-id")
+    )

@@ -1,0 +1,13 @@
+"""Background work, run by django-tasks' database backend (``manage.py db_worker``)."""
+
+from __future__ import annotations
+
+from django_tasks import task
+
+from reduction_app.simulations import simulation_run
+
+
+@task()
+def run_simulation(simulation_id: int) -> str:
+    """Carry out a queued simulation; its outcome is stored on the Simulation row."""
+    return simulation_run(simulation_id=simulation_id).status

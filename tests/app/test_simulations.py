@@ -1,0 +1,161 @@
+"""Simulations from the app: inline replays, background sweeps through the real task
+backend and worker, errors, isolation, and ``manage.py replay``."""
+
+from __future__ import annotations
+
+import json
+from http import HTTPStatus
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from reduction_app.models import Simulation
+from tests.app.support import ApiClient
+from tests.conftest import CONVERSATIONS
+
+pytestmark = pytest.mark.django_db
+
+
+def _openhands_run() -> dict[str, object]:
+    """The first OpenHands recording, converted to OpenAI chat by the simulator's importer."""
+    from simulator.importers import openhands_to_openai
+
+    line = (CONVERSATIONS / "openhands-multi-swe-bench-llama4.jsonl").read_text().splitlines()[0]
+    messages, tools = openhands_to_openai(json.loads(line))
+    return {"messages": messages, "tools": tools}
+
+
+@pytest.fixture
+def recorded(api: ApiClient) -> str:
+    run = _openhands_run()
+    response = api.post(
+        "/conversations",
+        {"conversation_id": "ponyc-4595", "messages": run["messages"], "tools": run["tools"]},
+    )
+    assert response.status_code == HTTPStatus.CREATED, response.json()
+    return "ponyc-4595"
+
+
+def _drain_worker() -> None:
+    call_command("db_worker", "--batch", "--no-startup-delay", "--no-reload", stdout=StringIO())
+
+
+def test_simulation_small_replay_answers_inline(api: ApiClient, recorded: str) -> None:
+    response = api.post(
+        "/simulations",
+        {
+            "conversation_id": recorded,
+            "configs": [
+                {"name": "off"},
+                {"name": "tight", "config": {"max_tokens_for_clear": 8000}},
+            ],
+            "baseline": "none",
+        },
+    )
+    assert response.status_code == HTTPStatus.CREATED, response.json()
+    body = response.json()
+    assert (body["kind"], body["status"], body["progress"]) == (
+        "replay",
+        "done",
+        {"done": 2, "total": 2},
+    )
+    off, tight = body["results"]["results"]
+    assert off["name"] == "off" and tight["name"] == "tight"
+    assert off["totals"]["model_calls"] == tight["totals"]["model_calls"] == 23
+    assert off["totals"]["clears"] == 0
+    assert tight["totals"]["input_tokens_billed"] < off["totals"]["input_tokens_billed"]
+    assert tight["deltas"]["input_tokens_billed"] == (
+        tight["totals"]["input_tokens_billed"] - off["totals"]["input_tokens_billed"]
+    )
+    assert body["duration_seconds"] >= 0
+    again = api.get(f"/simulations/{body['id']}").json()
+    assert again["results"] == body["results"]
+
+
+def test_simulation_sweep_runs_in_the_background_worker(api: ApiClient, recorded: str) -> None:
+    grid = {"max_tokens_for_clear": [4000, 8000, 16000], "clear_retention_suffix_limit": [1, 2]}
+    response = api.post("/simulations", {"conversation_id": recorded, "grid": grid})
+    assert response.status_code == HTTPStatus.ACCEPTED, response.json()
+    queued = response.json()
+    assert (queued["status"], queued["progress"], queued["results"]) == (
+        "queued",
+        {"done": 0, "total": 6},
+        None,
+    )
+    _drain_worker()
+    done = api.get(f"/simulations/{queued['id']}").json()
+    assert (done["status"], done["progress"], done["error"]) == (
+        "done",
+        {"done": 6, "total": 6},
+        "",
+    )
+    assert len(done["results"]["results"]) == 6
+    front = done["results"]["pareto_front"]
+    assert front and all(done["results"]["results"][i]["pareto"] for i in front)
+
+
+def test_simulation_errors_name_the_field(api: ApiClient, recorded: str) -> None:
+    cases = [
+        ({"conversation_id": "nope", "configs": [{}]}, HTTPStatus.NOT_FOUND, "conversation_id"),
+        (
+            {"conversation_id": recorded, "configs": [{"config": {"max_tokens_for_clear": -1}}]},
+            HTTPStatus.UNPROCESSABLE_ENTITY,
+            "configs[0].config.max_tokens_for_clear",
+        ),
+        (
+            {"conversation_id": recorded, "configs": [{"config_id": 999}]},
+            HTTPStatus.UNPROCESSABLE_ENTITY,
+            "configs[0].config_id",
+        ),
+        (
+            {"conversation_id": recorded, "grid": {"nope": [1]}},
+            HTTPStatus.UNPROCESSABLE_ENTITY,
+            "grid",
+        ),
+        ({"conversation_id": recorded, "configs": []}, HTTPStatus.UNPROCESSABLE_ENTITY, "configs"),
+        (
+            {"conversation_id": recorded, "configs": [{}], "pricing": "free"},
+            HTTPStatus.UNPROCESSABLE_ENTITY,
+            "pricing",
+        ),
+    ]
+    for body, status, field in cases:
+        response = api.post("/simulations", body)
+        assert response.status_code == status, (body, response.json())
+        assert response.json()["field"] == field, response.json()
+    assert Simulation.objects.count() == 0
+
+
+def test_simulation_of_another_workspace_is_not_found(
+    api: ApiClient, other_api: ApiClient, recorded: str
+) -> None:
+    made = api.post("/simulations", {"conversation_id": recorded, "configs": [{}]}).json()
+    assert other_api.get(f"/simulations/{made['id']}").status_code == HTTPStatus.NOT_FOUND
+    assert other_api.get("/simulations").json()["results"] == []
+    assert [s["id"] for s in api.get("/simulations").json()["results"]] == [made["id"]]
+
+
+def test_replay_command_stores_and_prints(api: ApiClient, recorded: str, tmp_path: Path) -> None:
+    config = tmp_path / "tight.json"
+    config.write_text(json.dumps({"max_tokens_for_clear": 8000}))
+    out = StringIO()
+    call_command("replay", recorded, "--workspace", "alpha", "--config", str(config), stdout=out)
+    lines = out.getvalue().splitlines()
+    assert lines[0].split()[:3] == ["config", "calls", "billed"]
+    assert lines[1].split()[:2] == ["tight", "23"]
+    simulation = Simulation.objects.get()
+    assert lines[-1] == f"Stored as simulation {simulation.pk}."
+    assert simulation.status == "done"
+
+
+def test_replay_command_refuses_bad_input(api: ApiClient, recorded: str, tmp_path: Path) -> None:
+    with pytest.raises(CommandError, match="conversation 'nope' not found"):
+        call_command("replay", "nope", "--workspace", "alpha", stdout=StringIO())
+    bad = tmp_path / "bad.json"
+    bad.write_text("{")
+    with pytest.raises(CommandError, match="bad.json: config is not JSON"):
+        call_command(
+            "replay", recorded, "--workspace", "alpha", "--config", str(bad), stdout=StringIO()
+        )
