@@ -38,8 +38,14 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django_htmx",
+    "django_tasks",
+    "django_tasks_db",
     "reduction_app",
 ]
+
+# Background work (sweeps, long replays) goes through django-tasks' database backend;
+# `make run` starts a worker (`manage.py db_worker`) next to the web server.
+TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
 
 MIDDLEWARE = [
     "reduction_app.middleware.ApiRequestSizeMiddleware",
@@ -105,6 +111,14 @@ DATABASES = {
         else {"ENGINE": "django.db.backends.sqlite3", "NAME": BASE_DIR / "db.sqlite3"}
     )
 }
+
+# Test runs only: `make test` sets TEST_DATABASE_URL for its PostgreSQL pass, and it wins
+# over DATABASE_URL so a deployment's database is never the one tests touch. The test
+# runner creates and drops `test_<NAME>` (postgres://postgres@127.0.0.1:5432/test gives
+# `test_test`), so the URL's user needs CREATEDB; it connects to the `postgres` database
+# to do that.
+if os.environ.get("TEST_DATABASE_URL"):
+    DATABASES["default"] = _database_from_url(os.environ["TEST_DATABASE_URL"])
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
