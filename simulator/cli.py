@@ -7,24 +7,35 @@ config or grid), with a one-line error naming the file, line or field at fault.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, NoReturn, TextIO
 
 from reduction_app.engine import InMemoryBackend, config_from_dict
 from reduction_app.engine.errors import ConfigError, ReductionError
-from simulator.compare import compare, sweep
+from simulator.compare import compare, grid_configs, sweep
 from simulator.importers import FORMATS, ImportError_, RecordedConversation, load_conversations
 from simulator.pricing import PRESETS, pricing_for
-from simulator.replay import ReplayResult
+from simulator.results import ReplayResult
 
 __all__ = ["main"]
 
 
 class InputError(Exception):
-    pass
+    """Bad input found by the command line itself (arguments, config or grid files)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage errors become one-line :class:`InputError` messages, exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        raise InputError(f"{self.prog}: {message} (see --help)")
+
+
+Row = tuple[RecordedConversation, ReplayResult, dict[str, float] | None]
 
 
 def _read_json(path: str, what: str) -> Any:
@@ -33,13 +44,15 @@ def _read_json(path: str, what: str) -> Any:
     except OSError as exc:
         raise InputError(f"{path}: cannot read {what}: {exc.strerror or exc}") from exc
     except json.JSONDecodeError as exc:
-        raise InputError(f"{path}: {what} is not JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from exc
+        raise InputError(
+            f"{path}: {what} is not JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
+        ) from exc
 
 
 def _configs(paths: Sequence[str]) -> list[tuple[str, dict[str, Any] | None]]:
     if not paths:
         return [("no reduction", None), ("defaults", {})]
-    out = []
+    out: list[tuple[str, dict[str, Any] | None]] = []
     for path in paths:
         data = _read_json(path, "config")
         if not isinstance(data, dict):
@@ -56,33 +69,67 @@ def _percent(part: int, whole: int) -> str:
     return f"{100 * part / whole:.1f}%" if whole else "-"
 
 
-def _table(rows: list[tuple[RecordedConversation, ReplayResult, dict[str, float] | None]], out: TextIO) -> None:
-    headers = ["conversation", "config", "calls", "billed tok", "Δ billed", "cached", "cost $", "peak tok",
-               "trunc", "clears", "offloaded ch", "refetch", "visible"]
+def _table(rows: Sequence[Row], out: TextIO) -> None:
+    headers = [
+        "conversation",
+        "config",
+        "calls",
+        "billed tok",
+        "Δ billed",
+        "cached",
+        "cost $",
+        "peak tok",
+        "trunc",
+        "clears",
+        "offloaded ch",
+        "refetch",
+        "visible",
+    ]
     lines = []
     for conv, r, delta in rows:
         t = r.totals
-        lines.append([
-            conv.name[-40:], r.name, f"{t.model_calls:,}", f"{t.input_tokens_billed:,}",
-            f"{int(delta['input_tokens_billed']):+,}" if delta else "",
-            _percent(t.cached_tokens, t.input_tokens_billed), f"{t.cost_usd:.4f}", f"{t.peak_context_tokens:,}",
-            f"{t.truncations:,}", f"{t.clears:,}", f"{t.chars_offloaded:,}", f"{t.refetches:,}",
-            f"{100 * t.mean_visible_tool_share:.1f}%",
-        ])
+        lines.append(
+            [
+                conv.name[-40:],
+                r.name,
+                f"{t.model_calls:,}",
+                f"{t.input_tokens_billed:,}",
+                f"{int(delta['input_tokens_billed']):+,}" if delta else "",
+                _percent(t.cached_tokens, t.input_tokens_billed),
+                f"{t.cost_usd:.4f}",
+                f"{t.peak_context_tokens:,}",
+                f"{t.truncations:,}",
+                f"{t.clears:,}",
+                f"{t.chars_offloaded:,}",
+                f"{t.refetches:,}",
+                f"{100 * t.mean_visible_tool_share:.1f}%",
+            ]
+        )
     widths = [max(len(h), *(len(line[i]) for line in lines)) for i, h in enumerate(headers)]
     out.write("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)) + "\n")
     for line in lines:
-        out.write("  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(line, widths, strict=True))) + "\n")
+        out.write(
+            "  ".join(
+                c.ljust(w) if i < 2 else c.rjust(w)
+                for i, (c, w) in enumerate(zip(line, widths, strict=True))
+            )
+            + "\n"
+        )
 
 
 def _replay(args: argparse.Namespace, out: TextIO) -> None:
-    conversations = load_conversations(args.file, fmt=args.format)
     configs = _configs(args.config)
+    conversations = load_conversations(args.file, fmt=args.format)
     pricing = pricing_for(args.pricing)
-    rows = []
+    rows: list[Row] = []
     for conv in conversations:
-        comparison = compare(conv, configs, baseline=args.baseline, pricing=pricing,
-                             min_cacheable_prefix=args.min_cacheable_prefix)
+        comparison = compare(
+            conv,
+            configs,
+            baseline=args.baseline,
+            pricing=pricing,
+            min_cacheable_prefix=args.min_cacheable_prefix,
+        )
         for result, delta in zip(comparison.results, comparison.deltas, strict=True):
             rows.append((conv, result, delta))
     if args.json:
@@ -105,59 +152,98 @@ def _progress(err: TextIO) -> Any:
 
 
 def _sweep(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
-    conversations = load_conversations(args.file, fmt=args.format)
     grid = _read_json(args.grid, "grid")
+    try:
+        grid_configs(grid)
+    except ValueError as exc:
+        raise InputError(f"{args.grid}: {exc}") from exc
+    conversations = load_conversations(args.file, fmt=args.format)
     pricing = pricing_for(args.pricing)
     payload = []
     for conv in conversations:
         if not args.json:
             err.write(f"{conv.name}\n")
-        result = sweep(conv, grid, pricing=pricing, min_cacheable_prefix=args.min_cacheable_prefix,
-                       progress=None if args.quiet else _progress(err))
+        result = sweep(
+            conv,
+            grid,
+            pricing=pricing,
+            min_cacheable_prefix=args.min_cacheable_prefix,
+            progress=None if args.quiet else _progress(err),
+        )
         if args.json:
             payload.append({"conversation": conv.name, **result.to_dict()})
             continue
-        rows = [(conv, r, None) for r in result.results]
+        rows: list[Row] = [(conv, r, None) for r in result.results]
         _table(rows, out)
         out.write("Pareto front (billed tokens vs re-fetches):\n")
         for i in result.front:
             r = result.results[i]
-            out.write(f"  {r.name}: {r.totals.input_tokens_billed:,} tokens, {r.totals.refetches} re-fetches\n")
+            t = r.totals
+            out.write(f"  {r.name}: {t.input_tokens_billed:,} tokens, {t.refetches} re-fetches\n")
     if args.json:
         json.dump({"sweeps": payload}, out, ensure_ascii=False)
         out.write("\n")
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m simulator", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="python -m simulator", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    common = argparse.ArgumentParser(add_help=False)
+    common = _Parser(add_help=False)
     common.add_argument("file", help="a recorded conversation, or a JSON/JSONL file of many")
-    common.add_argument("--format", choices=FORMATS, help="the file's format (detected when left out)")
-    common.add_argument("--pricing", default="gpt-4o", choices=sorted(PRESETS), help="price preset for cost")
-    common.add_argument("--min-cacheable-prefix", type=int, default=1024, metavar="TOKENS",
-                        help="shortest prefix a prompt cache serves (default 1024)")
-    common.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    common.add_argument(
+        "--format", choices=FORMATS, help="the file's format (detected when left out)"
+    )
+    common.add_argument(
+        "--pricing", default="gpt-4o", choices=sorted(PRESETS), help="price preset for cost"
+    )
+    common.add_argument(
+        "--min-cacheable-prefix",
+        type=int,
+        default=1024,
+        metavar="TOKENS",
+        help="shortest prefix a prompt cache serves (default 1024)",
+    )
+    common.add_argument(
+        "--json", action="store_true", help="print one JSON object instead of a table"
+    )
     rep = sub.add_parser("replay", parents=[common], help="replay under one or more configs")
-    rep.add_argument("--config", action="append", default=[], metavar="FILE",
-                     help="a JSON config (the REST API's config object); repeat to compare")
-    rep.add_argument("--baseline", choices=["first", "none"], default="first",
-                     help="deltas against the first config, or against no reduction")
+    rep.add_argument(
+        "--config",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a JSON config (the REST API's config object); repeat to compare",
+    )
+    rep.add_argument(
+        "--baseline",
+        choices=["first", "none"],
+        default="first",
+        help="deltas against the first config, or against no reduction",
+    )
     sw = sub.add_parser("sweep", parents=[common], help="replay every combination of a grid")
-    sw.add_argument("--grid", required=True, metavar="FILE", help="JSON object: knob -> list of values")
+    sw.add_argument(
+        "--grid", required=True, metavar="FILE", help="JSON object: knob -> list of values"
+    )
     sw.add_argument("--quiet", action="store_true", help="no progress bar")
     return parser
 
 
-def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: TextIO | None = None) -> int:
+def main(
+    argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: TextIO | None = None
+) -> int:
+    """Run the command line; returns the exit code (0 ok, 2 bad input)."""
     out = out or sys.stdout
     err = err or sys.stderr
-    args = _parser().parse_args(argv)
     try:
+        # argparse prints --help to sys.stdout and then exits; both stay inside main.
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            args = _parser().parse_args(argv)
         if args.command == "replay":
             _replay(args, out)
         else:
             _sweep(args, out, err)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else 0
     except (InputError, ImportError_, ReductionError, ValueError) as exc:
         err.write(f"error: {exc}\n")
         return 2

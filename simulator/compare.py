@@ -16,11 +16,22 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from reduction_app.engine import InMemoryBackend, config_from_dict
+from reduction_app.engine.errors import ConfigError
 from simulator.importers import RecordedConversation
 from simulator.pricing import DEFAULT_PRICING, Pricing
-from simulator.replay import DEFAULT_MIN_CACHEABLE_PREFIX, ReplayResult, no_reduction, replay
+from simulator.replay import DEFAULT_MIN_CACHEABLE_PREFIX, no_reduction, replay
+from simulator.results import ReplayResult
 
-__all__ = ["GRID_KNOBS", "Comparison", "SweepResult", "compare", "grid_configs", "pareto_front", "sweep"]
+__all__ = [
+    "GRID_KNOBS",
+    "Comparison",
+    "SweepResult",
+    "compare",
+    "grid_configs",
+    "pareto_front",
+    "sweep",
+]
 
 GRID_KNOBS = (
     "max_tokens_for_clear",
@@ -64,12 +75,19 @@ def compare(
     if not configs:
         raise ValueError("compare needs at least one config")
     results = tuple(
-        replay(conversation, cfg, name=name, pricing=pricing, min_cacheable_prefix=min_cacheable_prefix)
+        replay(
+            conversation, cfg, name=name, pricing=pricing, min_cacheable_prefix=min_cacheable_prefix
+        )
         for name, cfg in configs
     )
     if baseline == "none":
-        base = replay(conversation, no_reduction(), name="no reduction", pricing=pricing,
-                      min_cacheable_prefix=min_cacheable_prefix)
+        base = replay(
+            conversation,
+            no_reduction(),
+            name="no reduction",
+            pricing=pricing,
+            min_cacheable_prefix=min_cacheable_prefix,
+        )
     elif baseline == "first":
         base = results[0]
     else:
@@ -78,9 +96,10 @@ def compare(
 
 
 def grid_configs(grid: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Every combination of the grid's lists; other keys are fixed config fields."""
+    """Every combination of the grid's lists, each a valid config; other keys are fixed
+    config fields. Raises ``ValueError`` naming the knob or field at fault."""
     if not isinstance(grid, Mapping):
-        raise ValueError(f"a grid is a JSON object of knob -> list of values, got {grid!r}")
+        raise ValueError(f"grid: expected a JSON object of knob -> list of values, got {grid!r}")
     axes = {k: v for k, v in grid.items() if k in GRID_KNOBS}
     fixed = {k: v for k, v in grid.items() if k not in GRID_KNOBS}
     for knob, values in axes.items():
@@ -89,7 +108,16 @@ def grid_configs(grid: Mapping[str, Any]) -> list[dict[str, Any]]:
     if not axes:
         raise ValueError(f"grid: name at least one of {list(GRID_KNOBS)}")
     names = sorted(axes)
-    return [{**fixed, **dict(zip(names, combo, strict=True))} for combo in itertools.product(*(axes[n] for n in names))]
+    combos = [
+        {**fixed, **dict(zip(names, combo, strict=True))}
+        for combo in itertools.product(*(axes[n] for n in names))
+    ]
+    for config in combos:
+        try:
+            config_from_dict(config, backend=InMemoryBackend())
+        except ConfigError as exc:
+            raise ValueError(f"grid: {exc}") from exc
+    return combos
 
 
 def pareto_front(points: Sequence[tuple[int, int]]) -> list[int]:
@@ -113,7 +141,12 @@ class SweepResult:
     def to_dict(self) -> dict[str, Any]:
         return {
             "results": [
-                {"name": r.name, "config": r.config, "totals": dataclasses.asdict(r.totals), "pareto": i in self.front}
+                {
+                    "name": r.name,
+                    "config": r.config,
+                    "totals": dataclasses.asdict(r.totals),
+                    "pareto": i in self.front,
+                }
                 for i, r in enumerate(self.results)
             ],
             "pareto_front": list(self.front),
@@ -133,7 +166,15 @@ def sweep(
     results = []
     for done, cfg in enumerate(configs, start=1):
         label = ",".join(f"{k}={cfg[k]}" for k in sorted(cfg) if k in GRID_KNOBS)
-        results.append(replay(conversation, cfg, name=label, pricing=pricing, min_cacheable_prefix=min_cacheable_prefix))
+        results.append(
+            replay(
+                conversation,
+                cfg,
+                name=label,
+                pricing=pricing,
+                min_cacheable_prefix=min_cacheable_prefix,
+            )
+        )
         if progress is not None:
             progress(done, len(configs))
     points = [(r.totals.input_tokens_billed, r.totals.refetches) for r in results]

@@ -20,7 +20,9 @@ class Pricing:
     cached_input_per_mtok: float
 
     def cost(self, *, uncached_tokens: int, cached_tokens: int) -> float:
-        return (uncached_tokens * self.input_per_mtok + cached_tokens * self.cached_input_per_mtok) / 1e6
+        return (
+            uncached_tokens * self.input_per_mtok + cached_tokens * self.cached_input_per_mtok
+        ) / 1e6
 
 
 PRESETS: dict[str, Pricing] = {

@@ -8,19 +8,19 @@ would have been sent, not what it would have answered.
 
 Per call it measures the context sent, what a provider's prompt cache would have
 served (the longest prefix shared with the previous call, when at least
-``min_cacheable_prefix`` tokens), and the new tokens. No model is called.
+``min_cacheable_prefix`` tokens), and the new tokens. No model is called. The result
+values live in :mod:`simulator.results`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any
 
 from reduction_app.engine import (
     AgenticMessage,
+    Backend,
     ChatModelAgentState,
     FunctionToolResult,
     InMemoryBackend,
@@ -31,6 +31,7 @@ from reduction_app.engine import (
     ToolContext,
     ToolInfo,
     ToolResult,
+    WriteRequest,
     config_from_dict,
     config_to_dict,
     get_token_counter,
@@ -39,66 +40,13 @@ from reduction_app.engine import (
 from reduction_app.engine.access import classify, read_result, tool_calls_of, write_result
 from simulator.importers import RecordedConversation
 from simulator.pricing import DEFAULT_PRICING, Pricing
+from simulator.results import CallRecord, ReplayResult, Totals
+from simulator.transcript import Key, call_key, result_blocks, unflagged, with_stable_ids
 
-__all__ = ["CallRecord", "ReplayResult", "Totals", "no_reduction", "replay"]
+__all__ = ["DEFAULT_MIN_CACHEABLE_PREFIX", "no_reduction", "replay"]
 
 DEFAULT_MIN_CACHEABLE_PREFIX = 1024
-
-
-@dataclass(frozen=True)
-class CallRecord:
-    """One model call of the replay."""
-
-    index: int
-    context_tokens: int
-    cached_tokens: int
-    new_tokens: int
-    visible_tool_share: float
-    """Share of the tool-result tokens received so far that the model still sees whole."""
-    events: tuple[ReductionEvent, ...] = ()
-
-
-@dataclass(frozen=True)
-class Totals:
-    model_calls: int
-    input_tokens_billed: int
-    cached_tokens: int
-    uncached_tokens: int
-    cost_usd: float
-    peak_context_tokens: int
-    truncations: int
-    clears: int
-    chars_offloaded: int
-    refetches: int
-    mean_visible_tool_share: float
-
-
-@dataclass(frozen=True)
-class ReplayResult:
-    name: str
-    conversation: str
-    config: dict[str, Any]
-    totals: Totals
-    calls: tuple[CallRecord, ...] = field(default_factory=tuple)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "conversation": self.conversation,
-            "config": self.config,
-            "totals": dataclasses.asdict(self.totals),
-            "calls": [
-                {
-                    "index": c.index,
-                    "context_tokens": c.context_tokens,
-                    "cached_tokens": c.cached_tokens,
-                    "new_tokens": c.new_tokens,
-                    "visible_tool_share": c.visible_tool_share,
-                    "events": [e.to_dict() for e in c.events],
-                }
-                for c in self.calls
-            ],
-        }
+"""Tokens: the shortest prefix OpenAI and Anthropic prompt caches serve."""
 
 
 def no_reduction() -> dict[str, Any]:
@@ -106,64 +54,59 @@ def no_reduction() -> dict[str, Any]:
     return {"skip_truncation": True, "skip_clear": True}
 
 
-def _config(config: ReductionConfig | Mapping[str, Any] | None, events: list[ReductionEvent]) -> ReductionConfig:
+class _CountingBackend:
+    """Passes every write on to ``inner`` and counts the characters written, so each
+    replay reports its own offloads whatever backend the config brought."""
+
+    def __init__(self, inner: Backend) -> None:
+        self.inner = inner
+        self.chars = 0
+
+    def write(self, request: WriteRequest) -> Awaitable[None] | None:
+        done = self.inner.write(request)
+        self.chars += len(request.content)
+        return done
+
+    def read(self, path: str) -> str | Awaitable[str]:
+        return self.inner.read(path)
+
+
+def _config(
+    config: ReductionConfig | Mapping[str, Any] | None, events: list[ReductionEvent]
+) -> tuple[ReductionConfig, _CountingBackend]:
     if config is None:
         config = no_reduction()
-    if isinstance(config, ReductionConfig):
-        user_hook = config.on_event
+    if not isinstance(config, ReductionConfig):
+        backend = _CountingBackend(InMemoryBackend())
+        return config_from_dict(config, backend=backend, on_event=events.append), backend
+    user_hook = config.on_event
 
-        def on_event(event: ReductionEvent) -> None:
-            events.append(event)
-            if user_hook is not None:
-                user_hook(event)
+    def on_event(event: ReductionEvent) -> None:
+        events.append(event)
+        if user_hook is not None:
+            user_hook(event)
 
-        return dataclasses.replace(config, backend=config.backend or InMemoryBackend(), on_event=on_event)
-    return config_from_dict(config, backend=InMemoryBackend(), on_event=events.append)
-
-
-def _args_key(name: str, arguments: str) -> tuple[str, str]:
-    try:
-        return name, json.dumps(json.loads(arguments), sort_keys=True, ensure_ascii=False)
-    except ValueError:
-        return name, arguments
-
-
-def _with_ids(messages: Sequence[Any]) -> list[Any]:
-    """Give calls with an empty id a stable one, so replays are deterministic (the engine
-    would otherwise name their offload files with a random id)."""
-    out: list[Any] = []
-    pending: list[str] = []
-    for index, msg in enumerate(messages):
-        if isinstance(msg, Message):
-            if msg.tool_calls and any(not c.id for c in msg.tool_calls):
-                calls = []
-                for j, c in enumerate(msg.tool_calls):
-                    if not c.id:
-                        c = dataclasses.replace(c, id=f"sim-{index}-{j}")
-                        pending.append(c.id)
-                    calls.append(c)
-                msg = dataclasses.replace(msg, tool_calls=tuple(calls))
-            elif msg.role == "tool" and not msg.tool_call_id and pending:
-                msg = dataclasses.replace(msg, tool_call_id=pending.pop(0))
-        out.append(msg)
-    return out
+    # A fresh in-memory backend when none is set: an empty InMemoryBackend is falsy.
+    backend = _CountingBackend(config.backend if config.backend is not None else InMemoryBackend())
+    return dataclasses.replace(config, backend=backend, on_event=on_event), backend
 
 
 class _Replayer:
-    def __init__(self, conversation: RecordedConversation, config: ReductionConfig, events: list[ReductionEvent],
-                 pricing: Pricing, min_cacheable_prefix: int) -> None:
+    def __init__(
+        self, conversation: RecordedConversation, config: ReductionConfig, min_prefix: int
+    ) -> None:
         self.conversation = conversation
-        self.events = events
         self.mw = new(config)
         self.counter: Any = get_token_counter(config.token_counter)
         self.tools: list[ToolInfo] = list(conversation.tools)
-        self.pricing = pricing
-        self.min_prefix = min_cacheable_prefix
-        self.calls_by_id: dict[str, tuple[str, str]] = {}
-        self.result_keys: dict[int, tuple[str, str]] = {}
-        """For each original result object (by id): the (tool, arguments) of its call."""
-        self.result_tokens: dict[int, int] = {}
+        self.min_prefix = min_prefix
+        self.calls_by_id: dict[str, Key] = {}
         self.originals: list[Any] = []
+        """Every original result (chat message or result block), kept alive so that the
+        ``id`` keys below stay theirs."""
+        self.result_keys: dict[int, Key] = {}
+        self.result_tokens: dict[int, int] = {}
+        self.refetches = 0
 
     def _count(self, msg: Any) -> int:
         count = getattr(self.counter, "count_message", None)
@@ -176,41 +119,43 @@ class _Replayer:
     def _truncate(self, msg: Any) -> Any:
         """The result message as it enters the context, after the truncation phase."""
         if isinstance(msg, Message):
-            name, arguments = self.calls_by_id.get(msg.tool_call_id, (msg.tool_name, ""))
-            self._remember(msg, msg, name, arguments)
+            name, arguments = self._remember(msg, msg.tool_call_id, msg.tool_name)
             read = read_result(msg, msg.tool_call_id)
             assert read is not None
             result = self._run_tool(name, msg.tool_call_id, arguments, read[0])
-            return msg if result is read[0] else write_result(msg, msg.tool_call_id, result.parts, read[1])
+            if result is read[0]:
+                return msg
+            return write_result(msg, msg.tool_call_id, result.parts, read[1])
         new_msg = msg
-        for block in msg.content_blocks:
-            if not isinstance(block, FunctionToolResult):
-                continue
-            name, arguments = self.calls_by_id.get(block.call_id, (block.name, ""))
-            self._remember(block, msg, name, arguments)
-            read = read_result(new_msg, block.call_id)
+        for occurrence, block in result_blocks(msg):
+            name, arguments = self._remember(block, block.call_id, block.name)
+            read = read_result(new_msg, block.call_id, occurrence)
             if read is None:
                 continue
             result = self._run_tool(name, block.call_id, arguments, read[0])
             if result is not read[0]:
-                new_msg = write_result(new_msg, block.call_id, result.parts, read[1])
+                new_msg = write_result(new_msg, block.call_id, result.parts, read[1], occurrence)
         return new_msg
 
-    def _remember(self, item: Any, msg: Any, name: str, arguments: str) -> None:
+    def _remember(self, item: Any, call_id: str, fallback_name: str) -> Key:
+        """Record an arriving result; return its call's (name, raw arguments)."""
+        name, arguments = self.calls_by_id.get(call_id, (fallback_name, ""))
         self.originals.append(item)
-        self.result_keys[id(item)] = _args_key(name, arguments)
+        self.result_keys[id(item)] = call_key(name, arguments)
         if isinstance(item, FunctionToolResult):
-            one = AgenticMessage(role="user", content_blocks=(item,))
-            self.result_tokens[id(item)] = int(self.counter([one], []))
-        else:
-            self.result_tokens[id(item)] = self._count(item)
+            item = AgenticMessage(role="user", content_blocks=(item,))
+        self.result_tokens[id(self.originals[-1])] = self._count(item)
+        return name, arguments
 
     def _run_tool(self, name: str, call_id: str, arguments: str, result: ToolResult) -> ToolResult:
-        wrapped = self.mw.wrap_enhanced_invokable_tool_call(lambda _: result, ToolContext(name=name, call_id=call_id))
+        wrapped = self.mw.wrap_enhanced_invokable_tool_call(
+            lambda _: result, ToolContext(name=name, call_id=call_id)
+        )
         return wrapped(ToolArgument(text=arguments))
 
-    def _visible(self, context: Sequence[Any]) -> tuple[set[int], float]:
-        """Ids of the original results still whole in ``context``, and their token share."""
+    def _visible(self, context: Sequence[Any]) -> tuple[set[int], float | None]:
+        """Ids of the original results still whole in ``context``, and their token share
+        (``None`` before any result arrived)."""
         present: set[int] = set()
         for msg in context:
             if classify(msg) != "tool_result":
@@ -221,55 +166,57 @@ class _Replayer:
         intact = {i for i in self.result_tokens if i in present}
         total = sum(self.result_tokens.values())
         seen = sum(self.result_tokens[i] for i in intact)
-        return intact, (seen / total if total else 1.0)
+        return intact, (seen / total if self.result_tokens else None)
 
-    def run(self) -> list[CallRecord]:
+    def _count_refetches(self, msg: Any, intact: set[int]) -> None:
+        visible = {self.result_keys[i] for i in intact}
+        hidden = {k for i, k in self.result_keys.items() if i not in intact} - visible
+        for ref in tool_calls_of(msg):
+            if call_key(ref.name, ref.arguments) in hidden:
+                self.refetches += 1
+            self.calls_by_id[ref.call_id] = (ref.name, ref.arguments)
+
+    def run(self, events: list[ReductionEvent]) -> tuple[list[CallRecord], list[float]]:
+        """The calls, and the visible shares of those made after a tool result arrived."""
         context: list[Any] = []
         records: list[CallRecord] = []
+        shares: list[float] = []
         previous: list[Any] = []
         mark = 0
-        refetches = 0
-        for msg in _with_ids(self.conversation.messages):
+        for msg in with_stable_ids(self.conversation.messages):
             kind = classify(msg)
-            if kind == "tool_result":
-                context.append(self._truncate(msg))
-                continue
             if kind != "assistant":
-                context.append(msg)
+                context.append(self._truncate(msg) if kind == "tool_result" else msg)
                 continue
-            state = self.mw.before_model_rewrite_state(ChatModelAgentState(messages=context, tool_infos=self.tools))
-            context = list(state.messages)
+            state = ChatModelAgentState(messages=context, tool_infos=self.tools)
+            context = list(self.mw.before_model_rewrite_state(state).messages)
             context_tokens = int(self.counter(context, self.tools))
             cached = self._cached(previous, context)
             intact, share = self._visible(context)
-            hidden = {self.result_keys[i] for i in self.result_tokens if i not in intact}
-            for ref in tool_calls_of(msg):
-                key = _args_key(ref.name, ref.arguments)
-                if key in hidden:
-                    refetches += 1
-                self.calls_by_id[ref.call_id] = (ref.name, ref.arguments)
+            if share is not None:
+                shares.append(share)
+            self._count_refetches(msg, intact)
             records.append(
                 CallRecord(
                     index=len(records),
                     context_tokens=context_tokens,
                     cached_tokens=cached,
                     new_tokens=context_tokens - cached,
-                    visible_tool_share=round(share, 6),
-                    events=tuple(self.events[mark:]),
+                    visible_tool_share=round(1.0 if share is None else share, 6),
+                    events=tuple(events[mark:]),
                 )
             )
-            mark = len(self.events)
+            mark = len(events)
             previous = list(context)
             context.append(msg)
-        self.refetches = refetches
-        return records
+        return records, shares
 
     def _cached(self, previous: Sequence[Any], context: Sequence[Any]) -> int:
         if not previous:
             return 0
         prefix = self._tools_tokens()
         for a, b in zip(previous, context, strict=False):
-            if a is not b and a != b:
+            if a is not b and unflagged(a) != unflagged(b):
                 break
             prefix += self._count(b)
         return prefix if prefix >= self.min_prefix else 0
@@ -285,12 +232,11 @@ def replay(
 ) -> ReplayResult:
     """Replay ``conversation`` under ``config`` (``None``: no reduction) and measure it."""
     events: list[ReductionEvent] = []
-    cfg = _config(config, events)
-    replayer = _Replayer(conversation, cfg, events, pricing, min_cacheable_prefix)
-    calls = replayer.run()
+    cfg, backend = _config(config, events)
+    replayer = _Replayer(conversation, cfg, min_cacheable_prefix)
+    calls, shares = replayer.run(events)
     billed = sum(c.context_tokens for c in calls)
     cached = sum(c.cached_tokens for c in calls)
-    tool_events = [e for e in events if e.kind == "tool"]
     totals = Totals(
         model_calls=len(calls),
         input_tokens_billed=billed,
@@ -298,15 +244,20 @@ def replay(
         uncached_tokens=billed - cached,
         cost_usd=round(pricing.cost(uncached_tokens=billed - cached, cached_tokens=cached), 6),
         peak_context_tokens=max((c.context_tokens for c in calls), default=0),
-        truncations=sum(1 for e in tool_events if e.phase == "truncation"),
+        truncations=sum(1 for e in events if e.kind == "tool" and e.phase == "truncation"),
         clears=sum(1 for e in events if e.kind == "summary" and e.reason == "applied"),
-        chars_offloaded=sum(len(v) for v in cfg.backend.files.values()) if isinstance(cfg.backend, InMemoryBackend) else 0,
+        chars_offloaded=backend.chars,
         refetches=replayer.refetches,
-        mean_visible_tool_share=round(sum(c.visible_tool_share for c in calls) / len(calls), 6) if calls else 1.0,
+        mean_visible_tool_share=round(sum(shares) / len(shares), 6) if shares else 1.0,
     )
     try:
         as_dict = config_to_dict(cfg)
     except ValueError:
         as_dict = {}
-    return ReplayResult(name or "config", conversation.name, as_dict, totals, tuple(calls))
-
+    return ReplayResult(
+        name=name or "config",
+        conversation=conversation.name,
+        config=as_dict,
+        totals=totals,
+        calls=tuple(calls),
+    )

@@ -1,0 +1,91 @@
+"""What a replay measured: per model call, in total, and as JSON.
+
+Values only; :mod:`simulator.replay` computes them. ``to_dict`` is the shape the CLI's
+``--json`` prints (one entry of ``results``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from reduction_app.engine import ReductionEvent
+
+__all__ = ["CallRecord", "ReplayResult", "Totals"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class CallRecord:
+    """One model call of the replay."""
+
+    index: int
+    context_tokens: int
+    """Tokens sent: the tool schemas plus every message of the context."""
+    cached_tokens: int
+    """Tokens a prompt cache would have served: the prefix shared with the previous call
+    (tool schemas first), or 0 when shorter than the minimum cacheable prefix."""
+    new_tokens: int
+    """``context_tokens - cached_tokens``."""
+    visible_tool_share: float
+    """Share of the tool-result tokens received so far that the model still sees whole
+    (1.0 before any result arrived)."""
+    events: tuple[ReductionEvent, ...] = ()
+    """The engine's events since the previous call: truncations of the results that
+    arrived in between, then this call's clear pass."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Totals:
+    """A replay summed up."""
+
+    model_calls: int
+    input_tokens_billed: int
+    cached_tokens: int
+    uncached_tokens: int
+    cost_usd: float
+    peak_context_tokens: int
+    truncations: int
+    """Tool results the truncation phase cut."""
+    clears: int
+    """Clear passes that changed the conversation."""
+    chars_offloaded: int
+    """Characters written to the backend (a truncated result cleared later writes nothing
+    new)."""
+    refetches: int
+    """Calls repeating the tool and arguments (equal as JSON) of an earlier call whose
+    result was cleared or truncated by then, while no copy of it was still whole."""
+    mean_visible_tool_share: float
+    """Mean of ``visible_tool_share`` over the calls made after the first tool result
+    (1.0 when there are none): calls before it would only dilute the measure."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReplayResult:
+    """One conversation replayed under one config."""
+
+    name: str
+    conversation: str
+    config: dict[str, Any]
+    """The config as JSON fields (empty when it holds a callable counter)."""
+    totals: Totals
+    calls: tuple[CallRecord, ...] = field(default_factory=tuple)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "conversation": self.conversation,
+            "config": self.config,
+            "totals": dataclasses.asdict(self.totals),
+            "calls": [
+                {
+                    "index": c.index,
+                    "context_tokens": c.context_tokens,
+                    "cached_tokens": c.cached_tokens,
+                    "new_tokens": c.new_tokens,
+                    "visible_tool_share": c.visible_tool_share,
+                    "events": [e.to_dict() for e in c.events],
+                }
+                for c in self.calls
+            ],
+        }

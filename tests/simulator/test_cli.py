@@ -1,0 +1,268 @@
+"""``python -m simulator``: tables, JSON, sweeps, exit codes and one-line errors."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from reduction_app.engine.formats import messages_to_openai, tools_to_openai
+from simulator.cli import main
+from tests.conftest import CONVERSATIONS, REPO
+from tests.simulator.cases import HAND_CONFIG, hand_conversation
+
+TAU = CONVERSATIONS / "tau-bench-airline-gpt-4o.json"
+OPENHANDS = CONVERSATIONS / "openhands-multi-swe-bench-llama4.jsonl"
+TOTALS = {
+    "model_calls",
+    "input_tokens_billed",
+    "cached_tokens",
+    "uncached_tokens",
+    "cost_usd",
+    "peak_context_tokens",
+    "truncations",
+    "clears",
+    "chars_offloaded",
+    "refetches",
+}
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> dict[str, Path]:
+    conv = hand_conversation()
+    data = {"messages": messages_to_openai(conv.messages), "tools": tools_to_openai(conv.tools)}
+    paths = {
+        "hand.json": json.dumps(data),
+        "hand.jsonl": json.dumps(data) + "\n" + json.dumps({**data, "name": "second"}) + "\n",
+        "a.json": json.dumps(HAND_CONFIG),
+        "b.json": json.dumps({"max_tokens_for_clear": 5000}),
+        "grid.json": json.dumps(
+            {"max_tokens_for_clear": [300, 5000], "max_length_for_trunc": [800]}
+        ),
+    }
+    for name, text in paths.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    return {name: tmp_path / name for name in paths}
+
+
+def run(*argv: str | Path) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = main([str(a) for a in argv], out=out, err=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_main_replay_prints_a_table(files: dict[str, Path]) -> None:
+    code, out, err = run(
+        "replay",
+        files["hand.json"],
+        "--config",
+        files["a.json"],
+        "--config",
+        files["b.json"],
+        "--min-cacheable-prefix",
+        "10",
+    )
+    assert (code, err) == (0, "")
+    header, *rows = out.splitlines()
+    assert header.split() == [
+        "conversation", "config", "calls", "billed", "tok", "Δ", "billed", "cached", "cost",
+        "$", "peak", "tok", "trunc", "clears", "offloaded", "ch", "refetch", "visible",
+    ]  # fmt: skip
+    # Without reduction the hand case bills 30 + 139 + 348 + 1,357 = 1,874 tokens and
+    # caches 0 + 30 + 139 + 348 = 517 of them: 27.6%; 1,357 uncached.
+    assert [row.split() for row in rows] == [
+        ["hand.json", "a", "4", "792", "+0", "17.7%", "0.0018", "350", "1", "2", "5,200", "0",
+         "55.5%"],
+        ["hand.json", "b", "4", "1,874", "+1,082", "27.6%", "0.0040", "1,357", "0", "0", "0",
+         "0", "100.0%"],
+    ]  # fmt: skip
+
+
+def test_main_replay_json_shape(files: dict[str, Path]) -> None:
+    code, out, err = run(
+        "replay", files["hand.json"], "--config", files["a.json"], "--config", files["b.json"],
+        "--json", "--min-cacheable-prefix", "10",
+    )  # fmt: skip
+    assert (code, err) == (0, "")
+    assert out.endswith("}\n") and out.count("\n") == 1
+    data = json.loads(out)
+    assert list(data) == ["results"]
+    assert [(r["name"], r["conversation"]) for r in data["results"]] == [
+        ("a", "hand.json"),
+        ("b", "hand.json"),
+    ]
+    first = data["results"][0]
+    assert {"name", "config", "totals", "calls"} <= set(first)
+    assert set(first["totals"]) >= TOTALS
+    assert first["totals"]["input_tokens_billed"] == 792
+    assert first["config"]["max_tokens_for_clear"] == 300
+    assert {"index", "context_tokens", "cached_tokens", "new_tokens", "events"} <= set(
+        first["calls"][0]
+    )
+    assert [c["context_tokens"] for c in first["calls"]] == [30, 139, 273, 350]
+
+
+def test_main_replay_jsonl_gives_one_result_per_conversation_and_config(
+    files: dict[str, Path],
+) -> None:
+    code, out, _ = run(
+        "replay", files["hand.jsonl"], "--config", files["a.json"], "--config", files["b.json"],
+        "--json",
+    )  # fmt: skip
+    assert code == 0
+    results = json.loads(out)["results"]
+    assert [(r["conversation"], r["name"]) for r in results] == [
+        ("hand.jsonl:1", "a"),
+        ("hand.jsonl:1", "b"),
+        ("second", "a"),
+        ("second", "b"),
+    ]
+
+
+def test_main_replay_without_configs_compares_off_and_defaults(files: dict[str, Path]) -> None:
+    code, out, _ = run("replay", files["hand.json"], "--json")
+    assert code == 0
+    assert [r["name"] for r in json.loads(out)["results"]] == ["no reduction", "defaults"]
+
+
+def test_main_replay_baseline_none(files: dict[str, Path]) -> None:
+    code, out, _ = run(
+        "replay", files["hand.json"], "--config", files["a.json"], "--baseline", "none"
+    )
+    assert code == 0
+    assert out.splitlines()[1].split()[4] == "-1,082"  # 792 - 1,874
+
+
+def test_main_sweep_table_front_and_progress(files: dict[str, Path]) -> None:
+    code, out, err = run("sweep", files["hand.json"], "--grid", files["grid.json"])
+    assert code == 0
+    assert err == (f"hand.json\n\r[{'#' * 15}{'.' * 15}] 1/2 configs\r[{'#' * 30}] 2/2 configs\n")
+    lines = out.splitlines()
+    assert len(lines) == 5
+    assert lines[3:] == [
+        "Pareto front (billed tokens vs re-fetches):",
+        "  max_length_for_trunc=800,max_tokens_for_clear=300: 792 tokens, 0 re-fetches",
+    ]
+
+
+def test_main_sweep_json_and_quiet(files: dict[str, Path]) -> None:
+    code, out, err = run(
+        "sweep", files["hand.json"], "--grid", files["grid.json"], "--json", "--quiet"
+    )
+    assert (code, err) == (0, "")
+    data = json.loads(out)
+    [one] = data["sweeps"]
+    assert one["conversation"] == "hand.json"
+    assert one["pareto_front"] == [0]
+    # max_tokens_for_clear=5000 never clears; result 3 is still truncated to 244 tokens:
+    # 30 + 139 + 348 + (348 + 8 + 244) = 1,117.
+    assert [r["totals"]["input_tokens_billed"] for r in one["results"]] == [792, 1117]
+
+
+def test_main_missing_file(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.json"
+    assert run("replay", missing) == (
+        2,
+        "",
+        f"error: {missing}: cannot read: No such file or directory\n",
+    )
+
+
+def test_main_bad_config_names_file_and_field(files: dict[str, Path], tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"max_tokens_for_clear": "lots"}', encoding="utf-8")
+    assert run("replay", files["hand.json"], "--config", bad) == (
+        2,
+        "",
+        f"error: {bad}: max_tokens_for_clear must be an integer, got 'lots'\n",
+    )
+
+
+def test_main_config_not_json(files: dict[str, Path], tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text("{max: 1}", encoding="utf-8")
+    assert run("replay", files["hand.json"], "--config", bad)[2] == (
+        f"error: {bad}: config is not JSON: Expecting property name enclosed in double quotes "
+        "at line 1, column 2\n"
+    )
+
+
+def test_main_bad_grid(files: dict[str, Path], tmp_path: Path) -> None:
+    bad = tmp_path / "grid.json"
+    bad.write_text('{"max_tokens_for_clear": []}', encoding="utf-8")
+    assert run("sweep", files["hand.json"], "--grid", bad) == (
+        2,
+        "",
+        f"error: {bad}: grid.max_tokens_for_clear: expected a non-empty list of values, got []\n",
+    )
+
+
+def test_main_bad_conversation_names_file_and_field(tmp_path: Path) -> None:
+    path = tmp_path / "c.json"
+    path.write_text('[{"role": "wizard", "content": "x"}]', encoding="utf-8")
+    assert run("replay", path) == (2, "", "error: c.json: [0].role: unknown role 'wizard'\n")
+
+
+def test_main_usage_errors_are_one_line(files: dict[str, Path]) -> None:
+    code, out, err = run("replay", files["hand.json"], "--format", "gemini")
+    assert (code, out) == (2, "")
+    assert err == (
+        "error: python -m simulator replay: argument --format: invalid choice: 'gemini' "
+        "(choose from 'openai_chat', 'anthropic', 'openai_responses', 'tau_bench', "
+        "'openhands') (see --help)\n"
+    )
+    assert run("sweep", files["hand.json"]) == (
+        2,
+        "",
+        "error: python -m simulator sweep: the following arguments are required: --grid "
+        "(see --help)\n",
+    )
+
+
+def test_main_help_goes_to_out() -> None:
+    code, out, err = run("--help")
+    assert (code, err) == (0, "")
+    assert out.startswith("usage: python -m simulator")
+
+
+def test_main_format_option(files: dict[str, Path]) -> None:
+    code, _, err = run("replay", files["hand.json"], "--format", "anthropic")
+    assert code == 2
+    assert err.startswith("error: hand.json: messages[0].role: ")
+
+
+def test_python_m_simulator_subprocess() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "simulator", "replay", str(OPENHANDS), "--json"],
+        capture_output=True, text=True, cwd=REPO, check=False,
+    )  # fmt: skip
+    assert (proc.returncode, proc.stderr) == (0, "")
+    results = json.loads(proc.stdout)["results"]
+    assert [r["totals"]["model_calls"] for r in results] == [23, 23, 33, 33, 49, 49]
+    missing = subprocess.run(
+        [sys.executable, "-m", "simulator", "replay", "nope.json"],
+        capture_output=True, text=True, cwd=REPO, check=False,
+    )  # fmt: skip
+    assert (missing.returncode, missing.stdout) == (2, "")
+    assert missing.stderr == "error: nope.json: cannot read: No such file or directory\n"
+
+
+def test_python_m_simulator_closed_pipe_is_quiet() -> None:
+    """``python -m simulator ... | head -c 100``: no BrokenPipeError traceback, and the exit
+    code of a process killed by SIGPIPE. The JSON of 400 replays (megabytes) cannot fit in
+    the pipe's buffer, so the write does fail."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "simulator", "replay", str(TAU), "--json"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO,
+    )  # fmt: skip
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.read(100).startswith(b'{"results": [{"name": "no reduction"')
+    proc.stdout.close()
+    stderr = proc.stderr.read()
+    proc.stderr.close()
+    assert proc.wait() == 141
+    assert stderr == b""

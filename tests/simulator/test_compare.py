@@ -1,0 +1,165 @@
+"""Comparing configs side by side, sweeping grids, and the Pareto front."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from simulator.compare import compare, grid_configs, pareto_front, sweep
+from simulator.importers import load_conversations
+from simulator.replay import replay
+from tests.conftest import CONVERSATIONS
+from tests.simulator.cases import HAND_CONFIG, hand_conversation
+
+
+def test_compare_deltas_against_the_first() -> None:
+    conv = hand_conversation()
+    comparison = compare(conv, [("off", None), ("hand", HAND_CONFIG)], min_cacheable_prefix=10)
+    assert [r.name for r in comparison.results] == ["off", "hand"]
+    assert comparison.baseline is comparison.results[0]
+    assert set(comparison.deltas[0].values()) == {0}
+    delta = comparison.deltas[1]
+    # Without reduction the calls send 30, 139 (30+8+101), 348 (139+8+201) and
+    # 1,357 (348+8+1001, the whole 4,000-character result): 1,874 in all.
+    off = comparison.results[0].totals
+    assert (off.input_tokens_billed, off.peak_context_tokens) == (1874, 1357)
+    assert delta["input_tokens_billed"] == 792 - 1874
+    assert delta["peak_context_tokens"] == 350 - 1357
+    assert delta["truncations"] == 1
+    assert delta["chars_offloaded"] == 5200
+    assert delta["mean_visible_tool_share"] == round(0.555188 - 1.0, 6)
+
+
+def test_compare_deltas_against_no_reduction() -> None:
+    conv = hand_conversation()
+    comparison = compare(conv, [("hand", HAND_CONFIG)], baseline="none", min_cacheable_prefix=10)
+    assert comparison.baseline.name == "no reduction"
+    assert comparison.baseline not in comparison.results
+    assert comparison.deltas[0]["input_tokens_billed"] == 792 - 1874
+    as_json = comparison.to_dict()
+    assert as_json["baseline"] == "no reduction"
+    assert as_json["results"][0]["deltas"] == comparison.deltas[0]
+
+
+def test_compare_keeps_the_per_call_series() -> None:
+    comparison = compare(hand_conversation(), [("hand", HAND_CONFIG)], min_cacheable_prefix=10)
+    calls = comparison.to_dict()["results"][0]["calls"]
+    assert [c["context_tokens"] for c in calls] == [30, 139, 273, 350]
+    assert [c["cached_tokens"] for c in calls] == [0, 30, 38, 72]
+    assert [c["new_tokens"] for c in calls] == [30, 109, 235, 278]
+    assert [len(c["events"]) for c in calls] == [1, 1, 2, 3]
+
+
+def test_compare_refuses_no_configs_and_unknown_baselines() -> None:
+    with pytest.raises(ValueError) as none:
+        compare(hand_conversation(), [])
+    assert str(none.value) == "compare needs at least one config"
+    with pytest.raises(ValueError) as last:
+        compare(hand_conversation(), [("a", None)], baseline="last")
+    assert str(last.value) == "baseline must be 'first' or 'none', got 'last'"
+
+
+def test_grid_configs_every_combination_with_fixed_fields() -> None:
+    grid = {
+        "max_tokens_for_clear": [100, 200],
+        "max_length_for_trunc": [10, 20, 30],
+        "language": "zh",
+    }
+    configs = grid_configs(grid)
+    assert len(configs) == 6
+    assert configs[0] == {"language": "zh", "max_length_for_trunc": 10, "max_tokens_for_clear": 100}
+    assert {(c["max_length_for_trunc"], c["max_tokens_for_clear"]) for c in configs} == {
+        (a, b) for a in (10, 20, 30) for b in (100, 200)
+    }
+
+
+@pytest.mark.parametrize(
+    ("grid", "message"),
+    [
+        ([1, 2], "grid: expected a JSON object of knob -> list of values, got [1, 2]"),
+        (
+            {},
+            "grid: name at least one of ['max_tokens_for_clear', "
+            "'clear_retention_suffix_limit', 'clear_at_least_tokens', 'max_length_for_trunc']",
+        ),
+        (
+            {"max_tokens_for_clear": []},
+            "grid.max_tokens_for_clear: expected a non-empty list of values, got []",
+        ),
+        (
+            {"max_tokens_for_clear": 5},
+            "grid.max_tokens_for_clear: expected a non-empty list of values, got 5",
+        ),
+        (
+            {"max_tokens_for_clear": [100, "lots"]},
+            "grid: max_tokens_for_clear must be an integer, got 'lots'",
+        ),
+        ({"max_tokens_for_clear": [100], "colour": "red"}, "grid: colour is not a config field"),
+    ],
+)
+def test_grid_configs_bad_grids(grid: object, message: str) -> None:
+    with pytest.raises(ValueError) as info:
+        grid_configs(grid)  # type: ignore[arg-type]
+    assert str(info.value) == message
+
+
+def test_pareto_front_crafted_points() -> None:
+    points = [
+        (100, 5),  # 0: front (fewest tokens)
+        (200, 1),  # 1: front
+        (150, 5),  # 2: beaten by 0
+        (300, 0),  # 3: front (no re-fetches)
+        (200, 2),  # 4: beaten by 1
+        (100, 5),  # 5: equal to 0, not beaten by it: front too
+        (400, 0),  # 6: beaten by 3
+    ]
+    assert pareto_front(points) == [0, 1, 3, 5]
+    assert pareto_front([]) == []
+    assert pareto_front([(7, 7)]) == [0]
+
+
+def test_sweep_replays_every_combination() -> None:
+    grid = {"max_tokens_for_clear": [200, 300, 5000], "max_length_for_trunc": [800, 100000]}
+    progress: list[tuple[int, int]] = []
+    result = sweep(
+        hand_conversation(),
+        grid,
+        min_cacheable_prefix=10,
+        progress=lambda d, t: progress.append((d, t)),
+    )
+    assert progress == [(i, 6) for i in range(1, 7)]
+    assert [r.name for r in result.results] == [
+        f"max_length_for_trunc={a},max_tokens_for_clear={b}"
+        for a in (800, 100000)
+        for b in (200, 300, 5000)
+    ]
+    hand = result.results[1]
+    assert dataclasses.asdict(hand.totals) == dataclasses.asdict(
+        replay(hand_conversation(), HAND_CONFIG, min_cacheable_prefix=10).totals
+    )
+    as_json = result.to_dict()
+    assert as_json["pareto_front"] == list(result.front)
+    assert [r["pareto"] for r in as_json["results"]] == [i in result.front for i in range(6)]
+
+
+def test_sweep_front_on_a_real_run() -> None:
+    conv = load_conversations(CONVERSATIONS / "openhands-multi-swe-bench-llama4.jsonl")[1]
+    grid = {
+        "max_tokens_for_clear": [2000, 4000, 8000, 16000],
+        "clear_retention_suffix_limit": [1, 3],
+        "max_length_for_trunc": [2000, 20000],
+    }
+    result = sweep(conv, grid)
+    assert len(result.results) == 16
+    points = [(r.totals.input_tokens_billed, r.totals.refetches) for r in result.results]
+
+    def beats(p: tuple[int, int], q: tuple[int, int]) -> bool:
+        return p[0] <= q[0] and p[1] <= q[1] and p != q
+
+    assert result.front
+    for i, p in enumerate(points):
+        beaten = any(beats(q, p) for q in points)
+        assert (i in result.front) == (not beaten), (i, p)
+    cheapest = min(range(16), key=lambda i: points[i])
+    assert cheapest in result.front

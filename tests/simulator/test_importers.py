@@ -1,0 +1,326 @@
+"""Reading recordings: every format, detection, the real recordings, and error messages."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from reduction_app.engine import AgenticMessage, Message, ToolInfo
+from simulator.importers import (
+    ImportError_,
+    conversation_from_json,
+    detect_format,
+    load_conversations,
+    openhands_to_openai,
+)
+from tests.conftest import CONVERSATIONS
+
+TAU = CONVERSATIONS / "tau-bench-airline-gpt-4o.json"
+OPENHANDS = CONVERSATIONS / "openhands-multi-swe-bench-llama4.jsonl"
+
+CHAT = [
+    {"role": "system", "content": "Be brief."},
+    {"role": "user", "content": "List the files."},
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}
+        ],
+    },
+    {"role": "tool", "tool_call_id": "c1", "content": "a.txt"},
+    {"role": "assistant", "content": "One file."},
+]
+CHAT_TOOLS = [
+    {
+        "type": "function",
+        "function": {"name": "ls", "description": "List.", "parameters": {"type": "object"}},
+    }
+]
+ANTHROPIC = {
+    "system": "Be brief.",
+    "messages": [
+        {"role": "user", "content": "List the files."},
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "toolu_1", "name": "ls", "input": {}}],
+        },
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "a.txt"}],
+        },
+        {"role": "assistant", "content": "One file."},
+    ],
+    "tools": [{"name": "ls", "description": "List.", "input_schema": {"type": "object"}}],
+}
+RESPONSES = {
+    "input": [
+        {"role": "user", "content": "List the files."},
+        {"type": "function_call", "call_id": "c1", "name": "ls", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c1", "output": "a.txt"},
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "x"}]},
+    ],
+    "tools": [{"type": "function", "name": "ls", "description": "List.", "parameters": {}}],
+}
+
+
+def _write(tmp_path: Path, name: str, content: str | bytes) -> Path:
+    path = tmp_path / name
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content, encoding="utf-8")
+    return path
+
+
+def _roles(messages: Any) -> list[str]:
+    return [m.role for m in messages]
+
+
+def test_load_conversations_openai_chat_object_with_tools(tmp_path: Path) -> None:
+    path = _write(tmp_path, "chat.json", json.dumps({"messages": CHAT, "tools": CHAT_TOOLS}))
+    [conv] = load_conversations(path)
+    assert conv.name == "chat.json"
+    assert conv.format == "openai_chat"
+    assert _roles(conv.messages) == ["system", "user", "assistant", "tool", "assistant"]
+    assert all(isinstance(m, Message) for m in conv.messages)
+    assert conv.messages[2].tool_calls[0].name == "ls"
+    assert conv.messages[3].tool_call_id == "c1"
+    assert conv.tools == [ToolInfo(name="ls", description="List.", parameters={"type": "object"})]
+
+
+def test_load_conversations_openai_chat_bare_list_has_no_tools(tmp_path: Path) -> None:
+    [conv] = load_conversations(_write(tmp_path, "bare.json", json.dumps(CHAT)))
+    assert conv.format == "openai_chat"
+    assert len(conv.messages) == 5
+    assert conv.tools == []
+
+
+def test_conversation_from_json_uses_the_name_field() -> None:
+    [conv] = conversation_from_json({"name": "demo", "messages": CHAT})
+    assert conv.name == "demo"
+
+
+def test_load_conversations_anthropic_with_system(tmp_path: Path) -> None:
+    [conv] = load_conversations(_write(tmp_path, "a.json", json.dumps(ANTHROPIC)))
+    assert conv.format == "anthropic"
+    assert all(isinstance(m, AgenticMessage) for m in conv.messages)
+    assert _roles(conv.messages) == ["system", "user", "assistant", "user", "assistant"]
+    assert conv.messages[0].content_blocks[0].text == "Be brief."
+    assert conv.messages[3].content_blocks[0].type == "function_tool_result"
+    assert [t.name for t in conv.tools] == ["ls"]
+
+
+def test_load_conversations_responses_input(tmp_path: Path) -> None:
+    [conv] = load_conversations(_write(tmp_path, "r.json", json.dumps(RESPONSES)))
+    assert conv.format == "openai_responses"
+    assert _roles(conv.messages) == ["user", "assistant", "user", "assistant"]
+    assert conv.messages[1].content_blocks[0].type == "function_tool_call"
+    assert [t.name for t in conv.tools] == ["ls"]
+
+
+def test_load_conversations_jsonl_one_conversation_per_line(tmp_path: Path) -> None:
+    lines = [json.dumps({"messages": CHAT}), "", json.dumps(ANTHROPIC), json.dumps(CHAT)]
+    convs = load_conversations(_write(tmp_path, "many.jsonl", "\n".join(lines) + "\n"))
+    assert [(c.name, c.format, len(c.messages)) for c in convs] == [
+        ("many.jsonl:1", "openai_chat", 5),
+        ("many.jsonl:3", "anthropic", 5),
+        ("many.jsonl:4", "openai_chat", 5),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        (CHAT, "openai_chat"),
+        ({"messages": CHAT}, "openai_chat"),
+        ([], "openai_chat"),
+        (ANTHROPIC, "anthropic"),
+        ({"messages": ANTHROPIC["messages"]}, "anthropic"),
+        (RESPONSES, "openai_responses"),
+        # A bare item list whose first item is an untyped message is still Responses.
+        (RESPONSES["input"], "openai_responses"),
+        ([{"traj": []}], "tau_bench"),
+        ({"history": []}, "openhands"),
+    ],
+)
+def test_detect_format(data: Any, expected: str) -> None:
+    assert detect_format(data) == expected
+
+
+def test_detect_format_refuses_a_scalar() -> None:
+    with pytest.raises(ImportError_) as info:
+        detect_format(3, where="x.json")
+    assert str(info.value) == "x.json: expected a JSON object or list, got int"
+
+
+def test_load_conversations_format_overrides_detection(tmp_path: Path) -> None:
+    """Without ``system`` or tool blocks Anthropic looks like chat; ``fmt`` says otherwise."""
+    data = {"messages": [{"role": "user", "content": "hi"}]}
+    path = _write(tmp_path, "plain.json", json.dumps(data))
+    assert load_conversations(path)[0].format == "openai_chat"
+    [conv] = load_conversations(path, fmt="anthropic")
+    assert conv.format == "anthropic"
+    assert isinstance(conv.messages[0], AgenticMessage)
+
+
+def test_load_conversations_tau_bench() -> None:
+    convs = load_conversations(TAU)
+    assert len(convs) == 200
+    assert sum(len(c.messages) for c in convs) == 5308
+    assert sum(len(m.tool_calls) for c in convs for m in c.messages) == 1164
+    assert convs[0].name == "tau-bench-airline-gpt-4o.json#task0-trial0"
+    assert len(convs[0].messages) == 32
+    assert {c.format for c in convs} == {"openai_chat"}
+    assert all(c.tools == () for c in convs)
+
+
+def test_load_conversations_openhands_runs() -> None:
+    convs = load_conversations(OPENHANDS)
+    assert [len(c.messages) for c in convs] == [47, 67, 100]
+    assert [c.name for c in convs] == [
+        "openhands-multi-swe-bench-llama4.jsonl:1#ponylang__ponyc-4595",
+        "openhands-multi-swe-bench-llama4.jsonl:2#ponylang__ponyc-4593",
+        "openhands-multi-swe-bench-llama4.jsonl:3#ponylang__ponyc-4588",
+    ]
+    for conv in convs:
+        assert [t.name for t in conv.tools] == [
+            "execute_bash",
+            "think",
+            "finish",
+            "str_replace_editor",
+        ]
+        assert _roles(conv.messages)[:2] == ["system", "user"]
+
+
+def test_openhands_to_openai_one_assistant_message_per_model_response() -> None:
+    runs = [json.loads(line) for line in OPENHANDS.read_text(encoding="utf-8").splitlines()]
+    for run in runs:
+        chat, _ = openhands_to_openai(run)
+        responses = {
+            e["tool_call_metadata"]["model_response"]["id"]
+            for e in run["history"]
+            if e.get("action") and e.get("tool_call_metadata")
+        }
+        assistants = [m for m in chat if m["role"] == "assistant"]
+        assert len(assistants) == len(responses)
+        # Recall events (action and observation) have no tool call and are left out.
+        assert all("Added workspace context" not in str(m.get("content")) for m in chat)
+    assert [sum(m["role"] == "assistant" for m in openhands_to_openai(r)[0]) for r in runs] == [
+        23,
+        33,
+        49,
+    ]
+
+
+def test_load_conversations_openhands_finish_calls_have_no_result() -> None:
+    unanswered = []
+    for conv in load_conversations(OPENHANDS):
+        answered = {m.tool_call_id for m in conv.messages if m.role == "tool"}
+        unanswered += [
+            (conv.name[-10:], c.id, c.name)
+            for m in conv.messages
+            for c in m.tool_calls
+            if c.id not in answered
+        ]
+    assert unanswered == [
+        ("ponyc-4595", "toolu_23", "finish"),
+        ("ponyc-4593", "toolu_33", "finish"),
+    ]
+
+
+def test_openhands_to_openai_names_the_bad_event() -> None:
+    run = {"history": [{"action": "run", "tool_call_metadata": {"tool_call_id": "t1"}}]}
+    with pytest.raises(ImportError_) as info:
+        openhands_to_openai(run, where="oh.jsonl:2")
+    assert str(info.value) == "oh.jsonl:2: history[0]: missing field 'model_response'"
+
+
+def test_openhands_to_openai_needs_history() -> None:
+    with pytest.raises(ImportError_) as info:
+        conversation_from_json({"history": 3}, name="oh.jsonl:1")
+    assert str(info.value) == "oh.jsonl:1: an OpenHands run needs a 'history' list"
+
+
+# --- errors ------------------------------------------------------------------------------
+
+
+def _error(path: Path, fmt: str | None = None) -> str:
+    with pytest.raises(ImportError_) as info:
+        load_conversations(path, fmt=fmt)
+    return str(info.value)
+
+
+def test_load_conversations_missing_file(tmp_path: Path) -> None:
+    path = tmp_path / "nope.json"
+    assert _error(path) == f"{path}: cannot read: No such file or directory"
+
+
+def test_load_conversations_directory(tmp_path: Path) -> None:
+    assert _error(tmp_path) == f"{tmp_path}: cannot read: Is a directory"
+
+
+def test_load_conversations_not_utf8(tmp_path: Path) -> None:
+    path = _write(tmp_path, "bin.json", b'{"messages": "\xff"}')
+    assert _error(path) == f"{path}: not UTF-8 text (invalid start byte at byte 14)"
+
+
+def test_load_conversations_not_json_gives_line_and_column(tmp_path: Path) -> None:
+    path = _write(tmp_path, "bad.json", '{"messages": [}')
+    assert _error(path) == f"{path}: not JSON: Expecting value at line 1, column 15"
+
+
+def test_load_conversations_pretty_printed_json_error_is_not_read_as_jsonl(tmp_path: Path) -> None:
+    """A multi-line JSON document with a trailing comma: the document's line and column,
+    not a complaint about its first line as JSONL."""
+    text = '{\n  "messages": [\n    {"role": "user", "content": "hi"},\n  ]\n}\n'
+    path = _write(tmp_path, "pretty.json", text)
+    assert _error(path) == f"{path}: not JSON: Expecting value at line 4, column 3"
+
+
+def test_load_conversations_bad_jsonl_line_gives_its_number(tmp_path: Path) -> None:
+    text = json.dumps({"messages": CHAT}) + "\n\n" + '{"messages": [}\n'
+    path = _write(tmp_path, "bad.jsonl", text)
+    assert _error(path) == f"{path}:3: not JSON: Expecting value at column 15"
+
+
+def test_load_conversations_unknown_format(tmp_path: Path) -> None:
+    path = _write(tmp_path, "c.json", json.dumps(CHAT))
+    assert _error(path, fmt="gemini") == (
+        "unknown format 'gemini'; expected one of "
+        "['openai_chat', 'anthropic', 'openai_responses', 'tau_bench', 'openhands']"
+    )
+
+
+def test_load_conversations_unknown_role_names_the_field_path(tmp_path: Path) -> None:
+    data = {"messages": [*CHAT[:3], {"role": "wizard", "content": "x"}]}
+    path = _write(tmp_path, "c.json", json.dumps(data))
+    assert _error(path) == "c.json: messages[3].role: unknown role 'wizard'"
+
+
+def test_load_conversations_bare_list_error_path_starts_at_the_list(tmp_path: Path) -> None:
+    path = _write(tmp_path, "c.json", json.dumps([CHAT[0], {"role": "wizard", "content": ""}]))
+    assert _error(path) == "c.json: [1].role: unknown role 'wizard'"
+
+
+def test_load_conversations_deep_error_in_a_jsonl_line(tmp_path: Path) -> None:
+    bad = {
+        "messages": [{"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "x"}]}]
+    }
+    text = json.dumps({"messages": CHAT}) + "\n" + json.dumps(bad) + "\n"
+    path = _write(tmp_path, "two.jsonl", text)
+    assert _error(path) == "two.jsonl:2: messages[0].content[1].type: unknown part type 'x'"
+
+
+def test_load_conversations_tau_bench_error_names_run_and_message(tmp_path: Path) -> None:
+    runs = [{"traj": CHAT}, {"traj": [CHAT[0], CHAT[1], {"role": "bot", "content": "b"}]}]
+    path = _write(tmp_path, "tau.json", json.dumps(runs))
+    assert _error(path) == "tau.json: [1].traj[2].role: unknown role 'bot'"
+
+
+def test_load_conversations_unknown_top_level_field(tmp_path: Path) -> None:
+    path = _write(tmp_path, "c.json", json.dumps({"messages": CHAT, "temperature": 0}))
+    assert _error(path) == "c.json: unknown field 'temperature'"

@@ -1,0 +1,41 @@
+"""Result values and their JSON shape."""
+
+from __future__ import annotations
+
+import json
+
+from simulator.replay import replay
+from tests.simulator.cases import HAND_CONFIG, hand_conversation
+
+TOTALS = [
+    "model_calls",
+    "input_tokens_billed",
+    "cached_tokens",
+    "uncached_tokens",
+    "cost_usd",
+    "peak_context_tokens",
+    "truncations",
+    "clears",
+    "chars_offloaded",
+    "refetches",
+    "mean_visible_tool_share",
+]
+
+
+def test_replay_result_to_dict_shape() -> None:
+    data = replay(hand_conversation(), HAND_CONFIG, name="hand", min_cacheable_prefix=10).to_dict()
+    assert list(data) == ["name", "conversation", "config", "totals", "calls"]
+    assert (data["name"], data["conversation"]) == ("hand", "hand")
+    assert data["config"]["max_length_for_trunc"] == 800
+    assert list(data["totals"]) == TOTALS
+    assert [list(c) for c in data["calls"]] == [
+        ["index", "context_tokens", "cached_tokens", "new_tokens", "visible_tool_share", "events"]
+    ] * 4
+    assert [c["index"] for c in data["calls"]] == [0, 1, 2, 3]
+    event = data["calls"][2]["events"][0]
+    assert (event["phase"], event["kind"], event["call_id"]) == ("clear", "tool", "call_1")
+    assert json.loads(json.dumps(data)) == data
+
+
+def test_replay_result_default_name() -> None:
+    assert replay(hand_conversation(), None).name == "config"
