@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test setup lint bench clean
+.PHONY: run test test-sqlite test-postgres setup lint bench clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required")'
@@ -16,11 +16,57 @@ $(STAMP): pyproject.toml
 setup: $(STAMP)
 	$(BIN)/python manage.py migrate --noinput
 
+# The web server and, beside it, the task worker that runs background simulations;
+# Ctrl-C stops both.
 run: setup
+	@trap 'kill 0' EXIT INT TERM; \
+	$(BIN)/python manage.py db_worker --no-reload --no-startup-delay & \
 	$(BIN)/python manage.py runserver 127.0.0.1:8000
 
+# `make test` runs the whole suite on SQLite, then on PostgreSQL. PostgreSQL is the
+# server TEST_DATABASE_URL names, or else the one scripts/ensure_postgres.sh finds or
+# starts on 127.0.0.1:5432 (installing Debian's package when root). TEST_POSTGRES says
+# what happens when there is none: auto (default) runs SQLite only and says so first;
+# yes (the default under CI=true) fails; no skips PostgreSQL without asking.
+# PYTEST_ARGS goes to both runs, e.g. `make test PYTEST_ARGS='-x tests/app'`.
+TEST_POSTGRES ?= $(if $(filter true 1,$(CI)),yes,auto)
+PYTEST_ARGS ?=
+# The SQLite pass must not pick up a database from the environment.
+SQLITE_ENV := env -u TEST_DATABASE_URL -u DATABASE_URL
+
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	@set -e; pg_url="$${TEST_DATABASE_URL:-}"; \
+	if [ -z "$$pg_url" ] && [ "$(TEST_POSTGRES)" != no ]; then \
+		pg_url=$$(bash scripts/ensure_postgres.sh) || pg_url=""; \
+		if [ -z "$$pg_url" ] && [ "$(TEST_POSTGRES)" = yes ]; then \
+			echo "make test: PostgreSQL is required (TEST_POSTGRES=yes) and could not be provided" >&2; \
+			exit 1; \
+		fi; \
+	fi; \
+	if [ -n "$$pg_url" ]; then \
+		echo "make test: the suite runs on SQLite, then on PostgreSQL ($$pg_url)"; \
+	elif [ "$(TEST_POSTGRES)" = no ]; then \
+		echo "make test: the suite runs on SQLite only (TEST_POSTGRES=no)"; \
+	else \
+		echo "make test: the suite runs on SQLite only; no PostgreSQL here (see above why)"; \
+	fi; \
+	echo "== SQLite =="; \
+	$(SQLITE_ENV) $(BIN)/python -m pytest $(PYTEST_ARGS); \
+	if [ -n "$$pg_url" ]; then \
+		echo "== PostgreSQL ($$pg_url) =="; \
+		TEST_DATABASE_URL="$$pg_url" $(BIN)/python -m pytest $(PYTEST_ARGS); \
+	fi
+
+test-sqlite: $(STAMP)
+	$(SQLITE_ENV) $(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# PostgreSQL only: TEST_DATABASE_URL if set, else scripts/ensure_postgres.sh (which fails
+# loudly when it cannot provide a server).
+test-postgres: $(STAMP)
+	@set -e; pg_url="$${TEST_DATABASE_URL:-}"; \
+	if [ -z "$$pg_url" ]; then pg_url=$$(bash scripts/ensure_postgres.sh); fi; \
+	echo "== PostgreSQL ($$pg_url) =="; \
+	TEST_DATABASE_URL="$$pg_url" $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

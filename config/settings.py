@@ -93,7 +93,9 @@ def _database_from_url(url: str) -> dict[str, object]:
     if parts.scheme not in engines:
         raise ValueError(f"DATABASE_URL scheme {parts.scheme!r} is not supported")
     if parts.scheme == "sqlite":
-        return {"ENGINE": engines["sqlite"], "NAME": unquote(parts.path.lstrip("/")) or ":memory:"}
+        # sqlite:///relative.db and sqlite:////absolute/path.db, as dj-database-url reads them.
+        name = unquote(parts.path[1:] if parts.path.startswith("/") else parts.path)
+        return {"ENGINE": engines["sqlite"], "NAME": name or ":memory:"}
     return {
         "ENGINE": engines[parts.scheme],
         "NAME": unquote(parts.path.lstrip("/")),

@@ -74,6 +74,7 @@ def test_simulation_small_replay_answers_inline(api: ApiClient, recorded: str) -
     assert again["results"] == body["results"]
 
 
+@pytest.mark.django_db(transaction=True)
 def test_simulation_sweep_runs_in_the_background_worker(api: ApiClient, recorded: str) -> None:
     grid = {"max_tokens_for_clear": [4000, 8000, 16000], "clear_retention_suffix_limit": [1, 2]}
     response = api.post("/simulations", {"conversation_id": recorded, "grid": grid})
