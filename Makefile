@@ -15,6 +15,7 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 	$(BIN)/python manage.py migrate --noinput
+	$(BIN)/python manage.py collectstatic --noinput --verbosity 0
 
 # The web server and, beside it, the task worker that runs background simulations;
 # Ctrl-C stops both.

@@ -37,7 +37,10 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "django.contrib.humanize",
     "django_htmx",
+    "template_partials",
+    "chartkick.django",
     "django_tasks",
     "django_tasks_db",
     "reduction_app",
@@ -50,6 +53,7 @@ TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
 MIDDLEWARE = [
     "reduction_app.middleware.ApiRequestSizeMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -71,12 +75,14 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "reduction_app.context_processors.dashboard",
             ],
         },
     },
 ]
 
 WSGI_APPLICATION = "config.wsgi.application"
+WHITENOISE_USE_FINDERS = True
 ASGI_APPLICATION = "config.asgi.application"
 
 
@@ -135,6 +141,9 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "overview"
+LOGOUT_REDIRECT_URL = "login"
 STATIC_ROOT = BASE_DIR / "staticfiles"
 MEDIA_URL = "media/"
 MEDIA_ROOT = Path(os.environ.get("REDUCTION_MEDIA_ROOT", BASE_DIR / "media"))
@@ -143,7 +152,9 @@ MEDIA_ROOT = Path(os.environ.get("REDUCTION_MEDIA_ROOT", BASE_DIR / "media"))
 # default; S3 or GCS through django-storages is a change of BACKEND and OPTIONS here.
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
-    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    # whitenoise serves collected static files (htmx from django-htmx, Chart.js from
+    # chartkick); in DEBUG it serves them straight from the apps.
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
     "offload": {
         "BACKEND": "django.core.files.storage.FileSystemStorage",
         "OPTIONS": {"location": MEDIA_ROOT / "offload"},

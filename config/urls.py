@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from django.contrib import admin
 from django.http import HttpRequest, JsonResponse
-from django.urls import path, re_path
+from django.urls import include, path, re_path
 
-from reduction_app import views
 from reduction_app.api import api
 
 
@@ -16,8 +15,8 @@ def api_not_found(request: HttpRequest, rest: str = "") -> JsonResponse:
 
 
 urlpatterns = [
-    path("", views.overview, name="overview"),
     path("api/v1/", api.urls),
     re_path(r"^api/(?P<rest>.*)$", api_not_found),
     path("admin/", admin.site.urls),
+    path("", include("reduction_app.urls")),
 ]

@@ -1,22 +1,59 @@
-"""The dashboard's pages (only the placeholder overview exists so far)."""
+"""The dashboard's shared frame: sign-in, workspaces, navigation, the JSON 404 of the API."""
 
 from __future__ import annotations
 
 from http import HTTPStatus
 
+import pytest
+from django.contrib.auth.models import User
 from django.test import Client
 
+from reduction_app.services import workspace_get_or_create
 
-def test_overview_shows_placeholder_and_engine_defaults(client: Client) -> None:
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def member() -> User:
+    user = User.objects.create_user("ada", password="correct horse battery")
+    workspace_get_or_create(name="Demo", user=user)
+    return user
+
+
+def test_pages_need_sign_in(client: Client) -> None:
     response = client.get("/")
+    assert response.status_code == HTTPStatus.FOUND
+    assert response["Location"] == "/accounts/login/?next=/"
+
+
+def test_login_page_renders(client: Client) -> None:
+    response = client.get("/accounts/login/")
     assert response.status_code == HTTPStatus.OK
-    body = response.content.decode()
-    assert "The dashboard is still a placeholder" in body
-    assert "<code>max_tokens_for_clear</code></td><td><code>160000</code>" in body
-    assert 'src="/static/django_htmx/htmx-2.min.js"' in body
+    assert '<input type="password" name="password"' in response.content.decode()
 
 
-def test_overview_refuses_post(client: Client) -> None:
+def test_sign_in_then_overview(client: Client, member: User) -> None:
+    response = client.post(
+        "/accounts/login/", {"username": "ada", "password": "correct horse battery"}
+    )
+    assert response.status_code == HTTPStatus.FOUND
+    page = client.get("/").content.decode()
+    assert '<a href="/" aria-current="page">Overview</a>' in page
+    assert '<span class="ws">Demo</span>' in page
+    assert 'src="/static/django_htmx/htmx-2.min.js"' in page
+    assert 'src="/static/chartkick/Chart.bundle.js"' in page
+
+
+def test_user_without_workspace_is_told(client: Client) -> None:
+    User.objects.create_user("bob", password="pw-for-bob-123")
+    client.login(username="bob", password="pw-for-bob-123")
+    response = client.get("/")
+    assert response.status_code == HTTPStatus.FORBIDDEN
+    assert "not a member of any workspace" in response.content.decode()
+
+
+def test_overview_refuses_post(client: Client, member: User) -> None:
+    client.force_login(member)
     assert client.post("/").status_code == HTTPStatus.METHOD_NOT_ALLOWED
 
 

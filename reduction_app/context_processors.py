@@ -1,0 +1,27 @@
+"""Template context every dashboard page gets: the navigation and the user's workspaces."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest
+
+from reduction_app.dashboard import workspaces_for
+
+NAV = (
+    ("/", "Overview"),
+    ("/conversations/", "Conversations"),
+    ("/events/", "Events"),
+    ("/files/", "Files"),
+    ("/configs/", "Configs"),
+    ("/compare/", "Compare"),
+    ("/tune/", "Tune"),
+)
+
+
+def dashboard(request: HttpRequest) -> dict[str, Any]:
+    path = request.path
+    nav = [
+        (href, label, path == href if href == "/" else path.startswith(href)) for href, label in NAV
+    ]
+    return {"nav": nav, "workspaces": list(workspaces_for(request.user))}

@@ -1,0 +1,63 @@
+"""What every dashboard page shares: who may see which workspace, and which one is shown.
+
+A signed-in user sees only the workspaces they are a member of. The workspace shown is
+the one named by ``?workspace=<slug>`` (remembered in the session), else the one last
+chosen, else the user's first. Pages call :func:`workspace_view` and get
+``request.workspace`` set.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import wraps
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+
+from reduction_app.models import Workspace
+
+SESSION_KEY = "reduction_workspace"
+
+
+def workspaces_for(user: Any) -> QuerySet[Workspace]:
+    if not user.is_authenticated:
+        return Workspace.objects.none()
+    return Workspace.objects.filter(members=user).order_by("slug")
+
+
+def current_workspace(request: HttpRequest) -> Workspace | None:
+    mine = workspaces_for(request.user)
+    wanted = request.GET.get("workspace") or request.session.get(SESSION_KEY)
+    chosen = mine.filter(slug=wanted).first() if wanted else None
+    if chosen is None:
+        chosen = mine.first()
+    if chosen is not None and request.session.get(SESSION_KEY) != chosen.slug:
+        request.session[SESSION_KEY] = chosen.slug
+    return chosen
+
+
+def workspace_view(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """Sign-in required; ``request.workspace`` is the workspace shown (a page saying so
+    when the user belongs to none)."""
+
+    @login_required
+    @wraps(view)
+    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        workspace = current_workspace(request)
+        if workspace is None:
+            return render(request, "reduction_app/no_workspace.html", status=403)
+        request.workspace = workspace  # type: ignore[attr-defined]
+        return view(request, *args, **kwargs)
+
+    return wrapped
+
+
+def render_page(
+    request: HttpRequest, template: str, context: dict[str, Any], partial: str | None = None
+) -> HttpResponse:
+    """The whole page, or only ``template#partial`` when htmx asks for a swap."""
+    name = f"{template}#{partial}" if partial and getattr(request, "htmx", False) else template
+    return render(request, name, context)

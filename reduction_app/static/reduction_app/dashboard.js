@@ -1,0 +1,27 @@
+// Charts: every <canvas data-chart="ID"> gets a Chart.js chart whose whole config sits,
+// JSON-escaped by Django's json_script, in <script id="ID" type="application/json">.
+// Charts are (re)drawn on load and after every htmx swap.
+(function () {
+  "use strict";
+
+  function render(root) {
+    if (typeof window.Chart === "undefined") return;
+    (root || document).querySelectorAll("canvas[data-chart]").forEach(function (canvas) {
+      var source = document.getElementById(canvas.dataset.chart);
+      if (!source) return;
+      var existing = window.Chart.getChart(canvas);
+      if (existing) existing.destroy();
+      var config = JSON.parse(source.textContent);
+      config.options = config.options || {};
+      config.options.animation = false;
+      config.options.responsive = true;
+      config.options.maintainAspectRatio = false;
+      canvas.chart = new window.Chart(canvas, config);
+      canvas.dataset.rendered = "true";
+    });
+  }
+
+  window.reductionCharts = { render: render };
+  document.addEventListener("DOMContentLoaded", function () { render(document); });
+  document.addEventListener("htmx:afterSettle", function (event) { render(event.target); });
+})();

@@ -1,0 +1,80 @@
+"""Formatting for the dashboard: numbers with thousands separators and units, and links
+that keep the current filters."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlencode
+
+from django import template
+from django.http import HttpRequest
+
+register = template.Library()
+
+
+def _int(value: Any) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+@register.filter
+def num(value: Any) -> str:
+    """``1234567`` → ``1,234,567``."""
+    number = _int(value)
+    return f"{number:,}" if number is not None else "–"
+
+
+@register.filter
+def tokens(value: Any) -> str:
+    """``1234`` → ``1,234 tok``."""
+    number = _int(value)
+    return f"{number:,} tok" if number is not None else "–"
+
+
+@register.filter
+def signed_tokens(value: Any) -> str:
+    """``-25`` → ``−25 tok``, ``1234`` → ``+1,234 tok``."""
+    number = _int(value)
+    if number is None:
+        return "–"
+    return f"+{number:,} tok" if number > 0 else f"−{-number:,} tok" if number < 0 else "0 tok"
+
+
+@register.filter
+def chars(value: Any) -> str:
+    """``1234`` → ``1,234 chars``."""
+    number = _int(value)
+    return f"{number:,} chars" if number is not None else "–"
+
+
+@register.filter
+def percent(value: Any, digits: int = 1) -> str:
+    """``0.4567`` → ``45.7%``."""
+    try:
+        return f"{100 * float(value):.{int(digits)}f}%"
+    except (TypeError, ValueError):
+        return "–"
+
+
+@register.filter
+def usd(value: Any) -> str:
+    try:
+        return f"${float(value):,.4f}"
+    except (TypeError, ValueError):
+        return "–"
+
+
+@register.simple_tag(takes_context=True)
+def query(context: dict[str, Any], **changes: Any) -> str:
+    """The current query string with ``changes`` applied (``None`` or ``""`` removes a key)."""
+    request: HttpRequest = context["request"]
+    params = request.GET.copy()
+    for key, value in changes.items():
+        if value in (None, ""):
+            params.pop(key, None)
+        else:
+            params[key] = value
+    encoded = urlencode(sorted(params.items()))
+    return f"?{encoded}" if encoded else "?"
