@@ -31,12 +31,25 @@ run: setup
 # yes (the default under CI=true) fails; no skips PostgreSQL without asking.
 # PYTEST_ARGS goes to both runs, e.g. `make test PYTEST_ARGS='-x tests/app'`.
 TEST_POSTGRES ?= $(if $(filter true 1,$(CI)),yes,auto)
+# The browser tests need Debian's Chromium; scripts/ensure_chromium.sh installs it when
+# missing (as root). TEST_BROWSER works like TEST_POSTGRES: auto leaves tests/browser out
+# (and says so) when there is no Chromium; yes (the default under CI=true) fails.
+TEST_BROWSER ?= $(if $(filter true 1,$(CI)),yes,auto)
 PYTEST_ARGS ?=
 # The SQLite pass must not pick up a database from the environment.
 SQLITE_ENV := env -u TEST_DATABASE_URL -u DATABASE_URL
 
 test: $(STAMP)
-	@set -e; pg_url="$${TEST_DATABASE_URL:-}"; \
+	@set -e; browser_args=""; \
+	if ! bash scripts/ensure_chromium.sh >/dev/null; then \
+		if [ "$(TEST_BROWSER)" = yes ]; then \
+			echo "make test: Chromium is required (TEST_BROWSER=yes) and could not be provided" >&2; \
+			exit 1; \
+		fi; \
+		browser_args="--ignore=tests/browser"; \
+		echo "make test: no Chromium here, so tests/browser is left out (see above why)"; \
+	fi; \
+	pg_url="$${TEST_DATABASE_URL:-}"; \
 	if [ -z "$$pg_url" ] && [ "$(TEST_POSTGRES)" != no ]; then \
 		pg_url=$$(bash scripts/ensure_postgres.sh) || pg_url=""; \
 		if [ -z "$$pg_url" ] && [ "$(TEST_POSTGRES)" = yes ]; then \
@@ -52,10 +65,10 @@ test: $(STAMP)
 		echo "make test: the suite runs on SQLite only; no PostgreSQL here (see above why)"; \
 	fi; \
 	echo "== SQLite =="; \
-	$(SQLITE_ENV) $(BIN)/python -m pytest $(PYTEST_ARGS); \
+	$(SQLITE_ENV) $(BIN)/python -m pytest $$browser_args $(PYTEST_ARGS); \
 	if [ -n "$$pg_url" ]; then \
 		echo "== PostgreSQL ($$pg_url) =="; \
-		TEST_DATABASE_URL="$$pg_url" $(BIN)/python -m pytest $(PYTEST_ARGS); \
+		TEST_DATABASE_URL="$$pg_url" $(BIN)/python -m pytest $$browser_args $(PYTEST_ARGS); \
 	fi
 
 test-sqlite: $(STAMP)
