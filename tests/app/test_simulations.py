@@ -156,7 +156,7 @@ def test_replay_command_refuses_bad_input(api: ApiClient, recorded: str, tmp_pat
         call_command("replay", "nope", "--workspace", "alpha", stdout=StringIO())
     bad = tmp_path / "bad.json"
     bad.write_text("{")
-    with pytest.raises(CommandError, match="bad.json: config is not JSON"):
+    with pytest.raises(CommandError, match=r"bad\.json: config is not JSON"):
         call_command(
             "replay", recorded, "--workspace", "alpha", "--config", str(bad), stdout=StringIO()
         )

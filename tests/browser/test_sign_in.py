@@ -7,7 +7,9 @@ from typing import Any
 from tests.browser.conftest import PASSWORD
 
 
-def test_sign_in_shows_the_overview(page: Any, live_server: Any, demo_user: Any, shoot: Any) -> None:
+def test_sign_in_shows_the_overview(
+    page: Any, live_server: Any, demo_user: Any, shoot: Any
+) -> None:
     page.goto(f"{live_server.url}/")
     assert page.url == f"{live_server.url}/accounts/login/?next=/"
     page.fill("#id_username", "ada")
