@@ -6,7 +6,7 @@ from http import HTTPStatus
 from io import StringIO
 
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.test import Client
 
 from reduction_app.models import ApiKey, Workspace
@@ -68,3 +68,19 @@ def test_create_api_key_needs_a_name() -> None:
 
     with pytest.raises(CommandError, match="the following arguments are required: name"):
         call_command("create_api_key")
+
+
+def test_api_keys_lists_and_revokes(client: Client) -> None:
+    raw = create_key("laptop", "--workspace", "Team Rocket")[-1]
+    key = ApiKey.objects.get()
+    out = StringIO()
+    call_command("api_keys", stdout=out)
+    assert out.getvalue() == f"team-rocket\t{key.prefix}…\tlaptop\tlive\tlast used never\n"
+    assert raw not in out.getvalue()
+    out = StringIO()
+    call_command("api_keys", "--revoke", key.prefix, stdout=out)
+    assert out.getvalue() == f"Revoked key 'laptop' ({key.prefix}…) of workspace 'team-rocket'.\n"
+    response = client.get("/api/v1/files", headers={"Authorization": f"Bearer {raw}"})
+    assert response.status_code == HTTPStatus.UNAUTHORIZED
+    with pytest.raises(CommandError, match="no key with prefix 'nope'"):
+        call_command("api_keys", "--revoke", "nope", stdout=StringIO())
