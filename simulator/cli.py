@@ -90,7 +90,7 @@ def _table(rows: Sequence[Row], out: TextIO) -> None:
         t = r.totals
         lines.append(
             [
-                conv.name[-40:],
+                conv.name.rsplit("#", 1)[-1][-40:],
                 r.name,
                 f"{t.model_calls:,}",
                 f"{t.input_tokens_billed:,}",

@@ -266,3 +266,29 @@ def test_python_m_simulator_closed_pipe_is_quiet() -> None:
     proc.stderr.close()
     assert proc.wait() == 141
     assert stderr == b""
+
+
+def test_cli_readme_example_runs_on_the_shipped_files() -> None:
+    """The README's example: three shipped configs on the shipped OpenHands runs, and the
+    shipped grid."""
+    from io import StringIO
+
+    from simulator.cli import main
+    from tests.conftest import CONVERSATIONS, REPO
+
+    configs = [
+        f"--config={REPO / 'examples' / 'configs' / n}.json"
+        for n in ("defaults", "tight", "cache-friendly")
+    ]
+    out, err = StringIO(), StringIO()
+    runs = str(CONVERSATIONS / "openhands-multi-swe-bench-llama4.jsonl")
+    assert main(["replay", runs, *configs, "--baseline", "none"], out=out, err=err) == 0, (
+        err.getvalue()
+    )
+    rows = out.getvalue().splitlines()
+    assert len(rows) == 1 + 3 * 3
+    assert rows[-1].split()[:4] == ["ponylang__ponyc-4588", "cache-friendly", "49", "433,679"]
+    grid = str(REPO / "examples" / "grid.json")
+    assert main(["sweep", runs, "--grid", grid, "--quiet"], out=StringIO(), err=err) == 0, (
+        err.getvalue()
+    )
