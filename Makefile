@@ -18,8 +18,13 @@ setup: $(STAMP)
 	$(BIN)/python manage.py collectstatic --noinput --verbosity 0
 
 # The web server and, beside it, the task worker that runs background simulations;
-# Ctrl-C stops both.
+# Ctrl-C stops both. First the demo workspace is seeded (idempotent: a second run keeps
+# what is there) with a member who can sign in right away; choose them with
+# `make run DEMO_USER=ada DEMO_PASSWORD='a long secret'`.
+DEMO_USER ?= demo
+DEMO_PASSWORD ?= demo-password
 run: setup
+	$(BIN)/python manage.py seed_demo --user '$(DEMO_USER)' --password '$(DEMO_PASSWORD)'
 	@trap 'kill 0' EXIT INT TERM; \
 	$(BIN)/python manage.py db_worker --no-reload --no-startup-delay & \
 	$(BIN)/python manage.py runserver 127.0.0.1:8000

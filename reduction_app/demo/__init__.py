@@ -1,0 +1,254 @@
+"""The demo workspace: realistic data for a fresh install, made live through the engine.
+
+``demo_seed`` fills workspace ``demo`` ("Demo") with:
+
+* three config profiles, one of them with a second version;
+* conversations of a scripted coding agent (:mod:`simulator.corpus`) that runs real
+  tools (``list_dir``, ``read_file``, ``grep`` with Python ``re``) over this
+  repository (shown as ``reduction-lab/...``) and the installed Django package
+  (``django/...``). Every tool result goes through the truncation phase and every model
+  call through the clear phase, each in its own :func:`services.engine_session` and
+  recorded with :func:`services.engine_session_record` under the conversation's id, as
+  the REST API's ``/truncate`` and ``/clear`` do: events, offloaded files (content in
+  the workspace's storage) and transcripts are all real. The rows are then dated over
+  the last ten days (a fixed offset per conversation, a fixed step per call);
+* real recordings for replay and compare (OpenHands and tau-bench runs from
+  ``data/conversations/``), stored as conversations without events.
+
+It is idempotent: what exists already (a profile by name, a conversation by id) is kept,
+so a second run adds nothing. ``demo_reset`` empties the workspace first. Members are
+set by ``demo_member_set``. The command is ``manage.py seed_demo``; this module does not
+print (it reports through ``say``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.utils import timezone
+
+from reduction_app.demo.recording import import_recordings, record_live, record_plain
+from reduction_app.demo.specs import (
+    DEMO_NAME,
+    DEMO_SLUG,
+    LIVE,
+    OPENHANDS,
+    PROFILES,
+    RECORDINGS,
+    REPO,
+    REPO_MOUNT,
+    TEXT_SUFFIXES,
+)
+from reduction_app.models import (
+    ConfigProfile,
+    ConfigVersion,
+    Conversation,
+    OffloadedFile,
+    ReductionEvent,
+    Simulation,
+    Workspace,
+)
+from reduction_app.services import (
+    config_create,
+    config_update,
+    conversation_delete,
+    workspace_get_or_create,
+)
+from reduction_app.storage import offload_storage
+from simulator.corpus import CHECKOUT_SKIP_DIRS, SourceTree, django_root
+
+__all__ = [
+    "DEMO_NAME",
+    "DEMO_SLUG",
+    "LIVE",
+    "PROFILES",
+    "SeedReport",
+    "demo_member_set",
+    "demo_reset",
+    "demo_seed",
+    "demo_tree",
+]
+
+
+@dataclass
+class SeedReport:
+    """What one ``demo_seed`` did, and what the workspace holds now."""
+
+    workspace: Workspace
+    created: list[str] = field(default_factory=list)
+    """Client ids of the conversations this run added, in order."""
+    kept: list[str] = field(default_factory=list)
+    """Client ids that were there already."""
+    profiles_created: int = 0
+    seconds: float = 0.0
+    counts: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def already_seeded(self) -> bool:
+        return not self.created and not self.profiles_created
+
+
+def _quiet(line: str) -> None:
+    del line
+
+
+# Members ---------------------------------------------------------------------------------
+
+
+def demo_member_set(
+    *, workspace: Workspace, username: str, password: str | None
+) -> tuple[AbstractBaseUser, bool]:
+    """Create the user (a normal user, not staff) or, when it exists, set its password
+    if one is given (its flags stay: an admin stays an admin), and make it a member of
+    ``workspace``. Returns the user and whether it was created."""
+    user_model = get_user_model()
+    user = user_model.objects.filter(username=username).first()
+    created = user is None
+    if user is None:
+        if not password:
+            raise ValueError(f"user {username!r} does not exist; give a password to create it")
+        user = user_model.objects.create_user(username=username, password=password)
+    elif password:
+        user.set_password(password)
+        user.save(update_fields=["password"])
+    workspace.members.add(user)
+    return user, created
+
+
+# Reset -----------------------------------------------------------------------------------
+
+
+@transaction.atomic
+def demo_reset(*, workspace: Workspace) -> None:
+    """Remove everything recorded in ``workspace`` (conversations, events, files and their
+    content, simulations, configs); its members and API keys stay."""
+    for conversation in workspace.conversations.all():
+        conversation_delete(conversation=conversation)
+    names = list(OffloadedFile.objects.filter(workspace=workspace).values_list("storage_name"))
+    OffloadedFile.objects.filter(workspace=workspace).delete()
+    ReductionEvent.objects.filter(workspace=workspace).delete()
+    Simulation.objects.filter(workspace=workspace).delete()
+    ConfigProfile.objects.filter(workspace=workspace).delete()
+    storage = offload_storage()
+
+    def remove() -> None:
+        for (name,) in names:
+            storage.delete(name)
+
+    transaction.on_commit(remove)
+
+
+# Seeding ---------------------------------------------------------------------------------
+
+
+def demo_tree() -> SourceTree:
+    """The tree the demo agent works in: this repository and the installed Django."""
+    return SourceTree.load_mounts(
+        {REPO_MOUNT: REPO, "django": django_root()},
+        suffixes=TEXT_SUFFIXES,
+        skip=CHECKOUT_SKIP_DIRS | {"conversations"},
+    )
+
+
+def demo_seed(
+    *,
+    small: bool = False,
+    reset: bool = False,
+    say: Callable[[str], None] = _quiet,
+    now: datetime | None = None,
+) -> SeedReport:
+    """Seed the demo workspace (see the module docstring); ``small`` seeds only the live
+    conversations marked ``small`` and one recording of each kind.
+
+    Raises ``FileNotFoundError`` outside a checkout of this repository (the demo agent
+    reads its files, and the recordings are in its ``data/`` folder).
+    """
+    started = time.perf_counter()
+    if not (RECORDINGS / OPENHANDS).is_file():
+        raise FileNotFoundError(
+            f"the demo needs a checkout of Reduction Lab; {RECORDINGS / OPENHANDS} is missing"
+        )
+    workspace = workspace_get_or_create(name=DEMO_NAME)
+    if reset:
+        demo_reset(workspace=workspace)
+        say(f"Emptied workspace {workspace.slug!r}.")
+    anchor = (now or timezone.now()).replace(second=0, microsecond=0)
+    report = SeedReport(workspace=workspace)
+    versions = _profiles(workspace, anchor, report)
+    live = [spec for spec in LIVE if spec.small or not small]
+    existing = set(
+        Conversation.objects.filter(workspace=workspace).values_list("client_id", flat=True)
+    )
+    todo = [spec for spec in live if spec.client_id not in existing]
+    tree = demo_tree() if todo else None
+    for number, spec in enumerate(live, start=1):
+        prefix = f"[{number}/{len(live)}] {spec.client_id}"
+        if spec.client_id in existing or tree is None:
+            report.kept.append(spec.client_id)
+            say(f"{prefix}: already there")
+            continue
+        if spec.profile is None:
+            line = record_plain(workspace, spec, tree, anchor)
+            say(f"{prefix} (no reduction, no events): {line}")
+        else:
+            version = versions[(spec.profile, spec.version)]
+            line = record_live(workspace, spec, version, tree, anchor)
+            say(f"{prefix} ({spec.profile} v{spec.version}): {line}")
+        report.created.append(spec.client_id)
+    for client_id, imported in import_recordings(workspace, anchor, existing, small):
+        if imported is None:
+            report.kept.append(client_id)
+        else:
+            report.created.append(client_id)
+            say(f"imported {client_id}: {imported}")
+    report.counts = _counts(workspace)
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _profiles(
+    workspace: Workspace, anchor: datetime, report: SeedReport
+) -> dict[tuple[str, int], ConfigVersion]:
+    out: dict[tuple[str, int], ConfigVersion] = {}
+    for spec in PROFILES:
+        profile = ConfigProfile.objects.filter(
+            workspace=workspace, name=spec.name, deleted_at__isnull=True
+        ).first()
+        if profile is None:
+            with transaction.atomic():
+                version = config_create(workspace=workspace, name=spec.name, data=spec.versions[0])
+                profile = version.profile
+                for data in spec.versions[1:]:
+                    config_update(profile=profile, data=data)
+                first = anchor - timedelta(days=spec.days_ago[0])
+                ConfigProfile.objects.filter(pk=profile.pk).update(created_at=first)
+                for number, days in enumerate(spec.days_ago, start=1):
+                    ConfigVersion.objects.filter(profile=profile, number=number).update(
+                        created_at=anchor - timedelta(days=days)
+                    )
+            report.profiles_created += 1
+        for version in profile.versions.all():
+            out[(spec.name, version.number)] = version
+    return out
+
+
+def _counts(workspace: Workspace) -> dict[str, int]:
+    events = ReductionEvent.objects.filter(workspace=workspace)
+    return {
+        "conversations": Conversation.objects.filter(workspace=workspace).count(),
+        "configs": ConfigProfile.objects.filter(
+            workspace=workspace, deleted_at__isnull=True
+        ).count(),
+        "config_versions": ConfigVersion.objects.filter(profile__workspace=workspace).count(),
+        "events": events.count(),
+        "truncation_events": events.filter(phase="truncation").count(),
+        "clear_events": events.filter(phase="clear").count(),
+        "files": OffloadedFile.objects.filter(workspace=workspace).count(),
+        "members": workspace.members.count(),
+    }

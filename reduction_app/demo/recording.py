@@ -1,0 +1,279 @@
+"""Recording the demo agent's conversations, and importing the shared recordings.
+
+:func:`record_live` runs the agent with hooks that send every tool result through the
+truncation phase and every model call through the clear phase, one
+``services.engine_session`` each, recorded with ``services.engine_session_record`` under
+the conversation's id, as the REST API's ``/truncate`` and ``/clear`` do. The rows are
+then dated: a conversation starts a fixed number of days before the seeding, and each
+call takes a few seconds drawn from the conversation's own seed. :func:`record_plain`
+records the agent's raw transcript (no engine, no events); :func:`import_recordings`
+stores the OpenHands and tau-bench runs of ``data/conversations/`` for replay.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from collections.abc import Callable, Iterable
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db import transaction
+
+from reduction_app import engine
+from reduction_app.demo.specs import (
+    OPENHANDS,
+    OPENHANDS_DAYS_AGO,
+    RECORDINGS,
+    SYSTEM_PROMPT,
+    TAU_BENCH,
+    TAU_BENCH_RUNS,
+    LiveSpec,
+)
+from reduction_app.engine import formats
+from reduction_app.engine.messages import Message, ToolCall
+from reduction_app.models import (
+    ConfigVersion,
+    Conversation,
+    OffloadedFile,
+    ReductionEvent,
+    Workspace,
+)
+from reduction_app.services import conversation_upsert, engine_session, engine_session_record
+from reduction_app.storage import offload_storage
+from simulator.corpus import TOOLS_OPENAI, AgentHooks, ScriptedAgent, SourceTree
+from simulator.importers import openhands_to_openai
+
+__all__ = ["import_recordings", "record_live", "record_plain"]
+
+
+class _Clock:
+    """Simulated time of one conversation: a model call takes seconds, a tool less."""
+
+    def __init__(self, start: datetime, seed: int) -> None:
+        self.now = start
+        self.rng = random.Random(seed)
+
+    def model_call(self) -> datetime:
+        self.now += timedelta(seconds=round(self.rng.uniform(3.0, 24.0), 3))
+        return self.now
+
+    def tool_call(self) -> datetime:
+        self.now += timedelta(seconds=round(self.rng.uniform(0.2, 3.0), 3))
+        return self.now
+
+
+class _Recorder(AgentHooks):
+    """The agent's hooks: each call through the engine and recorded, as over the REST API."""
+
+    def __init__(
+        self, workspace: Workspace, version: ConfigVersion, client_id: str, clock: _Clock
+    ) -> None:
+        self.workspace = workspace
+        self.version = version
+        self.client_id = client_id
+        self.clock = clock
+        self.tools = json.loads(json.dumps(TOOLS_OPENAI))
+        self.tool_infos = formats.tools_from_openai(self.tools)
+        self.model_calls = self.tool_calls = self.truncations = self.cleared = 0
+        self.tokens_saved = 0
+        self.stored: list[str] = []
+        """Storage names this conversation's sessions created (to remove on failure)."""
+        self._dated: set[str] = set()
+
+    def before_model(self, messages: list[Message]) -> list[Message]:
+        when = self.clock.model_call()
+        with engine_session(
+            workspace=self.workspace, config_data=None, config_version=self.version
+        ) as session:
+            state = engine.ChatModelAgentState(messages=messages, tool_infos=self.tool_infos)
+            new_state = session.middleware.before_model_rewrite_state(state)
+            rows = engine_session_record(
+                session=session,
+                conversation_id=self.client_id,
+                message_format="openai_chat",
+                transcript=formats.messages_to_openai(messages),
+                tools=self.tools,
+            )
+        self.model_calls += 1
+        self._date(session, rows, when)
+        return list(new_state.messages)  # type: ignore[arg-type]
+
+    def run_tool(self, call: ToolCall, tool: Callable[[str], str]) -> str:
+        when = self.clock.tool_call()
+        ctx = engine.ToolContext(name=call.name, call_id=call.id)
+        with engine_session(
+            workspace=self.workspace, config_data=None, config_version=self.version
+        ) as session:
+            output = session.middleware.wrap_invokable_tool_call(tool, ctx)(call.arguments)
+            rows = engine_session_record(session=session, conversation_id=self.client_id)
+        self.tool_calls += 1
+        self._date(session, rows, when)
+        return output
+
+    def _date(self, session: Any, rows: list[ReductionEvent], when: datetime) -> None:
+        for event in session.events:
+            if event.kind != "tool":
+                continue
+            self.tokens_saved += event.tokens_saved
+            if event.phase == "truncation":
+                self.truncations += 1
+            else:
+                self.cleared += 1
+        ids = [row.pk for row in rows]
+        if rows and None in ids:  # a database that cannot return ids from a bulk insert
+            ids = list(
+                ReductionEvent.objects.filter(workspace=self.workspace)
+                .order_by("-id")
+                .values_list("id", flat=True)[: len(rows)]
+            )
+        if ids:
+            ReductionEvent.objects.filter(pk__in=ids).update(created_at=when)
+        fresh = [path for path in session.backend.staged if path not in self._dated]
+        if fresh:
+            OffloadedFile.objects.filter(
+                workspace=self.workspace, path__in=fresh, conversation__client_id=self.client_id
+            ).update(created_at=when)
+            self._dated.update(fresh)
+        self.stored += [s.storage_name for s in session.backend.staged.values() if s.created]
+
+
+def record_live(
+    workspace: Workspace, spec: LiveSpec, version: ConfigVersion, tree: SourceTree, anchor: datetime
+) -> str:
+    """Run the agent through the engine and record it; all of it or, on failure, nothing."""
+    started = time.perf_counter()
+    begin = anchor - timedelta(days=spec.days_ago)
+    recorder = _Recorder(workspace, version, spec.client_id, _Clock(begin, spec.seed))
+    agent = ScriptedAgent(
+        tree=tree,
+        rng=random.Random(spec.seed),
+        hooks=recorder,
+        call_prefix=f"call_{spec.client_id.removeprefix('demo-')}_",
+    )
+    agent.add(Message.system(SYSTEM_PROMPT))
+    try:
+        with transaction.atomic():
+            conversation = conversation_upsert(
+                workspace=workspace,
+                client_id=spec.client_id,
+                message_format="openai_chat",
+                title=spec.title,
+            )
+            for task in spec.tasks:
+                agent.run_task(task)
+            # The finished transcript, answer included, as a client records it at the end.
+            conversation_upsert(
+                workspace=workspace,
+                client_id=spec.client_id,
+                message_format="openai_chat",
+                transcript=formats.messages_to_openai(agent.messages),
+                tools=recorder.tools,
+            )
+            Conversation.objects.filter(pk=conversation.pk).update(
+                created_at=begin, updated_at=recorder.clock.now
+            )
+    except BaseException:
+        _remove_unused(recorder.stored)
+        raise
+    files = OffloadedFile.objects.filter(conversation=conversation).count()
+    return (
+        f"{len(agent.messages)} messages, {recorder.model_calls} model calls, "
+        f"{recorder.tool_calls} tool calls; {recorder.truncations} truncated, "
+        f"{recorder.cleared} cleared, {files} files, "
+        f"{recorder.tokens_saved:,} tokens saved ({time.perf_counter() - started:.1f} s)"
+    )
+
+
+def record_plain(workspace: Workspace, spec: LiveSpec, tree: SourceTree, anchor: datetime) -> str:
+    """Run the agent with no engine and record its whole transcript, as a client records a
+    finished conversation (``POST /api/v1/conversations``)."""
+    started = time.perf_counter()
+    agent = ScriptedAgent(
+        tree=tree,
+        rng=random.Random(spec.seed),
+        call_prefix=f"call_{spec.client_id.removeprefix('demo-')}_",
+    )
+    agent.add(Message.system(SYSTEM_PROMPT))
+    for task in spec.tasks:
+        agent.run_task(task)
+    clock = _Clock(anchor - timedelta(days=spec.days_ago), spec.seed)
+    begin = clock.now
+    for message in agent.messages:
+        if message.role == "assistant":
+            clock.model_call()
+        elif message.role == "tool":
+            clock.tool_call()
+    with transaction.atomic():
+        conversation = conversation_upsert(
+            workspace=workspace,
+            client_id=spec.client_id,
+            message_format="openai_chat",
+            transcript=formats.messages_to_openai(agent.messages),
+            tools=json.loads(json.dumps(TOOLS_OPENAI)),
+            title=spec.title,
+        )
+        Conversation.objects.filter(pk=conversation.pk).update(
+            created_at=begin, updated_at=clock.now
+        )
+    return (
+        f"{len(agent.messages)} messages, {agent.chars:,} characters "
+        f"({time.perf_counter() - started:.1f} s)"
+    )
+
+
+def _remove_unused(names: Iterable[str]) -> None:
+    storage = offload_storage()
+    for name in set(names):
+        if not OffloadedFile.objects.filter(storage_name=name).exists():
+            storage.delete(name)
+
+
+def import_recordings(
+    workspace: Workspace, anchor: datetime, existing: set[str], small: bool
+) -> list[tuple[str, str | None]]:
+    """The shared real recordings, as conversations to replay (no events). Returns each
+    client id with a summary line, or ``None`` when it was there already."""
+    items: list[tuple[str, str, list[Any], list[Any], float]] = []
+    runs = (RECORDINGS / OPENHANDS).read_text(encoding="utf-8").splitlines()
+    for line, days in zip(runs[: 1 if small else None], OPENHANDS_DAYS_AGO, strict=False):
+        run = json.loads(line)
+        instance = str(run.get("instance_id", "run"))
+        messages, tools = openhands_to_openai(run, where=f"{OPENHANDS}:{instance}")
+        model = str(run.get("metadata", {}).get("llm_config", {}).get("model", "")).split("/")[-1]
+        model = model.removeprefix("openrouter-")
+        title = f"OpenHands CodeActAgent on {instance}" + (f" ({model})" if model else "")
+        items.append((f"openhands-{instance}", title, messages, tools, days))
+    tau: list[dict[str, Any]] = json.loads((RECORDINGS / TAU_BENCH).read_text(encoding="utf-8"))
+    by_key = {(r.get("task_id"), r.get("trial")): r for r in tau}
+    for task_id, trial, days in TAU_BENCH_RUNS[: 1 if small else None]:
+        run = by_key[(task_id, trial)]
+        first_user: dict[str, Any] = next((m for m in run["traj"] if m.get("role") == "user"), {})
+        opening = " ".join(str(first_user.get("content") or "").split())
+        if len(opening) > 70:
+            opening = opening[:69].rstrip() + "…"
+        title = f"tau-bench airline, task {task_id}: {opening}"
+        items.append(
+            (f"tau-bench-airline-task{task_id}-trial{trial}", title, run["traj"], [], days)
+        )
+    out: list[tuple[str, str | None]] = []
+    for client_id, title, messages, tools, days in items:
+        if client_id in existing:
+            out.append((client_id, None))
+            continue
+        with transaction.atomic():
+            conversation = conversation_upsert(
+                workspace=workspace,
+                client_id=client_id,
+                message_format="openai_chat",
+                transcript=messages,
+                tools=tools,
+                title=title,
+            )
+            begin = anchor - timedelta(days=days)
+            Conversation.objects.filter(pk=conversation.pk).update(
+                created_at=begin, updated_at=begin + timedelta(minutes=len(messages) // 2 + 1)
+            )
+        out.append((client_id, f"{len(messages)} messages, {len(tools)} tool schemas"))
+    return out

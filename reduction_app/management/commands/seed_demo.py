@@ -1,0 +1,87 @@
+"""``manage.py seed_demo [--user NAME --password PW] [--reset] [--small]``: fill the demo
+workspace with realistic data made through the engine (``reduction_app/demo.py``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.password_validation import validate_password
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from reduction_app.demo import demo_member_set, demo_seed
+
+COUNTS = (
+    ("conversations", "conversations"),
+    ("configs", "configs"),
+    ("config_versions", "config versions"),
+    ("events", "events"),
+    ("truncation_events", "truncation events"),
+    ("clear_events", "clear events"),
+    ("files", "offloaded files"),
+    ("members", "members"),
+)
+
+
+class Command(BaseCommand):
+    help = (
+        "Fill the demo workspace with conversations of a scripted agent running real tools "
+        "over real source trees through the engine, plus real recordings to replay. "
+        "Idempotent: what is there already is kept."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--user", help="Make this user a member of the demo workspace (created if new)."
+        )
+        parser.add_argument("--password", help="The user's password (set when given).")
+        parser.add_argument(
+            "--reset",
+            action="store_true",
+            help="Empty the demo workspace first (its members and API keys stay).",
+        )
+        parser.add_argument(
+            "--small", action="store_true", help="Seed only a few conversations (for tests)."
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        username, password = options["user"], options["password"]
+        if password and not username:
+            raise CommandError("--password needs --user")
+        if username and password:
+            try:
+                validate_password(password)
+            except ValidationError as exc:
+                self.stderr.write(f"Warning: a weak password for {username!r}: {' '.join(exc)}")
+        try:
+            report = demo_seed(
+                small=options["small"], reset=options["reset"], say=self.stdout.write
+            )
+        except FileNotFoundError as exc:
+            raise CommandError(str(exc)) from exc
+        counts = report.counts
+        if username:
+            try:
+                _, created = demo_member_set(
+                    workspace=report.workspace, username=username, password=password
+                )
+            except ValueError as exc:
+                raise CommandError(str(exc)) from exc
+            counts["members"] = report.workspace.members.count()
+        summary = ", ".join(f"{counts[key]:,} {label}" for key, label in COUNTS)
+        if report.already_seeded:
+            self.stdout.write(
+                f"Workspace {report.workspace.slug!r} is already seeded ({summary}); "
+                "nothing added. Use --reset to seed it again."
+            )
+        else:
+            self.stdout.write(
+                f"Seeded workspace {report.workspace.slug!r} in {report.seconds:.1f} s: "
+                f"added {len(report.created)} conversations and {report.profiles_created} "
+                f"configs; it holds {summary}."
+            )
+        if username:
+            verb = "Created" if created else "Updated"
+            self.stdout.write(f"{verb} user {username!r}, a member of {report.workspace.slug!r}.")
+            if password:
+                self.stdout.write(f"Sign in at /accounts/login/ as {username} / {password}")
