@@ -16,6 +16,7 @@ from django.contrib.auth.decorators import login_required
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.utils.cache import patch_vary_headers
 
 from reduction_app.models import Workspace
 
@@ -58,6 +59,13 @@ def workspace_view(view: Callable[..., HttpResponse]) -> Callable[..., HttpRespo
 def render_page(
     request: HttpRequest, template: str, context: dict[str, Any], partial: str | None = None
 ) -> HttpResponse:
-    """The whole page, or only ``template#partial`` when htmx asks for a swap."""
-    name = f"{template}#{partial}" if partial and getattr(request, "htmx", False) else template
-    return render(request, name, context)
+    """The whole page, or only ``template#partial`` when htmx asks for a swap.
+
+    A history restore (htmx refetching a page missing from its cache) gets the whole page,
+    and the answer varies on ``HX-Request`` so no cache serves a partial at a page's URL.
+    """
+    htmx = getattr(request, "htmx", None)
+    swap = bool(partial and htmx and not htmx.history_restore_request)
+    response = render(request, f"{template}#{partial}" if swap else template, context)
+    patch_vary_headers(response, ("HX-Request",))
+    return response

@@ -6,9 +6,11 @@ never reveal that it exists.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
+from typing import Any
 
-from django.db.models import Count, QuerySet
+from django.db.models import Count, Max, Min, OuterRef, Q, QuerySet, Subquery, Sum
+from django.db.models.functions import Coalesce, TruncDay, TruncHour
 from django.utils import timezone
 
 from reduction_app.models import (
@@ -149,3 +151,178 @@ def simulation_list(*, workspace: Workspace) -> QuerySet[Simulation]:
         .defer("results")
         .order_by("-id")
     )
+
+
+# Dashboard reads -------------------------------------------------------------------------
+# Each returns a fixed number of queries whatever the amount of data, so the pages' query
+# counts stay constant as a workspace grows.
+
+SAVING_KINDS = ("tool",)
+"""Tokens saved are summed over ``tool`` events (one reduced output each): a clear pass's
+``summary`` repeats the savings of the calls it cleared, so adding it would count twice."""
+
+
+def saved_totals(*, workspace: Workspace, now: datetime) -> dict[str, Any]:
+    """Tokens saved all time, in the last 24 hours and 7 days; event count; time span."""
+    tool = Q(kind__in=SAVING_KINDS)
+    return ReductionEvent.objects.filter(workspace=workspace).aggregate(
+        events=Count("id"),
+        saved_all=Coalesce(Sum("tokens_saved", filter=tool), 0),
+        saved_day=Coalesce(
+            Sum("tokens_saved", filter=tool & Q(created_at__gte=now - timedelta(days=1))), 0
+        ),
+        saved_week=Coalesce(
+            Sum("tokens_saved", filter=tool & Q(created_at__gte=now - timedelta(days=7))), 0
+        ),
+        offloaded=Count("id", filter=~Q(offload_path="")),
+        first=Min("created_at"),
+        last=Max("created_at"),
+    )
+
+
+def events_by_phase(*, workspace: Workspace) -> list[dict[str, Any]]:
+    """Per phase and kind: how many events, how many changed something, tokens saved."""
+    return list(
+        ReductionEvent.objects.filter(workspace=workspace)
+        .values("phase", "kind")
+        .annotate(
+            events=Count("id"),
+            applied=Count("id", filter=Q(applied=True)),
+            saved=Coalesce(Sum("tokens_saved"), 0),
+        )
+        .order_by("phase", "kind")
+    )
+
+
+def top_tools(*, workspace: Workspace, limit: int = 10) -> list[dict[str, Any]]:
+    """The tools whose outputs saved the most tokens, with truncation and clear counts."""
+    return list(
+        ReductionEvent.objects.filter(workspace=workspace, kind__in=SAVING_KINDS)
+        .values("tool_name")
+        .annotate(
+            saved=Coalesce(Sum("tokens_saved"), 0),
+            truncations=Count("id", filter=Q(phase="truncation")),
+            clears=Count("id", filter=Q(phase="clear")),
+        )
+        .order_by("-saved", "tool_name")[:limit]
+    )
+
+
+def saved_over_time(*, workspace: Workspace, bucket: str) -> list[dict[str, Any]]:
+    """Tokens saved per ``bucket`` (``day`` or ``hour``, UTC), oldest first."""
+    trunc = TruncHour if bucket == "hour" else TruncDay
+    return list(
+        ReductionEvent.objects.filter(workspace=workspace, kind__in=SAVING_KINDS)
+        .annotate(at=trunc("created_at"))
+        .values("at")
+        .annotate(saved=Coalesce(Sum("tokens_saved"), 0), events=Count("id"))
+        .order_by("at")
+    )
+
+
+def conversation_list_counted(
+    *, workspace: Workspace, search: str = "", message_format: str = ""
+) -> QuerySet[Conversation]:
+    """Conversations with per-row counts (events, tokens saved, files) as subqueries, so
+    a page of them is one query; the transcript is left out."""
+    qs = conversation_list(workspace=workspace, search=search)
+    if message_format:
+        qs = qs.filter(message_format=message_format)
+
+    def scalar(model: Any, value: Any) -> Subquery:
+        rows = model.objects.filter(conversation=OuterRef("pk")).order_by().values("conversation")
+        return Subquery(rows.annotate(v=value).values("v")[:1])
+
+    return qs.defer("transcript", "system", "tools").annotate(
+        event_count=Coalesce(scalar(ReductionEvent, Count("id")), 0),
+        tokens_saved=Coalesce(
+            Subquery(
+                ReductionEvent.objects.filter(conversation=OuterRef("pk"), kind__in=SAVING_KINDS)
+                .order_by()
+                .values("conversation")
+                .annotate(v=Sum("tokens_saved"))
+                .values("v")[:1]
+            ),
+            0,
+        ),
+        file_count=Coalesce(scalar(OffloadedFile, Count("id")), 0),
+    )
+
+
+def conversation_clear_series(*, conversation: Conversation) -> list[dict[str, Any]]:
+    """The conversation's truncations and clear summaries in the order they happened (by
+    id), the fields a context-window chart needs and nothing else."""
+    return list(
+        ReductionEvent.objects.filter(conversation=conversation)
+        .filter(Q(kind="summary") | Q(phase="truncation"))
+        .order_by("id")
+        .values(
+            "id",
+            "phase",
+            "kind",
+            "tokens_before",
+            "tokens_after",
+            "threshold",
+            "reason",
+            "calls_cleared",
+            "tool_name",
+            "offload_path",
+        )
+    )
+
+
+def event_tool_names(*, workspace: Workspace) -> list[str]:
+    """The distinct tool names of the workspace's events, for a filter's choices."""
+    return list(
+        ReductionEvent.objects.filter(workspace=workspace)
+        .exclude(tool_name="")
+        .order_by("tool_name")
+        .values_list("tool_name", flat=True)
+        .distinct()
+    )
+
+
+def file_tool_names(*, workspace: Workspace) -> list[str]:
+    return list(
+        OffloadedFile.objects.filter(workspace=workspace)
+        .exclude(tool_name="")
+        .order_by("tool_name")
+        .values_list("tool_name", flat=True)
+        .distinct()
+    )
+
+
+def file_event(*, file: OffloadedFile) -> ReductionEvent | None:
+    """The event that wrote ``file``: the first one naming its path."""
+    return (
+        ReductionEvent.objects.filter(workspace_id=file.workspace_id, offload_path=file.path)
+        .order_by("id")
+        .first()
+    )
+
+
+def file_totals(*, workspace: Workspace) -> dict[str, Any]:
+    """How many files the workspace offloaded, and their characters."""
+    return OffloadedFile.objects.filter(workspace=workspace).aggregate(
+        count=Count("id"), chars=Coalesce(Sum("size_chars"), 0)
+    )
+
+
+def conversation_count(*, workspace: Workspace) -> int:
+    return Conversation.objects.filter(workspace=workspace).count()
+
+
+def file_list_sized(
+    *,
+    workspace: Workspace,
+    min_chars: int | None = None,
+    max_chars: int | None = None,
+    **filters: Any,
+) -> QuerySet[OffloadedFile]:
+    """:func:`file_list` with a size range in characters (both ends inclusive)."""
+    qs = file_list(workspace=workspace, **filters)
+    if min_chars is not None:
+        qs = qs.filter(size_chars__gte=min_chars)
+    if max_chars is not None:
+        qs = qs.filter(size_chars__lte=max_chars)
+    return qs

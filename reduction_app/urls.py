@@ -5,10 +5,16 @@ from __future__ import annotations
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from reduction_app.views import overview
+from reduction_app.views import compare, configs, conversations, events, files, overview, tune
 
 urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     *overview.urlpatterns,
+    *conversations.urlpatterns,
+    *events.urlpatterns,
+    *files.urlpatterns,
+    *configs.urlpatterns,
+    *compare.urlpatterns,
+    *tune.urlpatterns,
 ]

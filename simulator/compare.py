@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,14 +69,20 @@ def compare(
     baseline: str = "first",
     pricing: Pricing = DEFAULT_PRICING,
     min_cacheable_prefix: int = DEFAULT_MIN_CACHEABLE_PREFIX,
+    contexts: Collection[int] | None = None,
 ) -> Comparison:
     """Replay each ``(name, config)``; deltas against the first, or ``baseline="none"``
-    for no reduction."""
+    for no reduction. ``contexts`` is passed to each :func:`replay`."""
     if not configs:
         raise ValueError("compare needs at least one config")
     results = tuple(
         replay(
-            conversation, cfg, name=name, pricing=pricing, min_cacheable_prefix=min_cacheable_prefix
+            conversation,
+            cfg,
+            name=name,
+            pricing=pricing,
+            min_cacheable_prefix=min_cacheable_prefix,
+            contexts=contexts,
         )
         for name, cfg in configs
     )

@@ -15,7 +15,7 @@ values live in :mod:`simulator.results`.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Collection, Mapping, Sequence
 from typing import Any
 
 from reduction_app.engine import (
@@ -93,9 +93,16 @@ def _config(
 
 class _Replayer:
     def __init__(
-        self, conversation: RecordedConversation, config: ReductionConfig, min_prefix: int
+        self,
+        conversation: RecordedConversation,
+        config: ReductionConfig,
+        min_prefix: int,
+        contexts: Collection[int] = (),
     ) -> None:
         self.conversation = conversation
+        self.wanted_contexts = frozenset(contexts)
+        self.contexts: dict[int, tuple[Any, ...]] = {}
+        """The messages sent at the calls of ``wanted_contexts``, by call index."""
         self.mw = new(config)
         self.counter: Any = get_token_counter(config.token_counter)
         self.tools: list[ToolInfo] = list(conversation.tools)
@@ -196,6 +203,8 @@ class _Replayer:
             if share is not None:
                 shares.append(share)
             self._count_refetches(msg, intact)
+            if len(records) in self.wanted_contexts:
+                self.contexts[len(records)] = tuple(context)
             records.append(
                 CallRecord(
                     index=len(records),
@@ -229,11 +238,16 @@ def replay(
     name: str | None = None,
     pricing: Pricing = DEFAULT_PRICING,
     min_cacheable_prefix: int = DEFAULT_MIN_CACHEABLE_PREFIX,
+    contexts: Collection[int] | None = None,
 ) -> ReplayResult:
-    """Replay ``conversation`` under ``config`` (``None``: no reduction) and measure it."""
+    """Replay ``conversation`` under ``config`` (``None``: no reduction) and measure it.
+
+    ``contexts``: indices of model calls whose messages (as sent, after the clear
+    phase) the result keeps in ``ReplayResult.contexts``; calls past the end are ignored.
+    """
     events: list[ReductionEvent] = []
     cfg, backend = _config(config, events)
-    replayer = _Replayer(conversation, cfg, min_cacheable_prefix)
+    replayer = _Replayer(conversation, cfg, min_cacheable_prefix, contexts or ())
     calls, shares = replayer.run(events)
     billed = sum(c.context_tokens for c in calls)
     cached = sum(c.cached_tokens for c in calls)
@@ -260,4 +274,5 @@ def replay(
         config=as_dict,
         totals=totals,
         calls=tuple(calls),
+        contexts=replayer.contexts,
     )

@@ -70,6 +70,9 @@ class ReplayResult:
     """The config as JSON fields (empty when it holds a callable counter)."""
     totals: Totals
     calls: tuple[CallRecord, ...] = field(default_factory=tuple)
+    contexts: dict[int, tuple[Any, ...]] = field(default_factory=dict)
+    """The messages sent at the model calls ``replay(contexts=...)`` asked for, by call
+    index (message values, so not part of :meth:`to_dict`)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {

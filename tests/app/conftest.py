@@ -9,20 +9,13 @@ from typing import Any
 import pytest
 
 from tests.app.support import ApiClient, make_api
+from tests.conftest import temporary_offload_storage
 
 
 @pytest.fixture(autouse=True)
 def offload_dir(settings: Any, tmp_path: Path) -> Path:
     """The offload storage on a fresh temporary folder, for every test."""
-    folder = tmp_path / "offload"
-    settings.STORAGES = {
-        **settings.STORAGES,
-        "offload": {
-            "BACKEND": "django.core.files.storage.FileSystemStorage",
-            "OPTIONS": {"location": folder},
-        },
-    }
-    return folder
+    return temporary_offload_storage(settings, tmp_path)
 
 
 @pytest.fixture

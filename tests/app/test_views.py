@@ -61,3 +61,16 @@ def test_unknown_api_address_answers_json_404(client: Client) -> None:
     response = client.get("/api/v1/nope")
     assert response.status_code == HTTPStatus.NOT_FOUND
     assert response.json() == {"detail": "no such endpoint: /api/v1/nope", "field": None}
+
+
+def test_history_restore_gets_the_whole_page(client: Client, member: User) -> None:
+    """htmx refetching a page for its history gets the page, not a partial."""
+    client.force_login(member)
+    page = client.get(
+        "/events/", headers={"HX-Request": "true", "HX-History-Restore-Request": "true"}
+    )
+    assert page.status_code == HTTPStatus.OK
+    assert "<html" in page.content.decode()
+    assert "HX-Request" in page["Vary"]
+    partial = client.get("/events/", headers={"HX-Request": "true"})
+    assert "<html" not in partial.content.decode()

@@ -17,6 +17,7 @@ import pytest
 from django.contrib.auth.models import User
 
 from reduction_app.services import workspace_get_or_create
+from tests.conftest import temporary_offload_storage
 
 CHROMIUM = os.environ.get("REDUCTION_CHROMIUM", "/usr/bin/chromium")
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "screenshots"
@@ -26,7 +27,9 @@ PASSWORD = "a long demo password"
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 
 
-@pytest.fixture(scope="session")
+# Package scope: Playwright's sync API keeps an event loop running in this thread while
+# it lives, which would break the asyncio tests that run after tests/browser.
+@pytest.fixture(scope="package")
 def browser() -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
@@ -48,6 +51,12 @@ def browser() -> Iterator[Any]:
         )
         yield browser
         browser.close()
+
+
+@pytest.fixture(autouse=True)
+def offload_dir(settings: Any, tmp_path: Path) -> Path:
+    """The offload storage on a temporary folder (the live server runs in this process)."""
+    return temporary_offload_storage(settings, tmp_path)
 
 
 @pytest.fixture

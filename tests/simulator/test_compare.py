@@ -163,3 +163,11 @@ def test_sweep_front_on_a_real_run() -> None:
         assert (i in result.front) == (not beaten), (i, p)
     cheapest = min(range(16), key=lambda i: points[i])
     assert cheapest in result.front
+
+
+def test_compare_passes_contexts_to_every_replay() -> None:
+    comparison = compare(hand_conversation(), [("off", None), ("tight", HAND_CONFIG)], contexts={3})
+    off, tight = (r.contexts[3] for r in comparison.results)
+    assert off[3].content == "x" * 400
+    assert tight[3].content.startswith("<persisted-output>Tool result saved to: /tmp/clear/")
+    assert comparison.baseline.contexts.keys() == {3}

@@ -376,3 +376,27 @@ def test_replay_counter_callable_gives_empty_config() -> None:
     result = replay(hand_conversation(), config)
     assert result.config == {}
     assert [c.context_tokens for c in result.calls] == [2, 4, 6, 8]
+
+
+def test_replay_contexts_keeps_the_messages_sent_at_those_calls() -> None:
+    """Call 2 of the hand case is sent with result 1 cleared; calls past the end are ignored."""
+    conv = hand_conversation()
+    result = replay(conv, HAND_CONFIG, min_cacheable_prefix=10, contexts={0, 2, 99})
+    assert sorted(result.contexts) == [0, 2]
+    assert result.contexts[0] == tuple(conv.messages[:2])
+    sent = result.contexts[2]
+    assert [m.role for m in sent] == ["system", "user", "assistant", "tool", "assistant", "tool"]
+    assert sent[3].content == (
+        "<persisted-output>Tool result saved to: /tmp/clear/call_1\n"
+        "Use read_file to view</persisted-output>"
+    )
+    assert sent[5] is conv.messages[5]
+    assert replay(conv, HAND_CONFIG).contexts == {}
+
+
+def test_replay_contexts_do_not_change_the_measures() -> None:
+    conv = hand_conversation()
+    plain = replay(conv, HAND_CONFIG, min_cacheable_prefix=10)
+    kept = replay(conv, HAND_CONFIG, min_cacheable_prefix=10, contexts=range(4))
+    assert (kept.totals, kept.calls, kept.to_dict()) == (plain.totals, plain.calls, plain.to_dict())
+    assert len(kept.contexts[3]) == 8

@@ -1,0 +1,335 @@
+"""What the Compare and Tune pages show of a replay: the chart, the totals with their
+deltas, and what the model was sent at one call under each config.
+
+Input is the shape ``simulator.compare.Comparison.to_dict()`` writes (also what a
+``Simulation`` stores), so inline replays and background ones render alike. The
+side-by-side view takes the contexts ``simulator.replay.replay(contexts=...)`` keeps.
+Nothing here touches the database.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from reduction_app import engine
+from reduction_app.engine.access import classify
+from reduction_app.engine.blocks import AgenticMessage, FunctionToolCall, FunctionToolResult
+from reduction_app.engine.config import DEFAULT_MAX_TOKENS_FOR_CLEAR
+from reduction_app.engine.notices import is_clear_placeholder
+from simulator.compare import compare
+from simulator.importers import RecordedConversation
+from simulator.transcript import with_stable_ids
+
+__all__ = [
+    "METRICS",
+    "ReplayRun",
+    "chart_config",
+    "message_text",
+    "run_comparison",
+    "side_by_side",
+    "thresholds_off_chart",
+    "totals_rows",
+]
+
+PALETTE = ("#2f5bd3", "#d0672a", "#17813f", "#9a3bb8", "#6b7280")
+PREVIEW_CHARS = 1_200
+"""Characters of a message shown in the side-by-side view (the rest is counted)."""
+SAME_PREVIEW_CHARS = 240
+THRESHOLD_HEADROOM = 1.5
+"""A threshold line is drawn when at most this many times the highest point, so a far
+default (160,000 tokens) does not flatten the series."""
+
+
+@dataclass
+class ReplayRun:
+    """A comparison's results (``simulator.compare.Comparison.to_dict()``), the contexts
+    each config kept, and the recorded messages (with the ids the replay gave them)."""
+
+    results: dict[str, Any]
+    contexts: list[dict[int, tuple[Any, ...]]] = field(default_factory=list)
+    originals: list[Any] = field(default_factory=list)
+
+
+def run_comparison(
+    recorded: RecordedConversation,
+    configs: Sequence[tuple[str, Mapping[str, Any]]],
+    *,
+    baseline: str = "first",
+    call: int | None = None,
+) -> ReplayRun:
+    """Replay every config; keep what model call ``call`` (0-based) was sent."""
+    contexts = {call} if call is not None else None
+    done = compare(recorded, list(configs), baseline=baseline, contexts=contexts)
+    return ReplayRun(
+        results=done.to_dict(),
+        contexts=[r.contexts for r in done.results],
+        originals=with_stable_ids(recorded.messages),
+    )
+
+
+# The chart ------------------------------------------------------------------------------
+
+
+def _threshold(config: Mapping[str, Any]) -> int | None:
+    if config.get("skip_clear"):
+        return None
+    return int(config.get("max_tokens_for_clear") or DEFAULT_MAX_TOKENS_FOR_CLEAR)
+
+
+def chart_config(results: dict[str, Any], *, highlight: int | None = None) -> dict[str, Any]:
+    """A Chart.js line chart: context tokens at each call, one dataset per config, and
+    each config's clear threshold as a dashed line (when it is near the series)."""
+    runs = results["results"]
+    calls = max((len(r["calls"]) for r in runs), default=0)
+    peak = max((c["context_tokens"] for r in runs for c in r["calls"]), default=0)
+    datasets: list[dict[str, Any]] = []
+    for i, run in enumerate(runs):
+        colour = PALETTE[i % len(PALETTE)]
+        radius = [5 if c["index"] == highlight else 2 for c in run["calls"]]
+        datasets.append(
+            {
+                "label": run["name"],
+                "data": [c["context_tokens"] for c in run["calls"]],
+                "borderColor": colour,
+                "backgroundColor": colour,
+                "pointRadius": radius,
+                "tension": 0,
+            }
+        )
+    for i, run in enumerate(runs):
+        threshold = _threshold(run["config"])
+        if threshold is None or threshold > THRESHOLD_HEADROOM * max(peak, 1):
+            continue
+        colour = PALETTE[i % len(PALETTE)]
+        datasets.append(
+            {
+                "label": f"threshold: {run['name']}",
+                "data": [threshold] * calls,
+                "borderColor": colour,
+                "borderDash": [6, 4],
+                "borderWidth": 1,
+                "pointRadius": 0,
+                "fill": False,
+            }
+        )
+    return {
+        "type": "line",
+        "data": {"labels": list(range(1, calls + 1)), "datasets": datasets},
+        "options": {
+            "interaction": {"mode": "index", "intersect": False},
+            "scales": {
+                "x": {"title": {"display": True, "text": "model call"}},
+                "y": {"beginAtZero": True, "title": {"display": True, "text": "context tokens"}},
+            },
+        },
+    }
+
+
+def thresholds_off_chart(results: dict[str, Any]) -> list[tuple[str, int]]:
+    """``(config, threshold)`` of the thresholds too far above the series to draw."""
+    runs = results["results"]
+    peak = max((c["context_tokens"] for r in runs for c in r["calls"]), default=0)
+    out = []
+    for run in runs:
+        threshold = _threshold(run["config"])
+        if threshold is not None and threshold > THRESHOLD_HEADROOM * max(peak, 1):
+            out.append((run["name"], threshold))
+    return out
+
+
+# The totals -----------------------------------------------------------------------------
+
+
+def _signed(number: float, fmt: str) -> str:
+    text = fmt.format(abs(number))
+    return f"+{text}" if number > 0 else f"−{text}" if number < 0 else text
+
+
+def _cached_share(totals: Mapping[str, Any]) -> float:
+    billed = totals["input_tokens_billed"]
+    return totals["cached_tokens"] / billed if billed else 0.0
+
+
+METRICS: tuple[tuple[str, str], ...] = (
+    ("input_tokens_billed", "billed"),
+    ("cached_share", "cached share"),
+    ("cost_usd", "cost"),
+    ("peak_context_tokens", "peak context"),
+    ("chars_offloaded", "offloaded"),
+    ("truncations", "truncations"),
+    ("clears", "clears"),
+    ("refetches", "re-fetches"),
+    ("mean_visible_tool_share", "visible share"),
+)
+_LOWER_IS_BETTER = {
+    "input_tokens_billed": True,
+    "cost_usd": True,
+    "peak_context_tokens": True,
+    "refetches": True,
+    "cached_share": False,
+    "mean_visible_tool_share": False,
+}
+
+
+def _value_text(key: str, value: float) -> str:
+    if key in ("input_tokens_billed", "peak_context_tokens"):
+        return f"{int(value):,} tok"
+    if key == "chars_offloaded":
+        return f"{int(value):,} chars"
+    if key == "cost_usd":
+        return f"${value:,.4f}"
+    if key in ("cached_share", "mean_visible_tool_share"):
+        return f"{100 * value:.1f}%"
+    return f"{int(value):,}"
+
+
+def _delta_text(key: str, delta: float, base: float) -> str:
+    if key in ("cached_share", "mean_visible_tool_share"):
+        return _signed(100 * delta, "{:.1f} pp")
+    if key == "cost_usd":
+        return _signed(delta, "${:,.4f}")
+    unit = {
+        "input_tokens_billed": " tok",
+        "peak_context_tokens": " tok",
+        "chars_offloaded": " chars",
+    }
+    text = _signed(delta, "{:,.0f}") + unit.get(key, "")
+    if base and key in unit:
+        text += f" ({_signed(100 * delta / base, '{:.1f}%')})"
+    return text
+
+
+def totals_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per config: its name, whether it is the baseline, and per metric the value and the
+    delta against the baseline, formatted, with ``better`` / ``worse`` / ``""``."""
+    runs = results["results"]
+    base = next((r for r in runs if r["name"] == results["baseline"]), None)
+    base_totals = dict(base["totals"]) if base else None
+    if base_totals is None and runs:
+        # baseline "none": the deltas are against no reduction, which is not a column
+        first = runs[0]
+        base_totals = {k: first["totals"][k] - first["deltas"][k] for k in first["totals"]}
+    rows = []
+    for run in runs:
+        totals = dict(run["totals"], cached_share=_cached_share(run["totals"]))
+        assert base_totals is not None
+        base_all = dict(base_totals, cached_share=_cached_share(base_totals))
+        cells = []
+        for key, label in METRICS:
+            delta = totals[key] - base_all[key]
+            lower = _LOWER_IS_BETTER.get(key)
+            if not delta or lower is None:
+                tone = ""
+            else:
+                tone = "better" if (delta < 0) == lower else "worse"
+            cells.append(
+                {
+                    "key": key,
+                    "label": label,
+                    "value": _value_text(key, totals[key]),
+                    "delta": _delta_text(key, delta, base_all[key]),
+                    "tone": tone,
+                }
+            )
+        rows.append(
+            {"name": run["name"], "is_baseline": run is base, "cells": cells, "totals": totals}
+        )
+    return rows
+
+
+# What the model was sent ----------------------------------------------------------------
+
+
+def message_text(msg: Any) -> str:
+    """A message as plain text: its content, then one ``→ tool(arguments)`` per call."""
+    lines: list[str] = []
+    if isinstance(msg, AgenticMessage):
+        for block in msg.content_blocks:
+            if isinstance(block, FunctionToolCall):
+                lines.append(f"→ {block.name}({block.arguments})")
+            elif isinstance(block, FunctionToolResult):
+                lines.extend(c.text for c in block.content if c.text)
+            elif getattr(block, "text", ""):
+                lines.append(block.text)
+        return "\n".join(lines)
+    if msg.content:
+        lines.append(msg.content)
+    parts = tuple(msg.user_input_multi_content) + tuple(msg.assistant_gen_multi_content)
+    lines.extend(p.text for p in parts if p.text)
+    lines.extend(f"→ {c.name}({c.arguments})" for c in msg.tool_calls)
+    return "\n".join(lines)
+
+
+def _tool_name(msg: Any) -> str:
+    if isinstance(msg, AgenticMessage):
+        names = [b.name for b in msg.content_blocks if isinstance(b, FunctionToolResult)]
+        return ", ".join(n for n in names if n)
+    return str(msg.tool_name or "")
+
+
+def _preview(text: str, limit: int) -> tuple[str, int]:
+    """The first ``limit`` characters, and how many were left out."""
+    return text[:limit], max(0, len(text) - limit)
+
+
+def _change(original: str, sent: str, kind: str | None) -> str:
+    if sent == original:
+        return ""
+    if is_clear_placeholder(sent):
+        return "cleared"
+    return "truncated" if kind == "tool_result" else "rewritten"
+
+
+def side_by_side(
+    comparison: ReplayRun, call: int, token_counters: Sequence[str]
+) -> list[dict[str, Any]]:
+    """One row per message sent at ``call``: where every config sent the same text, a
+    single cell; otherwise one cell per config, each marked with what changed against
+    the recording (``cleared``, ``truncated``)."""
+    sent = [contexts.get(call, ()) for contexts in comparison.contexts]
+    counters = [engine.get_token_counter(name) for name in token_counters]
+    length = max((len(s) for s in sent), default=0)
+    rows = []
+    for index in range(length):
+        original = comparison.originals[index] if index < len(comparison.originals) else None
+        original_text = message_text(original) if original is not None else ""
+        kind = classify(original) if original is not None else None
+        cells = []
+        for messages, counter in zip(sent, counters, strict=True):
+            if index >= len(messages):
+                cells.append(None)
+                continue
+            msg = messages[index]
+            text = message_text(msg)
+            preview, more = _preview(text, PREVIEW_CHARS)
+            count = getattr(counter, "count_message", None)
+            cells.append(
+                {
+                    "text": preview,
+                    "more": more,
+                    "chars": len(text),
+                    "tokens": int(count(msg)) if count else None,
+                    "change": _change(original_text, text, kind),
+                }
+            )
+        texts = {c["text"] + str(c["more"]) for c in cells if c is not None}
+        same = len(texts) == 1 and None not in cells
+        first = next(c for c in cells if c is not None)
+        shown = original if original is not None else sent[0][index]
+        rows.append(
+            {
+                "number": index + 1,
+                "role": getattr(shown, "role", ""),
+                "tool": _tool_name(shown),
+                "same": same,
+                "same_text": first["text"][:SAME_PREVIEW_CHARS],
+                "same_more": first["chars"] - len(first["text"][:SAME_PREVIEW_CHARS]),
+                "same_change": first["change"],
+                "same_tokens": first["tokens"],
+                "cells": cells,
+                "differs": not same or any(c and c["change"] for c in cells),
+            }
+        )
+    return rows

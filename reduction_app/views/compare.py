@@ -1,0 +1,195 @@
+"""Replay & compare (``/compare/``): one conversation under up to four configs.
+
+A GET form (``?conversation=ID&config=3&config=none&baseline=first&call=N``), so the
+page works without JavaScript; htmx swaps only the results. Replays of up to
+``simulations.INLINE_LIMIT`` (message × config) steps run in the request; bigger ones
+become a ``Simulation`` for the task worker, and the results poll it every second.
+``call`` is the 1-based model call whose messages are shown side by side.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlencode
+
+from django.http import Http404, HttpRequest, HttpResponse
+from django.urls import path
+from django.views.decorators.http import require_GET
+
+from reduction_app import simulations
+from reduction_app.dashboard import render_page, workspace_view
+from reduction_app.engine.access import classify
+from reduction_app.models import Conversation, Simulation
+from reduction_app.replays import (
+    ReplayRun,
+    chart_config,
+    run_comparison,
+    side_by_side,
+    thresholds_off_chart,
+    totals_rows,
+)
+from reduction_app.tasks import run_simulation
+from reduction_app.tuning import (
+    ConfigChoice,
+    config_choices,
+    conversation_choices,
+    conversation_for,
+    resolve_config_choices,
+    simulation_for,
+    simulation_matching,
+)
+
+MAX_CONFIGS = 4
+OPTIONS = {"baseline": "first", "pricing": "gpt-4o", "min_cacheable_prefix": 1024}
+
+
+def _named(chosen: list[ConfigChoice]) -> list[dict[str, Any]]:
+    """``[{name, config}]`` with unique names (a config chosen twice gets ``(2)``)."""
+    out, seen = [], {}
+    for choice in chosen:
+        seen[choice.label] = seen.get(choice.label, 0) + 1
+        name = choice.label if seen[choice.label] == 1 else f"{choice.label} ({seen[choice.label]})"
+        out.append({"name": name, "config": choice.data})
+    return out
+
+
+def _url(params: list[tuple[str, str]]) -> str:
+    return "/compare/?" + urlencode([(k, v) for k, v in params if v != ""])
+
+
+def _results_context(
+    *,
+    results: dict[str, Any],
+    comparison: ReplayRun | None,
+    configs: list[dict[str, Any]],
+    call: int | None,
+    calls: int,
+    base_params: list[tuple[str, str]],
+) -> dict[str, Any]:
+    context: dict[str, Any] = {
+        "chart": chart_config(results, highlight=None if call is None else call - 1),
+        "off_chart": thresholds_off_chart(results),
+        "rows": totals_rows(results),
+        "baseline": results["baseline"],
+        "calls": calls,
+        "call": call,
+        "call_links": [(n, _url([*base_params, ("call", str(n))])) for n in range(1, calls + 1)],
+    }
+    if comparison is not None and call is not None:
+        counters = [str(c["config"].get("token_counter", "approx")) for c in configs]
+        context["sent"] = side_by_side(comparison, call - 1, counters)
+        tokens = [r["calls"][call - 1]["context_tokens"] for r in results["results"]]
+        context["columns"] = list(zip([c["name"] for c in configs], tokens, strict=True))
+    return context
+
+
+@require_GET
+@workspace_view
+def compare_page(request: HttpRequest) -> HttpResponse:
+    workspace = request.workspace  # type: ignore[attr-defined]
+    conversation = conversation_for(workspace=workspace, value=request.GET.get("conversation"))
+    if request.GET.get("conversation") and conversation is None:
+        raise Http404("no such conversation")
+    choices = config_choices(workspace=workspace)
+    values = request.GET.getlist("config")[:MAX_CONFIGS]
+    chosen, missing = resolve_config_choices(choices, values)
+    if missing:
+        raise Http404(f"no such config: {missing[0]}")
+    baseline = "none" if request.GET.get("baseline") == "none" else "first"
+    context: dict[str, Any] = {
+        "conversations": conversation_choices(workspace=workspace, chosen=conversation),
+        "conversation": conversation,
+        "choices": choices,
+        "slots": [values[i] if i < len(values) else "" for i in range(MAX_CONFIGS)],
+        "baseline": baseline,
+        "ran": False,
+    }
+    if conversation is not None and chosen:
+        context.update(_run(request, conversation, _named(chosen), baseline, values))
+    return render_page(request, "reduction_app/compare.html", context, partial="compare-results")
+
+
+def _run(
+    request: HttpRequest,
+    conversation: Conversation,
+    configs: list[dict[str, Any]],
+    baseline: str,
+    values: list[str],
+) -> dict[str, Any]:
+    base_params = [("conversation", str(conversation.pk))]
+    base_params += [("config", v) for v in values if v]
+    base_params += [("baseline", baseline)]
+    try:
+        recorded = simulations.recorded_conversation(conversation)
+    except ValueError as exc:
+        return {"ran": True, "error": f"The stored transcript cannot be replayed: {exc}"}
+    calls = sum(1 for m in recorded.messages if classify(m) == "assistant")
+    wanted = request.GET.get("call", "")
+    call: int | None = min(max(int(wanted), 1), calls) if wanted.isdigit() else calls
+    if calls == 0:
+        call = None
+    steps = conversation.message_count * len(configs)
+    if steps <= simulations.INLINE_LIMIT:
+        comparison = run_comparison(
+            recorded,
+            [(c["name"], c["config"]) for c in configs],
+            baseline=baseline,
+            call=None if call is None else call - 1,
+        )
+        return {
+            "ran": True,
+            **_results_context(
+                results=comparison.results,
+                comparison=comparison,
+                configs=configs,
+                call=call,
+                calls=calls,
+                base_params=base_params,
+            ),
+        }
+    simulation = _background(request, conversation, configs, baseline)
+    poll = _url([*base_params, ("simulation", str(simulation.pk)), ("call", wanted)])
+    context: dict[str, Any] = {"ran": True, "simulation": simulation, "poll_url": poll}
+    if simulation.status == "done" and simulation.results:
+        # The side-by-side view of a big conversation replays it again, so only on request.
+        comparison = None
+        if wanted.isdigit() and call is not None:
+            comparison = run_comparison(
+                recorded,
+                [(c["name"], c["config"]) for c in configs],
+                baseline=baseline,
+                call=call - 1,
+            )
+        context.update(
+            _results_context(
+                results=simulation.results,
+                comparison=comparison,
+                configs=configs,
+                call=call if comparison is not None else None,
+                calls=calls,
+                base_params=[*base_params, ("simulation", str(simulation.pk))],
+            )
+        )
+    return context
+
+
+def _background(
+    request: HttpRequest, conversation: Conversation, configs: list[dict[str, Any]], baseline: str
+) -> Simulation:
+    """The queued, running or finished simulation of this comparison, queueing it once."""
+    workspace = request.workspace  # type: ignore[attr-defined]
+    asked = simulation_for(workspace=workspace, value=request.GET.get("simulation"))
+    if asked is not None and asked.conversation_id == conversation.pk:
+        return asked
+    options = {**OPTIONS, "baseline": baseline}
+    found = simulation_matching(conversation=conversation, configs=configs, options=options)
+    if found is not None:
+        return found
+    simulation = simulations.simulation_create(
+        workspace=workspace, conversation=conversation, configs=configs, baseline=baseline
+    )
+    run_simulation.enqueue(simulation.pk)
+    return simulation
+
+
+urlpatterns = [path("compare/", compare_page, name="compare")]

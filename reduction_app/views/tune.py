@@ -1,0 +1,224 @@
+"""Tune (``/tune/``): move the numeric knobs of a config and watch a replay follow.
+
+``?conversation=ID&start=defaults|<config id>&max_tokens_for_clear=N&...`` replays the
+conversation under the starting config and under the tuned one (the starting config
+with the knobs changed) and shows both, deltas against the start. Each knob is a slider
+and a number input of the same name; a script keeps them equal, and without it the
+one that differs from ``was_<knob>`` (the value the page was drawn with) wins. htmx
+re-runs the replay as a knob moves and swaps the chart and totals. "Save as config"
+POSTs to ``/tune/save/``, which creates a profile and comes back with a link to it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import urlencode
+
+from django.http import Http404, HttpRequest, HttpResponse, QueryDict
+from django.shortcuts import redirect
+from django.urls import path
+from django.views.decorators.http import require_GET, require_POST
+
+from reduction_app import engine, simulations
+from reduction_app.config_fields import FIELD_HELP
+from reduction_app.dashboard import render_page, workspace_view
+from reduction_app.engine.access import classify
+from reduction_app.engine.config import DEFAULT_MAX_LENGTH_FOR_TRUNC, DEFAULT_MAX_TOKENS_FOR_CLEAR
+from reduction_app.models import Conversation
+from reduction_app.replays import (
+    chart_config,
+    message_text,
+    run_comparison,
+    thresholds_off_chart,
+    totals_rows,
+)
+from reduction_app.services import ServiceError, config_create
+from reduction_app.tuning import (
+    ConfigChoice,
+    config_choices,
+    config_profile,
+    conversation_choices,
+    conversation_for,
+)
+
+KNOBS = (
+    "max_tokens_for_clear",
+    "clear_retention_suffix_limit",
+    "clear_at_least_tokens",
+    "max_length_for_trunc",
+)
+_ZERO_MEANS = {
+    "max_tokens_for_clear": DEFAULT_MAX_TOKENS_FOR_CLEAR,
+    "clear_retention_suffix_limit": 1,
+    "max_length_for_trunc": DEFAULT_MAX_LENGTH_FOR_TRUNC,
+}
+
+
+def _round_up(value: float, step: int) -> int:
+    return int(math.ceil(max(value, 1) / step) * step)
+
+
+def _start_choices(workspace: Any) -> list[ConfigChoice]:
+    """Stored profiles and the defaults; "no reduction" has nothing to tune."""
+    return [c for c in config_choices(workspace=workspace) if c.value != "none"]
+
+
+def _knob_value(params: QueryDict, knob: str, start: int) -> tuple[int | str, bool]:
+    """The knob's value from the slider and number input of that name, and whether it
+    was given; a value that is not a whole number comes back as text, for the engine
+    to refuse."""
+    values = [v.strip() for v in params.getlist(knob) if v.strip()]
+    if not values:
+        return start, False
+    was = params.get(f"was_{knob}", "")
+    moved = [v for v in values if v != was]
+    raw = moved[0] if moved else values[0]
+    try:
+        return int(raw), True
+    except ValueError:
+        return raw, True
+
+
+def _sliders(values: Mapping[str, Any], total_tokens: int, longest: int) -> list[dict[str, Any]]:
+    top = _round_up(total_tokens * 1.1, 1000)
+    ranges = {
+        "max_tokens_for_clear": (1000, top, 500),
+        "clear_retention_suffix_limit": (-1, 20, 1),
+        "clear_at_least_tokens": (0, top, 100),
+        "max_length_for_trunc": (100, _round_up(longest * 1.1, 1000), 100),
+    }
+    out = []
+    for knob in KNOBS:
+        low, high, step = ranges[knob]
+        value = values[knob]
+        number = value if isinstance(value, int) else low
+        out.append(
+            {
+                "name": knob,
+                "value": value,
+                "min": min(low, number),
+                "max": max(high, number),
+                "step": step,
+                "help": FIELD_HELP[knob],
+            }
+        )
+    return out
+
+
+def _state(request: HttpRequest, params: QueryDict) -> dict[str, Any]:
+    """Everything the page needs from ``params`` (the query, or the save form's body)."""
+    workspace = request.workspace  # type: ignore[attr-defined]
+    conversation = conversation_for(workspace=workspace, value=params.get("conversation"))
+    if params.get("conversation") and conversation is None:
+        raise Http404("no such conversation")
+    choices = _start_choices(workspace)
+    start_value = params.get("start") or "defaults"
+    start = next((c for c in choices if c.value == start_value), None)
+    if start is None:
+        raise Http404("no such config")
+    base = {**dict(engine.config_field_defaults()), **start.data}
+    values: dict[str, Any] = {}
+    moved = False
+    for knob in KNOBS:
+        start_knob = int(base[knob]) or _ZERO_MEANS.get(knob, 0)
+        values[knob], given = _knob_value(params, knob, start_knob)
+        moved = moved or given
+    tuned = {**start.data, **values}
+    error: tuple[str, str] | None = None
+    try:
+        engine.config_from_dict(tuned, backend=engine.InMemoryBackend())
+    except engine.ConfigError as exc:
+        error = (exc.field, str(exc))
+    return {
+        "conversation": conversation,
+        "conversations": conversation_choices(workspace=workspace, chosen=conversation),
+        "choices": choices,
+        "start": start,
+        "values": values,
+        "tuned": tuned,
+        "knob_error": error,
+    }
+
+
+def _query(state: Mapping[str, Any]) -> list[tuple[str, str]]:
+    conversation: Conversation = state["conversation"]
+    pairs = [("conversation", str(conversation.pk)), ("start", state["start"].value)]
+    return pairs + [(k, str(state["values"][k])) for k in KNOBS]
+
+
+def _run(state: dict[str, Any]) -> dict[str, Any]:
+    conversation: Conversation = state["conversation"]
+    try:
+        recorded = simulations.recorded_conversation(conversation)
+    except ValueError as exc:
+        return {"error": f"The stored transcript cannot be replayed: {exc}"}
+    counter = engine.get_token_counter(str(state["tuned"].get("token_counter", "approx")))
+    total_tokens = int(counter(list(recorded.messages), list(recorded.tools)))
+    longest = max(
+        (len(message_text(m)) for m in recorded.messages if classify(m) == "tool_result"),
+        default=0,
+    )
+    out: dict[str, Any] = {"sliders": _sliders(state["values"], total_tokens, longest)}
+    if state["knob_error"] is None:
+        comparison = run_comparison(
+            recorded,
+            [(f"start: {state['start'].label}", state["start"].data), ("tuned", state["tuned"])],
+        )
+        out.update(
+            chart=chart_config(comparison.results),
+            off_chart=thresholds_off_chart(comparison.results),
+            rows=totals_rows(comparison.results),
+            baseline=comparison.results["baseline"],
+            query_pairs=_query(state),
+        )
+    return out
+
+
+def _render(request: HttpRequest, state: dict[str, Any], **extra: Any) -> HttpResponse:
+    context = {**state, **extra}
+    if state["conversation"] is not None:
+        context.update(_run(state))
+        saved = request.GET.get("saved", "")
+        if saved.isdigit():
+            context["saved"] = config_profile(
+                workspace=request.workspace,  # type: ignore[attr-defined]
+                profile_id=int(saved),
+            )
+    return render_page(request, "reduction_app/tune.html", context, partial="tune-results")
+
+
+@require_GET
+@workspace_view
+def tune_page(request: HttpRequest) -> HttpResponse:
+    return _render(request, _state(request, request.GET))
+
+
+@require_POST
+@workspace_view
+def tune_save(request: HttpRequest) -> HttpResponse:
+    state = _state(request, request.POST)
+    if state["conversation"] is None:
+        raise Http404("no such conversation")
+    name = request.POST.get("name", "").strip()
+    if state["knob_error"] is not None:
+        return _render(request, state)
+    if not name:
+        return _render(request, state, save_error="Give the new config a name.", save_name=name)
+    try:
+        version = config_create(
+            workspace=request.workspace,  # type: ignore[attr-defined]
+            name=name[:100],
+            data=state["tuned"],
+        )
+    except ServiceError as exc:
+        return _render(request, state, save_error=str(exc), save_name=name)
+    query = urlencode([*_query(state), ("saved", str(version.profile.pk))])
+    return redirect(f"/tune/?{query}")
+
+
+urlpatterns = [
+    path("tune/", tune_page, name="tune"),
+    path("tune/save/", tune_save, name="tune_save"),
+]

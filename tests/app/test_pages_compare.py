@@ -1,0 +1,283 @@
+"""Replay & compare: the chart, the totals against the simulator's own numbers, what the
+model was sent at one call, background replays, isolation, escaping, query counts."""
+
+from __future__ import annotations
+
+import json
+import re
+from http import HTTPStatus
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+
+from reduction_app import engine, simulations
+from reduction_app.models import Conversation, Simulation
+from reduction_app.services import config_create
+from simulator.compare import compare
+from tests.app.pages_support import html, member_client, record_conversation
+
+pytestmark = pytest.mark.django_db
+
+TIGHT = {"max_tokens_for_clear": 8000, "max_length_for_trunc": 5000}
+NO_REDUCTION = {"skip_truncation": True, "skip_clear": True}
+
+
+@pytest.fixture
+def setup() -> tuple[Client, Conversation, int]:
+    client, ws = member_client()
+    conversation = record_conversation(ws)
+    profile = config_create(workspace=ws, name="tight", data=TIGHT).profile
+    return client, conversation, profile.pk
+
+
+def _chart(page: str, chart_id: str = "compare-chart") -> dict[str, Any]:
+    found = re.search(rf'<script id="{chart_id}" type="application/json">(.*?)</script>', page)
+    assert found, "no chart config"
+    return json.loads(found.group(1))
+
+
+def _cell(page: str, row: str, metric: str) -> str:
+    """The text of the totals cell of ``metric`` in the row of config ``row``."""
+    start = page.index(f'<th scope="row">{row}')
+    end = page.index("</tr>", start)
+    found = re.search(
+        rf'data-metric="{metric}"><span class="value">([^<]*)</span>\s*'
+        r'(?:<br><span class="delta[^"]*">([^<]*)</span>)?',
+        page[start:end],
+    )
+    assert found, (row, metric)
+    return " | ".join(g for g in found.groups() if g)
+
+
+def _full(data: dict[str, Any]) -> dict[str, Any]:
+    return engine.config_to_dict(engine.config_from_dict(data, backend=engine.InMemoryBackend()))
+
+
+def _expected(conversation: Conversation, baseline: str = "first") -> Any:
+    recorded = simulations.recorded_conversation(conversation)
+    return compare(
+        recorded, [("tight v1", TIGHT), ("no reduction", NO_REDUCTION)], baseline=baseline
+    )
+
+
+def test_compare_page_empty_form(setup: tuple[Client, Conversation, int]) -> None:
+    client, conversation, pk = setup
+    page = html(client.get("/compare/"))
+    assert "<html" in page
+    assert f'<option value="{conversation.pk}">ponyc-4595 (47 messages)</option>' in page
+    assert page.count('<select name="config">') == 4
+    assert f'<option value="{pk}">tight v1</option>' in page
+    assert '<option value="none">no reduction</option>' in page
+    assert '<option value="defaults">defaults</option>' in page
+    assert "Pick a conversation and one to four configs, then Compare." in page
+
+
+def test_compare_page_no_conversations_says_how_to_get_one() -> None:
+    client, _ = member_client()
+    page = html(client.get("/compare/"))
+    assert "No conversations in this workspace yet" in page
+
+
+def test_compare_totals_match_the_simulator(setup: tuple[Client, Conversation, int]) -> None:
+    client, conversation, pk = setup
+    response = client.get(f"/compare/?conversation={conversation.pk}&config={pk}&config=none")
+    assert response.status_code == HTTPStatus.OK
+    page = html(response)
+    expected = _expected(conversation)
+    tight, off = (r.totals for r in expected.results)
+    assert (tight.input_tokens_billed, off.input_tokens_billed) == (156885, 413195)
+    assert _cell(page, "tight v1", "input_tokens_billed") == "156,885 tok"
+    assert _cell(page, "tight v1", "peak_context_tokens") == "7,974 tok"
+    assert _cell(page, "tight v1", "cost_usd") == "$0.2134"
+    assert _cell(page, "tight v1", "chars_offloaded") == "68,437 chars"
+    assert _cell(page, "tight v1", "refetches") == "2"
+    assert _cell(page, "tight v1", "cached_share") == "91.2%"  # 143,033 / 156,885
+    assert _cell(page, "tight v1", "mean_visible_tool_share") == "20.8%"
+    assert (
+        _cell(page, "no reduction", "input_tokens_billed") == "413,195 tok | +256,310 tok (+163.4%)"
+    )
+    assert (
+        _cell(page, "no reduction", "peak_context_tokens") == "24,257 tok | +16,283 tok (+204.2%)"
+    )
+    assert _cell(page, "no reduction", "cost_usd") == "$0.5468 | +$0.3334"
+    assert _cell(page, "no reduction", "refetches") == "0 | −2"
+    assert _cell(page, "no reduction", "mean_visible_tool_share") == "100.0% | +79.2 pp"
+    assert '<span class="delta delta-bad">+256,310 tok (+163.4%)</span>' in page
+    assert '<span class="delta delta-good">−2</span>' in page
+    assert '<th scope="row">tight v1 <span class="badge">baseline</span></th>' in page
+
+
+def test_compare_baseline_no_reduction(setup: tuple[Client, Conversation, int]) -> None:
+    client, conversation, pk = setup
+    page = html(client.get(f"/compare/?conversation={conversation.pk}&config={pk}&baseline=none"))
+    assert _cell(page, "tight v1", "input_tokens_billed") == "156,885 tok | −256,310 tok (−62.0%)"
+    assert '<span class="delta delta-good">−256,310 tok (−62.0%)</span>' in page
+    assert "Deltas against no reduction." in page
+
+
+def test_compare_chart_has_one_dataset_per_config_and_point_per_call(
+    setup: tuple[Client, Conversation, int],
+) -> None:
+    client, conversation, pk = setup
+    page = html(
+        client.get(
+            f"/compare/?conversation={conversation.pk}&config={pk}&config=none&config=defaults"
+        )
+    )
+    chart = _chart(page)
+    expected = compare(
+        simulations.recorded_conversation(conversation),
+        [("tight v1", TIGHT), ("no reduction", NO_REDUCTION), ("defaults", {})],
+    )
+    series = [d for d in chart["data"]["datasets"] if not d["label"].startswith("threshold")]
+    assert [d["label"] for d in series] == ["tight v1", "no reduction", "defaults"]
+    for dataset, result in zip(series, expected.results, strict=True):
+        assert dataset["data"] == [c.context_tokens for c in result.calls]
+        assert len(dataset["data"]) == 23
+    assert chart["type"] == "line"
+    assert chart["data"]["labels"] == list(range(1, 24))
+    # tight's threshold (8,000) is drawn; the default 160,000 is far above the series.
+    (threshold,) = [d for d in chart["data"]["datasets"] if d["label"].startswith("threshold")]
+    assert threshold == {**threshold, "label": "threshold: tight v1", "data": [8000] * 23}
+    assert "defaults at 160,000 tok" in page
+    assert '<canvas data-chart="compare-chart"' in page
+
+
+def test_compare_htmx_gets_the_results_partial(setup: tuple[Client, Conversation, int]) -> None:
+    client, conversation, pk = setup
+    url = f"/compare/?conversation={conversation.pk}&config={pk}&config=none"
+    page = html(client.get(url, headers={"HX-Request": "true"}))
+    assert "<html" not in page and "<form" not in page
+    assert page.strip().startswith('<section id="compare-results" class="results">')
+    assert '<script id="compare-chart" type="application/json">' in page
+    assert _cell(page, "tight v1", "input_tokens_billed") == "156,885 tok"
+
+
+def _row(page: str, number: int) -> str:
+    start = page.index(f'<td class="num">{number}</td>')
+    return page[start : page.index("</tr>", start)]
+
+
+def test_compare_side_by_side_marks_placeholder_and_truncation(
+    setup: tuple[Client, Conversation, int],
+) -> None:
+    client, conversation, pk = setup
+    page = html(
+        client.get(f"/compare/?conversation={conversation.pk}&config={pk}&config=none&call=8")
+    )
+    assert "What the model was sent at call 8 of 23" in page
+    assert '<th>tight v1<br><span class="muted">6,886 tok sent</span></th>' in page
+    off_tokens = _expected(conversation).results[1].calls[7].context_tokens
+    assert f'<th>no reduction<br><span class="muted">{off_tokens:,} tok sent</span></th>' in page
+    # message 4, the first tool result: cleared under tight, the original under no reduction
+    cleared = _row(page, 4)
+    tight_cell, off_cell = cleared.split('<td class="cell">')[1:]
+    assert '<span class="badge cleared">cleared</span>' in tight_cell
+    assert (
+        '<mark class="changed">&lt;persisted-output&gt;Tool result saved to: /tmp/clear/'
+    ) in tight_cell
+    assert '<span class="badge">as recorded</span>' in off_cell
+    original = simulations.recorded_conversation(conversation).messages[3].content
+    assert html_escape(original[:80]) in off_cell
+    assert "<mark" not in off_cell
+    # message 16: truncated under tight
+    assert '<span class="badge truncated">truncated</span>' in _row(page, 16)
+    # the system prompt is the same everywhere: one cell
+    assert 'colspan="2" class="cell same"' in _row(page, 1)
+    assert 'aria-current="true">8</a>' in page
+
+
+def html_escape(text: str) -> str:
+    from django.utils.html import escape
+
+    return str(escape(text))
+
+
+def test_compare_call_defaults_to_the_last_and_is_clamped(
+    setup: tuple[Client, Conversation, int],
+) -> None:
+    client, conversation, pk = setup
+    base = f"/compare/?conversation={conversation.pk}&config={pk}&config=none"
+    assert "at call 23 of 23" in html(client.get(base))
+    assert "at call 23 of 23" in html(client.get(base + "&call=99"))
+    assert "at call 1 of 23" in html(client.get(base + "&call=0"))
+
+
+def test_compare_other_workspaces_answer_404(setup: tuple[Client, Conversation, int]) -> None:
+    client, conversation, _ = setup
+    _, other = member_client("bob", "Other")
+    theirs = record_conversation(other, client_id="theirs")
+    their_config = config_create(workspace=other, name="theirs", data={}).profile
+    assert (
+        client.get(f"/compare/?conversation={theirs.pk}&config=none").status_code
+        == HTTPStatus.NOT_FOUND
+    )
+    url = f"/compare/?conversation={conversation.pk}&config={their_config.pk}"
+    assert client.get(url).status_code == HTTPStatus.NOT_FOUND
+    url = f"/compare/?conversation={conversation.pk}&config=nope"
+    assert client.get(url).status_code == HTTPStatus.NOT_FOUND
+    page = html(client.get("/compare/"))
+    assert "theirs" not in page
+
+
+def test_compare_escapes_titles_and_names() -> None:
+    client, ws = member_client()
+    conversation = record_conversation(ws, title="<script>alert('t')</script>")
+    profile = config_create(workspace=ws, name="<script>alert('n')</script>", data=TIGHT).profile
+    page = html(client.get(f"/compare/?conversation={conversation.pk}&config={profile.pk}&call=8"))
+    assert "<script>alert(" not in page
+    assert "&lt;script&gt;alert(&#x27;t&#x27;)&lt;/script&gt; (47 messages)" in page
+    assert '<th scope="row">&lt;script&gt;alert(&#x27;n&#x27;)&lt;/script&gt; v1' in page
+    assert "\\u003Cscript\\u003Ealert('n')\\u003C/script\\u003E v1" in page  # the chart's JSON
+
+
+def test_compare_queries_constant_as_data_grows(
+    setup: tuple[Client, Conversation, int], django_assert_num_queries: Any
+) -> None:
+    client, conversation, pk = setup
+    url = f"/compare/?conversation={conversation.pk}&config={pk}&config=none&call=3"
+    client.get(url)
+    with CaptureQueriesContext(connection) as queries:
+        client.get(url)
+    ws = conversation.workspace
+    for i in range(6):
+        config_create(workspace=ws, name=f"more {i}", data={"max_tokens_for_clear": 1000 + i})
+        record_conversation(ws, client_id=f"more-{i}", index=i % 3)
+    with django_assert_num_queries(len(queries)):
+        client.get(url)
+    with django_assert_num_queries(len(queries) - 1):  # no conversation to look up
+        client.get("/compare/")
+
+
+def test_compare_big_conversation_runs_in_the_background(
+    setup: tuple[Client, Conversation, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client, conversation, pk = setup
+    monkeypatch.setattr(simulations, "INLINE_LIMIT", 10)
+    url = f"/compare/?conversation={conversation.pk}&config={pk}&config=none"
+    page = html(client.get(url, headers={"HX-Request": "true"}))
+    simulation = Simulation.objects.get()
+    assert simulation.status == "queued"
+    assert simulation.configs == [
+        {"name": "tight v1", "config": _full(TIGHT)},
+        {"name": "no reduction", "config": NO_REDUCTION},
+    ]
+    poll = (
+        f"/compare/?conversation={conversation.pk}&amp;config={pk}&amp;config=none"
+        f"&amp;baseline=first&amp;simulation={simulation.pk}"
+    )
+    assert f'hx-get="{poll}" hx-trigger="every 1s" hx-swap="outerHTML"' in page
+    assert "0 of 2 configs done." in page
+    # asking again finds the same simulation
+    client.get(url)
+    assert Simulation.objects.count() == 1
+    simulations.simulation_run(simulation_id=simulation.pk)
+    done = html(client.get(poll.replace("&amp;", "&"), headers={"HX-Request": "true"}))
+    assert "every 1s" not in done
+    assert _cell(done, "tight v1", "input_tokens_billed") == "156,885 tok"
+    assert "Pick a call above to see what each config sent at it." in done
+    sent = html(client.get(poll.replace("&amp;", "&") + "&call=8"))
+    assert '<span class="badge cleared">cleared</span>' in _row(sent, 4)

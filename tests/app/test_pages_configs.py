@@ -1,0 +1,266 @@
+"""The Configs pages: list, create and edit through the engine's validation, versions,
+delete, isolation, escaping and query counts."""
+
+from __future__ import annotations
+
+from http import HTTPStatus
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from django.utils.html import escape
+
+from reduction_app import engine
+from reduction_app.config_fields import FIELD_HELP, ConfigForm
+from reduction_app.models import ConfigProfile, ConfigVersion
+from reduction_app.services import config_create, config_update
+from tests.app.pages_support import html, member_client
+
+pytestmark = pytest.mark.django_db
+
+
+def _form(**changes: Any) -> dict[str, Any]:
+    """The form as the new-config page fills it (every default), with ``changes``."""
+    data: dict[str, Any] = {
+        "name": "tight",
+        "read_file_tool_name": "read_file",
+        "root_dir": "/tmp",
+        "max_length_for_trunc": "50000",
+        "trunc_exclude_tools": "",
+        "token_counter": "approx",
+        "max_tokens_for_clear": "160000",
+        "clear_retention_suffix_limit": "1",
+        "clear_at_least_tokens": "0",
+        "clear_exclude_tools": "",
+        "language": "",
+    }
+    data.update(changes)
+    return {k: v for k, v in data.items() if v is not None}
+
+
+def test_field_help_covers_every_json_field() -> None:
+    assert list(FIELD_HELP) == list(engine.JSON_FIELDS)
+    assert all(text.endswith(".") and "\n" not in text for text in FIELD_HELP.values())
+    assert [b.name for b in ConfigForm().config_fields()] == list(engine.JSON_FIELDS)
+
+
+def test_config_list_empty_state() -> None:
+    client, _ = member_client()
+    page = html(client.get("/configs/"))
+    assert "No configs yet." in page
+    assert '<a class="button" href="/configs/new/">New config</a>' in page
+
+
+def test_config_list_shows_latest_version_and_key_fields() -> None:
+    client, ws = member_client()
+    version = config_create(workspace=ws, name="tight", data={"max_tokens_for_clear": 8000})
+    config_update(profile=version.profile, data={"max_tokens_for_clear": 6000})
+    config_create(workspace=ws, name="no clear", data={"skip_clear": True})
+    response = client.get("/configs/")
+    assert response.status_code == HTTPStatus.OK
+    page = html(response)
+    assert "<html" in page
+    pk = version.profile.pk
+    assert f'<td><a href="/configs/{pk}/versions/">v2</a></td>' in page
+    assert '<td class="num" data-field="max_tokens_for_clear">6,000</td>' in page
+    assert '<td class="num" data-field="max_length_for_trunc">50,000</td>' in page
+    assert "<td>truncation + clear</td>" in page and "<td>truncation</td>" in page
+    # names sorted
+    assert page.index(">no clear</a>") < page.index(">tight</a>")
+
+
+def test_config_list_partial_for_htmx() -> None:
+    client, ws = member_client()
+    config_create(workspace=ws, name="tight", data={})
+    page = html(client.get("/configs/", headers={"HX-Request": "true"}))
+    assert "<html" not in page
+    assert page.strip().startswith('<section id="config-table">')
+    assert ">tight</a>" in page
+
+
+def test_config_new_shows_every_field_with_default_and_help() -> None:
+    client, _ = member_client()
+    page = html(client.get("/configs/new/"))
+    for name in engine.JSON_FIELDS:
+        assert f'<tr class="field" id="row-{name}">' in page
+        assert f'<td class="help">{escape(FIELD_HELP[name])}</td>' in page
+    assert '<td class="default"><code>160,000</code></td>' in page
+    assert '<td class="default"><code>read_file</code></td>' in page
+    assert 'name="max_tokens_for_clear" value="160000"' in page
+    assert '<option value="approx" selected>approx</option>' in page
+    assert '<option value="zh">zh (Chinese)</option>' in page
+
+
+def test_config_new_creates_version_one() -> None:
+    client, ws = member_client()
+    response = client.post(
+        "/configs/new/",
+        _form(max_tokens_for_clear="8000", skip_truncation="on", clear_exclude_tools="grep, ls"),
+    )
+    profile = ConfigProfile.objects.get(workspace=ws, name="tight")
+    assert response.status_code == HTTPStatus.FOUND
+    assert response["Location"] == f"/configs/{profile.pk}/versions/"
+    (version,) = profile.versions.all()
+    assert version.number == 1
+    assert version.data == {
+        "skip_truncation": True,
+        "skip_clear": False,
+        "read_file_tool_name": "read_file",
+        "root_dir": "/tmp",
+        "max_length_for_trunc": 50000,
+        "trunc_exclude_tools": [],
+        "token_counter": "approx",
+        "max_tokens_for_clear": 8000,
+        "clear_retention_suffix_limit": 1,
+        "clear_at_least_tokens": 0,
+        "clear_exclude_tools": ["grep", "ls"],
+        "language": None,
+    }
+
+
+@pytest.mark.parametrize(
+    ("changes", "field", "message"),
+    [
+        (
+            {"max_tokens_for_clear": "-1"},
+            "max_tokens_for_clear",
+            "max_tokens_for_clear must be at least 0, got -1",
+        ),
+        (
+            {"root_dir": "has space"},
+            "root_dir",
+            "root_dir must be a non-empty string without whitespace, got &#x27;has space&#x27;",
+        ),
+        (
+            {"read_file_tool_name": ""},
+            "read_file_tool_name",
+            "read_file_tool_name must be a non-empty string without whitespace, got &#x27;&#x27;",
+        ),
+        (
+            {"clear_at_least_tokens": "-5"},
+            "clear_at_least_tokens",
+            "clear_at_least_tokens must be at least 0, got -5",
+        ),
+    ],
+)
+def test_config_new_invalid_shows_the_engine_error_next_to_the_field(
+    changes: dict[str, str], field: str, message: str
+) -> None:
+    client, _ = member_client()
+    response = client.post("/configs/new/", _form(**changes))
+    assert response.status_code == HTTPStatus.OK
+    page = html(response)
+    assert f'<tr class="field invalid" id="row-{field}">' in page
+    assert f'<p class="error" id="error-{field}">{message}</p>' in page
+    assert ConfigProfile.objects.count() == 0
+
+
+def test_config_new_not_a_number_and_duplicate_name() -> None:
+    client, ws = member_client()
+    page = html(client.post("/configs/new/", _form(max_length_for_trunc="lots")))
+    assert '<p class="error" id="error-max_length_for_trunc">Enter a whole number.</p>' in page
+    config_create(workspace=ws, name="tight", data={})
+    page = html(client.post("/configs/new/", _form()))
+    assert (
+        '<p class="error" id="error-name">a config named &#x27;tight&#x27; already exists</p>'
+        in page
+    )
+    assert ConfigProfile.objects.count() == 1
+
+
+def test_config_edit_makes_version_two_and_versions_page_shows_the_change() -> None:
+    client, ws = member_client()
+    profile = config_create(workspace=ws, name="tight", data={"max_tokens_for_clear": 8000}).profile
+    page = html(client.get(f"/configs/{profile.pk}/edit/"))
+    assert 'name="max_tokens_for_clear" value="8000"' in page
+    assert "saving makes v2" in page
+    response = client.post(
+        f"/configs/{profile.pk}/edit/", _form(max_tokens_for_clear="6000", language="zh")
+    )
+    assert response.status_code == HTTPStatus.FOUND
+    assert list(profile.versions.values_list("number", flat=True)) == [2, 1]
+    assert profile.versions.get(number=2).data["max_tokens_for_clear"] == 6000
+    page = html(client.get(f"/configs/{profile.pk}/versions/"))
+    assert "· 2 versions" in page
+    v2 = page[page.index('id="v2"') : page.index('id="v1"')]
+    assert (
+        "<li><code>max_tokens_for_clear</code>: <del>8,000</del> → "
+        '<mark class="changed">6,000</mark></li>'
+    ) in v2
+    assert (
+        '<li><code>language</code>: <del>default</del> → <mark class="changed">zh</mark></li>' in v2
+    )
+    assert '<td data-field="max_tokens_for_clear"><mark class="changed">6,000</mark></td>' in v2
+    v1 = page[page.index('id="v1"') :]
+    assert "The first version." in v1
+    assert '<td data-field="max_tokens_for_clear">8,000</td>' in v1
+
+
+def test_config_edit_without_changes_adds_no_version() -> None:
+    client, ws = member_client()
+    profile = config_create(workspace=ws, name="tight", data={}).profile
+    response = client.post(f"/configs/{profile.pk}/edit/", _form())
+    assert response.status_code == HTTPStatus.FOUND
+    assert profile.versions.count() == 1
+
+
+def test_config_edit_invalid_keeps_one_version() -> None:
+    client, ws = member_client()
+    profile = config_create(workspace=ws, name="tight", data={}).profile
+    page = html(client.post(f"/configs/{profile.pk}/edit/", _form(max_length_for_trunc="-3")))
+    assert "max_length_for_trunc must be at least 0, got -3" in page
+    assert profile.versions.count() == 1
+
+
+def test_config_delete_confirms_then_hides() -> None:
+    client, ws = member_client()
+    profile = config_create(workspace=ws, name="tight", data={}).profile
+    page = html(client.get(f"/configs/{profile.pk}/delete/"))
+    assert "<h1>Delete tight?</h1>" in page
+    assert f'<form method="post" action="/configs/{profile.pk}/delete/">' in page
+    response = client.post(f"/configs/{profile.pk}/delete/")
+    assert response.status_code == HTTPStatus.FOUND and response["Location"] == "/configs/"
+    assert ">tight</a>" not in html(client.get("/configs/"))
+    assert client.get(f"/configs/{profile.pk}/edit/").status_code == HTTPStatus.NOT_FOUND
+    assert ConfigVersion.objects.filter(profile=profile).count() == 1
+
+
+def test_configs_of_another_workspace_answer_404() -> None:
+    client, _ = member_client()
+    _, other = member_client("bob", "Other")
+    profile = config_create(workspace=other, name="theirs", data={}).profile
+    for suffix in ("edit/", "versions/", "delete/"):
+        assert client.get(f"/configs/{profile.pk}/{suffix}").status_code == HTTPStatus.NOT_FOUND
+    assert client.post(f"/configs/{profile.pk}/delete/").status_code == HTTPStatus.NOT_FOUND
+    assert ConfigProfile.objects.get(pk=profile.pk).deleted_at is None
+    assert "theirs" not in html(client.get("/configs/"))
+
+
+def test_config_name_is_escaped() -> None:
+    client, ws = member_client()
+    profile = config_create(workspace=ws, name="<script>alert(1)</script>", data={}).profile
+    for url in ("/configs/", f"/configs/{profile.pk}/versions/", f"/configs/{profile.pk}/edit/"):
+        page = html(client.get(url))
+        assert "<script>alert(1)</script>" not in page
+        assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+
+
+def test_config_list_queries_constant(django_assert_num_queries: Any) -> None:
+    client, ws = member_client()
+    config_create(workspace=ws, name="c0", data={})
+    client.get("/configs/")
+    with CaptureQueriesContext(connection) as queries:
+        assert client.get("/configs/").status_code == HTTPStatus.OK
+    for i in range(1, 8):
+        version = config_create(workspace=ws, name=f"c{i}", data={})
+        config_update(profile=version.profile, data={"max_tokens_for_clear": 1000 * i})
+    with django_assert_num_queries(len(queries)):
+        client.get("/configs/")
+
+
+def test_config_pages_need_sign_in(client: Client) -> None:
+    response = client.get("/configs/")
+    assert response.status_code == HTTPStatus.FOUND
+    assert response["Location"] == "/accounts/login/?next=/configs/"

@@ -1,0 +1,385 @@
+"""The conversations list and a conversation's page: context-window chart (recorded or
+replayed), message timeline with its badges, and events."""
+
+from __future__ import annotations
+
+import re
+from http import HTTPStatus
+from typing import Any
+
+import pytest
+
+from reduction_app.services import config_create, conversation_upsert
+from tests.app.dashboard_data import HX, agent_run, event_row, member_client, stored_file
+from tests.app.test_pages_overview import chart_config
+
+pytestmark = pytest.mark.django_db
+
+OUTPUTS = [("grep", "x" * 500), ("read_file", "line\n" * 100), ("ls", "a b c")]
+
+
+def _tool_transcript(output: str, tool: str = "grep") -> list[dict[str, Any]]:
+    return [
+        {"role": "system", "content": "You fix bugs."},
+        {"role": "user", "content": "Look around."},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": tool, "arguments": "{}"}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": output},
+        {"role": "assistant", "content": "Done."},
+    ]
+
+
+def _rows(page: str) -> list[str]:
+    body = page.split("<tbody>")[1].split("</tbody>")[0]
+    return re.findall(r"<tr[ >].*?</tr>", body, flags=re.S)
+
+
+# The list ----------------------------------------------------------------------------------
+
+
+def test_conversation_list_counts_per_row() -> None:
+    client, ws = member_client()
+    agent_run(ws, "run-1", OUTPUTS, title="First run")
+    conversation_upsert(workspace=ws, client_id="imported", message_format="anthropic")
+    page = client.get("/conversations/").content.decode()
+    first, second = _rows(page)
+    assert '<a href="/conversations/imported/">imported</a>' in first
+    assert re.findall(r'<td class="num">(.*?)</td>', first) == ["0", "0", "0 tok", "0"]
+    assert '<a href="/conversations/run-1/">First run</a>' in second
+    assert '<code class="muted">run-1</code>' in second
+    assert re.findall(r'<td class="num">(.*?)</td>', second) == [
+        "9",
+        "8",
+        "202 tok",
+        '<a href="/files/?conversation=run-1">2</a>',
+    ]
+    assert "<td>Anthropic Messages</td>" in first
+
+
+def test_conversation_list_search_and_format_filter() -> None:
+    client, ws = member_client()
+    conversation_upsert(workspace=ws, client_id="alpha-1", message_format="openai_chat")
+    conversation_upsert(
+        workspace=ws, client_id="b-2", message_format="anthropic", title="Airline alpha"
+    )
+    conversation_upsert(workspace=ws, client_id="c-3", message_format="anthropic")
+
+    def ids(**params: str) -> list[str]:
+        page = client.get("/conversations/", params).content.decode()
+        return re.findall(r'<a href="/conversations/([^/]+)/">', page)
+
+    assert ids() == ["c-3", "b-2", "alpha-1"]
+    assert ids(q="ALPHA") == ["b-2", "alpha-1"]
+    assert ids(q="alpha", format="anthropic") == ["b-2"]
+    assert ids(format="anthropic") == ["c-3", "b-2"]
+    assert ids(format="nonsense") == ["c-3", "b-2", "alpha-1"]
+    page = client.get("/conversations/", {"q": "alpha"}).content.decode()
+    assert "2 conversations match." in page
+    assert 'value="alpha"' in page
+
+
+def test_conversation_list_pages_with_real_links() -> None:
+    client, ws = member_client()
+    for i in range(30):
+        conversation_upsert(workspace=ws, client_id=f"c{i:02d}", message_format="openai_chat")
+    page = client.get("/conversations/", {"format": "openai_chat"}).content.decode()
+    assert len(_rows(page)) == 25
+    assert "Page 1 of 2" in page
+    assert (
+        '<a rel="next" href="/conversations/?format=openai_chat&amp;page=2" '
+        'hx-get="/conversations/?format=openai_chat&amp;page=2" hx-target="#conversation-table"'
+    ) in page
+    second = client.get("/conversations/", {"format": "openai_chat", "page": 2})
+    rows = _rows(second.content.decode())
+    assert len(rows) == 5
+    assert "c04" in rows[0]
+    assert "c00" in rows[-1]
+
+
+def test_conversation_list_partial_for_htmx() -> None:
+    client, ws = member_client()
+    conversation_upsert(workspace=ws, client_id="x", message_format="openai_chat")
+    page = client.get("/conversations/", {"q": "x"}, headers=HX).content.decode()
+    assert "<html" not in page
+    assert page.lstrip().startswith('<div id="conversation-table">')
+    assert "1 conversation matches." in page
+
+
+def test_conversation_list_shows_only_this_workspace() -> None:
+    client, _ = member_client()
+    _, other = member_client("bob", "Other")
+    conversation_upsert(workspace=other, client_id="secret", message_format="openai_chat")
+    assert "secret" not in client.get("/conversations/").content.decode()
+
+
+def test_conversation_list_query_count_is_constant(django_assert_num_queries: Any) -> None:
+    client, ws = member_client()
+    client.get("/conversations/")
+
+    def fill(n: int, start: int) -> None:
+        for i in range(start, start + n):
+            conv = conversation_upsert(
+                workspace=ws, client_id=f"c{i}", message_format="openai_chat"
+            )
+            event_row(ws, conversation=conv, tokens_saved=i)
+            stored_file(ws, f"/f/{i}", f"content {i}", conversation=conv)
+
+    fill(5, 0)
+    # Session, user, workspace twice, the count, the page (counts as subqueries).
+    with django_assert_num_queries(6):
+        client.get("/conversations/")
+    fill(10, 5)
+    with django_assert_num_queries(6):
+        client.get("/conversations/")
+
+
+# A conversation's page -----------------------------------------------------------------
+
+
+def test_conversation_page_charts_the_recorded_clear_passes() -> None:
+    client, ws = member_client()
+    agent_run(ws, "run-1", OUTPUTS, title="First run")
+    response = client.get("/conversations/run-1/")
+    assert response.status_code == HTTPStatus.OK
+    page = response.content.decode()
+    assert "Recorded: the conversation's 4 clear passes" in page
+    assert "4 model calls</span> · <span>peak 145 tok</span>" in page
+    assert "<span>2 clears applied</span> · <span>2 truncations</span>" in page
+    assert "9 messages" in page
+    assert '<a href="/events/?conversation=run-1">8 events</a>' in page
+    chart = chart_config(page, "context-chart")
+    sent, before, threshold, truncations, clears = chart["data"]["datasets"]
+    assert chart["data"]["labels"] == [1, 2, 3, 4]
+    assert sent["data"] == [15, 113, 145, 84]
+    assert before["data"] == [15, 113, 213, 152]
+    assert threshold == {**threshold, "label": "max_tokens_for_clear", "data": [150] * 4}
+    # A truncation arrived before calls 2 and 3; calls 3 and 4 cleared a result.
+    assert truncations["data"] == [None, 113, 145, None]
+    assert clears["data"] == [None, None, 213, 152]
+
+
+def test_conversation_page_timeline_badges_link_the_files() -> None:
+    client, ws = member_client()
+    agent_run(ws, "run-1", OUTPUTS)
+    page = client.get("/conversations/run-1/").content.decode()
+    timeline = page.split('id="timeline"')[1].split("</section>")[0]
+    rows = _rows(timeline)
+    assert len(rows) == 9
+    assert re.findall(r"<td>(system|user|assistant|tool)</td>", timeline) == [
+        "system",
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "tool",
+        "assistant",
+        "tool",
+        "assistant",
+    ]
+    assert '<td class="num">26 tok</td>' in rows[3]
+    assert '<span class="badge clear">cleared</span>' in rows[3]
+    assert (
+        '<a href="/files/view/?path=/tmp/trunc/call_1"><code>/tmp/trunc/call_1</code></a>'
+        in (rows[3])
+    )
+    assert "<td>grep</td>" in rows[3]
+    assert "badge" not in rows[7]
+    assert "a b c" in rows[7]
+
+
+def test_conversation_page_truncated_badge() -> None:
+    client, ws = member_client()
+    notice = (
+        "<persisted-output>\nOutput too large (60000). Full output saved to: /tmp/trunc/c1\n"
+        "Preview (first 10):\nyyyyyyyyyy\n\nPreview (last 10):\nyyyyyyyyyy\n\n"
+        "Use read_file to view\n</persisted-output>"
+    )
+    conversation_upsert(
+        workspace=ws,
+        client_id="t",
+        message_format="openai_chat",
+        transcript=_tool_transcript(notice),
+    )
+    page = client.get("/conversations/t/").content.decode()
+    assert (
+        '<span class="badge truncation">truncated</span> '
+        '<a href="/files/view/?path=/tmp/trunc/c1"><code>/tmp/trunc/c1</code></a>'
+    ) in page
+
+
+def test_conversation_without_clear_events_is_replayed() -> None:
+    client, ws = member_client()
+    conversation_upsert(
+        workspace=ws,
+        client_id="imported",
+        message_format="openai_chat",
+        transcript=_tool_transcript("y" * 60_000),
+    )
+    page = client.get("/conversations/imported/").content.decode()
+    assert "this is a <strong>replay</strong>" in page
+    assert "the engine's defaults" in page
+    chart = chart_config(page, "context-chart")
+    sent, _, threshold, truncations, clears = chart["data"]["datasets"]
+    assert len(sent["data"]) == 2
+    assert threshold["data"] == [160_000, 160_000]
+    assert truncations["data"][0] is None
+    assert truncations["data"][1] is not None  # the 60,000-character output, cut
+    assert clears["data"] == [None, None]
+
+
+def test_conversation_replay_under_a_chosen_config() -> None:
+    client, ws = member_client()
+    two_rounds = _tool_transcript("y" * 2_000)[:4] + _tool_transcript("w" * 2_000)[2:]
+    two_rounds[4]["tool_calls"] = [{**two_rounds[4]["tool_calls"][0], "id": "c2"}]
+    two_rounds[5]["tool_call_id"] = "c2"
+    conversation_upsert(
+        workspace=ws, client_id="imported", message_format="openai_chat", transcript=two_rounds
+    )
+    version = config_create(workspace=ws, name="tight", data={"max_tokens_for_clear": 100})
+    page = client.get("/conversations/imported/", {"config": version.profile_id}).content.decode()
+    assert "under\n    config <strong>tight</strong>" in page
+    assert f'<option value="{version.profile_id}" selected>tight</option>' in page
+    chart = chart_config(page, "context-chart")
+    sent, before, threshold, _, clears = chart["data"]["datasets"]
+    assert threshold["data"] == [100, 100, 100]
+    assert clears["data"][:2] == [None, None]
+    assert clears["data"][2] == before["data"][2]  # the first result cleared before call 3
+    assert sent["data"][2] < before["data"][2]
+
+
+def test_conversation_replay_partial_for_the_config_select() -> None:
+    client, ws = member_client()
+    conversation_upsert(
+        workspace=ws, client_id="i", message_format="openai_chat", transcript=_tool_transcript("z")
+    )
+    page = client.get(
+        "/conversations/i/", headers={**HX, "HX-Target": "context-window"}
+    ).content.decode()
+    assert "<html" not in page
+    assert page.lstrip().startswith('<section id="context-window"')
+    assert 'id="timeline"' not in page
+
+
+def test_conversation_timeline_pages() -> None:
+    client, ws = member_client()
+    transcript = [{"role": "user", "content": f"message {i + 1}"} for i in range(120)]
+    conversation_upsert(
+        workspace=ws, client_id="long", message_format="openai_chat", transcript=transcript
+    )
+    page = client.get("/conversations/long/").content.decode()
+    timeline = page.split('id="timeline"')[1].split("</section>")[0]
+    assert len(_rows(timeline)) == 50
+    assert "Page 1 of 3" in timeline
+    assert 'href="/conversations/long/?messages=2" hx-get="/conversations/long/?messages=2"' in (
+        timeline
+    )
+    part = client.get(
+        "/conversations/long/", {"messages": 3}, headers={**HX, "HX-Target": "timeline"}
+    ).content.decode()
+    assert "<html" not in part
+    assert part.lstrip().startswith('<section id="timeline"')
+    rows = _rows(part)
+    assert len(rows) == 20
+    assert '<td class="num">101</td>' in rows[0]
+    assert "message 120" in rows[-1]
+
+
+def test_conversation_events_partial_pages() -> None:
+    client, ws = member_client()
+    conv = conversation_upsert(workspace=ws, client_id="e", message_format="openai_chat")
+    for i in range(30):
+        event_row(ws, conversation=conv, call_id=f"call_{i}")
+    page = client.get("/conversations/e/").content.decode()
+    events = page.split('id="conversation-events"')[1].split("</section>")[0]
+    assert len(_rows(events)) == 25
+    part = client.get(
+        "/conversations/e/", {"events": 2}, headers={**HX, "HX-Target": "conversation-events"}
+    ).content.decode()
+    assert "<html" not in part
+    assert part.lstrip().startswith('<section id="conversation-events"')
+    assert len(_rows(part)) == 5
+    assert "<code>call_0</code>" in part
+
+
+def test_conversation_of_another_workspace_is_404() -> None:
+    client, _ = member_client()
+    _, other = member_client("bob", "Other")
+    conversation_upsert(workspace=other, client_id="secret", message_format="openai_chat")
+    assert client.get("/conversations/secret/").status_code == HTTPStatus.NOT_FOUND
+    assert client.get("/conversations/nope/").status_code == HTTPStatus.NOT_FOUND
+
+
+def test_conversation_page_escapes_title_and_tool_output() -> None:
+    client, ws = member_client()
+    conversation_upsert(
+        workspace=ws,
+        client_id="xss",
+        message_format="openai_chat",
+        title="<script>alert(1)</script>",
+        transcript=_tool_transcript("<script>alert(2)</script>", tool="<b>tool</b>"),
+    )
+    page = client.get("/conversations/xss/").content.decode()
+    assert "<script>alert" not in page
+    assert "<b>tool" not in page
+    assert "<h1>&lt;script&gt;alert(1)&lt;/script&gt;</h1>" in page
+    assert "&lt;script&gt;alert(2)&lt;/script&gt;" in page
+    assert "&lt;b&gt;tool&lt;/b&gt;" in page
+
+
+def test_conversation_page_query_count_is_constant(django_assert_num_queries: Any) -> None:
+    client, ws = member_client()
+    client.get("/")
+    agent_run(ws, "small", OUTPUTS * 2)
+    # Session, user, workspace twice, the conversation, its counts, the chart's events,
+    # the events' count and page.
+    with django_assert_num_queries(9):
+        client.get("/conversations/small/")
+    agent_run(ws, "big", OUTPUTS * 6)
+    with django_assert_num_queries(9):
+        client.get("/conversations/big/")
+
+
+def test_conversation_page_reads_anthropic_transcripts() -> None:
+    client, ws = member_client()
+    conversation_upsert(
+        workspace=ws,
+        client_id="claude",
+        message_format="anthropic",
+        system="Be brief.",
+        transcript=[
+            {"role": "user", "content": "List the files."},
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "t1", "name": "ls", "input": {}}],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "t1",
+                        "content": "[Old tool result content cleared]",
+                    }
+                ],
+            },
+            {"role": "assistant", "content": "Nothing left."},
+        ],
+    )
+    page = client.get("/conversations/claude/").content.decode()
+    timeline = page.split('id="timeline"')[1].split("</section>")[0]
+    assert re.findall(r"<td>(system|user|assistant|tool)</td>", timeline) == [
+        "system",
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+    ]
+    badge = '<span class="badge clear">cleared</span> <span class="muted">(not offloaded)</span>'
+    assert badge in timeline
+    assert timeline.count("<td>ls</td>") == 2
+    assert "this is a <strong>replay</strong>" in page

@@ -1,0 +1,214 @@
+"""Tune: knobs re-run the replay, the partial for htmx, saving as a config, isolation,
+escaping and query counts."""
+
+from __future__ import annotations
+
+import json
+import re
+from http import HTTPStatus
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+
+from reduction_app import simulations
+from reduction_app.models import ConfigProfile, Conversation
+from reduction_app.services import config_create
+from simulator.compare import compare
+from tests.app.pages_support import html, member_client, record_conversation
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def setup() -> tuple[Client, Conversation]:
+    client, ws = member_client()
+    return client, record_conversation(ws)
+
+
+def _billed(page: str, row: str) -> str:
+    start = page.index(f'<th scope="row">{row}')
+    found = re.search(
+        r'data-metric="input_tokens_billed"><span class="value">([^<]*)</span>', page[start:]
+    )
+    assert found
+    return found.group(1)
+
+
+def _tuned_billed(conversation: Conversation, config: dict[str, Any]) -> str:
+    recorded = simulations.recorded_conversation(conversation)
+    (result,) = compare(recorded, [("tuned", config)]).results
+    return f"{result.totals.input_tokens_billed:,} tok"
+
+
+def test_tune_page_without_a_conversation(setup: tuple[Client, Conversation]) -> None:
+    client, conversation = setup
+    page = html(client.get("/tune/"))
+    assert "<html" in page
+    assert "Pick a conversation and a starting config, then move the knobs." in page
+    assert f'<option value="{conversation.pk}">ponyc-4595 (47 messages)</option>' in page
+    assert '<option value="none"' not in page  # nothing to tune without reduction
+
+
+def test_tune_page_shows_sliders_at_the_start_values(setup: tuple[Client, Conversation]) -> None:
+    client, conversation = setup
+    page = html(client.get(f"/tune/?conversation={conversation.pk}&start=defaults"))
+    assert (
+        '<input type="range" name="max_tokens_for_clear" min="1000" max="160000" step="500" '
+        'value="160000"'
+    ) in page
+    assert '<input type="number" name="max_tokens_for_clear" value="160000"' in page
+    assert '<input type="hidden" name="was_max_tokens_for_clear" value="160000">' in page
+    assert '<input type="range" name="clear_retention_suffix_limit" min="-1" max="20"' in page
+    assert 'hx-trigger="input changed delay:300ms, submit"' in page
+    assert 'hx-push-url="true"' in page
+    assert _billed(page, "start: defaults") == "413,195 tok"
+    assert _billed(page, "tuned") == "413,195 tok"
+    assert '<canvas data-chart="tune-chart"' in page
+
+
+def test_tune_changing_max_tokens_for_clear_changes_the_totals(
+    setup: tuple[Client, Conversation],
+) -> None:
+    client, conversation = setup
+    url = f"/tune/?conversation={conversation.pk}&start=defaults&max_tokens_for_clear=5000"
+    page = html(client.get(url))
+    assert _billed(page, "start: defaults") == "413,195 tok"
+    assert _billed(page, "tuned") == _tuned_billed(conversation, {"max_tokens_for_clear": 5000})
+    assert _billed(page, "tuned") == "157,191 tok"
+    tighter = html(client.get(url.replace("5000", "12000")))
+    assert _billed(tighter, "tuned") == _tuned_billed(conversation, {"max_tokens_for_clear": 12000})
+    assert _billed(tighter, "tuned") != _billed(page, "tuned")
+    chart = json.loads(
+        re.search(r'<script id="tune-chart" type="application/json">(.*?)</script>', page).group(1)
+    )
+    labels = [d["label"] for d in chart["data"]["datasets"]]
+    assert labels == ["start: defaults", "tuned", "threshold: tuned"]
+
+
+def test_tune_the_knob_that_moved_wins(setup: tuple[Client, Conversation]) -> None:
+    """Without JavaScript the slider and the number input both arrive; the one that
+    differs from the value the page was drawn with is the one the user moved."""
+    client, conversation = setup
+    url = (
+        f"/tune/?conversation={conversation.pk}&start=defaults&max_tokens_for_clear=160000"
+        "&max_tokens_for_clear=5000&was_max_tokens_for_clear=160000"
+    )
+    assert _billed(html(client.get(url)), "tuned") == "157,191 tok"
+
+
+def test_tune_htmx_gets_the_chart_and_totals_partial(setup: tuple[Client, Conversation]) -> None:
+    client, conversation = setup
+    url = f"/tune/?conversation={conversation.pk}&start=defaults&max_tokens_for_clear=5000"
+    page = html(client.get(url, headers={"HX-Request": "true"}))
+    assert "<html" not in page and 'id="tune-form"' not in page
+    assert page.strip().startswith('<section id="tune-results" class="results">')
+    assert _billed(page, "tuned") == "157,191 tok"
+    assert '<input type="hidden" name="max_tokens_for_clear" value="5000">' in page
+
+
+def test_tune_invalid_knob_shows_the_engine_error(setup: tuple[Client, Conversation]) -> None:
+    client, conversation = setup
+    url = f"/tune/?conversation={conversation.pk}&start=defaults&clear_at_least_tokens=-5"
+    page = html(client.get(url))
+    message = "clear_at_least_tokens must be at least 0, got -5"
+    assert f'<p class="error" id="error-clear_at_least_tokens">{message}</p>' in page
+    assert '<fieldset class="knob invalid" id="knob-clear_at_least_tokens">' in page
+    assert "tune-chart" not in page
+
+
+def test_tune_starts_from_a_stored_config(setup: tuple[Client, Conversation]) -> None:
+    client, conversation = setup
+    profile = config_create(
+        workspace=conversation.workspace, name="tight", data={"max_tokens_for_clear": 8000}
+    ).profile
+    page = html(client.get(f"/tune/?conversation={conversation.pk}&start={profile.pk}"))
+    assert '<input type="number" name="max_tokens_for_clear" value="8000"' in page
+    assert _billed(page, "start: tight v1") == _tuned_billed(
+        conversation, {"max_tokens_for_clear": 8000}
+    )
+
+
+def test_tune_save_as_config_creates_a_profile(setup: tuple[Client, Conversation]) -> None:
+    client, conversation = setup
+    start = config_create(
+        workspace=conversation.workspace, name="base", data={"skip_truncation": True}
+    ).profile
+    body = {
+        "conversation": conversation.pk,
+        "start": start.pk,
+        "max_tokens_for_clear": 5000,
+        "clear_retention_suffix_limit": 2,
+        "clear_at_least_tokens": 100,
+        "max_length_for_trunc": 50000,
+        "name": "tuned on ponyc",
+    }
+    response = client.post("/tune/save/", body)
+    saved = ConfigProfile.objects.get(name="tuned on ponyc")
+    assert response.status_code == HTTPStatus.FOUND
+    assert response["Location"] == (
+        f"/tune/?conversation={conversation.pk}&start={start.pk}&max_tokens_for_clear=5000"
+        "&clear_retention_suffix_limit=2&clear_at_least_tokens=100&max_length_for_trunc=50000"
+        f"&saved={saved.pk}"
+    )
+    data = saved.versions.get().data
+    assert (data["skip_truncation"], data["max_tokens_for_clear"]) == (True, 5000)
+    assert (data["clear_retention_suffix_limit"], data["clear_at_least_tokens"]) == (2, 100)
+    page = html(client.get(response["Location"]))
+    assert f'Saved as <a href="/configs/{saved.pk}/versions/">tuned on ponyc v1</a>.' in page
+
+
+def test_tune_save_refuses_a_taken_or_empty_name(setup: tuple[Client, Conversation]) -> None:
+    client, conversation = setup
+    config_create(workspace=conversation.workspace, name="taken", data={})
+    body = {"conversation": conversation.pk, "start": "defaults", "name": "taken"}
+    page = html(client.post("/tune/save/", body))
+    assert (
+        '<p class="error" id="error-save">a config named &#x27;taken&#x27; already exists</p>'
+        in page
+    )
+    page = html(client.post("/tune/save/", {**body, "name": "  "}))
+    assert '<p class="error" id="error-save">Give the new config a name.</p>' in page
+    assert ConfigProfile.objects.count() == 1
+
+
+def test_tune_other_workspaces_answer_404(setup: tuple[Client, Conversation]) -> None:
+    client, conversation = setup
+    _, other = member_client("bob", "Other")
+    theirs = record_conversation(other, client_id="theirs")
+    their_config = config_create(workspace=other, name="theirs", data={}).profile
+    assert client.get(f"/tune/?conversation={theirs.pk}").status_code == HTTPStatus.NOT_FOUND
+    url = f"/tune/?conversation={conversation.pk}&start={their_config.pk}"
+    assert client.get(url).status_code == HTTPStatus.NOT_FOUND
+    body = {"conversation": theirs.pk, "start": "defaults", "name": "x"}
+    assert client.post("/tune/save/", body).status_code == HTTPStatus.NOT_FOUND
+    assert not ConfigProfile.objects.filter(name="x").exists()
+    assert client.get("/tune/save/").status_code == HTTPStatus.METHOD_NOT_ALLOWED
+
+
+def test_tune_escapes_titles_and_names() -> None:
+    client, ws = member_client()
+    conversation = record_conversation(ws, title="<script>alert('t')</script>")
+    profile = config_create(workspace=ws, name="<script>alert('n')</script>", data={}).profile
+    page = html(client.get(f"/tune/?conversation={conversation.pk}&start={profile.pk}"))
+    assert "<script>alert(" not in page
+    assert "&lt;script&gt;alert(&#x27;t&#x27;)&lt;/script&gt;" in page
+    assert '<th scope="row">start: &lt;script&gt;alert(&#x27;n&#x27;)&lt;/script&gt; v1' in page
+    assert "start: \\u003Cscript\\u003Ealert('n')\\u003C/script\\u003E v1" in page
+
+
+def test_tune_queries_constant_as_data_grows(
+    setup: tuple[Client, Conversation], django_assert_num_queries: Any
+) -> None:
+    client, conversation = setup
+    url = f"/tune/?conversation={conversation.pk}&start=defaults&max_tokens_for_clear=5000"
+    client.get(url)
+    with CaptureQueriesContext(connection) as queries:
+        client.get(url)
+    for i in range(6):
+        config_create(workspace=conversation.workspace, name=f"more {i}", data={})
+        record_conversation(conversation.workspace, client_id=f"more-{i}", index=i % 3)
+    with django_assert_num_queries(len(queries)):
+        client.get(url)

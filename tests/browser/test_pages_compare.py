@@ -1,0 +1,47 @@
+"""Replay & compare in a real browser: pick a conversation and two configs, see the chart
+drawn and both configs in the totals, then open one call side by side."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reduction_app.models import Workspace
+from reduction_app.services import config_create
+from tests.app.pages_support import record_conversation
+
+
+def test_compare_two_configs(signed_in: Any, shoot: Any) -> None:
+    page = signed_in
+    workspace = Workspace.objects.get(slug="demo")
+    conversation = record_conversation(workspace)
+    tight = config_create(
+        workspace=workspace,
+        name="tight",
+        data={"max_tokens_for_clear": 8000, "max_length_for_trunc": 5000},
+    ).profile
+    page.goto(f"{page.base}/compare/")
+    page.select_option("select[name=conversation]", str(conversation.pk))
+    configs = page.locator("select[name=config]")
+    configs.nth(0).select_option(str(tight.pk))
+    configs.nth(1).select_option("none")
+    page.evaluate("window.notReloaded = true")
+    page.click("#compare-form button[type=submit]")
+    page.wait_for_selector("#compare-results canvas[data-rendered=true]")
+    rows = page.locator("table.totals tbody th[scope=row]")
+    assert rows.all_inner_texts() == ["tight v1 baseline", "no reduction"]
+    billed = (
+        page.locator("table.totals tbody tr").nth(1).locator("[data-metric=input_tokens_billed]")
+    )
+    assert billed.inner_text().split("\n") == ["413,195 tok", "+256,310 tok (+163.4%)"]
+    assert page.evaluate("window.notReloaded") is True  # htmx swapped the results in place
+    assert f"config={tight.pk}" in page.url and "config=none" in page.url
+    page.click("nav.calls a:text-is('8')")
+    page.wait_for_selector("h2#sent:has-text('at call 8 of 23')")
+    page.wait_for_selector("#compare-results canvas[data-rendered=true]")
+    assert page.locator("table.sent .badge.cleared").count() > 0
+    assert (
+        page.locator("table.sent mark.changed")
+        .first.inner_text()
+        .startswith("<persisted-output>Tool result saved to:")
+    )
+    shoot(page, "compare")

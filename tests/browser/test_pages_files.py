@@ -1,0 +1,68 @@
+"""The files pages in a real browser: a large file paged and searched in place, and a
+file holding a script shown as text."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reduction_app.models import Workspace
+from tests.app.dashboard_data import event_row, stored_file
+
+LINES = 50_000
+
+
+def _demo() -> Workspace:
+    return Workspace.objects.get(slug="demo")
+
+
+def test_open_a_large_file_and_page_through_it(signed_in: Any, shoot: Any) -> None:
+    page = signed_in
+    ws = _demo()
+    content = "".join(
+        f"line {i + 1}: {'needle' if (i + 1) % 10_000 == 0 else 'hay'}\n" for i in range(LINES)
+    )
+    big = stored_file(ws, "/tmp/trunc/call_big", content, tool_name="grep", call_id="call_big")
+    event_row(ws, offload_path=big.path, tokens_saved=150_000)
+    stored_file(ws, "/tmp/clear/call_2", "small\n", tool_name="read_file", phase="clear")
+
+    page.goto(f"{page.base}/files/")
+    assert page.locator("#file-table tbody tr").count() == 2
+    shoot(page, "files")
+    page.click("#file-table a:has-text('/tmp/trunc/call_big')")
+    page.wait_for_url("**/files/view/**")
+    assert page.locator("#line-range").inner_text() == "Lines 1–500 of 50,000 · page 1 of 100"
+    assert page.locator("#file-lines tbody tr").count() == 500
+    shoot(page, "file")
+
+    page.evaluate("window.notReloaded = true")
+    page.locator("#file-lines a[rel=next]").first.click()
+    page.wait_for_url("**page=2**")
+    page.wait_for_selector("#L501")
+    assert page.locator("#line-range").inner_text() == "Lines 501–1,000 of 50,000 · page 2 of 100"
+    assert page.locator("#file-lines tbody tr").count() == 500
+    assert page.locator("#L1").count() == 0
+    assert page.evaluate("window.notReloaded") is True
+
+    page.fill("#id_q", "needle")
+    page.click("button:has-text('Search')")
+    page.wait_for_selector("#L10000.hit")
+    assert page.locator(".hits").inner_text().startswith("5 lines match “needle”")
+    page.click(".hits >> text=30000")
+    page.wait_for_selector("#L30000.hit")
+    assert page.locator("#line-range").inner_text().startswith("Lines 29,501–30,000")
+
+
+def test_file_with_a_script_is_shown_as_text(signed_in: Any) -> None:
+    page = signed_in
+    dialogs: list[str] = []
+    page.on("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.dismiss()))
+    evil = "<script>alert('xss')</script><img src=x onerror=alert('img')>"
+    stored_file(_demo(), "/tmp/trunc/evil", f"{evil}\nsecond line\n")
+    page.goto(f"{page.base}/files/view/?path=/tmp/trunc/evil")
+    assert page.locator("#L1 td").nth(1).inner_text() == evil
+    assert page.locator("#file-lines img").count() == 0
+    page.fill("#id_q", "<script>")
+    page.click("button:has-text('Search')")
+    page.wait_for_selector("#L1.hit")
+    assert "“<script>”" in page.locator(".hits").inner_text()
+    assert dialogs == []

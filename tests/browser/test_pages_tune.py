@@ -1,0 +1,35 @@
+"""Tune in a real browser: moving a slider re-runs the replay and the totals change in
+place, without a page load."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reduction_app.models import Workspace
+from tests.app.pages_support import record_conversation
+
+TUNED_BILLED = "table.totals tbody tr:nth-child(2) [data-metric=input_tokens_billed] .value"
+
+
+def test_slider_changes_the_totals_in_place(signed_in: Any, shoot: Any) -> None:
+    page = signed_in
+    conversation = record_conversation(Workspace.objects.get(slug="demo"))
+    page.goto(f"{page.base}/tune/?conversation={conversation.pk}&start=defaults")
+    page.wait_for_selector("#tune-results canvas[data-rendered=true]")
+    assert page.inner_text(TUNED_BILLED) == "413,195 tok"
+    page.evaluate("window.notReloaded = true")
+    page.locator("input[type=range][name=max_tokens_for_clear]").evaluate(
+        "el => { el.value = 5000; el.dispatchEvent(new Event('input', {bubbles: true})) }"
+    )
+    page.wait_for_function(
+        f"document.querySelector({TUNED_BILLED!r}).textContent === '157,191 tok'"
+    )
+    assert page.evaluate("window.notReloaded") is True
+    assert page.input_value("input[type=number][name=max_tokens_for_clear]") == "5000"
+    assert "max_tokens_for_clear=5000" in page.url
+    page.wait_for_selector("#tune-results canvas[data-rendered=true]")
+    shoot(page, "tune")
+    page.fill("form.save-as input[name=name]", "tuned in the browser")
+    page.click("form.save-as button[type=submit]")
+    page.wait_for_selector("p.saved")
+    assert page.inner_text("p.saved") == "Saved as tuned in the browser v1."
