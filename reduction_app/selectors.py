@@ -317,12 +317,16 @@ def file_list_sized(
     workspace: Workspace,
     min_chars: int | None = None,
     max_chars: int | None = None,
+    order: str = "",
     **filters: Any,
 ) -> QuerySet[OffloadedFile]:
-    """:func:`file_list` with a size range in characters (both ends inclusive)."""
+    """:func:`file_list` with a size range in characters (both ends inclusive), newest
+    first or (``order="largest"``) largest first."""
     qs = file_list(workspace=workspace, **filters)
     if min_chars is not None:
         qs = qs.filter(size_chars__gte=min_chars)
     if max_chars is not None:
         qs = qs.filter(size_chars__lte=max_chars)
+    if order == "largest":
+        qs = qs.order_by("-size_chars", "-id")
     return qs

@@ -39,6 +39,9 @@ class FileFilterForm(forms.Form):
     phase = forms.ChoiceField(required=False, choices=PHASES)
     min_chars = forms.IntegerField(required=False, min_value=0, label="Size from (chars)")
     max_chars = forms.IntegerField(required=False, min_value=0, label="Size up to (chars)")
+    order = forms.ChoiceField(
+        required=False, choices=(("", "newest first"), ("largest", "largest first")), label="Order"
+    )
 
     def __init__(self, *args: Any, tools: list[str], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

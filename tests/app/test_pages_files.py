@@ -69,6 +69,9 @@ def test_file_list_filters() -> None:
     page = client.get("/files/", {"min_chars": "big"}).content.decode()
     assert _paths(page) == ["/f/3", "/f/2", "/f/1"]
     assert '<span class="error">Enter a whole number.</span>' in page
+    stored_file(ws, "/f/4", "4" * 10, conversation=a, tool_name="grep")
+    assert paths(order="largest") == ["/f/3", "/f/2", "/f/1", "/f/4"]
+    assert paths(order="largest", conversation="a", phase="truncation") == ["/f/1", "/f/4"]
 
 
 def test_file_list_pages() -> None:
