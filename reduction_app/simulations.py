@@ -9,6 +9,7 @@ inline in the request; sweeps and big replays are handed to the task backend
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -17,8 +18,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from reduction_app import engine
+from reduction_app.engine.restore import offload_paths, restore_results
 from reduction_app.models import Conversation, Simulation, Workspace
 from reduction_app.selectors import config_get, config_latest
+from reduction_app.storage import read_offloads
 from simulator.compare import compare, grid_configs, sweep
 from simulator.importers import RecordedConversation, conversation_from_json
 from simulator.pricing import PRESETS, pricing_for
@@ -44,8 +47,13 @@ class SimulationInputError(ValueError):
         super().__init__(f"{field}: {problem}")
 
 
-def recorded_conversation(conversation: Conversation) -> RecordedConversation:
-    """The stored transcript, parsed by the engine's formats, ready to replay."""
+def recorded_conversation(
+    conversation: Conversation, *, restore: bool = True
+) -> RecordedConversation:
+    """The stored transcript, parsed by the engine's formats. With ``restore`` every
+    result the engine reduced is put back from its offload file: what the agent really
+    lived, ready to replay (a client sends its context already reduced after the first
+    clear). Without it, the transcript as received."""
     fmt = conversation.message_format
     if fmt == "anthropic":
         data: Any = {"messages": conversation.transcript, "tools": conversation.tools}
@@ -56,7 +64,11 @@ def recorded_conversation(conversation: Conversation) -> RecordedConversation:
     else:
         data = {"messages": conversation.transcript, "tools": conversation.tools}
     (recorded,) = conversation_from_json(data, fmt=fmt, name=conversation.client_id)
-    return recorded
+    paths = offload_paths(recorded.messages) if restore else set()
+    if not paths:
+        return recorded
+    contents = read_offloads(conversation.workspace, paths)
+    return dataclasses.replace(recorded, messages=restore_results(recorded.messages, contents))
 
 
 def _configs(workspace: Workspace, items: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -105,7 +117,7 @@ def simulation_create(
     if min_cacheable_prefix < 0:
         raise SimulationInputError("min_cacheable_prefix", "must be at least 0")
     try:
-        recorded_conversation(conversation)
+        recorded_conversation(conversation, restore=False)
     except ValueError as exc:
         raise SimulationInputError(
             "conversation_id", f"the stored transcript cannot be read: {exc}"

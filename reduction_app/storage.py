@@ -19,7 +19,13 @@ from reduction_app.engine import WriteRequest
 from reduction_app.engine.errors import PathEscapeError
 from reduction_app.models import OffloadedFile, Workspace
 
-__all__ = ["DjangoStorageBackend", "StagedWrite", "offload_storage", "storage_name_for"]
+__all__ = [
+    "DjangoStorageBackend",
+    "StagedWrite",
+    "offload_storage",
+    "read_offloads",
+    "storage_name_for",
+]
 
 
 def offload_storage() -> Storage:
@@ -97,3 +103,21 @@ def read_stored(storage: Storage, name: str) -> str:
     with storage.open(name, "rb") as handle:
         data: bytes = handle.read()
     return data.decode("utf-8", "surrogatepass")
+
+
+def read_offloads(
+    workspace: Workspace, paths: set[str], storage: Storage | None = None
+) -> dict[str, str]:
+    """The content of each of ``paths`` the workspace holds (one query, then storage reads);
+    paths it does not hold, or whose content is gone, are left out."""
+    storage = storage or offload_storage()
+    rows = OffloadedFile.objects.filter(workspace=workspace, path__in=paths).values_list(
+        "path", "storage_name"
+    )
+    out: dict[str, str] = {}
+    for path, name in rows:
+        try:
+            out[path] = read_stored(storage, name)
+        except OSError:
+            continue
+    return out

@@ -22,6 +22,7 @@ __all__ = [
     "LANGUAGES",
     "Language",
     "clear_placeholder",
+    "clear_placeholder_path",
     "get_language",
     "is_clear_placeholder",
     "set_language",
@@ -159,8 +160,8 @@ def clear_placeholder(
 
 
 _CLEARED_RE = re.compile(
-    r"<persisted-output>(?:Tool result saved to: \S+\nUse \S+ to view"
-    r"|工具结果已保存至: \S+\n使用 \S+ 进行查看)</persisted-output>"
+    r"<persisted-output>(?:Tool result saved to: (?P<en>\S+)\nUse \S+ to view"
+    r"|工具结果已保存至: (?P<zh>\S+)\n使用 \S+ 进行查看)</persisted-output>"
 )
 _TRUNC_RE = re.compile(
     r"<persisted-output>\n(?:Output too large \(\d+\)\. Full output saved to: (?P<en>\S+)"
@@ -177,6 +178,15 @@ _STREAM_RE = re.compile(
 def is_clear_placeholder(text: str) -> bool:
     """Whether ``text`` is one of the engine's own clear placeholders, in either language."""
     return text in _CLEAR_DROPPED.values() or _CLEARED_RE.fullmatch(text) is not None
+
+
+def clear_placeholder_path(text: str) -> str | None:
+    """The offload path an engine clear placeholder names (``None`` for any other text,
+    and for the placeholder of a result cleared without offloading)."""
+    match = _CLEARED_RE.fullmatch(text)
+    if match is None:
+        return None
+    return match.group("en") or match.group("zh")
 
 
 def truncation_file_path(text: str) -> str | None:

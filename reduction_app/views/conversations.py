@@ -88,7 +88,7 @@ def _context_window(request: HttpRequest, conversation: Conversation) -> dict[st
 
 def _timeline(request: HttpRequest, conversation: Conversation) -> dict[str, Any]:
     try:
-        messages = list(recorded_conversation(conversation).messages)
+        messages = list(recorded_conversation(conversation, restore=False).messages)
     except ValueError as exc:
         return {"timeline_error": str(exc), "timeline": [], "timeline_pager": None}
     page = paginate(request, messages, MESSAGES_PER_PAGE, param="messages")

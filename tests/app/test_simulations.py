@@ -160,3 +160,40 @@ def test_replay_command_refuses_bad_input(api: ApiClient, recorded: str, tmp_pat
         call_command(
             "replay", recorded, "--workspace", "alpha", "--config", str(bad), stdout=StringIO()
         )
+
+
+def test_recorded_conversation_puts_reduced_results_back(api: ApiClient) -> None:
+    """A client sends its context already reduced after the first clear; a replay starts
+    from what the agent really lived, read back from the offload files."""
+    from reduction_app.models import Conversation
+    from reduction_app.simulations import recorded_conversation
+
+    def call(call_id: str) -> dict[str, object]:
+        fn = {"name": "grep", "arguments": "{}"}
+        return {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": call_id, "type": "function", "function": fn}],
+        }
+
+    originals = {"c1": "first " * 200, "c2": "second " * 200}
+    messages = [{"role": "user", "content": "go"}]
+    for call_id, text in originals.items():
+        messages += [call(call_id), {"role": "tool", "tool_call_id": call_id, "content": text}]
+    messages.append(call("c3"))
+    body = {
+        "conversation_id": "lived",
+        "config": {"max_tokens_for_clear": 100},
+        "messages": messages,
+    }
+    reduced = api.post("/clear", body).json()["messages"]
+    assert reduced[2]["content"].startswith("<persisted-output>Tool result saved to: /tmp/clear/c1")
+    api.post(
+        "/clear",
+        {**body, "messages": [*reduced, {"role": "tool", "tool_call_id": "c3", "content": "ok"}]},
+    )
+    stored = Conversation.objects.get(client_id="lived")
+    assert stored.transcript[2]["content"].startswith("<persisted-output>"), "stored as received"
+    replayed = recorded_conversation(stored)
+    tool_texts = [m.content for m in replayed.messages if m.role == "tool"]
+    assert tool_texts == [originals["c1"], originals["c2"], "ok"]
