@@ -198,7 +198,9 @@ def _group_steps(ps: _Pass, idx: int) -> Steps[None]:
             continue
         ridx, occurrence = slot
         read = read_result(edit[ridx], ref.call_id, occurrence)
-        if read is None or is_cleared(read[0]):
+        # Nothing to replace in a result without text (media stay in context anyway), and
+        # a result already holding our placeholder is never cleared twice (decision 5).
+        if read is None or is_cleared(read[0]) or not any(p.type == "text" for p in read[0].parts):
             continue
         original, from_content = read
         detail = ToolDetail(
@@ -262,16 +264,24 @@ def _figures(rt: Runtime, item: _Cleared, kind: str) -> Steps[ReductionEvent]:
     )
 
 
+def _tokens(count: object) -> int:
+    if isinstance(count, bool) or not isinstance(count, int):
+        raise ReductionError(f"token_counter returned {count!r}, not an int")
+    return count
+
+
 def clear_steps(rt: Runtime, state: ChatModelAgentState) -> Steps[ChatModelAgentState]:
     """The whole clear phase over ``state``; returns ``state`` itself when nothing applies."""
     cfg = rt.config
     if not rt.clear_enabled:
         return state
+    if isinstance(state.messages, str) or not isinstance(state.messages, Sequence):
+        raise MessageError(f"state.messages must be a list of messages, got {state.messages!r}")
     messages = list(state.messages)
     kind = conversation_kind(messages) or "chat"
     tools = list(state.tool_infos)
     threshold = cfg.max_tokens_for_clear
-    before = yield call(rt.counter, messages, tools)
+    before = _tokens((yield call(rt.counter, messages, tools)))
     if before <= threshold:
         yield from rt.emit(_summary(threshold, REASON_BELOW_THRESHOLD, before, before))
         return state
@@ -293,7 +303,7 @@ def clear_steps(rt: Runtime, state: ChatModelAgentState) -> Steps[ChatModelAgent
         for idx in range(start, start + len(part)):
             if tool_calls_of(ps.edit[idx]) and not is_processed(ps.edit[idx]):
                 yield from _group_steps(ps, idx)
-        after = yield call(rt.counter, ps.edit, tools)
+        after = _tokens((yield call(rt.counter, ps.edit, tools)))
         if at_least > 0:
             if before - after < at_least:
                 yield from rt.emit(_summary(threshold, REASON_BELOW_AT_LEAST, before, before))

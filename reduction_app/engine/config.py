@@ -156,12 +156,16 @@ def validate(config: ReductionConfig | None) -> ReductionConfig:
     _check_bool("skip_clear", config.skip_clear)
     if config.backend is None and not config.skip_truncation:
         raise ConfigError("backend", "must be set when not skipping truncation")
-    if config.backend is not None and not callable(getattr(config.backend, "write", None)):
-        raise ConfigError("backend", f"must have a write(request) method, got {config.backend!r}")
+    default_paths = (
+        config.gen_trunc_offload_file_path is None or config.gen_clear_offload_file_path is None
+    )
+    _check_backend("backend", config.backend, needs_read=default_paths)
     for name in ("read_file_tool_name", "root_dir"):
         value = getattr(config, name)
         if not isinstance(value, str) or not _NAME_RE.fullmatch(value):
             raise ConfigError(name, f"must be a non-empty string without whitespace, got {value!r}")
+    if ".." in config.root_dir.split("/"):
+        raise ConfigError("root_dir", f"must not contain '..', got {config.root_dir!r}")
     _check_int("max_length_for_trunc", config.max_length_for_trunc, minimum=0)
     _check_int("max_tokens_for_clear", config.max_tokens_for_clear, minimum=0)
     _check_int("clear_retention_suffix_limit", config.clear_retention_suffix_limit, minimum=None)
@@ -199,11 +203,22 @@ def validate(config: ReductionConfig | None) -> ReductionConfig:
         _check_bool(f"{where}.skip_clear", entry.skip_clear)
         _check_callable(f"{where}.trunc_handler", entry.trunc_handler)
         _check_callable(f"{where}.clear_handler", entry.clear_handler)
-        if entry.backend is not None and not callable(getattr(entry.backend, "write", None)):
-            raise ConfigError(
-                f"{where}.backend", f"must have a write(request) method, got {entry.backend!r}"
-            )
+        _check_backend(f"{where}.backend", entry.backend, needs_read=default_paths)
     return config
+
+
+def _check_backend(where: str, backend: object, *, needs_read: bool) -> None:
+    if backend is None:
+        return
+    if not callable(getattr(backend, "write", None)):
+        raise ConfigError(where, f"must have a write(request) method, got {backend!r}")
+    if needs_read and not callable(getattr(backend, "read", None)):
+        raise ConfigError(
+            where,
+            "must have a read(path) method: default offload paths read the backend so a "
+            "reused call id never overwrites an earlier offload (or set both "
+            f"gen_trunc_offload_file_path and gen_clear_offload_file_path), got {backend!r}",
+        )
 
 
 def filled(config: ReductionConfig) -> ReductionConfig:

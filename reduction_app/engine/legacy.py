@@ -162,22 +162,37 @@ class LegacyToolResultMiddleware(LegacyClearToolResult):
     """The legacy clear hook plus offloading of large string tool results."""
 
     def __init__(self, config: ToolResultConfig) -> None:
+        if config is None:
+            raise ConfigError("config", "must not be None")
         if config.backend is None:
             raise ConfigError("backend", "must be set for the tool result middleware")
         super().__init__(config)
         self.result_config = config
 
-    def _path(self, ctx: ToolContext) -> str:
+    def _path(self, ctx: ToolContext, content: str) -> str:
         if self.result_config.path_generator is not None:
             return self.result_config.path_generator(ctx)
-        return f"/large_tool_result/{safe_id(ctx.call_id)}"
+        # A reused call id must not overwrite an earlier result (decision 7): the next
+        # free "-2", "-3"; the same content reuses its path.
+        base = f"/large_tool_result/{safe_id(ctx.call_id)}"
+        read = getattr(self.result_config.backend, "read", None)
+        n = 1
+        while read is not None:
+            candidate = base if n == 1 else f"{base}-{n}"
+            try:
+                if read(candidate) == content:
+                    return candidate
+            except FileNotFoundError:
+                return candidate
+            n += 1
+        return base
 
     def _offload(self, ctx: ToolContext, result: str) -> str:
         cfg = self.result_config
         # Tokens are compared with four times the limit, as in the reference (about 16×limit chars).
         if (len(result) + 3) // 4 <= cfg.offloading_token_limit * 4:
             return result
-        path = self._path(ctx)
+        path = self._path(ctx, result)
         notice = _NOTICE[get_language(cfg.language)].format(
             tool_call_id=ctx.call_id,
             file_path=path,

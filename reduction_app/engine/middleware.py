@@ -19,11 +19,12 @@ from typing import Any
 from reduction_app.engine._steps import run_async, run_sync
 from reduction_app.engine.clear import ChatModelAgentState, clear_steps
 from reduction_app.engine.config import ReductionConfig, validate
-from reduction_app.engine.runtime import Runtime
+from reduction_app.engine.runtime import Resolved, Runtime
 from reduction_app.engine.streams import (
     adrain,
     aincremental,
     aiter_source,
+    check_output,
     drain,
     incremental,
     replayed,
@@ -71,15 +72,35 @@ class ReductionMiddleware:
         """The config in force, with defaults filled in."""
         return self._rt.config
 
+    def _sync_trunc_for(self, ctx: ToolContext, twin: str) -> Resolved | None:
+        """The tool's truncation config, refusing (before the tool runs, so nothing it
+        returns is lost) an async handler or backend in a synchronous wrapper."""
+        resolved = self._rt.trunc_for(ctx.name)
+        if resolved is not None:
+            backend = resolved.backend
+            handler = resolved.handler
+            suspects = [
+                getattr(backend, "write", None),
+                getattr(backend, "read", None),
+                handler,
+                getattr(handler, "__call__", None),  # noqa: B004 - a class with async __call__
+            ]
+            if any(inspect.iscoroutinefunction(f) for f in suspects if f is not None):
+                raise TypeError(
+                    f"tool {ctx.name!r} has an async handler or backend; wrap it with {twin}"
+                )
+        return resolved
+
     # Truncation, buffered ------------------------------------------------------------
 
     def wrap_invokable_tool_call(self, endpoint: StrEndpoint, tool_ctx: ToolContext) -> StrEndpoint:
-        resolved = self._rt.trunc_for(tool_ctx.name)
+        resolved = self._sync_trunc_for(tool_ctx, "awrap_invokable_tool_call")
         if resolved is None:
             return endpoint
 
         def wrapped(arguments: str) -> str:
             output = sync_source(endpoint(arguments), tool_ctx, "awrap_invokable_tool_call")
+            check_output(output, tool_ctx.name, enhanced=False)
             detail = _detail(tool_ctx, arguments, ToolResult.of_text(output))
             result = run_sync(buffered_steps(self._rt, resolved, detail, first_only=True))
             return output if result is None else first_text(result)
@@ -89,13 +110,14 @@ class ReductionMiddleware:
     def wrap_enhanced_invokable_tool_call(
         self, endpoint: EnhancedEndpoint, tool_ctx: ToolContext
     ) -> EnhancedEndpoint:
-        resolved = self._rt.trunc_for(tool_ctx.name)
+        resolved = self._sync_trunc_for(tool_ctx, "awrap_enhanced_invokable_tool_call")
         if resolved is None:
             return endpoint
 
         def wrapped(argument: ToolArgument) -> ToolResult:
             method = "awrap_enhanced_invokable_tool_call"
             output = sync_source(endpoint(argument), tool_ctx, method)
+            check_output(output, tool_ctx.name, enhanced=True)
             result = run_sync(
                 buffered_steps(self._rt, resolved, _detail(tool_ctx, argument.text, output))
             )
@@ -124,7 +146,8 @@ class ReductionMiddleware:
     def _wrap_stream(
         self, endpoint: Callable[[Any], Iterable[Any]], ctx: ToolContext, *, enhanced: bool
     ) -> Any:
-        resolved = self._rt.trunc_for(ctx.name)
+        twin = "awrap_enhanced_streamable_tool_call" if enhanced else "awrap_streamable_tool_call"
+        resolved = self._sync_trunc_for(ctx, twin)
         if resolved is None:
             return endpoint
         method = "awrap_enhanced_streamable_tool_call" if enhanced else "awrap_streamable_tool_call"
@@ -166,6 +189,7 @@ class ReductionMiddleware:
             output: str = await _maybe_await(endpoint(arguments))
             if resolved is None:
                 return output
+            check_output(output, tool_ctx.name, enhanced=False)
             detail = _detail(tool_ctx, arguments, ToolResult.of_text(output))
             result = await run_async(buffered_steps(self._rt, resolved, detail, first_only=True))
             return output if result is None else first_text(result)
@@ -183,6 +207,7 @@ class ReductionMiddleware:
             output: ToolResult = await _maybe_await(endpoint(argument))
             if resolved is None:
                 return output
+            check_output(output, tool_ctx.name, enhanced=True)
             detail = _detail(tool_ctx, argument.text, output)
             result = await run_async(buffered_steps(self._rt, resolved, detail))
             return output if result is None else result

@@ -163,9 +163,16 @@ _CLEARED_RE = re.compile(
     r"<persisted-output>(?:Tool result saved to: (?P<en>\S+)\nUse \S+ to view"
     r"|工具结果已保存至: (?P<zh>\S+)\n使用 \S+ 进行查看)</persisted-output>"
 )
+# The whole buffered notice, previews and closing tag included: a tool output that only
+# starts like one is content, not a notice, and must be offloaded like any other.
 _TRUNC_RE = re.compile(
-    r"<persisted-output>\n(?:Output too large \(\d+\)\. Full output saved to: (?P<en>\S+)"
-    r"|输出结果过大 \(\d+\)\. 完整输出保存到: (?P<zh>\S+))\n"
+    r"<persisted-output>\n(?:"
+    r"Output too large \(\d+\)\. Full output saved to: (?P<en>\S+)\n"
+    r"Preview \(first \d+\):\n.*\n\nPreview \(last \d+\):\n.*\n\nUse \S+ to view"
+    r"|输出结果过大 \(\d+\)\. 完整输出保存到: (?P<zh>\S+)\n"
+    r"预览 \(前 \d+\):\n.*\n\n预览 \(后 \d+\):\n.*\n\n使用 \S+ 进行查看"
+    r")\n</persisted-output>",
+    re.DOTALL,
 )
 _STREAM_RE = re.compile(
     r"<persisted-output>\n(?:Output truncated after \d+ characters were streamed\. "
@@ -192,10 +199,10 @@ def clear_placeholder_path(text: str) -> str | None:
 def truncation_file_path(text: str) -> str | None:
     """The offload path named by an engine truncation notice in ``text``, if it has one.
 
-    Buffered notices start the text; a stream notice ends it (after the forwarded prefix).
-    A stream notice that reports a failed save names no file and gives ``None``.
+    A buffered notice is the whole text; a stream notice ends it (after the forwarded
+    prefix). A stream notice that reports a failed save names no file and gives ``None``.
     """
-    match = _TRUNC_RE.match(text)
+    match = _TRUNC_RE.fullmatch(text)
     if match is None:
         match = _STREAM_RE.search(text)
     if match is None:

@@ -60,6 +60,8 @@ class StreamCut:
     """Index of the chunk that crossed the limit; -1 while under it."""
     prefix: Any = None
     """The head of the trigger chunk that fits the limit."""
+    tool: str = ""
+    """The tool's name, for error messages."""
 
     @property
     def reached(self) -> bool:
@@ -67,6 +69,7 @@ class StreamCut:
 
     def feed(self, chunk: Any) -> bool:
         """Record ``chunk``; True when it is to be forwarded as it is."""
+        check_output(chunk, self.tool, self.enhanced, chunk=True)
         self.chunks.append(chunk)
         if self.reached:
             return False
@@ -78,6 +81,22 @@ class StreamCut:
         budget = self.limit - self.forwarded
         self.prefix = text_prefix(chunk, budget) if self.enhanced else chunk[:budget]
         return False
+
+
+def check_output(output: Any, tool: str, enhanced: bool, *, chunk: bool = False) -> None:
+    """Refuse a tool output of the wrong type with a message naming the tool."""
+    what = "a chunk" if chunk else "an output"
+    if enhanced:
+        if isinstance(output, ToolResult) or (chunk and output is None):
+            return
+        expected = "a ToolResult"
+    else:
+        if isinstance(output, str):
+            return
+        expected = "a str"
+    raise ReductionError(
+        f"tool {tool!r} produced {what} of type {type(output).__name__}, not {expected}"
+    )
 
 
 def _length(chunk: Any, enhanced: bool) -> int:
@@ -150,7 +169,7 @@ def incremental(
     enhanced: bool,
 ) -> Iterator[Any]:
     """The default streaming truncation of a synchronous stream."""
-    cut = StreamCut(limit=rt.config.max_length_for_trunc, enhanced=enhanced)
+    cut = StreamCut(limit=rt.config.max_length_for_trunc, enhanced=enhanced, tool=ctx.name)
     while True:
         try:
             chunk = next(source)
@@ -180,7 +199,7 @@ async def aincremental(
     enhanced: bool,
 ) -> AsyncIterator[Any]:
     """The default streaming truncation of an asynchronous stream."""
-    cut = StreamCut(limit=rt.config.max_length_for_trunc, enhanced=enhanced)
+    cut = StreamCut(limit=rt.config.max_length_for_trunc, enhanced=enhanced, tool=ctx.name)
     while True:
         try:
             chunk = await source.__anext__()

@@ -1209,19 +1209,20 @@ def test_clear_default_handler_conformance_case_44() -> None:
     )
 
 
-def test_clear_image_only_result_conformance_case_45() -> None:
-    """An image-only result is "cleared" with its parts unchanged and offloaded as JSON."""
+def test_clear_image_only_result_is_left_alone() -> None:
+    """Case 45 read through decision 5: the reference "clears" an image-only result with its
+    parts unchanged and offloads it as JSON, again on every pass sent back without flags.
+    A result without text has nothing to replace, so the phase leaves it and writes nothing
+    (the default handler on its own still answers as in case 45: test_handlers.py)."""
     image = MessagePart(type="image_url", media=Media(url="https://example.com/i.png"))
     result = Message(role="tool", tool_call_id="a", user_input_multi_content=(image,))
     msgs = [Message.user("q"), call_msg(("a", "t")), result, call_msg(("k", "t"))]
     backend = InMemoryBackend()
     mw, events = middleware(backend, max_tokens_for_clear=1)
     out = mw.before_model_rewrite_state(state(msgs))
-    assert out.messages[2] == result
-    assert json.loads(backend.read("/tmp/clear/a")) == [
-        {"type": "image", "image": {"url": "https://example.com/i.png"}}
-    ]
-    assert summary(events).calls_cleared == 1
+    assert out.messages[2] is result
+    assert backend.files == {}
+    assert (summary(events).calls_cleared, summary(events).reason) == (0, "nothing_cleared")
 
 
 def test_clear_empty_conversation_is_below_any_threshold() -> None:

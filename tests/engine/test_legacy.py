@@ -234,3 +234,24 @@ def test_legacy_offload_errors_are_passed_on() -> None:
 def test_legacy_offload_requires_backend() -> None:
     with pytest.raises(ConfigError, match="backend must be set"):
         new_tool_result_middleware(ToolResultConfig())
+
+
+def test_legacy_offload_reused_id_gets_its_own_file() -> None:
+    """Decision 7 holds for the shim too: a reused id never overwrites an earlier result."""
+    backend = InMemoryBackend()
+    mw = _offloader(backend, offloading_token_limit=1)
+    ctx = ToolContext(name="t", call_id="call_1")
+    first = mw.wrap_invokable_tool_call(lambda _: "FIRST " * 20, ctx)("{}")
+    second = mw.wrap_invokable_tool_call(lambda _: "SECOND " * 20, ctx)("{}")
+    again = mw.wrap_invokable_tool_call(lambda _: "FIRST " * 20, ctx)("{}")
+    assert "/large_tool_result/call_1\n" in first and "/large_tool_result/call_1-2\n" in second
+    assert again == first
+    assert backend.files == {
+        "/large_tool_result/call_1": "FIRST " * 20,
+        "/large_tool_result/call_1-2": "SECOND " * 20,
+    }
+
+
+def test_legacy_middleware_refuses_none() -> None:
+    with pytest.raises(ConfigError, match="^config must not be None$"):
+        new_tool_result_middleware(None)  # type: ignore[arg-type]

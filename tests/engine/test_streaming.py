@@ -380,11 +380,16 @@ def test_stream_sync_wrapper_raises_for_an_async_backend_instead_of_reporting_it
         async def write(self, request: WriteRequest) -> None:
             return None
 
+        async def read(self, path: str) -> str:
+            raise FileNotFoundError(path)
+
     mw = new(ReductionConfig(backend=AsyncBackend(), max_length_for_trunc=10))
-    out, error = string_stream(mw, ["x" * 20], "c1")
-    assert out == []
-    assert isinstance(error, TypeError)
-    assert "AsyncBackend.write returned an awaitable in a synchronous phase" in str(error)
+    # Refused when wrapping, before the stream starts: no chunk is forwarded and then lost.
+    with pytest.raises(TypeError) as info:
+        string_stream(mw, ["x" * 20], "c1")
+    assert str(info.value) == (
+        "tool 't' has an async handler or backend; wrap it with awrap_streamable_tool_call"
+    )
 
 
 # Incremental, enhanced streams -----------------------------------------------------------

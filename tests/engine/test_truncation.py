@@ -671,13 +671,11 @@ def test_invokable_sync_wrapper_refuses_an_async_handler() -> None:
             backend=InMemoryBackend(), tool_config={"t": ToolReductionConfig(trunc_handler=handler)}
         )
     )
-    wrapped = mw.wrap_invokable_tool_call(tool("orig"), ToolContext(name="t"))
+    # Refused when wrapping, before the tool runs, so nothing it returns is lost.
     with pytest.raises(TypeError) as info:
-        wrapped(ARGS)
+        mw.wrap_invokable_tool_call(tool("orig"), ToolContext(name="t"))
     assert str(info.value) == (
-        "test_invokable_sync_wrapper_refuses_an_async_handler.<locals>.handler returned an "
-        "awaitable in a synchronous phase; use the middleware's async methods "
-        "(awrap_*, abefore_model_rewrite_state)"
+        "tool 't' has an async handler or backend; wrap it with awrap_invokable_tool_call"
     )
 
 
@@ -686,14 +684,15 @@ def test_invokable_sync_wrapper_refuses_an_async_backend() -> None:
         async def write(self, request: WriteRequest) -> None:
             return None
 
+        async def read(self, path: str) -> str:
+            raise FileNotFoundError(path)
+
     mw = new(ReductionConfig(backend=AsyncBackend(), max_length_for_trunc=70))
-    wrapped = mw.wrap_invokable_tool_call(tool(S), ToolContext(name="t", call_id="c1"))
     with pytest.raises(
         TypeError,
-        match=r"^test_invokable_sync_wrapper_refuses_an_async_backend\."
-        r"<locals>\.AsyncBackend\.write returned an awaitable in a synchronous phase",
+        match=r"^tool 't' has an async handler or backend; wrap it with awrap_invokable_tool_call$",
     ):
-        wrapped(ARGS)
+        mw.wrap_invokable_tool_call(tool(S), ToolContext(name="t", call_id="c1"))
 
 
 def test_invokable_sync_wrapper_refuses_a_coroutine_endpoint() -> None:
