@@ -253,5 +253,5 @@ def test_legacy_offload_reused_id_gets_its_own_file() -> None:
 
 
 def test_legacy_middleware_refuses_none() -> None:
-    with pytest.raises(ConfigError, match="^config must not be None$"):
+    with pytest.raises(ConfigError, match=r"^config must not be None$"):
         new_tool_result_middleware(None)  # type: ignore[arg-type]

@@ -56,7 +56,10 @@ def test_restore_puts_cleared_and_truncated_results_back() -> None:
 
 
 def test_restore_leaves_results_whose_file_is_missing() -> None:
-    placeholder = "<persisted-output>Tool result saved to: /tmp/clear/gone\nUse read_file to view</persisted-output>"
+    placeholder = (
+        "<persisted-output>Tool result saved to: /tmp/clear/gone\n"
+        "Use read_file to view</persisted-output>"
+    )
     msgs = [*_round("gone", placeholder), *_round("c2", "[Old tool result content cleared]")]
 
     def read(path: str) -> str:
