@@ -23,6 +23,18 @@ Text = Annotated[str, AfterValidator(_no_nul)]
 """A string that goes into a text column."""
 
 
+def _addressable(value: str) -> str:
+    # The dashboard puts the id in a URL path: "." and ".." segments would be resolved away
+    # by browsers and land on another page.
+    if any(segment in (".", "..") for segment in value.split("/")):
+        raise ValueError("must not contain '.' or '..' path segments")
+    return value
+
+
+ConversationId = Annotated[str, AfterValidator(_no_nul), AfterValidator(_addressable)]
+"""A client's conversation id: stored, and used in dashboard addresses."""
+
+
 class ErrorOut(Schema):
     detail: str
     field: str | None = None
@@ -47,7 +59,7 @@ class ConfigRef(_Strict):
     config_id: int | None = Field(
         None, description="A stored config profile; its latest version is used."
     )
-    conversation_id: Text | None = Field(
+    conversation_id: ConversationId | None = Field(
         None,
         max_length=200,
         description="Your conversation id; events and files are filed under it.",
@@ -152,7 +164,7 @@ class FileReadOut(Schema):
 
 
 class ConversationIn(_Strict):
-    conversation_id: Text = Field(..., min_length=1, max_length=200)
+    conversation_id: ConversationId = Field(..., min_length=1, max_length=200)
     title: Text = Field("", max_length=300)
     format: MessageFormat = "openai_chat"
     messages: list[Any] = Field(default_factory=list)

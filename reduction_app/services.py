@@ -9,6 +9,7 @@ any failure the staged content is removed and nothing is recorded.
 from __future__ import annotations
 
 import hashlib
+import logging
 import secrets
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -50,6 +51,7 @@ __all__ = [
     "workspace_get_or_create",
 ]
 
+logger = logging.getLogger(__name__)
 KEY_PREFIX = "rl_"
 
 
@@ -193,10 +195,15 @@ def conversation_delete(*, conversation: Conversation) -> None:
     )
 
     def remove() -> None:
+        # The rows are gone; content the storage fails to delete is only unreferenced
+        # bytes, and must not turn a done delete into an error for the client.
         for name in set(files) - still_used:
-            storage.delete(name)
+            try:
+                storage.delete(name)
+            except OSError:
+                logger.warning("could not delete offloaded content %s", name, exc_info=True)
 
-    transaction.on_commit(remove)
+    transaction.on_commit(remove, robust=True)
 
 
 def file_mark_read(*, file: OffloadedFile) -> None:

@@ -74,9 +74,14 @@ def conversation_choices(
     return rows
 
 
+def digits(value: str | None) -> bool:
+    """Whether ``value`` is a plain number (``"²".isdigit()`` is true, but ``int`` refuses it)."""
+    return bool(value) and value.isascii() and value.isdigit()  # type: ignore[union-attr]
+
+
 def conversation_for(*, workspace: Workspace, value: str | None) -> Conversation | None:
     """The workspace's conversation whose id is ``value`` (a number), or ``None``."""
-    if not value or not value.isdigit():
+    if not digits(value):
         return None
     return Conversation.objects.filter(workspace=workspace, pk=int(value)).first()
 
@@ -119,7 +124,7 @@ def resolve_config_choices(
 
 
 def simulation_for(*, workspace: Workspace, value: str | None) -> Simulation | None:
-    if not value or not value.isdigit():
+    if not digits(value):
         return None
     return Simulation.objects.filter(workspace=workspace, pk=int(value)).first()
 

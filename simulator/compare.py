@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import math
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +33,9 @@ __all__ = [
     "pareto_front",
     "sweep",
 ]
+
+MAX_GRID_CONFIGS = 1_000
+"""The most combinations one sweep replays."""
 
 GRID_KNOBS = (
     "max_tokens_for_clear",
@@ -113,6 +117,12 @@ def grid_configs(grid: Mapping[str, Any]) -> list[dict[str, Any]]:
             raise ValueError(f"grid.{knob}: expected a non-empty list of values, got {values!r}")
     if not axes:
         raise ValueError(f"grid: name at least one of {list(GRID_KNOBS)}")
+    # Counted before anything is built: a few bytes of grid could ask for millions of replays.
+    total = math.prod(len(v) for v in axes.values())
+    if total > MAX_GRID_CONFIGS:
+        raise ValueError(
+            f"grid: {total:,} combinations; at most {MAX_GRID_CONFIGS:,} can be swept at once"
+        )
     names = sorted(axes)
     combos = [
         {**fixed, **dict(zip(names, combo, strict=True))}

@@ -13,8 +13,9 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect
 from django.urls import path
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_http_methods
 
 from reduction_app import simulations
 from reduction_app.dashboard import render_page, workspace_view
@@ -34,6 +35,7 @@ from reduction_app.tuning import (
     config_choices,
     conversation_choices,
     conversation_for,
+    digits,
     resolve_config_choices,
     simulation_for,
     simulation_matching,
@@ -83,19 +85,30 @@ def _results_context(
     return context
 
 
-@require_GET
+@require_http_methods(["GET", "POST"])
 @workspace_view
 def compare_page(request: HttpRequest) -> HttpResponse:
+    """GET shows a comparison; a POST (the form's "replay in the background" button,
+    CSRF-checked) is the only way to queue a big one, so no link can load the worker."""
     workspace = request.workspace  # type: ignore[attr-defined]
-    conversation = conversation_for(workspace=workspace, value=request.GET.get("conversation"))
-    if request.GET.get("conversation") and conversation is None:
+    params = request.POST if request.method == "POST" else request.GET
+    conversation = conversation_for(workspace=workspace, value=params.get("conversation"))
+    if params.get("conversation") and conversation is None:
         raise Http404("no such conversation")
     choices = config_choices(workspace=workspace)
-    values = request.GET.getlist("config")[:MAX_CONFIGS]
+    values = params.getlist("config")[:MAX_CONFIGS]
     chosen, missing = resolve_config_choices(choices, values)
     if missing:
         raise Http404(f"no such config: {missing[0]}")
-    baseline = "none" if request.GET.get("baseline") == "none" else "first"
+    baseline = "none" if params.get("baseline") == "none" else "first"
+    if request.method == "POST":
+        if conversation is None or not chosen:
+            raise Http404("pick a conversation and at least one config")
+        simulation = _background(request, conversation, _named(chosen), baseline, start=True)
+        assert simulation is not None
+        query = [("conversation", str(conversation.pk)), *(("config", v) for v in values if v)]
+        query += [("baseline", baseline), ("simulation", str(simulation.pk))]
+        return redirect(f"{request.path}?{urlencode(query)}")
     context: dict[str, Any] = {
         "conversations": conversation_choices(workspace=workspace, chosen=conversation),
         "conversation": conversation,
@@ -125,7 +138,7 @@ def _run(
         return {"ran": True, "error": f"The stored transcript cannot be replayed: {exc}"}
     calls = sum(1 for m in recorded.messages if classify(m) == "assistant")
     wanted = request.GET.get("call", "")
-    call: int | None = min(max(int(wanted), 1), calls) if wanted.isdigit() else calls
+    call: int | None = min(max(int(wanted), 1), calls) if digits(wanted) else calls
     if calls == 0:
         call = None
     steps = conversation.message_count * len(configs)
@@ -147,13 +160,15 @@ def _run(
                 base_params=base_params,
             ),
         }
-    simulation = _background(request, conversation, configs, baseline)
+    simulation = _background(request, conversation, configs, baseline, start=False)
+    if simulation is None:
+        return {"ran": True, "needs_start": True, "steps": steps, "start_params": base_params}
     poll = _url([*base_params, ("simulation", str(simulation.pk)), ("call", wanted)])
     context: dict[str, Any] = {"ran": True, "simulation": simulation, "poll_url": poll}
     if simulation.status == "done" and simulation.results:
         # The side-by-side view of a big conversation replays it again, so only on request.
         comparison = None
-        if wanted.isdigit() and call is not None:
+        if digits(wanted) and call is not None:
             comparison = run_comparison(
                 recorded,
                 [(c["name"], c["config"]) for c in configs],
@@ -174,16 +189,27 @@ def _run(
 
 
 def _background(
-    request: HttpRequest, conversation: Conversation, configs: list[dict[str, Any]], baseline: str
-) -> Simulation:
-    """The queued, running or finished simulation of this comparison, queueing it once."""
+    request: HttpRequest,
+    conversation: Conversation,
+    configs: list[dict[str, Any]],
+    baseline: str,
+    *,
+    start: bool,
+) -> Simulation | None:
+    """The queued, running or finished simulation of this comparison; with ``start``,
+    queue it when there is none yet."""
     workspace = request.workspace  # type: ignore[attr-defined]
-    asked = simulation_for(workspace=workspace, value=request.GET.get("simulation"))
-    if asked is not None and asked.conversation_id == conversation.pk:
-        return asked
     options = {**OPTIONS, "baseline": baseline}
+    asked = simulation_for(workspace=workspace, value=request.GET.get("simulation"))
+    if (
+        asked is not None
+        and asked.conversation_id == conversation.pk
+        and asked.configs == configs
+        and asked.options == options
+    ):
+        return asked
     found = simulation_matching(conversation=conversation, configs=configs, options=options)
-    if found is not None:
+    if found is not None or not start:
         return found
     simulation = simulations.simulation_create(
         workspace=workspace, conversation=conversation, configs=configs, baseline=baseline

@@ -14,7 +14,7 @@ from django.views.decorators.vary import vary_on_headers
 from reduction_app import selectors
 from reduction_app.dashboard import render_page, workspace_view
 from reduction_app.models import Conversation, Workspace
-from reduction_app.simulations import recorded_conversation
+from reduction_app.simulations import INLINE_LIMIT, recorded_conversation
 from reduction_app.timeline import (
     ContextSeries,
     context_chart,
@@ -77,10 +77,19 @@ def _context_window(request: HttpRequest, conversation: Conversation) -> dict[st
     else:
         config, context["profile"] = _chosen_config(request, workspace)
         context["configs"] = list(selectors.config_list(workspace=workspace))
-        try:
-            series = series_from_replay(conversation, config)
-        except ValueError as exc:
-            context["replay_error"] = str(exc)
+        if conversation.message_count > INLINE_LIMIT:
+            # Replaying in the request would hold it for seconds: Compare runs big
+            # conversations in the background.
+            context["replay_error"] = (
+                f"It has {conversation.message_count:,} messages and no recorded clear "
+                "passes; replay it on the Compare page, which runs big conversations in "
+                "the background."
+            )
+        else:
+            try:
+                series = series_from_replay(conversation, config)
+            except ValueError as exc:
+                context["replay_error"] = f"The stored transcript cannot be replayed: {exc}"
     context["series"] = series
     context["chart"] = context_chart(series) if series and series.points else None
     return context

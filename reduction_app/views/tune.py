@@ -41,6 +41,7 @@ from reduction_app.tuning import (
     config_profile,
     conversation_choices,
     conversation_for,
+    digits,
 )
 
 KNOBS = (
@@ -150,6 +151,14 @@ def _query(state: Mapping[str, Any]) -> list[tuple[str, str]]:
 
 def _run(state: dict[str, Any]) -> dict[str, Any]:
     conversation: Conversation = state["conversation"]
+    if conversation.message_count * 2 > simulations.INLINE_LIMIT:
+        # Every slider move replays twice in the request; a big conversation would hold it
+        # for seconds each time.
+        return {
+            "error": f"This conversation has {conversation.message_count:,} messages, too many "
+            "to re-run on every move of a slider; compare configs for it on the Compare page, "
+            "which replays big conversations in the background."
+        }
     try:
         recorded = simulations.recorded_conversation(conversation)
     except ValueError as exc:
@@ -181,7 +190,7 @@ def _render(request: HttpRequest, state: dict[str, Any], **extra: Any) -> HttpRe
     if state["conversation"] is not None:
         context.update(_run(state))
         saved = request.GET.get("saved", "")
-        if saved.isdigit():
+        if digits(saved):
             context["saved"] = config_profile(
                 workspace=request.workspace,  # type: ignore[attr-defined]
                 profile_id=int(saved),

@@ -493,6 +493,23 @@ def test_conversation_delete_removes_its_events_files_and_content(
     assert left.read_bytes() == b"b" * 20
 
 
+def test_conversation_delete_is_done_even_when_the_storage_fails_to_remove_content(
+    api: ApiClient, offload_dir: Path, django_capture_on_commit_callbacks: Any, monkeypatch: Any
+) -> None:
+    """The rows are gone: leftover bytes must not turn a done delete into an error."""
+    from django.core.files.storage import FileSystemStorage
+
+    def refuse(self: Any, name: str) -> None:
+        raise PermissionError(name)
+
+    offload(api, "a" * 20, call_id="c1", conversation="run-1")
+    monkeypatch.setattr(FileSystemStorage, "delete", refuse)
+    with django_capture_on_commit_callbacks(execute=True):
+        response = api.delete("/conversations/run-1")
+    assert response.status_code == HTTPStatus.NO_CONTENT
+    assert api.get("/conversations/run-1").status_code == HTTPStatus.NOT_FOUND
+
+
 def test_conversations_list_pages_with_cursors(api: ApiClient) -> None:
     for n in range(5):
         api.post("/conversations", {"conversation_id": f"run-{n}"})
@@ -739,3 +756,15 @@ def test_docs_page_answers(api: ApiClient) -> None:
     response = api.client.get("/api/v1/docs")
     assert response.status_code == HTTPStatus.OK
     assert b"Reduction Lab API" in response.content
+
+
+def test_conversation_ids_with_dot_segments_are_refused(api: Any) -> None:
+    """Browsers resolve "." and ".." in a page address away; such ids would open another page."""
+    for bad in (".", "..", "a/../b", "./x"):
+        response = api.post("/conversations", {"conversation_id": bad, "messages": []})
+        assert response.status_code == HTTPStatus.UNPROCESSABLE_ENTITY, bad
+        assert response.json()["field"] == "conversation_id"
+    assert (
+        api.post("/conversations", {"conversation_id": "a.b/c..d", "messages": []}).status_code
+        == 201
+    )

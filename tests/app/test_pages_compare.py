@@ -258,8 +258,21 @@ def test_compare_big_conversation_runs_in_the_background(
     client, conversation, pk = setup
     monkeypatch.setattr(simulations, "INLINE_LIMIT", 10)
     url = f"/compare/?conversation={conversation.pk}&config={pk}&config=none"
-    page = html(client.get(url, headers={"HX-Request": "true"}))
+    # A GET only offers to start it (a link must not load the worker): a POST does.
+    offer = html(client.get(url, headers={"HX-Request": "true"}))
+    assert Simulation.objects.count() == 0
+    assert "Replay in the background</button>" in offer
+    assert '<input type="hidden" name="config" value="none">' in offer
+    started = client.post(
+        "/compare/", {"conversation": conversation.pk, "config": [pk, "none"], "baseline": "first"}
+    )
     simulation = Simulation.objects.get()
+    assert started.status_code == 302
+    assert started["Location"] == (
+        f"/compare/?conversation={conversation.pk}&config={pk}&config=none"
+        f"&baseline=first&simulation={simulation.pk}"
+    )
+    page = html(client.get(started["Location"], headers={"HX-Request": "true"}))
     assert simulation.status == "queued"
     assert simulation.configs == [
         {"name": "tight v1", "config": _full(TIGHT)},
@@ -271,9 +284,15 @@ def test_compare_big_conversation_runs_in_the_background(
     )
     assert f'hx-get="{poll}" hx-trigger="every 1s" hx-swap="outerHTML"' in page
     assert "0 of 2 configs done." in page
-    # asking again finds the same simulation
-    client.get(url)
+    # asking again finds the same simulation, and so does starting it again
+    assert "0 of 2 configs done." in html(client.get(url))
+    client.post("/compare/", {"conversation": conversation.pk, "config": [pk, "none"]})
     assert Simulation.objects.count() == 1
+    # a stale ?simulation= of other configs is not shown under these configs
+    other = html(
+        client.get(url.replace("config=none", "config=defaults") + f"&simulation={simulation.pk}")
+    )
+    assert "Replay in the background</button>" in other
     simulations.simulation_run(simulation_id=simulation.pk)
     done = html(client.get(poll.replace("&amp;", "&"), headers={"HX-Request": "true"}))
     assert "every 1s" not in done
@@ -281,3 +300,14 @@ def test_compare_big_conversation_runs_in_the_background(
     assert "Pick a call above to see what each config sent at it." in done
     sent = html(client.get(poll.replace("&amp;", "&") + "&call=8"))
     assert '<span class="badge cleared">cleared</span>' in _row(sent, 4)
+
+
+def test_compare_and_tune_take_only_plain_numbers(setup: tuple[Client, Conversation, int]) -> None:
+    """Unicode digits such as "²" pass str.isdigit() but not int(): never a 500."""
+    client, conversation, _ = setup
+    assert client.get("/compare/?conversation=%C2%B2").status_code == 404
+    for url in (
+        f"/compare/?conversation={conversation.pk}&config=defaults&call=%C2%B2",
+        f"/tune/?conversation={conversation.pk}&saved=%C2%B2",
+    ):
+        assert client.get(url).status_code == 200, url

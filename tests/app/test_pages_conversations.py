@@ -383,3 +383,16 @@ def test_conversation_page_reads_anthropic_transcripts() -> None:
     assert badge in timeline
     assert timeline.count("<td>ls</td>") == 2
     assert "this is a <strong>replay</strong>" in page
+
+
+def test_conversation_page_does_not_replay_a_big_conversation_inline(monkeypatch: Any) -> None:
+    from reduction_app import views
+
+    client, ws = member_client()
+    messages = [{"role": "user", "content": f"m{i}"} for i in range(30)]
+    conversation_upsert(
+        workspace=ws, client_id="big", message_format="openai_chat", transcript=messages
+    )
+    monkeypatch.setattr(views.conversations, "INLINE_LIMIT", 10)
+    page = client.get("/conversations/big/").content.decode()
+    assert "It has 30 messages and no recorded clear passes; replay it on the Compare page" in page

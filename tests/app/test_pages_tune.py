@@ -212,3 +212,13 @@ def test_tune_queries_constant_as_data_grows(
         record_conversation(conversation.workspace, client_id=f"more-{i}", index=i % 3)
     with django_assert_num_queries(len(queries)):
         client.get(url)
+
+
+def test_tune_refuses_a_conversation_too_big_to_replay_per_slider(
+    setup: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client, conversation = setup
+    monkeypatch.setattr(simulations, "INLINE_LIMIT", 10)
+    page = client.get(f"/tune/?conversation={conversation.pk}").content.decode()
+    assert "too many to re-run on every move of a slider" in page
+    assert client.get("/tune/?conversation=%C2%B2").status_code == 404

@@ -171,3 +171,18 @@ def test_compare_passes_contexts_to_every_replay() -> None:
     assert off[3].content == "x" * 400
     assert tight[3].content.startswith("<persisted-output>Tool result saved to: /tmp/clear/")
     assert comparison.baseline.contexts.keys() == {3}
+
+
+def test_grid_configs_refuses_a_grid_too_big_before_building_it() -> None:
+    import pytest
+
+    from simulator.compare import MAX_GRID_CONFIGS, grid_configs
+
+    big = {knob: list(range(1, 101)) for knob in ("max_tokens_for_clear", "clear_at_least_tokens")}
+    with pytest.raises(
+        ValueError, match=r"^grid: 10,000 combinations; at most 1,000 can be swept at once$"
+    ):
+        grid_configs(big)
+    assert (
+        len(grid_configs({"max_tokens_for_clear": list(range(1, MAX_GRID_CONFIGS + 1))})) == 1_000
+    )
