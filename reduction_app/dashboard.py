@@ -1,9 +1,9 @@
 """What every dashboard page shares: who may see which workspace, and which one is shown.
 
 A signed-in user sees only the workspaces they are a member of. The workspace shown is
-the one named by ``?workspace=<slug>`` (remembered in the session), else the one last
-chosen, else the user's first. Pages call :func:`workspace_view` and get
-``request.workspace`` set.
+the one named by ``?workspace=<slug>`` (for that request), else the one chosen with the
+switcher (a POST, remembered in the session), else the user's first. Pages call
+:func:`workspace_view` and get ``request.workspace`` set.
 """
 
 from __future__ import annotations
@@ -14,9 +14,11 @@ from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.db.models import QuerySet
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
 from django.utils.cache import patch_vary_headers
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_POST
 
 from reduction_app.models import Workspace
 
@@ -31,13 +33,27 @@ def workspaces_for(user: Any) -> QuerySet[Workspace]:
 
 def current_workspace(request: HttpRequest) -> Workspace | None:
     mine = workspaces_for(request.user)
-    wanted = request.GET.get("workspace") or request.session.get(SESSION_KEY)
-    chosen = mine.filter(slug=wanted).first() if wanted else None
+    # A link may show another of the user's workspaces, but only the switcher's POST
+    # changes the one remembered: a link from another site cannot switch it.
+    for wanted in (request.GET.get("workspace"), request.session.get(SESSION_KEY)):
+        chosen = mine.filter(slug=wanted).first() if wanted else None
+        if chosen is not None:
+            return chosen
+    return mine.first()
+
+
+@require_POST
+@login_required
+def workspace_switch(request: HttpRequest) -> HttpResponse:
+    """Remember the workspace chosen in the switcher, then go back to the page."""
+    chosen = workspaces_for(request.user).filter(slug=request.POST.get("workspace", "")).first()
     if chosen is None:
-        chosen = mine.first()
-    if chosen is not None and request.session.get(SESSION_KEY) != chosen.slug:
-        request.session[SESSION_KEY] = chosen.slug
-    return chosen
+        raise Http404("not one of your workspaces")
+    request.session[SESSION_KEY] = chosen.slug
+    target = request.POST.get("next", "/")
+    if not url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}):
+        target = "/"
+    return redirect(target)
 
 
 def workspace_view(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:

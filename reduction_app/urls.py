@@ -5,11 +5,13 @@ from __future__ import annotations
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
+from reduction_app.dashboard import workspace_switch
 from reduction_app.views import compare, configs, conversations, events, files, overview, tune
 
 urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("workspace/switch/", workspace_switch, name="workspace_switch"),
     *overview.urlpatterns,
     *conversations.urlpatterns,
     *events.urlpatterns,

@@ -74,3 +74,23 @@ def test_history_restore_gets_the_whole_page(client: Client, member: User) -> No
     assert "HX-Request" in page["Vary"]
     partial = client.get("/events/", headers={"HX-Request": "true"})
     assert "<html" not in partial.content.decode()
+
+
+def test_workspace_switch_is_a_post_and_only_among_mine(client: Client, member: User) -> None:
+    workspace_get_or_create(name="Second", user=member)
+    workspace_get_or_create(name="Not mine")
+    client.force_login(member)
+    assert '<span class="ws">' not in client.get("/").content.decode()  # a switcher instead
+    # A link shows another of my workspaces for that request only.
+    assert 'value="second" selected' in client.get("/?workspace=second").content.decode()
+    assert 'value="demo" selected' in client.get("/").content.decode()
+    # The switcher's POST remembers it, and goes back where it came from.
+    response = client.post("/workspace/switch/", {"workspace": "second", "next": "/events/"})
+    assert (response.status_code, response["Location"]) == (HTTPStatus.FOUND, "/events/")
+    assert 'value="second" selected' in client.get("/").content.decode()
+    assert client.post("/workspace/switch/", {"workspace": "not-mine"}).status_code == 404
+    off_site = client.post(
+        "/workspace/switch/", {"workspace": "demo", "next": "https://evil.test/"}
+    )
+    assert off_site["Location"] == "/"
+    assert client.get("/workspace/switch/").status_code == HTTPStatus.METHOD_NOT_ALLOWED
