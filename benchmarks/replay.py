@@ -44,7 +44,12 @@ from reduction_app.engine.config import ReductionConfig
 from reduction_app.engine.messages import Message
 from reduction_app.engine.middleware import new
 from reduction_app.engine.notices import is_clear_placeholder
-from reduction_app.engine.tokens import get_token_counter, render_message
+from reduction_app.engine.tokens import (
+    ApproxTokenCounter,
+    TiktokenCounter,
+    get_token_counter,
+    render_message,
+)
 
 __all__ = ["Run", "main", "replay_langchain_apply", "replay_langchain_middleware", "replay_ours"]
 
@@ -98,13 +103,20 @@ def fresh_copies(messages: Sequence[Message]) -> list[Message]:
     return [copy.copy(m) for m in messages]
 
 
+def cold_counter(name: str) -> Any:
+    """A counter with empty caches: the shared one would remember the texts of an earlier
+    run (its value cache) and make every run after the first look free."""
+    return ApproxTokenCounter() if name == "approx" else TiktokenCounter(name)
+
+
 def replay_ours(messages: Sequence[Message], token_counter: str) -> Run:
+    counter = cold_counter(token_counter)
     config = ReductionConfig(
         backend=InMemoryBackend(),
         # Truncation wraps tool calls and never runs in this replay: the corpus holds the
         # tool results as they were returned. The clear phase is the same either way.
         skip_truncation=True,
-        token_counter=token_counter,
+        token_counter=counter,
         max_tokens_for_clear=THRESHOLD,
         clear_retention_suffix_limit=RETENTION,
     )
@@ -122,7 +134,6 @@ def replay_ours(messages: Sequence[Message], token_counter: str) -> Run:
         clears += out is not state
         carried, done = list(out.messages), point
         lengths.append(len(carried))
-    counter = get_token_counter(token_counter)
     backend = config.backend
     assert isinstance(backend, InMemoryBackend)
     return Run(

@@ -26,16 +26,14 @@ its new messages. Loading encoding files offline lives in :mod:`._encodings`.
 from __future__ import annotations
 
 import json
-import operator
 import threading
-import weakref
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Generic, Protocol, TypeVar
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
 import tiktoken
 
 from reduction_app.engine import blocks
+from reduction_app.engine._caches import CacheInfo, IdentityCache, TextCache, shared_prefix
 from reduction_app.engine._encodings import EncodingLoader, default_loader
 from reduction_app.engine.errors import ConfigError
 from reduction_app.engine.messages import ROLE_ASSISTANT, Media, Message, ToolInfo
@@ -168,65 +166,6 @@ def render_tool(tool: ToolInfo) -> str:
     return _json({"name": tool.name, "description": tool.description, "parameters": params})
 
 
-# --- caching -----------------------------------------------------------------------------
-
-T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class CacheInfo:
-    """How a counter's caches have been used since it was made."""
-
-    message_hits: int
-    message_misses: int
-    messages_cached: int
-    tool_hits: int
-    tool_misses: int
-    tools_cached: int
-
-
-class _IdentityCache(Generic[T]):
-    """Counts of live objects, keyed by ``id``; an entry leaves when its object dies.
-
-    Thread safety: lookups and stores are single dict operations, atomic under the GIL, and
-    a hit is trusted only if the stored weakref still points at the very object asked
-    about, so a reused id or a racing eviction can cost a recount, never a wrong count.
-    The weakref callback takes no lock: GC may run it in a thread that already holds one.
-    The hit and miss tallies take no lock either (a hit is on the clear phase's hot path):
-    under concurrent use they are statistics, not exact counts.
-    """
-
-    def __init__(self) -> None:
-        self._entries: dict[int, tuple[weakref.ref[T], int]] = {}
-        self.hits = 0
-        self.misses = 0
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-    def get_or_count(self, obj: T, count: Callable[[T], int]) -> int:
-        key = id(obj)
-        entry = self._entries.get(key)
-        if entry is not None and entry[0]() is obj:
-            self.hits += 1
-            return entry[1]
-        value = count(obj)
-        ref = weakref.ref(obj, self._evictor(key))
-        self._entries[key] = (ref, value)
-        self.misses += 1
-        return value
-
-    def _evictor(self, key: int) -> Callable[[weakref.ref[T]], None]:
-        entries = self._entries
-
-        def evict(ref: weakref.ref[T]) -> None:
-            entry = entries.get(key)
-            if entry is not None and entry[0] is ref:
-                entries.pop(key, None)
-
-        return evict
-
-
 # --- counters ----------------------------------------------------------------------------
 
 
@@ -236,8 +175,8 @@ class _CachingCounter:
     name: str
 
     def __init__(self) -> None:
-        self._messages: _IdentityCache[AnyMessage] = _IdentityCache()
-        self._tools: _IdentityCache[ToolInfo] = _IdentityCache()
+        self._messages: IdentityCache[AnyMessage] = IdentityCache()
+        self._tools: IdentityCache[ToolInfo] = IdentityCache()
         # The last list counted, with running totals: an agent's next call sends the same
         # messages plus new ones, so only the part after the shared prefix is summed.
         # It holds one conversation alive per counter; replaced atomically, never mutated.
@@ -265,7 +204,7 @@ class _CachingCounter:
     ) -> int:
         current = tuple(messages)
         previous, running = self._last
-        shared = _shared_prefix(previous, current)
+        shared = shared_prefix(previous, current)
         totals = running[: shared + 1]
         total = totals[-1]
         for msg in current[shared:]:
@@ -284,17 +223,6 @@ class _CachingCounter:
         return f"{type(self).__name__}({self.name!r})"
 
 
-def _shared_prefix(a: tuple[object, ...], b: tuple[object, ...]) -> int:
-    """How many leading items ``a`` and ``b`` share, by identity."""
-    n = min(len(a), len(b))
-    if all(map(operator.is_, a[:n], b[:n])):
-        return n
-    for i in range(n):
-        if a[i] is not b[i]:
-            return i
-    return n
-
-
 class ApproxTokenCounter(_CachingCounter):
     """The default: the reference's estimate, characters // 4 per rendered string."""
 
@@ -307,10 +235,15 @@ class ApproxTokenCounter(_CachingCounter):
 class TiktokenCounter(_CachingCounter):
     """Exact token counts with a tiktoken encoding, loaded lazily and offline."""
 
+    TEXT_CACHE_MIN_CHARS = 512
+    """Shorter texts encode about as fast as they hash: not worth a cache entry."""
+    TEXT_CACHE_MAX_CHARS = 32_000_000
+
     def __init__(self, encoding_name: str, *, loader: EncodingLoader | None = None) -> None:
         super().__init__()
         self.name = encoding_name
         self._loader = loader or default_loader()
+        self.texts = TextCache(self.TEXT_CACHE_MAX_CHARS)
 
     @property
     def encoding(self) -> tiktoken.Encoding:
@@ -318,6 +251,11 @@ class TiktokenCounter(_CachingCounter):
         return self._loader.get_encoding(self.name)
 
     def count_text(self, text: str) -> int:
+        if len(text) < self.TEXT_CACHE_MIN_CHARS:
+            return self._encode_count(text)
+        return self.texts.get_or_count(text, self._encode_count)
+
+    def _encode_count(self, text: str) -> int:
         # Tool output may contain "<|endoftext|>"; it is counted as the text it is.
         return len(self.encoding.encode(text, disallowed_special=()))
 

@@ -490,3 +490,30 @@ def test_fresh_process_counts_offline(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
         [sha1_name(CL100K.blob_url), sha1_name(O200K.blob_url)]
     )
+
+
+def test_exact_counter_encodes_equal_long_texts_once() -> None:
+    """A REST client sends the conversation again as new objects: equal long texts are
+    counted from the value cache, not encoded again; short ones are not cached."""
+    counter = TiktokenCounter("cl100k_base")
+    big = "def handler(request):\n    return render(request)\n" * 200
+    first = counter([Message.tool(big, "c1")], [])
+    assert (counter.texts.hits, counter.texts.misses) == (0, 1)
+    again = counter([Message.tool(big, "c1")], [])  # equal value, new object
+    assert again == first
+    assert (counter.texts.hits, counter.texts.misses) == (1, 1)
+    counter([Message.tool("short", "c2")], [])
+    assert (counter.texts.hits, counter.texts.misses) == (1, 1)
+
+
+def test_text_cache_stays_within_its_character_budget() -> None:
+    from reduction_app.engine._caches import TextCache
+
+    cache = TextCache(max_chars=10)
+    assert cache.get_or_count("aaaa", len) == 4
+    assert cache.get_or_count("bbbbbb", len) == 6
+    assert cache.get_or_count("cc", len) == 2  # 12 chars: the oldest, "aaaa", goes
+    assert cache.chars == 8
+    assert cache.get_or_count("aaaa", lambda t: 99) == 99  # counted again
+    assert cache.get_or_count("x" * 11, len) == 11  # longer than the budget: not kept
+    assert "x" * 11 not in cache._entries

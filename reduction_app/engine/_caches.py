@@ -1,0 +1,116 @@
+"""The counters' caches: per message by identity, per text by value, and the running
+totals of the last list counted. Kept apart from the counting itself."""
+
+from __future__ import annotations
+
+import operator
+import threading
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+__all__ = ["CacheInfo", "IdentityCache", "TextCache", "shared_prefix"]
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class CacheInfo:
+    """How a counter's caches have been used since it was made."""
+
+    message_hits: int
+    message_misses: int
+    messages_cached: int
+    tool_hits: int
+    tool_misses: int
+    tools_cached: int
+
+
+class IdentityCache(Generic[T]):
+    """Counts of live objects, keyed by ``id``; an entry leaves when its object dies.
+
+    Thread safety: lookups and stores are single dict operations, atomic under the GIL, and
+    a hit is trusted only if the stored weakref still points at the very object asked
+    about, so a reused id or a racing eviction can cost a recount, never a wrong count.
+    The weakref callback takes no lock: GC may run it in a thread that already holds one.
+    The hit and miss tallies take no lock either (a hit is on the clear phase's hot path):
+    under concurrent use they are statistics, not exact counts.
+    """
+
+    def __init__(self) -> None:
+        self._entries: dict[int, tuple[weakref.ref[T], int]] = {}
+        self.hits = 0
+        self.misses = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get_or_count(self, obj: T, count: Callable[[T], int]) -> int:
+        key = id(obj)
+        entry = self._entries.get(key)
+        if entry is not None and entry[0]() is obj:
+            self.hits += 1
+            return entry[1]
+        value = count(obj)
+        ref = weakref.ref(obj, self._evictor(key))
+        self._entries[key] = (ref, value)
+        self.misses += 1
+        return value
+
+    def _evictor(self, key: int) -> Callable[[weakref.ref[T]], None]:
+        entries = self._entries
+
+        def evict(ref: weakref.ref[T]) -> None:
+            entry = entries.get(key)
+            if entry is not None and entry[0] is ref:
+                entries.pop(key, None)
+
+        return evict
+
+
+def shared_prefix(a: tuple[object, ...], b: tuple[object, ...]) -> int:
+    """How many leading items ``a`` and ``b`` share, by identity."""
+    n = min(len(a), len(b))
+    if all(map(operator.is_, a[:n], b[:n])):
+        return n
+    for i in range(n):
+        if a[i] is not b[i]:
+            return i
+    return n
+
+
+class TextCache:
+    """Counts of long texts by value, least recently used first out, bounded in characters.
+
+    The per-message cache goes by identity, which a REST client defeats: it sends the
+    whole conversation again on every call, parsed into new objects. Hashing a text is
+    far cheaper than encoding it, so equal texts are encoded once.
+    """
+
+    def __init__(self, max_chars: int) -> None:
+        self.max_chars = max_chars
+        self.chars = 0
+        self.hits = 0
+        self.misses = 0
+        self._entries: OrderedDict[str, int] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get_or_count(self, text: str, count: Callable[[str], int]) -> int:
+        with self._lock:
+            value = self._entries.get(text)
+            if value is not None:
+                self._entries.move_to_end(text)
+                self.hits += 1
+                return value
+        value = count(text)
+        with self._lock:
+            self.misses += 1
+            if text not in self._entries and len(text) <= self.max_chars:
+                self._entries[text] = value
+                self.chars += len(text)
+                while self.chars > self.max_chars:
+                    old, _ = self._entries.popitem(last=False)
+                    self.chars -= len(old)
+        return value
