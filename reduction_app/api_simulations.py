@@ -12,8 +12,8 @@ from django.http import HttpRequest
 from ninja import Router, Status
 from ninja.pagination import paginate
 
-from reduction_app.api_records import PAGE, IdCursorPagination
-from reduction_app.models import Simulation, Workspace
+from reduction_app.api_records import PAGE, IdCursorPagination, _workspace
+from reduction_app.models import Simulation
 from reduction_app.schemas import ApiError, ErrorOut, SimulationIn, SimulationOut
 from reduction_app.selectors import conversation_get, simulation_get, simulation_list
 from reduction_app.simulations import (
@@ -24,10 +24,6 @@ from reduction_app.simulations import (
 )
 
 router = Router(tags=["simulations"])
-
-
-def _workspace(request: HttpRequest) -> Workspace:
-    return request.auth.workspace  # type: ignore[attr-defined, no-any-return]
 
 
 @router.post(
