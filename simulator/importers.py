@@ -7,22 +7,29 @@ A file may hold one conversation or many:
   (named with ``format="anthropic"``); OpenAI Responses: ``{"input": [...], "tools": [...]}``;
 * a JSONL file of such conversations, one per line;
 * tau-bench trajectories (a JSON array of runs with ``traj``);
-* OpenHands event streams (JSONL, one run per line with ``history``).
+* and the recordings of :mod:`simulator.sources`: OpenHands event streams, SWE-agent
+  trajectories, τ²-bench simulation files and Claude Code session logs (a JSONL file
+  whose lines are the events of one session).
 
-Every message goes through ``engine.formats``; errors name the file, line and field.
+Every message goes through ``engine.formats``; errors name the file, line and field. A
+recording in which no model call is found (no assistant message after user input or a
+tool result) is an error too: it is almost always a file read as the wrong format.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from reduction_app.engine import formats
 from reduction_app.engine.errors import FormatError
 from reduction_app.engine.messages import ToolInfo
+from simulator.recording import ImportError_, ProviderUsage, RecordedConversation
+from simulator.sources import Converted, claude_code, openhands, swe_agent, tau2
+from simulator.sources.openhands import openhands_to_openai
+from simulator.transcript import model_calls
 
 __all__ = [
     "FORMATS",
@@ -34,23 +41,18 @@ __all__ = [
     "openhands_to_openai",
 ]
 
-FORMATS = ("openai_chat", "anthropic", "openai_responses", "tau_bench", "openhands")
+FORMATS = (
+    "openai_chat",
+    "anthropic",
+    "openai_responses",
+    "tau_bench",
+    "tau2",
+    "openhands",
+    "swe_agent",
+    "claude_code",
+)
 
-
-class ImportError_(ValueError):  # the underscore: not shadowing the builtin ImportError
-    """A recording that cannot be read; the message names the file, line and field."""
-
-
-@dataclass(frozen=True)
-class RecordedConversation:
-    """One recorded conversation, unreduced, ready to replay."""
-
-    name: str
-    messages: Sequence[Any]
-    """Chat ``Message`` values or ``AgenticMessage`` values, all of one kind."""
-    tools: Sequence[ToolInfo] = field(default_factory=tuple)
-    format: str = "openai_chat"
-
+_SOURCES = {"tau2": tau2, "openhands": openhands, "swe_agent": swe_agent}
 
 _CONTAINERS = {"openai_chat": "messages", "anthropic": "messages", "openai_responses": "input"}
 
@@ -115,9 +117,12 @@ def detect_format(data: Any, *, where: str = "input") -> str:
     """Guess the format of one parsed JSON value.
 
     A list is tau-bench when its items have ``traj``, Responses when any item has a
-    ``type`` (chat messages never do), else OpenAI chat. An object is OpenHands with
-    ``history``, Responses with ``input``, Anthropic with ``system`` or ``tool_use`` /
-    ``tool_result`` blocks, else OpenAI chat.
+    ``type`` (chat messages never do), else OpenAI chat. An object is τ²-bench with
+    ``info`` and ``simulations``; with ``history``, a SWE-agent trajectory when its
+    entries have roles (or a ``trajectory`` sits beside it), else OpenHands; Responses
+    with ``input``, Anthropic with ``system`` or ``tool_use`` / ``tool_result`` blocks,
+    else OpenAI chat. (Claude Code logs are told apart by :func:`load_conversations`,
+    from their lines.)
     """
     if isinstance(data, list):
         items = [item for item in data if isinstance(item, Mapping)]
@@ -127,8 +132,10 @@ def detect_format(data: Any, *, where: str = "input") -> str:
             return "openai_responses"
         return "openai_chat"
     if isinstance(data, Mapping):
+        if tau2.looks_like(data):
+            return "tau2"
         if "history" in data:
-            return "openhands"
+            return "swe_agent" if swe_agent.looks_like(data) else "openhands"
         if "input" in data:
             return "openai_responses"
         if "system" in data or _looks_anthropic(data.get("messages")):
@@ -152,31 +159,80 @@ def _looks_anthropic(messages: Any) -> bool:
 def conversation_from_json(
     data: Any, *, fmt: str | None = None, name: str = "conversation"
 ) -> list[RecordedConversation]:
-    """The conversations in one parsed JSON value (a tau-bench file holds many)."""
+    """The conversations in one parsed JSON value (a tau-bench file holds many; a
+    Claude Code log is the list of its lines' values).
+
+    Raises :class:`ImportError_` when a conversation has no model call.
+    """
     kind = fmt or detect_format(data, where=name)
     if kind == "tau_bench":
+        out = _tau_bench(data, name)
+    elif kind == "claude_code":
         if not isinstance(data, list):
-            raise ImportError_(f"{name}: a tau-bench file is a JSON array of runs")
-        out = []
-        for i, run in enumerate(data):
-            if not isinstance(run, Mapping) or "traj" not in run:
-                raise ImportError_(f"{name}: [{i}]: a tau-bench run needs 'traj'")
-            label = f"{name}#task{run.get('task_id', i)}-trial{run.get('trial', 0)}"
-            messages, _ = _parse("openai_chat", run["traj"], name, f"[{i}].traj")
-            out.append(RecordedConversation(label, messages, (), "openai_chat"))
-        return out
-    if kind == "openhands":
-        chat, tools = openhands_to_openai(data, where=name)
-        label = f"{name}#{data.get('instance_id', 'run')}" if isinstance(data, Mapping) else name
-        messages, infos = _parse("openai_chat", {"messages": chat, "tools": tools}, name)
-        return [RecordedConversation(label, messages, infos, "openai_chat")]
-    messages, infos = _parse(kind, data, name)
-    title = (data.get("name") or data.get("title")) if isinstance(data, Mapping) else None
-    return [RecordedConversation(str(title or name), messages, infos, kind)]
+            raise ImportError_(f"{name}: a Claude Code log is a JSONL file of events")
+        out = [_recorded(c, name) for c in claude_code.read(data, name=name)]
+    elif kind in _SOURCES:
+        out = [_recorded(c, name) for c in _SOURCES[kind].read(data, name=name)]
+    else:
+        messages, infos = _parse(kind, data, name)
+        title = (data.get("name") or data.get("title")) if isinstance(data, Mapping) else None
+        out = [RecordedConversation(str(title or name), messages, infos, kind)]
+    for conversation in out:
+        _check_calls(conversation, kind)
+    return out
+
+
+def _tau_bench(data: Any, name: str) -> list[RecordedConversation]:
+    if not isinstance(data, list):
+        raise ImportError_(f"{name}: a tau-bench file is a JSON array of runs")
+    out = []
+    for i, run in enumerate(data):
+        if not isinstance(run, Mapping) or "traj" not in run:
+            raise ImportError_(f"{name}: [{i}]: a tau-bench run needs 'traj'")
+        label = f"{name}#task{run.get('task_id', i)}-trial{run.get('trial', 0)}"
+        messages, _ = _parse("openai_chat", run["traj"], name, f"[{i}].traj")
+        out.append(RecordedConversation(label, messages, (), "openai_chat"))
+    return out
+
+
+def _recorded(converted: Converted, name: str) -> RecordedConversation:
+    """Parse a reader's wire-format payload; the reader's message indices shift by the
+    messages the parser adds in front (Anthropic's ``system``)."""
+    messages, infos = _parse(converted.fmt, converted.payload, name)
+    shift = len(messages) - len(converted.payload["messages"])
+    usage = None
+    if converted.prompt_tokens or converted.total_prompt_tokens is not None:
+        usage = ProviderUsage(
+            prompt_tokens={i + shift: n for i, n in converted.prompt_tokens.items()},
+            total_prompt_tokens=converted.total_prompt_tokens,
+            api_calls=converted.api_calls,
+        )
+    return RecordedConversation(
+        converted.label,
+        messages,
+        infos,
+        converted.fmt,
+        model=converted.model,
+        usage=usage,
+        strategy=converted.strategy,
+    )
+
+
+def _check_calls(conversation: RecordedConversation, kind: str) -> None:
+    if model_calls(conversation.messages):
+        return
+    total = len(conversation.messages)
+    replies = sum(1 for m in conversation.messages if getattr(m, "role", "") == "assistant")
+    raise ImportError_(
+        f"{conversation.name}: no model call found, read as {kind}: {total} messages, "
+        f"{replies} from the assistant, none after user input or a tool result "
+        "(name the format with --format if it was detected wrongly)"
+    )
 
 
 def load_conversations(path: str | Path, *, fmt: str | None = None) -> list[RecordedConversation]:
-    """Every conversation in the file at ``path``: one JSON value, or JSONL (one per line).
+    """Every conversation in the file at ``path``: one JSON value, or JSONL (one per line,
+    or the lines of one Claude Code session).
 
     A file that is not one JSON value is JSONL when its first non-blank line is JSON on
     its own; otherwise the error is the whole document's, with its line and column.
@@ -190,6 +246,8 @@ def load_conversations(path: str | Path, *, fmt: str | None = None) -> list[Reco
         raise ImportError_(f"{path}: cannot read: {exc.strerror or exc}") from exc
     except UnicodeDecodeError as exc:
         raise ImportError_(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+    if not text.strip():
+        raise ImportError_(f"{path}: the file is empty")
     try:
         data = json.loads(text)
     except json.JSONDecodeError as whole:
@@ -197,16 +255,26 @@ def load_conversations(path: str | Path, *, fmt: str | None = None) -> list[Reco
         if len(lines) <= 1 or not _is_json(lines[0][1]):
             at = f"line {whole.lineno}, column {whole.colno}"
             raise ImportError_(f"{path}: not JSON: {whole.msg} at {at}") from whole
-        out: list[RecordedConversation] = []
-        for number, line in lines:
-            try:
-                item = json.loads(line)
-            except json.JSONDecodeError as exc:
-                at = f"column {exc.colno}"
-                raise ImportError_(f"{path}:{number}: not JSON: {exc.msg} at {at}") from exc
-            out.extend(conversation_from_json(item, fmt=fmt, name=f"{path.name}:{number}"))
-        return out
+        return _jsonl(path, lines, fmt)
     return conversation_from_json(data, fmt=fmt, name=path.name)
+
+
+def _jsonl(
+    path: Path, lines: Sequence[tuple[int, str]], fmt: str | None
+) -> list[RecordedConversation]:
+    items = []
+    for number, line in lines:
+        try:
+            items.append(json.loads(line))
+        except json.JSONDecodeError as exc:
+            at = f"column {exc.colno}"
+            raise ImportError_(f"{path}:{number}: not JSON: {exc.msg} at {at}") from exc
+    if fmt == "claude_code" or (fmt is None and claude_code.looks_like(items)):
+        return conversation_from_json(items, fmt="claude_code", name=path.name)
+    out: list[RecordedConversation] = []
+    for (number, _), item in zip(lines, items, strict=True):
+        out.extend(conversation_from_json(item, fmt=fmt, name=f"{path.name}:{number}"))
+    return out
 
 
 def _is_json(line: str) -> bool:
@@ -215,76 +283,3 @@ def _is_json(line: str) -> bool:
     except json.JSONDecodeError:
         return False
     return True
-
-
-def openhands_to_openai(
-    run: Any, *, where: str = "run"
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """An OpenHands event stream as OpenAI chat messages and tool schemas.
-
-    The ``system`` action gives the system message and the tools; ``message`` actions
-    without tool metadata are user or agent text. Tool actions carry the model's raw
-    response: one assistant message per response, however many calls it made.
-    Observations answer them by ``tool_call_id``. ``recall`` events and observations with
-    no tool call (``error``) are left out; a ``finish`` call gets no result.
-    """
-    if not isinstance(run, Mapping) or not isinstance(run.get("history"), list):
-        raise ImportError_(f"{where}: an OpenHands run needs a 'history' list")
-    messages: list[dict[str, Any]] = []
-    tools: list[dict[str, Any]] = []
-    seen_responses: set[str] = set()
-    for i, event in enumerate(run["history"]):
-        try:
-            if not isinstance(event, Mapping):
-                raise TypeError(f"expected an object, got {type(event).__name__}")
-            if event.get("action") == "system":
-                tools = list(event.get("args", {}).get("tools", []))
-            message = _openhands_message(event, seen_responses)
-        except (KeyError, IndexError, TypeError, AttributeError) as exc:
-            problem = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
-            raise ImportError_(f"{where}: history[{i}]: {problem}") from exc
-        if message is not None:
-            messages.append(message)
-    return messages, tools
-
-
-def _openhands_message(event: Mapping[str, Any], seen: set[str]) -> dict[str, Any] | None:
-    meta = event.get("tool_call_metadata")
-    action, observation = event.get("action"), event.get("observation")
-    if action == "system":
-        return {"role": "system", "content": str(event.get("args", {}).get("content", ""))}
-    if action == "message" and meta is None:
-        role = "user" if event.get("source") == "user" else "assistant"
-        return {"role": role, "content": str(event.get("args", {}).get("content", ""))}
-    if meta is None:
-        return None
-    if action is not None:
-        response = meta["model_response"]
-        key = str(response.get("id") or id(response))
-        if key in seen:
-            return None
-        seen.add(key)
-        message = response["choices"][0]["message"]
-        out: dict[str, Any] = {"role": message.get("role", "assistant")}
-        out["content"] = message.get("content")
-        if message.get("tool_calls"):
-            out["tool_calls"] = [
-                {
-                    "id": c["id"],
-                    "type": c.get("type", "function"),
-                    "function": {
-                        "name": c["function"]["name"],
-                        "arguments": c["function"]["arguments"],
-                    },
-                }
-                for c in message["tool_calls"]
-            ]
-        return out
-    if observation is not None:
-        return {
-            "role": "tool",
-            "tool_call_id": meta["tool_call_id"],
-            "name": meta.get("function_name", ""),
-            "content": str(event.get("content", "")),
-        }
-    return None

@@ -1,7 +1,8 @@
 """What a recorded transcript's messages mean to a replay, apart from the engine.
 
-Stable ids for calls recorded without one, when two calls are the same call, and when
-two messages look the same to a model (for prompt caching).
+Stable ids for calls recorded without one, which assistant messages were model calls,
+when two calls are the same call, and when two messages look the same to a model (for
+prompt caching).
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ from reduction_app.engine import (
     FunctionToolResult,
     Message,
 )
+from reduction_app.engine.access import classify
 
-__all__ = ["Key", "call_key", "result_blocks", "unflagged", "with_stable_ids"]
+__all__ = ["Key", "call_key", "model_calls", "result_blocks", "unflagged", "with_stable_ids"]
 
 Key = tuple[str, str]
 """A call's tool name and its arguments as canonical JSON: what makes two calls the same."""
@@ -31,6 +33,22 @@ def call_key(name: str, arguments: str) -> Key:
         return name, json.dumps(json.loads(arguments), sort_keys=True, ensure_ascii=False)
     except ValueError:
         return name, arguments
+
+
+def model_calls(messages: Sequence[Any]) -> list[int]:
+    """Indices of the assistant messages a model produced: those after some input (a
+    user message or a tool result). An assistant message before any input (a fixed
+    greeting an agent framework sends on its own) was never a model call."""
+    out = []
+    seen_input = False
+    for index, msg in enumerate(messages):
+        kind = classify(msg)
+        if kind == "assistant":
+            if seen_input:
+                out.append(index)
+        elif kind in ("user", "tool_result"):
+            seen_input = True
+    return out
 
 
 def with_stable_ids(messages: Sequence[Any]) -> list[Any]:

@@ -159,7 +159,7 @@ def test_detect_format_refuses_a_scalar() -> None:
 
 def test_load_conversations_format_overrides_detection(tmp_path: Path) -> None:
     """Without ``system`` or tool blocks Anthropic looks like chat; ``fmt`` says otherwise."""
-    data = {"messages": [{"role": "user", "content": "hi"}]}
+    data = {"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "?"}]}
     path = _write(tmp_path, "plain.json", json.dumps(data))
     assert load_conversations(path)[0].format == "openai_chat"
     [conv] = load_conversations(path, fmt="anthropic")
@@ -291,7 +291,8 @@ def test_load_conversations_unknown_format(tmp_path: Path) -> None:
     path = _write(tmp_path, "c.json", json.dumps(CHAT))
     assert _error(path, fmt="gemini") == (
         "unknown format 'gemini'; expected one of "
-        "['openai_chat', 'anthropic', 'openai_responses', 'tau_bench', 'openhands']"
+        "['openai_chat', 'anthropic', 'openai_responses', 'tau_bench', 'tau2', 'openhands', "
+        "'swe_agent', 'claude_code']"
     )
 
 

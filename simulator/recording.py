@@ -1,0 +1,55 @@
+"""A recorded conversation as the simulator holds it, and what its provider reported.
+
+Values only: :mod:`simulator.importers` and the readers in :mod:`simulator.sources` make
+them, :mod:`simulator.replay` replays them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from reduction_app.engine.messages import ToolInfo
+
+__all__ = ["ImportError_", "ProviderUsage", "RecordedConversation"]
+
+
+class ImportError_(ValueError):  # the underscore: not shadowing the builtin ImportError
+    """A recording that cannot be read; the message names the file, line and field."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProviderUsage:
+    """Input tokens as the provider billed them, where the recording kept its figures.
+
+    Recordings keep them in two shapes: per model call (τ²-bench's ``usage.prompt_tokens``
+    on each assistant message, Claude Code's ``message.usage``) or one total for the
+    run (SWE-agent's ``info.model_stats.tokens_sent`` with ``api_calls``).
+    """
+
+    prompt_tokens: Mapping[int, int] = field(default_factory=dict)
+    """Prompt tokens of a model call, keyed by the index (in
+    ``RecordedConversation.messages``) of the assistant message that call produced."""
+    total_prompt_tokens: int | None = None
+    """Prompt tokens of the whole run, when only a total was kept."""
+    api_calls: int | None = None
+    """Model calls the run made, by its own count (with ``total_prompt_tokens``)."""
+
+
+@dataclass(frozen=True)
+class RecordedConversation:
+    """One recorded conversation, unreduced, ready to replay."""
+
+    name: str
+    messages: Sequence[Any]
+    """Chat ``Message`` values or ``AgenticMessage`` values, all of one kind."""
+    tools: Sequence[ToolInfo] = field(default_factory=tuple)
+    format: str = "openai_chat"
+    model: str = ""
+    """The model that ran the conversation, when the recording says."""
+    usage: ProviderUsage | None = None
+    """What the provider billed, when the recording kept it (see :mod:`simulator.calibration`)."""
+    strategy: Mapping[str, Any] = field(default_factory=dict)
+    """The context strategy the agent itself ran, when the recording says, e.g.
+    ``{"keep_last_observations": 5}`` for SWE-agent's ``Last5Observations``."""

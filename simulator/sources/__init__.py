@@ -1,0 +1,41 @@
+"""Readers for real-world recordings that are not one of the engine's wire formats.
+
+Each module turns one kind of recording into :class:`Converted` values: a conversation in
+a wire format the engine parses (OpenAI chat or Anthropic Messages), plus what the
+recording says of its model, its bill and its own context strategy.
+:mod:`simulator.importers` detects the kind and parses the messages; a reader only
+reshapes JSON and raises :class:`~simulator.recording.ImportError_` naming the field at
+fault.
+
+* :mod:`.openhands`: OpenHands event streams (``history`` of actions and observations).
+* :mod:`.swe_agent`: SWE-agent trajectories (``.traj``), both the 1.x tool-call history
+  and the older action/observation form.
+* :mod:`.tau2`: τ²-bench simulation files (``info`` + ``simulations``).
+* :mod:`.claude_code`: Claude Code session logs (JSONL, one event a line).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["Converted"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Converted:
+    """One conversation of a recording, reshaped into a wire format."""
+
+    label: str
+    fmt: str
+    """``"openai_chat"`` (``payload`` has ``messages`` and ``tools``) or ``"anthropic"``
+    (``system``, ``messages`` and ``tools``)."""
+    payload: Mapping[str, Any]
+    model: str = ""
+    prompt_tokens: Mapping[int, int] = field(default_factory=dict)
+    """Provider-reported prompt tokens by index into ``payload["messages"]`` (of the
+    assistant message each call produced)."""
+    total_prompt_tokens: int | None = None
+    api_calls: int | None = None
+    strategy: Mapping[str, Any] = field(default_factory=dict)

@@ -1,0 +1,205 @@
+"""SWE-agent trajectories (``.traj``) as OpenAI chat conversations.
+
+A trajectory is one JSON object with ``history`` (what the model was sent and answered),
+``trajectory`` (one step per action), ``info`` (``model_stats.tokens_sent``: the input
+tokens the provider billed for the whole run, ``api_calls``) and, since 1.0,
+``replay_config`` (the run's config as a JSON string).
+
+``history`` comes in two forms, both read here:
+
+* 1.x with function calling: OpenAI-chat-like entries (``role``, ``content`` as a string
+  or text parts, ``tool_calls``; observations are ``tool`` entries with
+  ``tool_call_ids``);
+* the older form (0.x, and 1.x with a text parser): the assistant's ``thought`` and
+  ``action`` in one text, the observation as the next ``user`` message. Each action
+  becomes a tool call (named by its first word, arguments ``{"command": action}``) and
+  its observation that call's result, so the engine can clear it; the assistant keeps
+  the thought as its text. The tokens differ from the raw text by a few per step.
+
+Entries of several agents (``agent``: a multi-agent run) are separate contexts: one
+conversation each. The history processor a run used, when its config says
+(``last_n_observations``), is kept as the conversation's strategy.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from simulator.recording import ImportError_
+from simulator.sources import Converted
+
+__all__ = ["looks_like", "read"]
+
+
+def looks_like(data: Any) -> bool:
+    """A trajectory: ``history`` entries with a ``role`` (OpenHands events have none),
+    or a ``trajectory`` list beside the history."""
+    if not isinstance(data, Mapping) or not isinstance(data.get("history"), list):
+        return False
+    if isinstance(data.get("trajectory"), list):
+        return True
+    return any(isinstance(e, Mapping) and "role" in e for e in data["history"])
+
+
+def read(data: Any, *, name: str) -> list[Converted]:
+    if not looks_like(data):
+        raise ImportError_(f"{name}: a SWE-agent trajectory needs a 'history' list of messages")
+    history: list[Any] = data["history"]
+    agents: dict[str, list[tuple[int, Mapping[str, Any]]]] = {}
+    for i, entry in enumerate(history):
+        if not isinstance(entry, Mapping):
+            raise ImportError_(f"{name}: history[{i}]: expected an object, got {_kind(entry)}")
+        agents.setdefault(str(entry.get("agent") or "main"), []).append((i, entry))
+    info = data.get("info") if isinstance(data.get("info"), Mapping) else {}
+    stats = info.get("model_stats") if isinstance(info.get("model_stats"), Mapping) else {}
+    config = _replay_config(data, name)
+    model, strategy = _model(config), _strategy(config)
+    out = []
+    for agent, entries in agents.items():
+        label = name if len(agents) == 1 else f"{name}#{agent}"
+        messages = _messages(entries, name)
+        # The run's bill covers every agent; it is kept only where one agent ran.
+        whole_run = len(agents) == 1
+        out.append(
+            Converted(
+                label=label,
+                fmt="openai_chat",
+                # Tool schemas are not in a trajectory: the config names only their bundles.
+                payload={"messages": messages, "tools": []},
+                model=model,
+                total_prompt_tokens=_int(stats.get("tokens_sent")) if whole_run else None,
+                api_calls=_int(stats.get("api_calls")) if whole_run else None,
+                strategy=strategy,
+            )
+        )
+    return out
+
+
+def _kind(value: Any) -> str:
+    return type(value).__name__
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _text(content: Any, where: str) -> str:
+    """A content string, or the text parts of a content list joined."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = []
+        for j, part in enumerate(content):
+            if not isinstance(part, Mapping) or not isinstance(part.get("text", ""), str):
+                raise ImportError_(f"{where}.content[{j}]: expected a text part, got {part!r}")
+            texts.append(part.get("text", ""))
+        return "".join(texts)
+    raise ImportError_(
+        f"{where}.content: expected a string or a list of parts, got {_kind(content)}"
+    )
+
+
+def _messages(entries: Sequence[tuple[int, Mapping[str, Any]]], name: str) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    pending: str | None = None  # the id of a synthetic call awaiting its observation
+    for i, entry in entries:
+        where = f"{name}: history[{i}]"
+        role = entry.get("role")
+        content = _text(entry.get("content"), where)
+        if role == "user" and pending is not None and not entry.get("is_demo"):
+            out.append({"role": "tool", "tool_call_id": pending, "content": content})
+            pending = None
+            continue
+        pending = None
+        if role in ("system", "user"):
+            out.append({"role": role, "content": content})
+        elif role == "assistant":
+            message, pending = _assistant(entry, content, where, i)
+            out.append(message)
+        elif role == "tool":
+            ids = entry.get("tool_call_ids") or [entry.get("tool_call_id")]
+            if not ids or not isinstance(ids[0], str):
+                raise ImportError_(f"{where}: a tool message needs 'tool_call_ids'")
+            out.append({"role": "tool", "tool_call_id": ids[0], "content": content})
+        else:
+            raise ImportError_(f"{where}.role: unknown role {role!r}")
+    return out
+
+
+def _assistant(
+    entry: Mapping[str, Any], content: str, where: str, index: int
+) -> tuple[dict[str, Any], str | None]:
+    """The assistant message, and the id of the synthetic call made from its action."""
+    calls = entry.get("tool_calls")
+    if calls:
+        if not isinstance(calls, list):
+            raise ImportError_(f"{where}.tool_calls: expected a list, got {_kind(calls)}")
+        return {
+            "role": "assistant",
+            "content": content,
+            "tool_calls": [_call(c, f"{where}.tool_calls[{j}]") for j, c in enumerate(calls)],
+        }, None
+    action = entry.get("action")
+    if not isinstance(action, str) or not action.strip():
+        return {"role": "assistant", "content": content}, None
+    call_id = f"swe-{index}"
+    thought = entry.get("thought")
+    text = thought if isinstance(thought, str) else content
+    call = {
+        "id": call_id,
+        "type": "function",
+        "function": {
+            "name": action.split()[0],
+            "arguments": json.dumps({"command": action.strip()}, ensure_ascii=False),
+        },
+    }
+    return {"role": "assistant", "content": text, "tool_calls": [call]}, call_id
+
+
+def _call(call: Any, where: str) -> dict[str, Any]:
+    function = call.get("function") if isinstance(call, Mapping) else None
+    if not isinstance(function, Mapping) or not isinstance(call.get("id"), str):
+        raise ImportError_(f"{where}: a tool call needs 'id' and 'function'")
+    arguments = function.get("arguments", "")
+    if not isinstance(arguments, str):
+        arguments = json.dumps(arguments, ensure_ascii=False)
+    return {
+        "id": call["id"],
+        "type": "function",
+        "function": {"name": str(function.get("name", "")), "arguments": arguments},
+    }
+
+
+def _replay_config(data: Mapping[str, Any], name: str) -> Mapping[str, Any]:
+    raw = data.get("replay_config")
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise ImportError_(f"{name}: replay_config: not JSON: {exc.msg}") from exc
+    return raw if isinstance(raw, Mapping) else {}
+
+
+def _agent(config: Mapping[str, Any]) -> Mapping[str, Any]:
+    agent = config.get("agent")
+    return agent if isinstance(agent, Mapping) else {}
+
+
+def _model(config: Mapping[str, Any]) -> str:
+    model = _agent(config).get("model")
+    name = model.get("name") if isinstance(model, Mapping) else None
+    return name if isinstance(name, str) else ""
+
+
+def _strategy(config: Mapping[str, Any]) -> dict[str, Any]:
+    processors = _agent(config).get("history_processors")
+    for processor in processors if isinstance(processors, list) else []:
+        if isinstance(processor, Mapping) and processor.get("type") == "last_n_observations":
+            n = _int(processor.get("n"))
+            if n is not None:
+                return {"keep_last_observations": n}
+    return {}
