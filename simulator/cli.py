@@ -18,7 +18,7 @@ from reduction_app.engine import InMemoryBackend, config_from_dict
 from reduction_app.engine.errors import ConfigError, ReductionError
 from simulator.compare import compare, grid_configs, sweep
 from simulator.importers import FORMATS, ImportError_, RecordedConversation, load_conversations
-from simulator.pricing import PRESETS, pricing_for
+from simulator.pricing import PRESETS, Pricing, engine_measure, pricing_for
 from simulator.results import ReplayResult
 
 __all__ = ["main"]
@@ -83,6 +83,7 @@ def _table(rows: Sequence[Row], out: TextIO) -> None:
         "clears",
         "offloaded ch",
         "refetch",
+        "repeat",
         "visible",
     ]
     lines = []
@@ -102,6 +103,7 @@ def _table(rows: Sequence[Row], out: TextIO) -> None:
                 f"{t.clears:,}",
                 f"{t.chars_offloaded:,}",
                 f"{t.refetches:,}",
+                f"{t.repeated_calls:,}",
                 f"{100 * t.mean_visible_tool_share:.1f}%",
             ]
         )
@@ -117,11 +119,30 @@ def _table(rows: Sequence[Row], out: TextIO) -> None:
         )
 
 
+def _pricing(args: argparse.Namespace) -> Pricing:
+    preset = pricing_for(args.pricing)
+    return engine_measure(preset) if args.measure == "engine" else preset
+
+
+def _notes(pricing: Pricing, out: TextIO) -> None:
+    """How the tokens were counted, under the table."""
+    if pricing.tokenizer is None:
+        out.write("tokens: each config's own counter, no provider framing (--measure engine)\n")
+        return
+    out.write(f"tokens: {pricing.tokenizer} with {pricing.framing.name} framing ({pricing.name})\n")
+    if pricing.estimate:
+        out.write(
+            f"note: token counts for {pricing.name} are estimates: no Claude tokenizer is "
+            f"available offline, so they are counted with {pricing.tokenizer}\n"
+        )
+
+
 def _replay(args: argparse.Namespace, out: TextIO) -> None:
     configs = _configs(args.config)
     conversations = load_conversations(args.file, fmt=args.format)
-    pricing = pricing_for(args.pricing)
+    pricing = _pricing(args)
     rows: list[Row] = []
+    payload = []
     for conv in conversations:
         comparison = compare(
             conv,
@@ -130,13 +151,20 @@ def _replay(args: argparse.Namespace, out: TextIO) -> None:
             pricing=pricing,
             min_cacheable_prefix=args.min_cacheable_prefix,
         )
-        for result, delta in zip(comparison.results, comparison.deltas, strict=True):
+        pairs: list[tuple[ReplayResult, dict[str, float] | None]] = []
+        if args.baseline == "none":
+            pairs.append((comparison.baseline, None))
+        pairs += zip(comparison.results, comparison.deltas, strict=True)
+        for result, delta in pairs:
             rows.append((conv, result, delta))
+            entry = {**result.to_dict(), "baseline": comparison.baseline.name, "deltas": delta}
+            payload.append(entry)
     if args.json:
-        json.dump({"results": [r.to_dict() for _, r, _ in rows]}, out, ensure_ascii=False)
+        json.dump({"results": payload}, out, ensure_ascii=False)
         out.write("\n")
     else:
         _table(rows, out)
+        _notes(pricing, out)
 
 
 def _progress(err: TextIO) -> Any:
@@ -158,7 +186,7 @@ def _sweep(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
     except ValueError as exc:
         raise InputError(f"{args.grid}: {exc}") from exc
     conversations = load_conversations(args.file, fmt=args.format)
-    pricing = pricing_for(args.pricing)
+    pricing = _pricing(args)
     payload = []
     for conv in conversations:
         if not args.json:
@@ -175,6 +203,7 @@ def _sweep(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
             continue
         rows: list[Row] = [(conv, r, None) for r in result.results]
         _table(rows, out)
+        _notes(pricing, out)
         out.write("Pareto front (billed tokens vs re-fetches):\n")
         for i in result.front:
             r = result.results[i]
@@ -195,6 +224,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     common.add_argument(
         "--pricing", default="gpt-4o", choices=sorted(PRESETS), help="price preset for cost"
+    )
+    common.add_argument(
+        "--measure",
+        choices=["provider", "engine"],
+        default="provider",
+        help="count tokens as the provider bills them (the preset's tokenizer and framing, "
+        "default) or as each config's own counter does",
     )
     common.add_argument(
         "--min-cacheable-prefix",

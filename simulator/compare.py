@@ -53,12 +53,17 @@ class Comparison:
     """Per result: each numeric total minus the baseline's."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        """``baseline`` names the baseline; when it is none of the results (no reduction),
+        ``baseline_result`` holds it whole."""
+        out: dict[str, Any] = {
             "baseline": self.baseline.name,
             "results": [
                 {**r.to_dict(), "deltas": d} for r, d in zip(self.results, self.deltas, strict=True)
             ],
         }
+        if all(r is not self.baseline for r in self.results):
+            out["baseline_result"] = self.baseline.to_dict()
+        return out
 
 
 def _deltas(result: ReplayResult, baseline: ReplayResult) -> dict[str, float]:
@@ -93,7 +98,7 @@ def compare(
     if baseline == "none":
         base = replay(
             conversation,
-            no_reduction(),
+            _baseline_config(configs[0][1]),
             name="no reduction",
             pricing=pricing,
             min_cacheable_prefix=min_cacheable_prefix,
@@ -103,6 +108,14 @@ def compare(
     else:
         raise ValueError(f"baseline must be 'first' or 'none', got {baseline!r}")
     return Comparison(results, base, tuple(_deltas(r, base) for r in results))
+
+
+def _baseline_config(first: Mapping[str, Any] | None) -> dict[str, Any]:
+    """No reduction, counted like the first config: where tokens are measured by each
+    config's own counter, a baseline on another counter would show a config that
+    reduces nothing as a gain or a loss."""
+    counter = (first or {}).get("token_counter")
+    return {**no_reduction(), **({"token_counter": counter} if isinstance(counter, str) else {})}
 
 
 def grid_configs(grid: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -157,12 +157,14 @@ def _looks_anthropic(messages: Any) -> bool:
 
 
 def conversation_from_json(
-    data: Any, *, fmt: str | None = None, name: str = "conversation"
+    data: Any, *, fmt: str | None = None, name: str = "conversation", require_calls: bool = False
 ) -> list[RecordedConversation]:
     """The conversations in one parsed JSON value (a tau-bench file holds many; a
     Claude Code log is the list of its lines' values).
 
-    Raises :class:`ImportError_` when a conversation has no model call.
+    With ``require_calls`` (files, read by :func:`load_conversations`), a conversation
+    without a model call raises :class:`ImportError_`; the app replays stored
+    transcripts as they are.
     """
     kind = fmt or detect_format(data, where=name)
     if kind == "tau_bench":
@@ -177,7 +179,7 @@ def conversation_from_json(
         messages, infos = _parse(kind, data, name)
         title = (data.get("name") or data.get("title")) if isinstance(data, Mapping) else None
         out = [RecordedConversation(str(title or name), messages, infos, kind)]
-    for conversation in out:
+    for conversation in out if require_calls else ():
         _check_calls(conversation, kind)
     return out
 
@@ -256,7 +258,7 @@ def load_conversations(path: str | Path, *, fmt: str | None = None) -> list[Reco
             at = f"line {whole.lineno}, column {whole.colno}"
             raise ImportError_(f"{path}: not JSON: {whole.msg} at {at}") from whole
         return _jsonl(path, lines, fmt)
-    return conversation_from_json(data, fmt=fmt, name=path.name)
+    return conversation_from_json(data, fmt=fmt, name=path.name, require_calls=True)
 
 
 def _jsonl(
@@ -270,10 +272,11 @@ def _jsonl(
             at = f"column {exc.colno}"
             raise ImportError_(f"{path}:{number}: not JSON: {exc.msg} at {at}") from exc
     if fmt == "claude_code" or (fmt is None and claude_code.looks_like(items)):
-        return conversation_from_json(items, fmt="claude_code", name=path.name)
+        return conversation_from_json(items, fmt="claude_code", name=path.name, require_calls=True)
     out: list[RecordedConversation] = []
     for (number, _), item in zip(lines, items, strict=True):
-        out.extend(conversation_from_json(item, fmt=fmt, name=f"{path.name}:{number}"))
+        name = f"{path.name}:{number}"
+        out.extend(conversation_from_json(item, fmt=fmt, name=name, require_calls=True))
     return out
 
 

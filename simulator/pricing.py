@@ -1,38 +1,152 @@
-"""What input tokens cost: a price table per model, in US dollars per million tokens.
+"""What input tokens cost, and how a provider counts them: one preset per model.
 
-The presets are providers' published list prices for input and cached input (prompt
-cache reads) at the time of writing; pass your own :class:`Pricing` for anything else.
+A preset holds the list prices (US dollars per million input tokens: uncached, read
+from a prompt cache, and written to one), the tokenizer the provider counts with, and
+its framing: the tokens it adds around each message, before each reply and for the
+tool schemas (see :mod:`simulator.metering`). Prices are the providers' published list
+prices on :data:`PRICES_AS_OF`; pass your own :class:`Pricing` for anything else.
+
+* OpenAI caches prompts on its own and bills cache writes at the input price. Its
+  models count with ``o200k_base`` (GPT-4o and later) or ``cl100k_base`` (GPT-4 and
+  GPT-4 Turbo), shipped offline, so their counts are exact up to the framing.
+* Anthropic bills a cache write at 1.25× the input price (5-minute cache) and a read at
+  0.1×. No Claude tokenizer is available offline: Claude presets count with
+  ``cl100k_base`` and say their counts are estimates.
+
+A :class:`Pricing` without a tokenizer (the default for your own) measures with the
+config's own counter and adds no framing: the simulator then reports what the engine
+itself counts.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+from dataclasses import dataclass, field
 
-__all__ = ["DEFAULT_PRICING", "PRESETS", "Pricing", "pricing_for"]
+__all__ = [
+    "ANTHROPIC_FRAMING",
+    "DEFAULT_PRICING",
+    "NO_FRAMING",
+    "OPENAI_CHAT_FRAMING",
+    "PRESETS",
+    "PRICES_AS_OF",
+    "Framing",
+    "Pricing",
+    "engine_measure",
+    "pricing_for",
+]
+
+PRICES_AS_OF = "2025-11-24"
+"""The day the preset prices were read off the providers' price pages."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Framing:
+    """Tokens a provider adds to the text of a request, on top of what its tokenizer
+    counts in the messages and tool schemas themselves."""
+
+    name: str = "none"
+    per_message: int = 0
+    """Around each message (role markers and separators)."""
+    per_tool_call: int = 0
+    """Around each tool call an assistant message makes."""
+    per_reply: int = 0
+    """Once per request: the primer of the reply."""
+    tools_prompt: int = 0
+    """Once per request that offers tools: the provider's own tool-use instructions."""
+    per_tool: int = 0
+    """Around each tool schema."""
+
+
+NO_FRAMING = Framing()
+OPENAI_CHAT_FRAMING = Framing(
+    name="openai-chat",
+    # OpenAI's published rule for chat models: 3 tokens a message, 3 to prime the reply.
+    per_message=3,
+    per_reply=3,
+    # Calibrated on the shipped τ²-bench runs (see simulator.calibration).
+    per_tool_call=0,
+    per_tool=0,
+)
+ANTHROPIC_FRAMING = Framing(
+    name="anthropic",
+    per_message=3,
+    per_reply=3,
+    # Anthropic's documented tool-use system prompt of the Claude 4 models (auto choice).
+    tools_prompt=346,
+)
 
 
 @dataclass(frozen=True, kw_only=True)
 class Pricing:
-    """Prices per million input tokens: uncached, and served from a prompt cache."""
+    """A model's input prices per million tokens, and how its provider counts tokens."""
 
     name: str = "custom"
     input_per_mtok: float
     cached_input_per_mtok: float
+    cache_write_per_mtok: float | None = None
+    """A token written to the prompt cache; ``None``: billed as plain input (OpenAI)."""
+    tokenizer: str | None = None
+    """A built-in counter name; ``None``: the config's own counter, with no framing."""
+    framing: Framing = field(default=NO_FRAMING)
+    estimate: bool = False
+    """Token counts are estimates: the provider's tokenizer is not available offline."""
 
-    def cost(self, *, uncached_tokens: int, cached_tokens: int) -> float:
+    def cost(
+        self, *, uncached_tokens: int, cached_tokens: int, cache_write_tokens: int = 0
+    ) -> float:
+        """US dollars; ``cache_write_tokens`` are part of ``uncached_tokens``."""
+        write_price = self.cache_write_per_mtok
+        if write_price is None:
+            write_price = self.input_per_mtok
+        plain = uncached_tokens - cache_write_tokens
         return (
-            uncached_tokens * self.input_per_mtok + cached_tokens * self.cached_input_per_mtok
+            plain * self.input_per_mtok
+            + cache_write_tokens * write_price
+            + cached_tokens * self.cached_input_per_mtok
         ) / 1e6
+
+
+def _openai(name: str, price: float, cached: float, tokenizer: str = "o200k_base") -> Pricing:
+    return Pricing(
+        name=name,
+        input_per_mtok=price,
+        cached_input_per_mtok=cached,
+        tokenizer=tokenizer,
+        framing=OPENAI_CHAT_FRAMING,
+    )
+
+
+def _anthropic(name: str, price: float) -> Pricing:
+    return Pricing(
+        name=name,
+        input_per_mtok=price,
+        cached_input_per_mtok=round(price * 0.1, 6),
+        cache_write_per_mtok=round(price * 1.25, 6),
+        tokenizer="cl100k_base",
+        framing=ANTHROPIC_FRAMING,
+        estimate=True,
+    )
 
 
 PRESETS: dict[str, Pricing] = {
     p.name: p
     for p in (
-        Pricing(name="gpt-4o", input_per_mtok=2.50, cached_input_per_mtok=1.25),
-        Pricing(name="gpt-4o-mini", input_per_mtok=0.15, cached_input_per_mtok=0.075),
-        Pricing(name="gpt-4.1", input_per_mtok=2.00, cached_input_per_mtok=0.50),
-        Pricing(name="claude-sonnet-4", input_per_mtok=3.00, cached_input_per_mtok=0.30),
-        Pricing(name="claude-haiku-3.5", input_per_mtok=0.80, cached_input_per_mtok=0.08),
+        _openai("gpt-4o", 2.50, 1.25),
+        _openai("gpt-4o-mini", 0.15, 0.075),
+        _openai("gpt-4.1", 2.00, 0.50),
+        _openai("gpt-4.1-mini", 0.40, 0.10),
+        _openai("o4-mini", 1.10, 0.275),
+        _openai("gpt-5", 1.25, 0.125),
+        _openai("gpt-5-mini", 0.25, 0.025),
+        # No prompt caching on these two: a cached token costs what any input token does.
+        _openai("gpt-4-turbo", 10.00, 10.00, tokenizer="cl100k_base"),
+        _openai("gpt-4", 30.00, 30.00, tokenizer="cl100k_base"),
+        _anthropic("claude-opus-4.5", 5.00),
+        _anthropic("claude-sonnet-4.5", 3.00),
+        _anthropic("claude-sonnet-4", 3.00),
+        _anthropic("claude-haiku-4.5", 1.00),
+        _anthropic("claude-haiku-3.5", 0.80),
     )
 }
 DEFAULT_PRICING = PRESETS["gpt-4o"]
@@ -43,3 +157,9 @@ def pricing_for(name: str) -> Pricing:
         return PRESETS[name]
     except KeyError:
         raise ValueError(f"unknown price preset {name!r}; known: {sorted(PRESETS)}") from None
+
+
+def engine_measure(pricing: Pricing) -> Pricing:
+    """``pricing``'s prices, with tokens counted by each config's own counter and no
+    framing: what the clear phase itself sees, rather than what the provider bills."""
+    return dataclasses.replace(pricing, tokenizer=None, framing=NO_FRAMING, estimate=False)

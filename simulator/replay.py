@@ -6,10 +6,13 @@ clear phase runs on the context so far; its output is what the next call builds
 on. Recorded assistant messages stay as recorded: a replay shows what the model
 would have been sent, not what it would have answered.
 
-Per call it measures the context sent, what a provider's prompt cache would have
-served (the longest prefix shared with the previous call, when at least
-``min_cacheable_prefix`` tokens), and the new tokens. No model is called. The result
-values live in :mod:`simulator.results`.
+Per call it measures the context sent (by the price preset's measure, see
+:mod:`simulator.metering`), what a provider's prompt cache would have served (the
+longest prefix shared with the previous call, when at least ``min_cacheable_prefix``
+tokens), the new tokens, and of those the ones written to the cache (where the preset
+bills cache writes). A model call is an assistant message after some input: a greeting
+an agent sends before the user speaks is part of the context but no call. No model is
+called. The result values live in :mod:`simulator.results`.
 """
 
 from __future__ import annotations
@@ -38,8 +41,11 @@ from reduction_app.engine import (
     new,
 )
 from reduction_app.engine.access import classify, read_result, tool_calls_of, write_result
-from simulator.importers import RecordedConversation
+from reduction_app.engine.parts import stringify
+from simulator.metering import Meter
 from simulator.pricing import DEFAULT_PRICING, Pricing
+from simulator.recording import RecordedConversation
+from simulator.refetch import Repeats
 from simulator.results import CallRecord, ReplayResult, Totals
 from simulator.transcript import Key, call_key, result_blocks, unflagged, with_stable_ids
 
@@ -96,6 +102,7 @@ class _Replayer:
         self,
         conversation: RecordedConversation,
         config: ReductionConfig,
+        pricing: Pricing,
         min_prefix: int,
         contexts: Collection[int] = (),
     ) -> None:
@@ -104,7 +111,8 @@ class _Replayer:
         self.contexts: dict[int, tuple[Any, ...]] = {}
         """The messages sent at the calls of ``wanted_contexts``, by call index."""
         self.mw = new(config)
-        self.counter: Any = get_token_counter(config.token_counter)
+        self.meter = Meter(pricing, get_token_counter(config.token_counter))
+        self.writes_cache = pricing.cache_write_per_mtok is not None
         self.tools: list[ToolInfo] = list(conversation.tools)
         self.min_prefix = min_prefix
         self.calls_by_id: dict[str, Key] = {}
@@ -112,16 +120,9 @@ class _Replayer:
         """Every original result (chat message or result block), kept alive so that the
         ``id`` keys below stay theirs."""
         self.result_keys: dict[int, Key] = {}
+        self.result_texts: dict[int, str] = {}
         self.result_tokens: dict[int, int] = {}
-        self.refetches = 0
-
-    def _count(self, msg: Any) -> int:
-        count = getattr(self.counter, "count_message", None)
-        return int(count(msg)) if count is not None else int(self.counter([msg], []))
-
-    def _tools_tokens(self) -> int:
-        count = getattr(self.counter, "count_tools", None)
-        return int(count(self.tools)) if count is not None else int(self.counter([], self.tools))
+        self.repeats = Repeats()
 
     def _truncate(self, msg: Any) -> Any:
         """The result message as it enters the context, after the truncation phase."""
@@ -129,6 +130,7 @@ class _Replayer:
             name, arguments = self._remember(msg, msg.tool_call_id, msg.tool_name)
             read = read_result(msg, msg.tool_call_id)
             assert read is not None
+            self._arrived(msg, msg.tool_call_id, read[0])
             result = self._run_tool(name, msg.tool_call_id, arguments, read[0])
             if result is read[0]:
                 return msg
@@ -139,6 +141,7 @@ class _Replayer:
             read = read_result(new_msg, block.call_id, occurrence)
             if read is None:
                 continue
+            self._arrived(block, block.call_id, read[0])
             result = self._run_tool(name, block.call_id, arguments, read[0])
             if result is not read[0]:
                 new_msg = write_result(new_msg, block.call_id, result.parts, read[1], occurrence)
@@ -151,8 +154,14 @@ class _Replayer:
         self.result_keys[id(item)] = call_key(name, arguments)
         if isinstance(item, FunctionToolResult):
             item = AgenticMessage(role="user", content_blocks=(item,))
-        self.result_tokens[id(self.originals[-1])] = self._count(item)
+        self.result_tokens[id(self.originals[-1])] = self.meter.message(item)
         return name, arguments
+
+    def _arrived(self, item: Any, call_id: str, result: ToolResult) -> None:
+        """Keep the original output, and settle a repeated call waiting for it."""
+        text = stringify(result.parts)
+        self.result_texts[id(item)] = text
+        self.repeats.answered(call_id, text)
 
     def _run_tool(self, name: str, call_id: str, arguments: str, result: ToolResult) -> ToolResult:
         wrapped = self.mw.wrap_enhanced_invokable_tool_call(
@@ -175,12 +184,18 @@ class _Replayer:
         seen = sum(self.result_tokens[i] for i in intact)
         return intact, (seen / total if self.result_tokens else None)
 
-    def _count_refetches(self, msg: Any, intact: set[int]) -> None:
+    def _note_calls(self, msg: Any, intact: set[int]) -> None:
+        """Remember the calls of ``msg``; one asking again for a result no longer whole
+        in the context waits for its output (see :class:`~simulator.refetch.Repeats`)."""
         visible = {self.result_keys[i] for i in intact}
-        hidden = {k for i, k in self.result_keys.items() if i not in intact} - visible
+        hidden: dict[Key, list[str]] = {}
+        for i, key in self.result_keys.items():
+            if i not in intact and key not in visible:
+                hidden.setdefault(key, []).append(self.result_texts.get(i, ""))
         for ref in tool_calls_of(msg):
-            if call_key(ref.name, ref.arguments) in hidden:
-                self.refetches += 1
+            earlier = hidden.get(call_key(ref.name, ref.arguments))
+            if earlier is not None:
+                self.repeats.asked(ref.call_id, earlier)
             self.calls_by_id[ref.call_id] = (ref.name, ref.arguments)
 
     def run(self, events: list[ReductionEvent]) -> tuple[list[CallRecord], list[float]]:
@@ -190,27 +205,36 @@ class _Replayer:
         shares: list[float] = []
         previous: list[Any] = []
         mark = 0
-        for msg in with_stable_ids(self.conversation.messages):
+        seen_input = False
+        for index, msg in enumerate(with_stable_ids(self.conversation.messages)):
             kind = classify(msg)
             if kind != "assistant":
+                seen_input = seen_input or kind in ("user", "tool_result")
                 context.append(self._truncate(msg) if kind == "tool_result" else msg)
+                continue
+            if not seen_input:
+                context.append(msg)  # a greeting sent before any input: no model call
                 continue
             state = ChatModelAgentState(messages=context, tool_infos=self.tools)
             context = list(self.mw.before_model_rewrite_state(state).messages)
-            context_tokens = int(self.counter(context, self.tools))
+            context_tokens = self.meter.request(context, self.tools)
             cached = self._cached(previous, context)
+            new_tokens = context_tokens - cached
+            writes = new_tokens if self.writes_cache and context_tokens >= self.min_prefix else 0
             intact, share = self._visible(context)
             if share is not None:
                 shares.append(share)
-            self._count_refetches(msg, intact)
+            self._note_calls(msg, intact)
             if len(records) in self.wanted_contexts:
                 self.contexts[len(records)] = tuple(context)
             records.append(
                 CallRecord(
                     index=len(records),
+                    message_index=index,
                     context_tokens=context_tokens,
                     cached_tokens=cached,
-                    new_tokens=context_tokens - cached,
+                    new_tokens=new_tokens,
+                    cache_write_tokens=writes,
                     visible_tool_share=round(1.0 if share is None else share, 6),
                     events=tuple(events[mark:]),
                 )
@@ -218,16 +242,17 @@ class _Replayer:
             mark = len(events)
             previous = list(context)
             context.append(msg)
+        self.repeats.close()
         return records, shares
 
     def _cached(self, previous: Sequence[Any], context: Sequence[Any]) -> int:
         if not previous:
             return 0
-        prefix = self._tools_tokens()
+        prefix = self.meter.tools(self.tools)
         for a, b in zip(previous, context, strict=False):
             if a is not b and unflagged(a) != unflagged(b):
                 break
-            prefix += self._count(b)
+            prefix += self.meter.message(b)
         return prefix if prefix >= self.min_prefix else 0
 
 
@@ -247,21 +272,27 @@ def replay(
     """
     events: list[ReductionEvent] = []
     cfg, backend = _config(config, events)
-    replayer = _Replayer(conversation, cfg, min_cacheable_prefix, contexts or ())
+    replayer = _Replayer(conversation, cfg, pricing, min_cacheable_prefix, contexts or ())
     calls, shares = replayer.run(events)
     billed = sum(c.context_tokens for c in calls)
     cached = sum(c.cached_tokens for c in calls)
+    writes = sum(c.cache_write_tokens for c in calls)
+    cost = pricing.cost(
+        uncached_tokens=billed - cached, cached_tokens=cached, cache_write_tokens=writes
+    )
     totals = Totals(
         model_calls=len(calls),
         input_tokens_billed=billed,
         cached_tokens=cached,
         uncached_tokens=billed - cached,
-        cost_usd=round(pricing.cost(uncached_tokens=billed - cached, cached_tokens=cached), 6),
+        cache_write_tokens=writes,
+        cost_usd=round(cost, 6),
         peak_context_tokens=max((c.context_tokens for c in calls), default=0),
         truncations=sum(1 for e in events if e.kind == "tool" and e.phase == "truncation"),
         clears=sum(1 for e in events if e.kind == "summary" and e.reason == "applied"),
         chars_offloaded=backend.chars,
-        refetches=replayer.refetches,
+        refetches=replayer.repeats.refetches,
+        repeated_calls=replayer.repeats.repeated,
         mean_visible_tool_share=round(sum(shares) / len(shares), 6) if shares else 1.0,
     )
     try:
@@ -275,4 +306,6 @@ def replay(
         totals=totals,
         calls=tuple(calls),
         contexts=replayer.contexts,
+        measure=replayer.meter.describe(),
+        estimate=pricing.estimate,
     )

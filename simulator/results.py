@@ -20,6 +20,8 @@ class CallRecord:
     """One model call of the replay."""
 
     index: int
+    message_index: int = 0
+    """Where the assistant message of this call sits in the recorded conversation."""
     context_tokens: int
     """Tokens sent: the tool schemas plus every message of the context."""
     cached_tokens: int
@@ -27,6 +29,10 @@ class CallRecord:
     (tool schemas first), or 0 when shorter than the minimum cacheable prefix."""
     new_tokens: int
     """``context_tokens - cached_tokens``."""
+    cache_write_tokens: int = 0
+    """Of ``new_tokens``, those written to the prompt cache, where the price preset bills
+    cache writes apart (Anthropic): all of them once the context reaches the minimum
+    cacheable prefix."""
     visible_tool_share: float
     """Share of the tool-result tokens received so far that the model still sees whole
     (1.0 before any result arrived)."""
@@ -43,6 +49,8 @@ class Totals:
     input_tokens_billed: int
     cached_tokens: int
     uncached_tokens: int
+    cache_write_tokens: int
+    """Of ``uncached_tokens``, those billed as prompt-cache writes."""
     cost_usd: float
     peak_context_tokens: int
     truncations: int
@@ -54,7 +62,11 @@ class Totals:
     new)."""
     refetches: int
     """Calls repeating the tool and arguments (equal as JSON) of an earlier call whose
-    result was cleared or truncated by then, while no copy of it was still whole."""
+    result was cleared or truncated by then, while no copy of it was still whole, and
+    that got the same output back (or part of it): what the reduction cost the agent."""
+    repeated_calls: int
+    """Calls like those, but whose output differed (or never arrived): the agent asked
+    again because something had changed, not because it lost sight of it."""
     mean_visible_tool_share: float
     """Mean of ``visible_tool_share`` over the calls made after the first tool result
     (1.0 when there are none): calls before it would only dilute the measure."""
@@ -73,19 +85,27 @@ class ReplayResult:
     contexts: dict[int, tuple[Any, ...]] = field(default_factory=dict)
     """The messages sent at the model calls ``replay(contexts=...)`` asked for, by call
     index (message values, so not part of :meth:`to_dict`)."""
+    measure: str = ""
+    """How tokens were counted: the tokenizer and the provider framing."""
+    estimate: bool = False
+    """The counts are estimates (no tokenizer of the provider is available offline)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "conversation": self.conversation,
             "config": self.config,
+            "measure": self.measure,
+            "estimate": self.estimate,
             "totals": dataclasses.asdict(self.totals),
             "calls": [
                 {
                     "index": c.index,
+                    "message_index": c.message_index,
                     "context_tokens": c.context_tokens,
                     "cached_tokens": c.cached_tokens,
                     "new_tokens": c.new_tokens,
+                    "cache_write_tokens": c.cache_write_tokens,
                     "visible_tool_share": c.visible_tool_share,
                     "events": [e.to_dict() for e in c.events],
                 }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from reduction_app.engine import Message, ToolCall, ToolInfo
 from simulator.importers import RecordedConversation
+from simulator.pricing import DEFAULT_PRICING, engine_measure
 
 TOOLS = (ToolInfo(name="read_file", description="Read a file."),)
 
@@ -54,3 +55,8 @@ def hand_conversation() -> RecordedConversation:
 #   placeholder  "<persisted-output>Tool result saved to: /tmp/clear/call_N\n"
 #                "Use read_file to view</persisted-output>" = 98 chars, message 105 -> 26
 HAND_CONFIG = {"max_length_for_trunc": 800, "max_tokens_for_clear": 300}
+
+
+ENGINE = engine_measure(DEFAULT_PRICING)
+"""gpt-4o prices, tokens counted by each config's own counter: the unit the hand
+arithmetic in these tests is done in."""

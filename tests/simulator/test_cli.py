@@ -28,6 +28,8 @@ TOTALS = {
     "clears",
     "chars_offloaded",
     "refetches",
+    "repeated_calls",
+    "cache_write_tokens",
 }
 
 
@@ -65,27 +67,31 @@ def test_main_replay_prints_a_table(files: dict[str, Path]) -> None:
         files["b.json"],
         "--min-cacheable-prefix",
         "10",
+        "--measure",
+        "engine",
     )
     assert (code, err) == (0, "")
-    header, *rows = out.splitlines()
+    header, *rows, note = out.splitlines()
     assert header.split() == [
         "conversation", "config", "calls", "billed", "tok", "Δ", "billed", "cached", "cost",
-        "$", "peak", "tok", "trunc", "clears", "offloaded", "ch", "refetch", "visible",
+        "$", "peak", "tok", "trunc", "clears", "offloaded", "ch", "refetch", "repeat",
+        "visible",
     ]  # fmt: skip
+    assert note == "tokens: each config's own counter, no provider framing (--measure engine)"
     # Without reduction the hand case bills 30 + 139 + 348 + 1,357 = 1,874 tokens and
     # caches 0 + 30 + 139 + 348 = 517 of them: 27.6%; 1,357 uncached.
     assert [row.split() for row in rows] == [
         ["hand.json", "a", "4", "792", "+0", "17.7%", "0.0018", "350", "1", "2", "5,200", "0",
-         "55.5%"],
+         "0", "55.5%"],
         ["hand.json", "b", "4", "1,874", "+1,082", "27.6%", "0.0040", "1,357", "0", "0", "0",
-         "0", "100.0%"],
+         "0", "0", "100.0%"],
     ]  # fmt: skip
 
 
 def test_main_replay_json_shape(files: dict[str, Path]) -> None:
     code, out, err = run(
         "replay", files["hand.json"], "--config", files["a.json"], "--config", files["b.json"],
-        "--json", "--min-cacheable-prefix", "10",
+        "--json", "--min-cacheable-prefix", "10", "--measure", "engine",
     )  # fmt: skip
     assert (code, err) == (0, "")
     assert out.endswith("}\n") and out.count("\n") == 1
@@ -96,7 +102,9 @@ def test_main_replay_json_shape(files: dict[str, Path]) -> None:
         ("b", "hand.json"),
     ]
     first = data["results"][0]
-    assert {"name", "config", "totals", "calls"} <= set(first)
+    assert {"name", "config", "totals", "calls", "baseline", "deltas", "measure"} <= set(first)
+    assert (first["baseline"], first["deltas"]["input_tokens_billed"]) == ("a", 0)
+    assert data["results"][1]["deltas"]["input_tokens_billed"] == 1_082
     assert set(first["totals"]) >= TOTALS
     assert first["totals"]["input_tokens_billed"] == 792
     assert first["config"]["max_tokens_for_clear"] == 300
@@ -130,20 +138,63 @@ def test_main_replay_without_configs_compares_off_and_defaults(files: dict[str, 
 
 
 def test_main_replay_baseline_none(files: dict[str, Path]) -> None:
+    """The baseline gets a row of its own (no delta), then each config against it."""
     code, out, _ = run(
-        "replay", files["hand.json"], "--config", files["a.json"], "--baseline", "none"
-    )
+        "replay", files["hand.json"], "--config", files["a.json"], "--baseline", "none",
+        "--measure", "engine", "--min-cacheable-prefix", "10",
+    )  # fmt: skip
     assert code == 0
-    assert out.splitlines()[1].split()[4] == "-1,082"  # 792 - 1,874
+    baseline, config = (line.split() for line in out.splitlines()[1:3])
+    assert baseline[:5] == ["hand.json", "no", "reduction", "4", "1,874"]
+    assert baseline[5] == "27.6%"  # no delta column value: the next column follows
+    assert config[:5] == ["hand.json", "a", "4", "792", "-1,082"]  # 792 - 1,874
+
+
+def test_main_replay_baseline_none_json_has_the_baseline_and_deltas(
+    files: dict[str, Path],
+) -> None:
+    code, out, _ = run(
+        "replay", files["hand.json"], "--config", files["a.json"], "--baseline", "none",
+        "--json", "--measure", "engine",
+    )  # fmt: skip
+    assert code == 0
+    base, a = json.loads(out)["results"]
+    assert (base["name"], base["deltas"], base["totals"]["input_tokens_billed"]) == (
+        "no reduction",
+        None,
+        1_874,
+    )
+    assert (a["baseline"], a["deltas"]["input_tokens_billed"]) == ("no reduction", -1_082)
+
+
+@pytest.mark.parametrize("measure", ["provider", "engine"])
+def test_main_replay_baseline_none_counts_like_the_configs(
+    files: dict[str, Path], tmp_path: Path, measure: str
+) -> None:
+    """A config that reduces nothing, counting with cl100k: +0 against no reduction, with
+    either measure (the baseline used to be counted with the approximate counter)."""
+    idle = tmp_path / "idle.json"
+    idle.write_text(json.dumps({"token_counter": "cl100k_base"}), encoding="utf-8")
+    code, out, _ = run(
+        "replay", files["hand.json"], "--config", idle, "--baseline", "none", "--json",
+        "--measure", measure,
+    )  # fmt: skip
+    assert code == 0
+    base, result = json.loads(out)["results"]
+    assert result["totals"]["input_tokens_billed"] == base["totals"]["input_tokens_billed"]
+    assert set(result["deltas"].values()) == {0}
 
 
 def test_main_sweep_table_front_and_progress(files: dict[str, Path]) -> None:
-    code, out, err = run("sweep", files["hand.json"], "--grid", files["grid.json"])
+    code, out, err = run(
+        "sweep", files["hand.json"], "--grid", files["grid.json"], "--measure", "engine"
+    )
     assert code == 0
     assert err == (f"hand.json\n\r[{'#' * 15}{'.' * 15}] 1/2 configs\r[{'#' * 30}] 2/2 configs\n")
     lines = out.splitlines()
-    assert len(lines) == 5
+    assert len(lines) == 6
     assert lines[3:] == [
+        "tokens: each config's own counter, no provider framing (--measure engine)",
         "Pareto front (billed tokens vs re-fetches):",
         "  max_length_for_trunc=800,max_tokens_for_clear=300: 792 tokens, 0 re-fetches",
     ]
@@ -151,8 +202,9 @@ def test_main_sweep_table_front_and_progress(files: dict[str, Path]) -> None:
 
 def test_main_sweep_json_and_quiet(files: dict[str, Path]) -> None:
     code, out, err = run(
-        "sweep", files["hand.json"], "--grid", files["grid.json"], "--json", "--quiet"
-    )
+        "sweep", files["hand.json"], "--grid", files["grid.json"], "--json", "--quiet",
+        "--measure", "engine",
+    )  # fmt: skip
     assert (code, err) == (0, "")
     data = json.loads(out)
     [one] = data["sweeps"]
@@ -286,8 +338,8 @@ def test_cli_readme_example_runs_on_the_shipped_files() -> None:
         err.getvalue()
     )
     rows = out.getvalue().splitlines()
-    assert len(rows) == 1 + 3 * 3
-    assert rows[-1].split()[:4] == ["ponylang__ponyc-4588", "cache-friendly", "49", "433,679"]
+    assert len(rows) == 1 + 3 * 4 + 1  # header, a baseline and three configs each, a note
+    assert rows[-2].split()[:4] == ["ponylang__ponyc-4588", "cache-friendly", "49", "444,484"]
     grid = str(REPO / "examples" / "grid.json")
     assert main(["sweep", runs, "--grid", grid, "--quiet"], out=StringIO(), err=err) == 0, (
         err.getvalue()

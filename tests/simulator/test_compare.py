@@ -10,12 +10,14 @@ from simulator.compare import compare, grid_configs, pareto_front, sweep
 from simulator.importers import load_conversations
 from simulator.replay import replay
 from tests.conftest import CONVERSATIONS
-from tests.simulator.cases import HAND_CONFIG, hand_conversation
+from tests.simulator.cases import ENGINE, HAND_CONFIG, hand_conversation
 
 
 def test_compare_deltas_against_the_first() -> None:
     conv = hand_conversation()
-    comparison = compare(conv, [("off", None), ("hand", HAND_CONFIG)], min_cacheable_prefix=10)
+    comparison = compare(
+        conv, [("off", None), ("hand", HAND_CONFIG)], min_cacheable_prefix=10, pricing=ENGINE
+    )
     assert [r.name for r in comparison.results] == ["off", "hand"]
     assert comparison.baseline is comparison.results[0]
     assert set(comparison.deltas[0].values()) == {0}
@@ -33,7 +35,9 @@ def test_compare_deltas_against_the_first() -> None:
 
 def test_compare_deltas_against_no_reduction() -> None:
     conv = hand_conversation()
-    comparison = compare(conv, [("hand", HAND_CONFIG)], baseline="none", min_cacheable_prefix=10)
+    comparison = compare(
+        conv, [("hand", HAND_CONFIG)], baseline="none", min_cacheable_prefix=10, pricing=ENGINE
+    )
     assert comparison.baseline.name == "no reduction"
     assert comparison.baseline not in comparison.results
     assert comparison.deltas[0]["input_tokens_billed"] == 792 - 1874
@@ -43,7 +47,9 @@ def test_compare_deltas_against_no_reduction() -> None:
 
 
 def test_compare_keeps_the_per_call_series() -> None:
-    comparison = compare(hand_conversation(), [("hand", HAND_CONFIG)], min_cacheable_prefix=10)
+    comparison = compare(
+        hand_conversation(), [("hand", HAND_CONFIG)], min_cacheable_prefix=10, pricing=ENGINE
+    )
     calls = comparison.to_dict()["results"][0]["calls"]
     assert [c["context_tokens"] for c in calls] == [30, 139, 273, 350]
     assert [c["cached_tokens"] for c in calls] == [0, 30, 38, 72]
@@ -53,10 +59,10 @@ def test_compare_keeps_the_per_call_series() -> None:
 
 def test_compare_refuses_no_configs_and_unknown_baselines() -> None:
     with pytest.raises(ValueError) as none:
-        compare(hand_conversation(), [])
+        compare(hand_conversation(), [], pricing=ENGINE)
     assert str(none.value) == "compare needs at least one config"
     with pytest.raises(ValueError) as last:
-        compare(hand_conversation(), [("a", None)], baseline="last")
+        compare(hand_conversation(), [("a", None)], baseline="last", pricing=ENGINE)
     assert str(last.value) == "baseline must be 'first' or 'none', got 'last'"
 
 
@@ -127,6 +133,7 @@ def test_sweep_replays_every_combination() -> None:
         grid,
         min_cacheable_prefix=10,
         progress=lambda d, t: progress.append((d, t)),
+        pricing=ENGINE,
     )
     assert progress == [(i, 6) for i in range(1, 7)]
     assert [r.name for r in result.results] == [
@@ -136,7 +143,7 @@ def test_sweep_replays_every_combination() -> None:
     ]
     hand = result.results[1]
     assert dataclasses.asdict(hand.totals) == dataclasses.asdict(
-        replay(hand_conversation(), HAND_CONFIG, min_cacheable_prefix=10).totals
+        replay(hand_conversation(), HAND_CONFIG, min_cacheable_prefix=10, pricing=ENGINE).totals
     )
     as_json = result.to_dict()
     assert as_json["pareto_front"] == list(result.front)
@@ -150,7 +157,7 @@ def test_sweep_front_on_a_real_run() -> None:
         "clear_retention_suffix_limit": [1, 3],
         "max_length_for_trunc": [2000, 20000],
     }
-    result = sweep(conv, grid)
+    result = sweep(conv, grid, pricing=ENGINE)
     assert len(result.results) == 16
     points = [(r.totals.input_tokens_billed, r.totals.refetches) for r in result.results]
 
@@ -166,7 +173,9 @@ def test_sweep_front_on_a_real_run() -> None:
 
 
 def test_compare_passes_contexts_to_every_replay() -> None:
-    comparison = compare(hand_conversation(), [("off", None), ("tight", HAND_CONFIG)], contexts={3})
+    comparison = compare(
+        hand_conversation(), [("off", None), ("tight", HAND_CONFIG)], contexts={3}, pricing=ENGINE
+    )
     off, tight = (r.contexts[3] for r in comparison.results)
     assert off[3].content == "x" * 400
     assert tight[3].content.startswith("<persisted-output>Tool result saved to: /tmp/clear/")

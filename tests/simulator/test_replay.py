@@ -21,12 +21,12 @@ from simulator.pricing import Pricing
 from simulator.replay import no_reduction, replay
 from simulator.results import CallRecord
 from tests.conftest import CONVERSATIONS
-from tests.simulator.cases import HAND_CONFIG, call, hand_conversation
+from tests.simulator.cases import ENGINE, HAND_CONFIG, call, hand_conversation
 from tests.simulator.cases import result as result_msg
 
 
 def test_replay_hand_case_percall() -> None:
-    result = replay(hand_conversation(), HAND_CONFIG, min_cacheable_prefix=10)
+    result = replay(hand_conversation(), HAND_CONFIG, min_cacheable_prefix=10, pricing=ENGINE)
     calls = [(c.context_tokens, c.cached_tokens, c.new_tokens) for c in result.calls]
     assert calls == [
         # call 0: tools 18 + system 7 + user 5 = 30; nothing before it to cache.
@@ -50,7 +50,7 @@ def test_replay_hand_case_percall() -> None:
 
 
 def test_replay_hand_case_events() -> None:
-    result = replay(hand_conversation(), HAND_CONFIG, min_cacheable_prefix=10)
+    result = replay(hand_conversation(), HAND_CONFIG, min_cacheable_prefix=10, pricing=ENGINE)
     summary = [[(e.phase, e.kind, e.reason, e.call_id) for e in c.events] for c in result.calls]
     assert summary == [
         [("clear", "summary", "below_threshold", "")],
@@ -69,12 +69,15 @@ def test_replay_hand_case_events() -> None:
 
 
 def test_replay_hand_case_totals() -> None:
-    totals = replay(hand_conversation(), HAND_CONFIG, min_cacheable_prefix=10).totals
+    totals = replay(
+        hand_conversation(), HAND_CONFIG, min_cacheable_prefix=10, pricing=ENGINE
+    ).totals
     assert dataclasses.asdict(totals) == {
         "model_calls": 4,
         "input_tokens_billed": 792,  # 30 + 139 + 273 + 350
         "cached_tokens": 140,  # 0 + 30 + 38 + 72
         "uncached_tokens": 652,  # 792 - 140
+        "cache_write_tokens": 0,  # gpt-4o bills no cache writes
         # gpt-4o: 652 * $2.50 / 1M + 140 * $1.25 / 1M = 0.00163 + 0.000175
         "cost_usd": 0.001805,
         "peak_context_tokens": 350,
@@ -83,6 +86,7 @@ def test_replay_hand_case_totals() -> None:
         # the truncated result (4,000) and the two cleared ones (400 + 800)
         "chars_offloaded": 5200,
         "refetches": 0,
+        "repeated_calls": 0,
         # over calls 1-3, the ones made after a result arrived: (1 + 201/302 + 0) / 3
         "mean_visible_tool_share": 0.555188,
     }
@@ -90,7 +94,7 @@ def test_replay_hand_case_totals() -> None:
 
 def test_replay_default_min_cacheable_prefix_cuts_small_prefixes() -> None:
     """Every prefix of the hand case is under 1,024 tokens: nothing is cached."""
-    result = replay(hand_conversation(), HAND_CONFIG)
+    result = replay(hand_conversation(), HAND_CONFIG, pricing=ENGINE)
     assert [c.cached_tokens for c in result.calls] == [0, 0, 0, 0]
     assert [c.new_tokens for c in result.calls] == [30, 139, 273, 350]
     # 792 * $2.50 / 1M
@@ -99,8 +103,8 @@ def test_replay_default_min_cacheable_prefix_cuts_small_prefixes() -> None:
 
 def test_replay_min_cacheable_prefix_is_inclusive() -> None:
     """A prefix of exactly the minimum is served (call 1's is 30 tokens)."""
-    at = replay(hand_conversation(), HAND_CONFIG, min_cacheable_prefix=30)
-    above = replay(hand_conversation(), HAND_CONFIG, min_cacheable_prefix=31)
+    at = replay(hand_conversation(), HAND_CONFIG, min_cacheable_prefix=30, pricing=ENGINE)
+    above = replay(hand_conversation(), HAND_CONFIG, min_cacheable_prefix=31, pricing=ENGINE)
     assert [c.cached_tokens for c in at.calls] == [0, 30, 38, 72]
     assert [c.cached_tokens for c in above.calls] == [0, 0, 38, 72]
 
@@ -115,7 +119,7 @@ def test_replay_processed_flag_does_not_break_the_cache() -> None:
     """A clear pass that clears nothing still flags the calls it went through; the model
     is sent the same text, so the whole previous context stays cached."""
     config = {"max_tokens_for_clear": 50, "clear_exclude_tools": ["read_file"]}
-    result = replay(hand_conversation(), config, min_cacheable_prefix=0)
+    result = replay(hand_conversation(), config, min_cacheable_prefix=0, pricing=ENGINE)
     assert [e.reason for c in result.calls for e in c.events if e.kind == "summary"] == [
         "below_threshold",  # 30 tokens
         "nothing_in_range",  # the latest round is retained
@@ -165,7 +169,7 @@ def test_replay_real_conversation_totals(
 ) -> None:
     """tau-bench task 0 trial 0 and the first OpenHands run, pinned to the token."""
     conv = tau()[0] if which == "tau" else openhands()[0]
-    t = replay(conv, config).totals
+    t = replay(conv, config, pricing=ENGINE).totals
     got = (
         t.model_calls,
         t.input_tokens_billed,
@@ -188,7 +192,7 @@ def test_replay_baseline_equals_plain_counting() -> None:
     context whole (once at least 1,024 tokens)."""
     counter = get_token_counter("approx")
     for conv in real():
-        result = replay(conv, None)
+        result = replay(conv, None, pricing=ENGINE)
         prefixes = [i for i, m in enumerate(conv.messages) if m.role == "assistant"]
         expected = [counter(conv.messages[:i], conv.tools) for i in prefixes]
         assert [c.context_tokens for c in result.calls] == expected, conv.name
@@ -196,7 +200,7 @@ def test_replay_baseline_equals_plain_counting() -> None:
         cached = [p if p >= 1024 else 0 for p in [0, *expected[:-1]]]
         assert [c.cached_tokens for c in result.calls] == cached, conv.name
         assert result.totals.mean_visible_tool_share == 1.0
-        assert result.config == replay(conv, no_reduction()).config
+        assert result.config == replay(conv, no_reduction(), pricing=ENGINE).config
 
 
 LADDER = [500, 1000, 2000, 4000, 8000, 16000, 32000]
@@ -227,7 +231,7 @@ def test_replay_lower_clear_threshold_never_sends_more() -> None:
     sums = [0] * len(LADDER)
     plain_violations = []
     for conv in real():
-        results = [replay(conv, {"max_tokens_for_clear": t}) for t in LADDER]
+        results = [replay(conv, {"max_tokens_for_clear": t}, pricing=ENGINE) for t in LADDER]
         for i, r in enumerate(results):
             sums[i] += r.totals.input_tokens_billed
         for i in range(len(LADDER) - 1):
@@ -247,16 +251,16 @@ def test_replay_lower_clear_threshold_never_sends_more() -> None:
 def test_replay_is_deterministic(counter: str) -> None:
     config = {"max_tokens_for_clear": 3000, "max_length_for_trunc": 2000, "token_counter": counter}
     for conv in [tau()[0], tau()[7], openhands()[2]]:
-        first = replay(conv, config).to_dict()
-        second = replay(conv, config).to_dict()
+        first = replay(conv, config, pricing=ENGINE).to_dict()
+        second = replay(conv, config, pricing=ENGINE).to_dict()
         assert json.dumps(first, sort_keys=True) == json.dumps(second, sort_keys=True)
 
 
 def test_replay_cl100k_counts_differently_from_approx() -> None:
     conv = tau()[0]
-    assert replay(conv, {"token_counter": "cl100k_base"}).totals.input_tokens_billed != (
-        replay(conv, {}).totals.input_tokens_billed
-    )
+    assert replay(
+        conv, {"token_counter": "cl100k_base"}, pricing=ENGINE
+    ).totals.input_tokens_billed != (replay(conv, {}, pricing=ENGINE).totals.input_tokens_billed)
 
 
 def test_replay_empty_call_ids_get_stable_ids() -> None:
@@ -272,7 +276,7 @@ def test_replay_empty_call_ids_get_stable_ids() -> None:
         ],
     )
     config = {"max_tokens_for_clear": 10, "clear_retention_suffix_limit": 1}
-    first, second = replay(conv, config), replay(conv, config)
+    first, second = replay(conv, config, pricing=ENGINE), replay(conv, config, pricing=ENGINE)
     assert first.to_dict() == second.to_dict()
     paths = [e.offload_path for c in first.calls for e in c.events if e.kind == "tool"]
     assert paths == ["/tmp/clear/sim-1-0"]
@@ -300,27 +304,33 @@ def _refetch_case(third_arguments: str) -> RecordedConversation:
 
 def test_replay_refetch_of_a_cleared_result_counts() -> None:
     """Same tool, arguments equal as JSON (other key order), after the result was cleared."""
-    result = replay(_refetch_case('{"limit": 10, "path": "a"}'), {"max_tokens_for_clear": 150})
+    result = replay(
+        _refetch_case('{"limit": 10, "path": "a"}'), {"max_tokens_for_clear": 150}, pricing=ENGINE
+    )
     cleared = [e.call_id for c in result.calls for e in c.events if e.kind == "tool"]
     assert cleared[0] == "c1"
     assert result.totals.refetches == 1
 
 
 def test_replay_refetch_not_counted_while_still_visible() -> None:
-    result = replay(_refetch_case('{"limit": 10, "path": "a"}'), {"max_tokens_for_clear": 5000})
+    result = replay(
+        _refetch_case('{"limit": 10, "path": "a"}'), {"max_tokens_for_clear": 5000}, pricing=ENGINE
+    )
     assert result.totals.clears == 0
     assert result.totals.refetches == 0
 
 
 def test_replay_refetch_not_counted_for_other_arguments() -> None:
-    result = replay(_refetch_case('{"path": "a", "limit": 20}'), {"max_tokens_for_clear": 150})
+    result = replay(
+        _refetch_case('{"path": "a", "limit": 20}'), {"max_tokens_for_clear": 150}, pricing=ENGINE
+    )
     assert result.totals.clears >= 1
     assert result.totals.refetches == 0
 
 
 def test_replay_refetch_of_a_truncated_result_counts() -> None:
     config = {"max_length_for_trunc": 100, "max_tokens_for_clear": 5000}
-    result = replay(_refetch_case('{"path":"a","limit":10}'), config)
+    result = replay(_refetch_case('{"path":"a","limit":10}'), config, pricing=ENGINE)
     assert (result.totals.truncations, result.totals.clears) == (3, 0)
     assert result.totals.refetches == 1
 
@@ -335,7 +345,9 @@ def test_replay_refetch_not_counted_when_a_copy_is_still_whole() -> None:
         result_msg("c4", "a" * 400),
         Message.assistant("done"),
     ]
-    result = replay(RecordedConversation("r", messages), {"max_tokens_for_clear": 150})
+    result = replay(
+        RecordedConversation("r", messages), {"max_tokens_for_clear": 150}, pricing=ENGINE
+    )
     # Before c4, c1's and c2's results are cleared and c3's (the latest round) is whole.
     cleared = [[e.call_id for e in c.events if e.kind == "tool"] for c in result.calls]
     assert cleared == [[], [], ["c1"], ["c2"], ["c3"]]
@@ -351,7 +363,7 @@ def test_replay_reduction_config_keeps_its_backend_and_hook() -> None:
     config = ReductionConfig(
         backend=backend, max_length_for_trunc=800, max_tokens_for_clear=300, on_event=seen.append
     )
-    result = replay(hand_conversation(), config, min_cacheable_prefix=10)
+    result = replay(hand_conversation(), config, min_cacheable_prefix=10, pricing=ENGINE)
     assert backend.read("/tmp/trunc/call_3") == "z" * 4000
     assert len(seen) == 7
     assert result.totals.chars_offloaded == 5200
@@ -363,8 +375,8 @@ def test_replay_chars_offloaded_are_this_replays_own() -> None:
     config = ReductionConfig(
         backend=InMemoryBackend(), max_length_for_trunc=800, max_tokens_for_clear=300
     )
-    first = replay(hand_conversation(), config).totals.chars_offloaded
-    second = replay(hand_conversation(), config).totals.chars_offloaded
+    first = replay(hand_conversation(), config, pricing=ENGINE).totals.chars_offloaded
+    second = replay(hand_conversation(), config, pricing=ENGINE).totals.chars_offloaded
     assert (first, second) == (5200, 5200)
 
 
@@ -373,7 +385,7 @@ def test_replay_counter_callable_gives_empty_config() -> None:
         return len(messages)  # type: ignore[arg-type]
 
     config = ReductionConfig(skip_truncation=True, token_counter=one_per_message)
-    result = replay(hand_conversation(), config)
+    result = replay(hand_conversation(), config, pricing=ENGINE)
     assert result.config == {}
     assert [c.context_tokens for c in result.calls] == [2, 4, 6, 8]
 
@@ -381,7 +393,7 @@ def test_replay_counter_callable_gives_empty_config() -> None:
 def test_replay_contexts_keeps_the_messages_sent_at_those_calls() -> None:
     """Call 2 of the hand case is sent with result 1 cleared; calls past the end are ignored."""
     conv = hand_conversation()
-    result = replay(conv, HAND_CONFIG, min_cacheable_prefix=10, contexts={0, 2, 99})
+    result = replay(conv, HAND_CONFIG, min_cacheable_prefix=10, contexts={0, 2, 99}, pricing=ENGINE)
     assert sorted(result.contexts) == [0, 2]
     assert result.contexts[0] == tuple(conv.messages[:2])
     sent = result.contexts[2]
@@ -391,12 +403,12 @@ def test_replay_contexts_keeps_the_messages_sent_at_those_calls() -> None:
         "Use read_file to view</persisted-output>"
     )
     assert sent[5] is conv.messages[5]
-    assert replay(conv, HAND_CONFIG).contexts == {}
+    assert replay(conv, HAND_CONFIG, pricing=ENGINE).contexts == {}
 
 
 def test_replay_contexts_do_not_change_the_measures() -> None:
     conv = hand_conversation()
-    plain = replay(conv, HAND_CONFIG, min_cacheable_prefix=10)
-    kept = replay(conv, HAND_CONFIG, min_cacheable_prefix=10, contexts=range(4))
+    plain = replay(conv, HAND_CONFIG, min_cacheable_prefix=10, pricing=ENGINE)
+    kept = replay(conv, HAND_CONFIG, min_cacheable_prefix=10, contexts=range(4), pricing=ENGINE)
     assert (kept.totals, kept.calls, kept.to_dict()) == (plain.totals, plain.calls, plain.to_dict())
     assert len(kept.contexts[3]) == 8

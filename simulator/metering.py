@@ -1,0 +1,124 @@
+"""How many input tokens a request holds, the way a provider bills them.
+
+A :class:`Meter` measures each message once (cached by identity, messages are frozen)
+and sums a request from those counts. Two ways of measuring:
+
+* with a price preset's tokenizer (:class:`~simulator.pricing.Pricing` ``tokenizer``):
+  the text a provider tokenizes, each piece counted with that tokenizer, plus the
+  preset's :class:`~simulator.pricing.Framing`. A message's text is its content (text
+  parts included) and, per tool call, the tool's name and arguments; a tool result's is
+  its output text. Reasoning is left out: providers do not bill earlier turns'
+  reasoning as input. A tool schema is its JSON, as the engine renders it.
+* without one: the config's own counter, exactly as the engine counts (its rendering,
+  no framing), so a replay shows what the clear phase itself sees.
+
+The meter is independent of the engine's counter in the first case: every config of a
+comparison, the baseline included, is billed by the same measure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from reduction_app.engine import (
+    AgenticMessage,
+    FunctionToolCall,
+    FunctionToolResult,
+    Message,
+    ToolInfo,
+    get_token_counter,
+)
+from reduction_app.engine.blocks import AssistantGenText, UserInputText
+from reduction_app.engine.tokens import count_text, render_tool
+from simulator.pricing import Pricing
+
+__all__ = ["Meter"]
+
+
+class Meter:
+    """Measures requests for one replay."""
+
+    def __init__(self, pricing: Pricing, engine_counter: Any) -> None:
+        self.framing = pricing.framing
+        self.provider = pricing.tokenizer is not None
+        self.counter: Any = (
+            get_token_counter(pricing.tokenizer) if pricing.tokenizer else engine_counter
+        )
+        self._messages: dict[int, tuple[Any, int]] = {}
+        self._tools: dict[int, tuple[Any, int]] = {}
+
+    def describe(self) -> str:
+        """What the counts are, for output: the tokenizer and the framing."""
+        name = getattr(self.counter, "name", type(self.counter).__name__)
+        if not self.provider:
+            return f"{name} (the config's counter, no framing)"
+        return f"{name} + {self.framing.name} framing"
+
+    def message(self, msg: Any) -> int:
+        """Tokens of one message in a request."""
+        hit = self._messages.get(id(msg))
+        if hit is not None and hit[0] is msg:
+            return hit[1]
+        tokens = self._measure(msg)
+        self._messages[id(msg)] = (msg, tokens)
+        return tokens
+
+    def tools(self, tools: Sequence[ToolInfo]) -> int:
+        """Tokens of the tool schemas offered with a request, with their framing."""
+        if not tools:
+            return 0
+        if not self.provider:
+            count = getattr(self.counter, "count_tools", None)
+            return int(count(tools)) if count is not None else int(self.counter([], tools))
+        total = self.framing.tools_prompt
+        for tool in tools:
+            hit = self._tools.get(id(tool))
+            if hit is None or hit[0] is not tool:
+                hit = (tool, self._text(render_tool(tool)) + self.framing.per_tool)
+                self._tools[id(tool)] = hit
+            total += hit[1]
+        return total
+
+    def request(self, messages: Sequence[Any], tools: Sequence[ToolInfo]) -> int:
+        """Tokens of a whole request: the tools, every message and the reply primer."""
+        body = sum(self.message(m) for m in messages)
+        return self.tools(tools) + body + (self.framing.per_reply if self.provider else 0)
+
+    def _text(self, text: str) -> int:
+        return count_text(self.counter, text) if text else 0
+
+    def _measure(self, msg: Any) -> int:
+        if not self.provider:
+            count = getattr(self.counter, "count_message", None)
+            return int(count(msg)) if count is not None else int(self.counter([msg], []))
+        pieces, calls = _pieces(msg)
+        framing = self.framing
+        return (
+            framing.per_message
+            + framing.per_tool_call * calls
+            + sum(self._text(piece) for piece in (msg.role, *pieces))
+        )
+
+
+def _pieces(msg: Any) -> tuple[list[str], int]:
+    """The texts of a message a provider tokenizes, and its number of tool calls."""
+    if isinstance(msg, Message):
+        texts = [msg.content]
+        texts += [p.text for p in msg.user_input_multi_content if p.type == "text"]
+        texts += [p.text for p in msg.assistant_gen_multi_content if p.type == "text"]
+        for call in msg.tool_calls:
+            texts += [call.name, call.arguments]
+        return texts, len(msg.tool_calls)
+    assert isinstance(msg, AgenticMessage)
+    texts = []
+    calls = 0
+    for block in msg.content_blocks:
+        if isinstance(block, UserInputText | AssistantGenText):
+            texts.append(block.text)
+        elif isinstance(block, FunctionToolCall):
+            texts += [block.name, block.arguments]
+            calls += 1
+        elif isinstance(block, FunctionToolResult):
+            texts += [c.text for c in block.content if c.text]
+    return texts, calls
