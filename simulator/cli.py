@@ -1,4 +1,5 @@
-"""``python -m simulator``: replay recorded conversations under configs, or sweep a grid.
+"""``python -m simulator``: replay recorded conversations under configs, sweep a grid, or
+calibrate the token counts against providers' bills.
 
 Exit codes: 0 on success, 2 for bad input (an unreadable file, an unknown format, a bad
 config or grid), with a one-line error naming the file, line or field at fault.
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import json
 import sys
 from collections.abc import Sequence
@@ -16,6 +18,7 @@ from typing import Any, NoReturn, TextIO
 
 from reduction_app.engine import InMemoryBackend, config_from_dict
 from reduction_app.engine.errors import ConfigError, ReductionError
+from simulator.calibration import SHIPPED, calibrate, render_table
 from simulator.compare import compare, grid_configs, sweep
 from simulator.importers import FORMATS, ImportError_, RecordedConversation, load_conversations
 from simulator.pricing import PRESETS, Pricing, engine_measure, pricing_for
@@ -214,6 +217,19 @@ def _sweep(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
         out.write("\n")
 
 
+def _calibrate(args: argparse.Namespace, out: TextIO) -> None:
+    root = Path(args.data)
+    if not root.is_dir():
+        raise InputError(f"{root}: not a folder of recordings (see --data)")
+    rows = [calibrate(root, item) for item in SHIPPED]
+    if args.json:
+        payload = [{**dataclasses.asdict(r), "ratio": round(r.ratio, 6)} for r in rows]
+        json.dump({"calibration": payload}, out)
+        out.write("\n")
+    else:
+        out.write(render_table(rows))
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m simulator", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -261,6 +277,17 @@ def _parser() -> argparse.ArgumentParser:
         "--grid", required=True, metavar="FILE", help="JSON object: knob -> list of values"
     )
     sw.add_argument("--quiet", action="store_true", help="no progress bar")
+    cal = sub.add_parser(
+        "calibrate",
+        help="the simulator's counts against the provider's on the shipped recordings",
+    )
+    cal.add_argument(
+        "--data",
+        default=str(Path(__file__).resolve().parent.parent / "data" / "conversations"),
+        metavar="DIR",
+        help="the folder of shipped recordings (default: the repository's)",
+    )
+    cal.add_argument("--json", action="store_true", help="print JSON instead of a table")
     return parser
 
 
@@ -276,6 +303,8 @@ def main(
             args = _parser().parse_args(argv)
         if args.command == "replay":
             _replay(args, out)
+        elif args.command == "calibrate":
+            _calibrate(args, out)
         else:
             _sweep(args, out, err)
     except SystemExit as exc:

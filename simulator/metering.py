@@ -8,7 +8,8 @@ and sums a request from those counts. Two ways of measuring:
   preset's :class:`~simulator.pricing.Framing`. A message's text is its content (text
   parts included) and, per tool call, the tool's name and arguments; a tool result's is
   its output text. Reasoning is left out: providers do not bill earlier turns'
-  reasoning as input. A tool schema is its JSON, as the engine renders it.
+  reasoning as input. Tool schemas are their JSON, as the engine renders it, or (OpenAI)
+  the namespace of :mod:`simulator.tool_text`.
 * without one: the config's own counter, exactly as the engine counts (its rendering,
   no framing), so a replay shows what the clear phase itself sees.
 
@@ -32,6 +33,7 @@ from reduction_app.engine import (
 from reduction_app.engine.blocks import AssistantGenText, UserInputText
 from reduction_app.engine.tokens import count_text, render_tool
 from simulator.pricing import Pricing
+from simulator.tool_text import typescript_tools
 
 __all__ = ["Meter"]
 
@@ -47,6 +49,8 @@ class Meter:
         )
         self._messages: dict[int, tuple[Any, int]] = {}
         self._tools: dict[int, tuple[Any, int]] = {}
+        # The tool list of the last request, its count, and the tools kept alive.
+        self._namespace: tuple[tuple[int, ...], int, tuple[ToolInfo, ...]] = ((), 0, ())
 
     def describe(self) -> str:
         """What the counts are, for output: the tokenizer and the framing."""
@@ -72,6 +76,13 @@ class Meter:
             count = getattr(self.counter, "count_tools", None)
             return int(count(tools)) if count is not None else int(self.counter([], tools))
         total = self.framing.tools_prompt
+        if self.framing.tool_text == "typescript":
+            key = tuple(id(t) for t in tools)
+            if self._namespace[0] != key:
+                text, params = typescript_tools(tools)
+                tokens = self._text(text) + self.framing.per_property * params
+                self._namespace = (key, tokens, tuple(tools))
+            return total + self._namespace[1]
         for tool in tools:
             hit = self._tools.get(id(tool))
             if hit is None or hit[0] is not tool:

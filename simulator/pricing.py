@@ -56,6 +56,12 @@ class Framing:
     """Once per request that offers tools: the provider's own tool-use instructions."""
     per_tool: int = 0
     """Around each tool schema."""
+    per_property: int = 0
+    """Around each parameter of a tool schema (nested ones included), with
+    ``tool_text="typescript"``."""
+    tool_text: str = "json"
+    """How the tool schemas reach the model: ``"json"`` (as the engine renders them) or
+    ``"typescript"`` (OpenAI's namespace of type declarations, :mod:`simulator.tool_text`)."""
 
 
 NO_FRAMING = Framing()
@@ -64,9 +70,12 @@ OPENAI_CHAT_FRAMING = Framing(
     # OpenAI's published rule for chat models: 3 tokens a message, 3 to prime the reply.
     per_message=3,
     per_reply=3,
-    # Calibrated on the shipped τ²-bench runs (see simulator.calibration).
-    per_tool_call=0,
-    per_tool=0,
+    # Fitted on the shipped τ²-bench runs, where every call's prompt_tokens is known
+    # (`python -m simulator calibrate` prints the fit): a tool call costs 8 tokens more
+    # than its name and arguments, a declared parameter 5 more than its line.
+    per_tool_call=8,
+    per_property=5,
+    tool_text="typescript",
 )
 ANTHROPIC_FRAMING = Framing(
     name="anthropic",

@@ -1,0 +1,138 @@
+"""The simulator's token counts against what providers really billed.
+
+Recordings that kept the provider's own figures are replayed with no reduction under
+the preset of the model that ran them, and the context tokens of each call are set
+against the provider's count: per call where the recording has it (τ²-bench's
+``usage.prompt_tokens``), else for the whole run (SWE-agent's ``tokens_sent``).
+
+The shipped set (:data:`SHIPPED`, under ``data/conversations``) is what
+``python -m simulator calibrate`` prints and what the test suite holds to 2% in
+aggregate. τ²-bench result files keep neither the agent's tool schemas nor its system
+prompt around the policy; both were generated from the τ²-bench code the runs used and
+ship beside them (``tau2/agent/``), and are put back before replaying.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from reduction_app.engine import Message, formats
+from simulator.importers import load_conversations
+from simulator.pricing import pricing_for
+from simulator.recording import RecordedConversation
+from simulator.replay import replay
+
+__all__ = ["SHIPPED", "FileCalibration", "Shipped", "calibrate", "render_table"]
+
+
+@dataclass(frozen=True)
+class Shipped:
+    """A shipped recording with provider figures, and how to replay it."""
+
+    path: str
+    """Relative to ``data/conversations``."""
+    preset: str
+    """The price preset of the model that ran it."""
+    tau2_domain: str = ""
+    """For τ²-bench files: the domain whose agent tools and prompt to put back."""
+
+
+SHIPPED = (
+    Shipped("tau2/airline-gpt-4.1-mini.json", "gpt-4.1-mini", "airline"),
+    Shipped("tau2/retail-gpt-4.1-mini.json", "gpt-4.1-mini", "retail"),
+    Shipped("tau2/telecom-gpt-4.1-mini.json", "gpt-4.1-mini", "telecom"),
+    # SWE-agent 0.x runs by "gpt4": their costs fit GPT-4 Turbo's prices (cl100k_base).
+    Shipped("swe-agent/gpt4-test-repo-i1.traj", "gpt-4-turbo"),
+    Shipped("swe-agent/gpt4-test-repo-1c2844-old.traj", "gpt-4-turbo"),
+    Shipped("swe-agent/gpt4-pydicom-1458.traj", "gpt-4-turbo"),
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class FileCalibration:
+    """One file's simulated tokens against the provider's."""
+
+    file: str
+    preset: str
+    conversations: int
+    calls: int
+    """Model calls compared (those with a provider figure)."""
+    provider_tokens: int
+    simulated_tokens: int
+    worst_call: float | None
+    """Largest relative difference of a single call, where per-call figures exist."""
+
+    @property
+    def ratio(self) -> float:
+        return self.simulated_tokens / self.provider_tokens if self.provider_tokens else 0.0
+
+
+def _tau2_agent(conv: RecordedConversation, agent_dir: Path, domain: str) -> RecordedConversation:
+    """``conv`` with the agent's real system prompt and tool schemas put back."""
+    template = (agent_dir / "system-prompt-template.txt").read_text(encoding="utf-8")
+    tools = json.loads((agent_dir / f"tools-{domain}.json").read_text(encoding="utf-8"))
+    messages = list(conv.messages)
+    if not messages or getattr(messages[0], "role", "") != "system":
+        raise ValueError(f"{conv.name}: expected the policy as the first (system) message")
+    messages[0] = Message.system(template.replace("{domain_policy}", messages[0].content))
+    return dataclasses.replace(conv, messages=messages, tools=formats.tools_from_openai(tools))
+
+
+def calibrate(root: Path, item: Shipped) -> FileCalibration:
+    """Replay ``item`` (under ``root``) with no reduction and compare."""
+    pricing = pricing_for(item.preset)
+    provider = simulated = calls = 0
+    worst: float | None = None
+    conversations = load_conversations(root / item.path)
+    for conv in conversations:
+        if item.tau2_domain:
+            conv = _tau2_agent(conv, root / "tau2" / "agent", item.tau2_domain)
+        usage = conv.usage
+        if usage is None:
+            raise ValueError(f"{item.path}: {conv.name}: the recording kept no provider figures")
+        result = replay(conv, None, pricing=pricing)
+        if usage.prompt_tokens:
+            for call in result.calls:
+                billed = usage.prompt_tokens.get(call.message_index)
+                if billed is None:
+                    continue
+                provider += billed
+                simulated += call.context_tokens
+                calls += 1
+                off = abs(call.context_tokens - billed) / billed
+                worst = off if worst is None else max(worst, off)
+        elif usage.total_prompt_tokens is not None:
+            provider += usage.total_prompt_tokens
+            simulated += result.totals.input_tokens_billed
+            calls += result.totals.model_calls
+    return FileCalibration(
+        file=item.path,
+        preset=item.preset,
+        conversations=len(conversations),
+        calls=calls,
+        provider_tokens=provider,
+        simulated_tokens=simulated,
+        worst_call=worst,
+    )
+
+
+def render_table(rows: Sequence[FileCalibration]) -> str:
+    """The per-file spread and the aggregate, as the README shows it."""
+    header = "| file | preset | runs | calls | provider tokens | simulated | ratio | worst call |"
+    lines = [header, "|---|---|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        worst = "-" if r.worst_call is None else f"{100 * r.worst_call:.1f}%"
+        lines.append(
+            f"| {r.file} | {r.preset} | {r.conversations} | {r.calls} | {r.provider_tokens:,} "
+            f"| {r.simulated_tokens:,} | {r.ratio:.4f} | {worst} |"
+        )
+    provider = sum(r.provider_tokens for r in rows)
+    simulated = sum(r.simulated_tokens for r in rows)
+    calls = sum(r.calls for r in rows)
+    ratio = simulated / provider if provider else 0.0
+    lines.append(f"| **all** | | | {calls} | {provider:,} | {simulated:,} | {ratio:.4f} | |")
+    return "\n".join(lines) + "\n"
