@@ -179,6 +179,8 @@ def conversation_from_json(
         messages, infos = _parse(kind, data, name)
         title = (data.get("name") or data.get("title")) if isinstance(data, Mapping) else None
         out = [RecordedConversation(str(title or name), messages, infos, kind)]
+    if require_calls and not out:
+        raise ImportError_(f"{name}: no conversation found, read as {kind}")
     for conversation in out if require_calls else ():
         _check_calls(conversation, kind)
     return out

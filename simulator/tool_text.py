@@ -95,7 +95,8 @@ def _type(schema: Mapping[str, Any], defs: Mapping[str, Any]) -> str:
     if kind == "array":
         items = schema.get("items")
         inner = _type(items, defs) if isinstance(items, Mapping) else "any"
-        return f"{inner}[]" if " " not in inner else f"({inner})[]"
+        union = " | " in inner and not inner.startswith("{")
+        return f"({inner})[]" if union else f"{inner}[]"
     if kind == "object":
         properties = schema.get("properties")
         if not isinstance(properties, Mapping) or not properties:

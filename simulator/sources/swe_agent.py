@@ -52,8 +52,8 @@ def read(data: Any, *, name: str) -> list[Converted]:
         if not isinstance(entry, Mapping):
             raise ImportError_(f"{name}: history[{i}]: expected an object, got {_kind(entry)}")
         agents.setdefault(str(entry.get("agent") or "main"), []).append((i, entry))
-    info = data.get("info") if isinstance(data.get("info"), Mapping) else {}
-    stats = info.get("model_stats") if isinstance(info.get("model_stats"), Mapping) else {}
+    info = _object(data.get("info"))
+    stats = _object(info.get("model_stats"))
     config = _replay_config(data, name)
     model, strategy = _model(config), _strategy(config)
     out = []
@@ -75,6 +75,10 @@ def read(data: Any, *, name: str) -> list[Converted]:
             )
         )
     return out
+
+
+def _object(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
 
 
 def _kind(value: Any) -> str:

@@ -45,7 +45,8 @@ def read(data: Any, *, name: str) -> list[Converted]:
     policy = environment.get("policy")
     system = [{"role": "system", "content": policy}] if isinstance(policy, str) and policy else []
     tools = _tools(environment.get("tool_defs"), name)
-    model = agent.get("llm") if isinstance(agent.get("llm"), str) else ""
+    llm = agent.get("llm")
+    model = llm if isinstance(llm, str) else ""
     out = []
     for i, sim in enumerate(data["simulations"]):
         where = f"{name}: simulations[{i}]"

@@ -88,24 +88,24 @@ def test_compare_totals_match_the_simulator(setup: tuple[Client, Conversation, i
     page = html(response)
     expected = _expected(conversation)
     tight, off = (r.totals for r in expected.results)
-    assert (tight.input_tokens_billed, off.input_tokens_billed) == (157978, 517354)
-    assert _cell(page, "tight v1", "input_tokens_billed") == "157,978 tok"
-    assert _cell(page, "tight v1", "peak_context_tokens") == "8,602 tok"
-    assert _cell(page, "tight v1", "cost_usd") == "$0.2178"
+    assert (tight.input_tokens_billed, off.input_tokens_billed) == (157173, 516549)
+    assert _cell(page, "tight v1", "input_tokens_billed") == "157,173 tok"
+    assert _cell(page, "tight v1", "peak_context_tokens") == "8,527 tok"
+    assert _cell(page, "tight v1", "cost_usd") == "$0.2170"
     assert _cell(page, "tight v1", "chars_offloaded") == "68,437 chars"
     assert _cell(page, "tight v1", "refetches") == "2"
-    assert _cell(page, "tight v1", "cached_share") == "89.7%"  # 141,716 / 157,978
+    assert _cell(page, "tight v1", "cached_share") == "89.6%"
     assert _cell(page, "tight v1", "mean_visible_tool_share") == "21.2%"
     assert (
-        _cell(page, "no reduction", "input_tokens_billed") == "517,354 tok | +359,376 tok (+227.5%)"
+        _cell(page, "no reduction", "input_tokens_billed") == "516,549 tok | +359,376 tok (+228.6%)"
     )
     assert (
-        _cell(page, "no reduction", "peak_context_tokens") == "30,901 tok | +22,299 tok (+259.2%)"
+        _cell(page, "no reduction", "peak_context_tokens") == "30,954 tok | +22,427 tok (+263.0%)"
     )
-    assert _cell(page, "no reduction", "cost_usd") == "$0.6854 | +$0.4676"
+    assert _cell(page, "no reduction", "cost_usd") == "$0.6845 | +$0.4675"
     assert _cell(page, "no reduction", "refetches") == "0 | −2"
     assert _cell(page, "no reduction", "mean_visible_tool_share") == "100.0% | +78.8 pp"
-    assert '<span class="delta delta-bad">+359,376 tok (+227.5%)</span>' in page
+    assert '<span class="delta delta-bad">+359,376 tok (+228.6%)</span>' in page
     assert '<span class="delta delta-good">−2</span>' in page
     assert '<th scope="row">tight v1 <span class="badge">baseline</span></th>' in page
 
@@ -113,8 +113,8 @@ def test_compare_totals_match_the_simulator(setup: tuple[Client, Conversation, i
 def test_compare_baseline_no_reduction(setup: tuple[Client, Conversation, int]) -> None:
     client, conversation, pk = setup
     page = html(client.get(f"/compare/?conversation={conversation.pk}&config={pk}&baseline=none"))
-    assert _cell(page, "tight v1", "input_tokens_billed") == "157,978 tok | −359,376 tok (−69.5%)"
-    assert '<span class="delta delta-good">−359,376 tok (−69.5%)</span>' in page
+    assert _cell(page, "tight v1", "input_tokens_billed") == "157,173 tok | −359,376 tok (−69.6%)"
+    assert '<span class="delta delta-good">−359,376 tok (−69.6%)</span>' in page
     assert "Deltas against no reduction." in page
 
 
@@ -153,7 +153,7 @@ def test_compare_htmx_gets_the_results_partial(setup: tuple[Client, Conversation
     assert "<html" not in page and "<form" not in page
     assert page.strip().startswith('<section id="compare-results" class="results">')
     assert '<script id="compare-chart" type="application/json">' in page
-    assert _cell(page, "tight v1", "input_tokens_billed") == "157,978 tok"
+    assert _cell(page, "tight v1", "input_tokens_billed") == "157,173 tok"
 
 
 def _row(page: str, number: int) -> str:
@@ -169,7 +169,7 @@ def test_compare_side_by_side_marks_placeholder_and_truncation(
         client.get(f"/compare/?conversation={conversation.pk}&config={pk}&config=none&call=8")
     )
     assert "What the model was sent at call 8 of 23" in page
-    assert '<th>tight v1<br><span class="muted">6,898 tok sent</span></th>' in page
+    assert '<th>tight v1<br><span class="muted">6,831 tok sent</span></th>' in page
     off_tokens = _expected(conversation).results[1].calls[7].context_tokens
     assert f'<th>no reduction<br><span class="muted">{off_tokens:,} tok sent</span></th>' in page
     # message 4, the first tool result: cleared under tight, the original under no reduction
@@ -296,7 +296,7 @@ def test_compare_big_conversation_runs_in_the_background(
     simulations.simulation_run(simulation_id=simulation.pk)
     done = html(client.get(poll.replace("&amp;", "&"), headers={"HX-Request": "true"}))
     assert "every 1s" not in done
-    assert _cell(done, "tight v1", "input_tokens_billed") == "157,978 tok"
+    assert _cell(done, "tight v1", "input_tokens_billed") == "157,173 tok"
     assert "Pick a call above to see what each config sent at it." in done
     sent = html(client.get(poll.replace("&amp;", "&") + "&call=8"))
     assert '<span class="badge cleared">cleared</span>' in _row(sent, 4)

@@ -64,8 +64,8 @@ def test_tune_page_shows_sliders_at_the_start_values(setup: tuple[Client, Conver
     assert '<input type="range" name="clear_retention_suffix_limit" min="-1" max="20"' in page
     assert 'hx-trigger="input changed delay:300ms, submit"' in page
     assert 'hx-push-url="true"' in page
-    assert _billed(page, "start: defaults") == "517,354 tok"
-    assert _billed(page, "tuned") == "517,354 tok"
+    assert _billed(page, "start: defaults") == "516,549 tok"
+    assert _billed(page, "tuned") == "516,549 tok"
     assert '<canvas data-chart="tune-chart"' in page
 
 
@@ -75,9 +75,9 @@ def test_tune_changing_max_tokens_for_clear_changes_the_totals(
     client, conversation = setup
     url = f"/tune/?conversation={conversation.pk}&start=defaults&max_tokens_for_clear=5000"
     page = html(client.get(url))
-    assert _billed(page, "start: defaults") == "517,354 tok"
+    assert _billed(page, "start: defaults") == "516,549 tok"
     assert _billed(page, "tuned") == _tuned_billed(conversation, {"max_tokens_for_clear": 5000})
-    assert _billed(page, "tuned") == "156,867 tok"
+    assert _billed(page, "tuned") == "156,062 tok"
     tighter = html(client.get(url.replace("5000", "12000")))
     assert _billed(tighter, "tuned") == _tuned_billed(conversation, {"max_tokens_for_clear": 12000})
     assert _billed(tighter, "tuned") != _billed(page, "tuned")
@@ -96,7 +96,7 @@ def test_tune_the_knob_that_moved_wins(setup: tuple[Client, Conversation]) -> No
         f"/tune/?conversation={conversation.pk}&start=defaults&max_tokens_for_clear=160000"
         "&max_tokens_for_clear=5000&was_max_tokens_for_clear=160000"
     )
-    assert _billed(html(client.get(url)), "tuned") == "156,867 tok"
+    assert _billed(html(client.get(url)), "tuned") == "156,062 tok"
 
 
 def test_tune_htmx_gets_the_chart_and_totals_partial(setup: tuple[Client, Conversation]) -> None:
@@ -105,7 +105,7 @@ def test_tune_htmx_gets_the_chart_and_totals_partial(setup: tuple[Client, Conver
     page = html(client.get(url, headers={"HX-Request": "true"}))
     assert "<html" not in page and 'id="tune-form"' not in page
     assert page.strip().startswith('<section id="tune-results" class="results">')
-    assert _billed(page, "tuned") == "156,867 tok"
+    assert _billed(page, "tuned") == "156,062 tok"
     assert '<input type="hidden" name="max_tokens_for_clear" value="5000">' in page
 
 

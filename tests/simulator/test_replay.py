@@ -412,3 +412,69 @@ def test_replay_contexts_do_not_change_the_measures() -> None:
     kept = replay(conv, HAND_CONFIG, min_cacheable_prefix=10, contexts=range(4), pricing=ENGINE)
     assert (kept.totals, kept.calls, kept.to_dict()) == (plain.totals, plain.calls, plain.to_dict())
     assert len(kept.contexts[3]) == 8
+
+
+def _repeat_case(third_output: str | None) -> RecordedConversation:
+    """read a (cleared by the third call), read b, then read a again, answered with
+    ``third_output`` (``None``: never answered)."""
+    conv = _refetch_case('{"path": "a", "limit": 10}')
+    messages = list(conv.messages)
+    if third_output is None:
+        del messages[6]
+    else:
+        messages[6] = result_msg("c3", third_output)
+    return RecordedConversation("repeat", messages)
+
+
+@pytest.mark.parametrize(
+    ("third_output", "expected"),
+    [
+        ("a" * 400, (1, 0)),  # the same output: the agent asked again for what was hidden
+        ("a" * 100, (1, 0)),  # part of it (a pager's page of what was read before)
+        ("a" * 399 + "!", (0, 1)),  # the file changed since: a repeated call
+        (None, (0, 1)),  # never answered: nothing shows it was a re-fetch
+    ],
+)
+def test_replay_refetch_only_when_the_output_came_back(
+    third_output: str | None, expected: tuple[int, int]
+) -> None:
+    result = replay(_repeat_case(third_output), {"max_tokens_for_clear": 150}, pricing=ENGINE)
+    assert result.calls[2].events[-1].call_id == "c1" or result.totals.clears >= 1
+    assert (result.totals.refetches, result.totals.repeated_calls) == expected
+
+
+def test_replay_a_greeting_before_any_input_is_no_model_call() -> None:
+    """τ²-bench's agent greets first; that message is sent with every call but was
+    never produced by a model."""
+    greeting = Message.assistant("Hi! How can I help you today?")
+    plain = hand_conversation()
+    messages = [plain.messages[0], greeting, *plain.messages[1:]]
+    greeted = RecordedConversation("greeted", messages, plain.tools)
+    without, with_greeting = (replay(c, None, pricing=ENGINE) for c in (plain, greeted))
+    assert with_greeting.totals.model_calls == without.totals.model_calls == 4
+    assert [c.message_index for c in with_greeting.calls] == [3, 5, 7, 9]
+    # ...and is in every context: "assistant\n\nHi! How can I help you today?\n" is 41
+    # characters, 10 tokens by the approximate counter.
+    extra = [
+        b.context_tokens - a.context_tokens
+        for a, b in zip(without.calls, with_greeting.calls, strict=True)
+    ]
+    assert extra == [10] * 4
+
+
+def test_replay_cache_writes_billed_where_the_preset_says() -> None:
+    """Claude presets bill new tokens of a cacheable context as cache writes (1.25x)."""
+    from simulator.pricing import pricing_for
+
+    sonnet = pricing_for("claude-sonnet-4.5")
+    result = replay(hand_conversation(), HAND_CONFIG, pricing=sonnet, min_cacheable_prefix=10)
+    assert [c.cache_write_tokens for c in result.calls] == [c.new_tokens for c in result.calls]
+    t = result.totals
+    assert t.cache_write_tokens == t.uncached_tokens
+    expected = (t.uncached_tokens * 3.75 + t.cached_tokens * 0.30) / 1e6
+    assert t.cost_usd == round(expected, 6)
+    gpt = replay(hand_conversation(), HAND_CONFIG, pricing=pricing_for("gpt-4o"))
+    assert gpt.totals.cache_write_tokens == 0
+    # below the minimum cacheable prefix nothing is written
+    small = replay(hand_conversation(), HAND_CONFIG, pricing=sonnet, min_cacheable_prefix=10**6)
+    assert small.totals.cache_write_tokens == 0

@@ -1,0 +1,161 @@
+"""Real-world recordings: SWE-agent trajectories, τ²-bench files, Claude Code logs, and the
+loud failure on a file with no model call."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import pytest
+
+from reduction_app.engine import AgenticMessage
+from simulator.cli import main
+from simulator.importers import ImportError_, detect_format, load_conversations
+from simulator.transcript import model_calls
+from tests.conftest import CONVERSATIONS
+
+SWE = CONVERSATIONS / "swe-agent"
+TAU2 = CONVERSATIONS / "tau2"
+CLAUDE = CONVERSATIONS / "claude-code"
+
+
+def test_swe_agent_1x_tool_call_history() -> None:
+    [conv] = load_conversations(SWE / "gpt-4o-test-repo-1c2844.traj")
+    assert (conv.format, conv.model) == ("openai_chat", "gpt-4o")
+    assert conv.strategy == {"keep_last_observations": 5}
+    assert conv.usage is not None
+    assert (conv.usage.total_prompt_tokens, conv.usage.api_calls) == (7141, 5)
+    roles = [m.role for m in conv.messages]
+    assert roles[:2] == ["system", "user"] and "tool" in roles
+    calls = [c for m in conv.messages for c in m.tool_calls]
+    results = [m.tool_call_id for m in conv.messages if m.role == "tool"]
+    assert results == [c.id for c in calls][: len(results)]
+
+
+def test_swe_agent_old_form_actions_become_tool_calls() -> None:
+    """The older form: each action is a call named by its first word, its observation
+    (the next user message) that call's result; the thought stays the text."""
+    [conv] = load_conversations(SWE / "gpt4-test-repo-i1.traj")
+    assert conv.usage is not None
+    assert (conv.usage.total_prompt_tokens, conv.usage.api_calls) == (52861, 5)
+    assert len(model_calls(conv.messages)) == 5
+    first = next(m for m in conv.messages if m.tool_calls)
+    [call] = first.tool_calls
+    assert call.id.startswith("swe-")
+    assert json.loads(call.arguments)["command"].split()[0] == call.name
+    answer = conv.messages[conv.messages.index(first) + 1]
+    assert (answer.role, answer.tool_call_id) == ("tool", call.id)
+
+
+def test_swe_agent_is_not_taken_for_openhands() -> None:
+    """Both have ``history``; a trajectory used to import as an empty OpenHands run."""
+    data = json.loads((SWE / "gpt4-pydicom-1458.traj").read_text(encoding="utf-8"))
+    assert detect_format(data) == "swe_agent"
+    assert detect_format({"history": [{"action": "run", "observation": None}]}) == "openhands"
+
+
+def test_swe_agent_multi_agent_run_is_one_conversation_per_agent() -> None:
+    history = [
+        {"role": "system", "content": "plan", "agent": "Manager"},
+        {"role": "user", "content": "issue", "agent": "Manager"},
+        {"role": "assistant", "content": "ok", "thought": "ok", "action": "", "agent": "Manager"},
+        {"role": "system", "content": "code", "agent": "Programmer"},
+        {"role": "user", "content": "issue", "agent": "Programmer"},
+        {"role": "assistant", "content": "x", "thought": "look", "action": "ls -a",
+         "agent": "Programmer"},
+        {"role": "user", "content": "a.py", "agent": "Programmer"},
+        {"role": "assistant", "content": "done", "agent": "Programmer"},
+    ]  # fmt: skip
+    from simulator.importers import conversation_from_json
+
+    manager, programmer = conversation_from_json({"history": history, "info": {}}, name="t.traj")
+    assert (manager.name, programmer.name) == ("t.traj#Manager", "t.traj#Programmer")
+    assert manager.usage is None
+    assert [m.role for m in programmer.messages] == [
+        "system",
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+    ]
+    assert programmer.messages[2].tool_calls[0].name == "ls"
+    assert programmer.messages[3].content == "a.py"
+
+
+def test_tau2_simulations_as_the_agent_saw_them() -> None:
+    convs = load_conversations(TAU2 / "airline-gpt-4.1-mini.json")
+    assert len(convs) == 5
+    conv = convs[0]
+    assert conv.model == "openai/gpt-4.1-mini"
+    assert conv.messages[0].role == "system" and "Airline" in conv.messages[0].content
+    # the greeting comes before any input: recorded, but no model call
+    assert (conv.messages[1].role, conv.messages[1].content) == (
+        "assistant",
+        "Hi! How can I help you today?",
+    )
+    assert 1 not in model_calls(conv.messages)
+    assert conv.usage is not None
+    assert sorted(conv.usage.prompt_tokens) == model_calls(conv.messages)
+    assert sum(sum(c.usage.prompt_tokens.values()) for c in convs if c.usage) == 190_364
+
+
+def test_tau2_telecom_hides_the_users_own_tool_calls() -> None:
+    data = json.loads((TAU2 / "telecom-gpt-4.1-mini.json").read_text(encoding="utf-8"))
+    raw = data["simulations"][0]["messages"]
+    user_side = [m for m in raw if m["role"] == "tool" and m.get("requestor") == "user"]
+    assert user_side  # the file does have them
+    [conv] = load_conversations(TAU2 / "telecom-gpt-4.1-mini.json")
+    agent_calls = {c.id for m in conv.messages for c in m.tool_calls}
+    results = {m.tool_call_id for m in conv.messages if m.role == "tool"}
+    assert results <= agent_calls
+    assert not {m["id"] for m in user_side} & results
+
+
+def test_claude_code_session_joins_split_responses_and_skips_sidechains() -> None:
+    [conv] = load_conversations(CLAUDE / "fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl")
+    assert conv.format == "anthropic"
+    assert conv.model == "claude-sonnet-4-20250514"
+    assert all(isinstance(m, AgenticMessage) for m in conv.messages)
+    roles = [m.role for m in conv.messages]
+    assert all(a != b for a, b in itertools.pairwise(roles))  # joined
+    # 18 main-thread assistant lines are 9 responses; 244 sub-agent lines are left out
+    assert len(model_calls(conv.messages)) == 9
+    assert conv.usage is not None and len(conv.usage.prompt_tokens) == 9
+
+
+@pytest.mark.parametrize("path", sorted(CLAUDE.glob("*.jsonl")))
+def test_claude_code_sessions_import(path: Path) -> None:
+    [conv] = load_conversations(path)
+    assert model_calls(conv.messages)
+    assert conv.name == f"{path.name}#{path.stem}"
+
+
+def test_a_file_without_model_calls_fails_loudly(tmp_path: Path) -> None:
+    path = tmp_path / "empty.traj"
+    path.write_text(json.dumps({"history": [], "trajectory": [], "info": {}}), encoding="utf-8")
+    with pytest.raises(ImportError_) as info:
+        load_conversations(path)
+    assert str(info.value) == "empty.traj: no conversation found, read as swe_agent"
+    path.write_text(
+        json.dumps({"history": [{"role": "system", "content": "x"}], "trajectory": []}),
+        encoding="utf-8",
+    )
+    with pytest.raises(ImportError_) as info:
+        load_conversations(path)
+    assert str(info.value) == (
+        "empty.traj: no model call found, read as swe_agent: 1 messages, 0 from the "
+        "assistant, none after user input or a tool result (name the format with --format "
+        "if it was detected wrongly)"
+    )
+
+
+def test_cli_exits_2_on_a_file_without_model_calls(tmp_path: Path) -> None:
+    from io import StringIO
+
+    path = tmp_path / "greeting.json"
+    path.write_text(json.dumps([{"role": "assistant", "content": "Hi!"}]), encoding="utf-8")
+    out, err = StringIO(), StringIO()
+    assert main(["replay", str(path)], out=out, err=err) == 2
+    assert out.getvalue() == ""
+    assert err.getvalue().startswith("error: greeting.json: no model call found, read as ")
