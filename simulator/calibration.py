@@ -20,13 +20,26 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from reduction_app.engine import Message, formats
+from reduction_app.engine import Message, formats, get_token_counter
 from simulator.importers import load_conversations
+from simulator.metering import Meter
 from simulator.pricing import pricing_for
 from simulator.recording import RecordedConversation
 from simulator.replay import replay
+from simulator.strategies import keep_last_observations, strategy_config, tool_names
+from simulator.transcript import model_calls
 
-__all__ = ["SHIPPED", "FileCalibration", "Shipped", "calibrate", "render_table"]
+__all__ = [
+    "SHIPPED",
+    "STRATEGY_RUNS",
+    "FileCalibration",
+    "Shipped",
+    "StrategyCheck",
+    "calibrate",
+    "check_strategy",
+    "render_strategy_table",
+    "render_table",
+]
 
 
 @dataclass(frozen=True)
@@ -50,6 +63,33 @@ SHIPPED = (
     Shipped("swe-agent/gpt4-test-repo-1c2844-old.traj", "gpt-4-turbo"),
     Shipped("swe-agent/gpt4-pydicom-1458.traj", "gpt-4-turbo"),
 )
+
+
+STRATEGY_RUNS = (
+    # Recorded under last_n_observations with n=5 (its replay_config says so).
+    Shipped("swe-agent/gpt-4o-test-repo-1c2844.traj", "gpt-4o"),
+    # Recorded with the full history; replayed as if run with n=5.
+    Shipped("swe-agent/gpt4-test-repo-i1.traj", "gpt-4-turbo"),
+    Shipped("swe-agent/gpt4-test-repo-1c2844-old.traj", "gpt-4-turbo"),
+    Shipped("swe-agent/gpt4-pydicom-1458.traj", "gpt-4-turbo"),
+)
+"""SWE-agent runs replayed under SWE-agent's keep-last-N-observations strategy."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class StrategyCheck:
+    """One run under an agent's own strategy: rebuilt with the engine's knobs, and
+    computed directly."""
+
+    file: str
+    strategy: dict[str, int]
+    calls: int
+    full_history: int
+    """Tokens with every observation whole."""
+    engine: tuple[int, ...]
+    """Per call, the engine running the strategy."""
+    direct: tuple[int, ...]
+    """Per call, the strategy computed without the engine."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -135,4 +175,42 @@ def render_table(rows: Sequence[FileCalibration]) -> str:
     calls = sum(r.calls for r in rows)
     ratio = simulated / provider if provider else 0.0
     lines.append(f"| **all** | | | {calls} | {provider:,} | {simulated:,} | {ratio:.4f} | |")
+    return "\n".join(lines) + "\n"
+
+
+def check_strategy(root: Path, item: Shipped, default_n: int = 5) -> StrategyCheck:
+    """Replay ``item`` under its recorded strategy (or keep-last-``default_n``) both ways."""
+    pricing = pricing_for(item.preset)
+    [conv] = load_conversations(root / item.path)
+    strategy = dict(conv.strategy) or {"keep_last_observations": default_n}
+    n = strategy["keep_last_observations"]
+    engine = replay(conv, strategy_config(strategy, tool_names(conv.messages)), pricing=pricing)
+    meter = Meter(pricing, get_token_counter("approx"))
+    direct = tuple(
+        meter.request(keep_last_observations(conv.messages[:i], n), conv.tools)
+        for i in model_calls(conv.messages)
+    )
+    full = replay(conv, None, pricing=pricing).totals.input_tokens_billed
+    return StrategyCheck(
+        file=item.path,
+        strategy=strategy,
+        calls=len(direct),
+        full_history=full,
+        engine=tuple(c.context_tokens for c in engine.calls),
+        direct=direct,
+    )
+
+
+def render_strategy_table(rows: Sequence[StrategyCheck]) -> str:
+    lines = [
+        "| file | strategy | calls | full history | engine knobs | SWE-agent's rule | agree |",
+        "|---|---|---:|---:|---:|---:|---|",
+    ]
+    for r in rows:
+        n = r.strategy["keep_last_observations"]
+        agree = "every call" if r.engine == r.direct else "no"
+        lines.append(
+            f"| {r.file} | last {n} observations | {r.calls} | {r.full_history:,} "
+            f"| {sum(r.engine):,} | {sum(r.direct):,} | {agree} |"
+        )
     return "\n".join(lines) + "\n"

@@ -18,7 +18,14 @@ from typing import Any, NoReturn, TextIO
 
 from reduction_app.engine import InMemoryBackend, config_from_dict
 from reduction_app.engine.errors import ConfigError, ReductionError
-from simulator.calibration import SHIPPED, calibrate, render_table
+from simulator.calibration import (
+    SHIPPED,
+    STRATEGY_RUNS,
+    calibrate,
+    check_strategy,
+    render_strategy_table,
+    render_table,
+)
 from simulator.compare import compare, grid_configs, sweep
 from simulator.importers import FORMATS, ImportError_, RecordedConversation, load_conversations
 from simulator.pricing import PRESETS, Pricing, engine_measure, pricing_for
@@ -222,12 +229,16 @@ def _calibrate(args: argparse.Namespace, out: TextIO) -> None:
     if not root.is_dir():
         raise InputError(f"{root}: not a folder of recordings (see --data)")
     rows = [calibrate(root, item) for item in SHIPPED]
+    checks = [check_strategy(root, item) for item in STRATEGY_RUNS]
     if args.json:
         payload = [{**dataclasses.asdict(r), "ratio": round(r.ratio, 6)} for r in rows]
-        json.dump({"calibration": payload}, out)
+        strategies = [dataclasses.asdict(c) for c in checks]
+        json.dump({"calibration": payload, "strategies": strategies}, out)
         out.write("\n")
     else:
         out.write(render_table(rows))
+        out.write("\n")
+        out.write(render_strategy_table(checks))
 
 
 def _parser() -> argparse.ArgumentParser:
