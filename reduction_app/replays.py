@@ -161,6 +161,7 @@ METRICS: tuple[tuple[str, str], ...] = (
     ("truncations", "truncations"),
     ("clears", "clears"),
     ("refetches", "re-fetches"),
+    ("repeated_calls", "repeated calls"),
     ("mean_visible_tool_share", "visible share"),
 )
 _LOWER_IS_BETTER = {
@@ -218,6 +219,9 @@ def totals_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
         base_all = dict(base_totals, cached_share=_cached_share(base_totals))
         cells = []
         for key, label in METRICS:
+            # Results stored before a metric existed lack it: shown as 0.
+            totals.setdefault(key, 0)
+            base_all.setdefault(key, 0)
             delta = totals[key] - base_all[key]
             lower = _LOWER_IS_BETTER.get(key)
             if not delta or lower is None:

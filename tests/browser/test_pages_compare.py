@@ -32,7 +32,7 @@ def test_compare_two_configs(signed_in: Any, shoot: Any) -> None:
     billed = (
         page.locator("table.totals tbody tr").nth(1).locator("[data-metric=input_tokens_billed]")
     )
-    assert billed.inner_text().split("\n") == ["413,195 tok", "+256,310 tok (+163.4%)"]
+    assert billed.inner_text().split("\n") == ["516,549 tok", "+359,376 tok (+228.6%)"]
     assert page.evaluate("window.notReloaded") is True  # htmx swapped the results in place
     assert f"config={tight.pk}" in page.url and "config=none" in page.url
     page.click("nav.calls a:text-is('8')")

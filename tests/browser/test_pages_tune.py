@@ -16,13 +16,13 @@ def test_slider_changes_the_totals_in_place(signed_in: Any, shoot: Any) -> None:
     conversation = record_conversation(Workspace.objects.get(slug="demo"))
     page.goto(f"{page.base}/tune/?conversation={conversation.pk}&start=defaults")
     page.wait_for_selector("#tune-results canvas[data-rendered=true]")
-    assert page.inner_text(TUNED_BILLED) == "413,195 tok"
+    assert page.inner_text(TUNED_BILLED) == "516,549 tok"
     page.evaluate("window.notReloaded = true")
     page.locator("input[type=range][name=max_tokens_for_clear]").evaluate(
         "el => { el.value = 5000; el.dispatchEvent(new Event('input', {bubbles: true})) }"
     )
     page.wait_for_function(
-        f"document.querySelector({TUNED_BILLED!r}).textContent === '157,191 tok'"
+        f"document.querySelector({TUNED_BILLED!r}).textContent === '156,062 tok'"
     )
     assert page.evaluate("window.notReloaded") is True
     assert page.input_value("input[type=number][name=max_tokens_for_clear]") == "5000"

@@ -23,6 +23,7 @@ COLUMNS = (
     ("clears", "clears"),
     ("chars_offloaded", "offloaded ch"),
     ("refetches", "refetch"),
+    ("repeated_calls", "repeat"),
 )
 
 
@@ -77,7 +78,7 @@ class Command(BaseCommand):
             return
         rows = simulation.results["results"] if simulation.results else []
         header = ["config", *(label for _, label in COLUMNS)]
-        table = [[r["name"], *(f"{r['totals'][key]:,}" for key, _ in COLUMNS)] for r in rows]
+        table = [[r["name"], *(f"{r['totals'].get(key, 0):,}" for key, _ in COLUMNS)] for r in rows]
         widths = [max(len(h), *(len(row[i]) for row in table)) for i, h in enumerate(header)]
         self.stdout.write(
             "  ".join(
