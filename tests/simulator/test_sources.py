@@ -159,3 +159,44 @@ def test_cli_exits_2_on_a_file_without_model_calls(tmp_path: Path) -> None:
     assert main(["replay", str(path)], out=out, err=err) == 2
     assert out.getvalue() == ""
     assert err.getvalue().startswith("error: greeting.json: no model call found, read as ")
+
+
+def test_claude_code_bookkeeping_lines_are_left_out(tmp_path: Path) -> None:
+    """Claude Code 2.x writes snapshot and queue lines between the conversation's; a
+    synthetic assistant notice (an interrupted request) is no model call."""
+    session = {"sessionId": "s1", "uuid": "u"}
+    usage = {"input_tokens": 10, "cache_creation_input_tokens": 200, "cache_read_input_tokens": 5}
+    snapshot = {"type": "file-history-snapshot", "messageId": "m0", "snapshot": {}}
+    bash = {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "ls"}}
+    lines = [
+        {**snapshot, "isSnapshotUpdate": False},
+        {**session, "type": "user", "message": {"role": "user", "content": "list files"}},
+        {**session, "type": "assistant", "message": {
+            "id": "msg_1", "role": "assistant", "model": "claude-sonnet-4-5", "usage": usage,
+            "content": [{"type": "text", "text": "Listing."}]}},
+        {**session, "type": "assistant", "message": {
+            "id": "msg_1", "role": "assistant", "model": "claude-sonnet-4-5", "usage": usage,
+            "content": [bash]}},
+        {**snapshot, "isSnapshotUpdate": True},
+        {**session, "type": "user", "message": {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_1", "content": "a.txt"}]}},
+        {"type": "queue-operation", "operation": "enqueue", "sessionId": "s1"},
+        {**session, "type": "assistant", "message": {
+            "id": "msg_2", "role": "assistant", "model": "<synthetic>",
+            "content": [{"type": "text", "text": "[Request interrupted by user]"}]}},
+        {**session, "type": "assistant", "message": {
+            "id": "msg_3", "role": "assistant", "model": "claude-sonnet-4-5",
+            "usage": {**usage, "cache_read_input_tokens": 215},
+            "content": [{"type": "text", "text": "One file."}]}},
+        {"type": "summary", "summary": "Listed files", "leafUuid": "u"},
+    ]  # fmt: skip
+    path = tmp_path / "s1.jsonl"
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n", encoding="utf-8")
+    [conv] = load_conversations(path)
+    assert conv.name == "s1.jsonl#s1"
+    assert [m.role for m in conv.messages] == ["user", "assistant", "user", "assistant"]
+    assert [b.type for b in conv.messages[1].content_blocks] == [
+        "assistant_gen_text",
+        "function_tool_call",
+    ]
+    assert conv.usage is not None and conv.usage.prompt_tokens == {1: 215, 3: 425}
