@@ -146,6 +146,11 @@ def calibrate(root: Path, item: Shipped) -> FileCalibration:
                 off = abs(call.context_tokens - billed) / billed
                 worst = off if worst is None else max(worst, off)
         elif usage.total_prompt_tokens is not None:
+            if usage.api_calls is not None and usage.api_calls != result.totals.model_calls:
+                raise ValueError(
+                    f"{item.path}: the run made {usage.api_calls} calls, the replay "
+                    f"{result.totals.model_calls}: the totals would not compare"
+                )
             provider += usage.total_prompt_tokens
             simulated += result.totals.input_tokens_billed
             calls += result.totals.model_calls
@@ -185,7 +190,7 @@ def check_strategy(root: Path, item: Shipped, default_n: int = 5) -> StrategyChe
     strategy = dict(conv.strategy) or {"keep_last_observations": default_n}
     n = strategy["keep_last_observations"]
     engine = replay(conv, strategy_config(strategy, tool_names(conv.messages)), pricing=pricing)
-    meter = Meter(pricing, get_token_counter("approx"))
+    meter = Meter(pricing, get_token_counter(pricing.tokenizer or "approx"))
     direct = tuple(
         meter.request(keep_last_observations(conv.messages[:i], n), conv.tools)
         for i in model_calls(conv.messages)

@@ -70,9 +70,10 @@ OPENAI_CHAT_FRAMING = Framing(
     # OpenAI's published rule for chat models: 3 tokens a message, 3 to prime the reply.
     per_message=3,
     per_reply=3,
-    # Fitted on the shipped τ²-bench runs, where every call's prompt_tokens is known
-    # (`python -m simulator calibrate` prints the fit): a tool call costs 8 tokens more
-    # than its name and arguments, a declared parameter 5 more than its line.
+    # Fitted on the shipped τ²-bench airline runs (43 calls with prompt_tokens): a tool
+    # call costs 8 tokens more than its name and arguments, a declared parameter 5 more
+    # than its line. The retail, telecom and SWE-agent runs were held out;
+    # `python -m simulator calibrate` prints all of them.
     per_tool_call=8,
     per_property=5,
     tool_text="typescript",

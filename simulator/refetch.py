@@ -2,8 +2,9 @@
 
 A call with the same tool and arguments (equal as JSON) as an earlier one whose result
 the context no longer shows whole *may* be a re-fetch: the agent asking again for what
-was hidden from it. It is one only if it got the same output back, or part of it (a
-pager showing a page of what was read before). When the output differs, the world had
+was hidden from it. It is one only if it got the same output back, or a run of its
+whole lines (a pager showing a page of what was read before); an empty output is never
+one. When the output differs, the world had
 changed (a test run after an edit, ``goto N`` in a pager that moved): the agent would
 have made that call anyway, so it is a *repeated call*, counted apart. A call whose
 result never arrived is a repeated call too: nothing shows it was a re-fetch.
@@ -38,7 +39,7 @@ class Repeats:
         hidden = waiting.pop(0)
         if not waiting:
             del self._waiting[call_id]
-        if any(output == earlier or output in earlier for earlier in hidden):
+        if output and any(_within(output, earlier) for earlier in hidden):
             self.refetches += 1
         else:
             self.repeated += 1
@@ -47,3 +48,14 @@ class Repeats:
         """The replay ended: calls still waiting never got an output."""
         self.repeated += sum(len(w) for w in self._waiting.values())
         self._waiting.clear()
+
+
+def _within(output: str, earlier: str) -> bool:
+    """``output`` is ``earlier``, or a run of its whole lines (a page of it): a bare
+    substring would let any short output ("OK", "1") pass for a re-fetch."""
+    if output == earlier:
+        return True
+    lines = output.splitlines()
+    return (
+        bool(lines) and f"\n{chr(10).join(lines)}\n" in f"\n{chr(10).join(earlier.splitlines())}\n"
+    )

@@ -38,6 +38,7 @@ def typescript_tools(tools: Sequence[ToolInfo]) -> tuple[str, int]:
     """The namespace declaring ``tools``, as the system prompt carries it, and the number
     of parameters declared in it (nested ones included)."""
     lines = ["# Tools", "", "## functions", "", "namespace functions {", ""]
+    counted = _Count()
     for tool in tools:
         if tool.description:
             lines += [f"// {line}" for line in tool.description.splitlines()]
@@ -46,62 +47,80 @@ def typescript_tools(tools: Sequence[ToolInfo]) -> tuple[str, int]:
         if properties:
             defs = params.get("$defs") or params.get("definitions") or {}
             lines.append(f"type {tool.name} = (_: {{")
-            lines += _properties(properties, params.get("required") or (), defs)
+            lines += _properties(properties, params.get("required") or (), _Refs(defs, counted))
             lines.append("}) => any;")
         else:
             lines.append(f"type {tool.name} = () => any;")
         lines.append("")
     lines.append("} // namespace functions")
-    text = "\n".join(lines)
-    # Every declared parameter, and only those, ends its line with a comma.
-    return text, text.count(",\n")
+    return "\n".join(lines), counted.n
 
 
-def _properties(
-    properties: Mapping[str, Any], required: Sequence[str], defs: Mapping[str, Any]
-) -> list[str]:
+class _Count:
+    def __init__(self) -> None:
+        self.n = 0
+
+
+class _Refs:
+    """The ``$defs`` a schema's refs point into, the refs being expanded (a recursive
+    schema is declared ``any`` where it comes back), and the parameter count."""
+
+    def __init__(
+        self, defs: Mapping[str, Any], count: _Count, open_refs: frozenset[str] = frozenset()
+    ) -> None:
+        self.defs = defs if isinstance(defs, Mapping) else {}
+        self.count = count
+        self.open = open_refs
+
+
+def _properties(properties: Mapping[str, Any], required: Sequence[str], refs: _Refs) -> list[str]:
     out = []
-    for name, schema in properties.items():
-        schema = _resolve(schema, defs)
+    for name, raw in properties.items():
+        refs.count.n += 1
+        schema, inner = _resolve(raw, refs)
         description = schema.get("description")
         if isinstance(description, str) and description:
             out += [f"// {line}" for line in description.splitlines()]
         optional = "" if name in required else "?"
-        out.append(f"{name}{optional}: {_type(schema, defs)},")
+        out.append(f"{name}{optional}: {_type(schema, inner)},")
     return out
 
 
-def _resolve(schema: Any, defs: Mapping[str, Any]) -> Mapping[str, Any]:
-    """``schema``, or what its local ``$ref`` (``#/$defs/Name``) points at."""
+def _resolve(schema: Any, refs: _Refs) -> tuple[Mapping[str, Any], _Refs]:
+    """``schema``, or what its local ``$ref`` (``#/$defs/Name``) points at, with the refs
+    open inside it; a ref already open (a recursive schema) resolves to nothing."""
     if not isinstance(schema, Mapping):
-        return {}
+        return {}, refs
     ref = schema.get("$ref")
-    if isinstance(ref, str) and ref.startswith("#/"):
-        target = defs.get(ref.rsplit("/", 1)[-1])
-        return target if isinstance(target, Mapping) else {}
-    return schema
+    if not isinstance(ref, str):
+        return schema, refs
+    name = ref.rsplit("/", 1)[-1]
+    target = refs.defs.get(name)
+    if not ref.startswith("#/") or name in refs.open or not isinstance(target, Mapping):
+        return {}, refs
+    return target, _Refs(refs.defs, refs.count, refs.open | {name})
 
 
-def _type(schema: Mapping[str, Any], defs: Mapping[str, Any]) -> str:
-    schema = _resolve(schema, defs)
+def _type(raw: Mapping[str, Any], refs: _Refs) -> str:
+    schema, refs = _resolve(raw, refs)
     if "enum" in schema and isinstance(schema["enum"], list):
         return " | ".join(json.dumps(v) for v in schema["enum"])
     for key in ("anyOf", "oneOf"):
         if isinstance(schema.get(key), list):
-            return " | ".join(_type(s, defs) for s in schema[key] if isinstance(s, Mapping))
+            return " | ".join(_type(s, refs) for s in schema[key] if isinstance(s, Mapping))
     kind = schema.get("type")
     if isinstance(kind, list):
-        return " | ".join(_type({**schema, "type": k}, defs) for k in kind)
+        return " | ".join(_type({**schema, "type": k}, refs) for k in kind)
     if kind == "array":
         items = schema.get("items")
-        inner = _type(items, defs) if isinstance(items, Mapping) else "any"
+        inner = _type(items, refs) if isinstance(items, Mapping) else "any"
         union = " | " in inner and not inner.startswith("{")
         return f"({inner})[]" if union else f"{inner}[]"
     if kind == "object":
         properties = schema.get("properties")
         if not isinstance(properties, Mapping) or not properties:
             return "object"
-        body = _properties(properties, schema.get("required") or (), defs)
+        body = _properties(properties, schema.get("required") or (), refs)
         return "{\n" + "\n".join(body) + "\n}"
     if kind in ("integer", "number"):
         return "number"

@@ -5,7 +5,10 @@ A log is one JSON event a line, the whole file one session. ``user`` and ``assis
 events carry ``message`` (``role`` and Anthropic ``content``: a string or blocks);
 everything else is bookkeeping and left out: ``summary``, ``system``,
 ``file-history-snapshot`` (and any line with ``isSnapshotUpdate``), queue operations,
-and events of sub-agents (``isSidechain``), which ran in contexts of their own.
+any type a newer version adds, and events of sub-agents (``isSidechain``), which ran in
+contexts of their own. A ``compact_boundary`` line (``/compact``) starts a new
+conversation: after it the model is sent the summary, not what came before. Branches
+left by rewinding are read in file order, as one line of events.
 
 Claude Code writes one event per content block of a response, each with the same
 ``message.id``: those are joined into one assistant message. Consecutive user events
@@ -28,35 +31,44 @@ from simulator.sources import Converted
 __all__ = ["looks_like", "read"]
 
 _CONVERSATION_TYPES = ("user", "assistant")
-_EVENT_TYPES = (
-    *_CONVERSATION_TYPES,
-    "summary",
-    "system",
-    "file-history-snapshot",
-    "queue-operation",
-)
 
 
 def looks_like(items: Sequence[Any]) -> bool:
-    """Lines of a session log: objects with a known ``type``, and a conversation event
-    with ``sessionId`` or ``uuid`` among them."""
-    events = [item for item in items if isinstance(item, Mapping)]
-    if len(events) != len(items) or not events:
+    """Lines of a session log: objects, among them ``user`` / ``assistant`` events with a
+    ``sessionId`` and a ``message`` (lines of other types are bookkeeping, whatever
+    their type: newer versions add some)."""
+    if not items or not all(isinstance(item, Mapping) for item in items):
         return False
-    return all(e.get("type") in _EVENT_TYPES or "isSnapshotUpdate" in e for e in events) and any(
-        e.get("type") in _CONVERSATION_TYPES and ("sessionId" in e or "uuid" in e) for e in events
+    return any(
+        e.get("type") in _CONVERSATION_TYPES and "sessionId" in e and "message" in e for e in items
     )
 
 
 def read(items: Sequence[Any], *, name: str) -> list[Converted]:
+    """One conversation, or one per stretch between ``/compact`` boundaries (after a
+    compaction the model is sent the summary, not what came before)."""
+    label = f"{name}#{_session(items) or 'session'}"
+    stretches: list[list[tuple[int, Mapping[str, Any]]]] = [[]]
+    for line, event in enumerate(items, start=1):
+        if isinstance(event, Mapping) and event.get("subtype") == "compact_boundary":
+            stretches.append([])
+        elif _in_conversation(event):
+            stretches[-1].append((line, event))
+    stretches = [s for s in stretches if s] or [[]]
+    if len(stretches) == 1:
+        return [_conversation(stretches[0], name, label)]
+    return [_conversation(s, name, f"{label}-{i}") for i, s in enumerate(stretches, start=1)]
+
+
+def _conversation(
+    events: Sequence[tuple[int, Mapping[str, Any]]], name: str, label: str
+) -> Converted:
     messages: list[dict[str, Any]] = []
     ids: list[str | None] = []  # message.id of each assistant message, for joining
     prompt_tokens: dict[int, int] = {}
     model = ""
-    for line, event in enumerate(items, start=1):
+    for line, event in events:
         where = f"{name}:{line}"
-        if not _in_conversation(event):
-            continue
         message = event.get("message")
         if not isinstance(message, Mapping):
             raise ImportError_(f"{where}: message: a {event['type']} event needs a 'message'")
@@ -81,11 +93,9 @@ def read(items: Sequence[Any], *, name: str) -> list[Converted]:
             if tokens is not None:
                 prompt_tokens[len(messages) - 1] = tokens
     payload = {"messages": messages, "tools": []}
-    label = f"{name}#{_session(items) or 'session'}"
-    converted = Converted(
+    return Converted(
         label=label, fmt="anthropic", payload=payload, model=model, prompt_tokens=prompt_tokens
     )
-    return [converted]
 
 
 def _in_conversation(event: Any) -> bool:
@@ -105,11 +115,15 @@ def _blocks(content: Any, where: str) -> list[Any]:
     raise ImportError_(f"{where}: message.content: expected a string or a list of blocks")
 
 
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def _prompt_tokens(usage: Any) -> int | None:
-    if not isinstance(usage, Mapping) or not isinstance(usage.get("input_tokens"), int):
+    if not isinstance(usage, Mapping) or _count(usage.get("input_tokens")) is None:
         return None
     keys = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
-    return sum(v for k in keys if isinstance(v := usage.get(k), int))
+    return sum(_count(usage.get(k)) or 0 for k in keys)
 
 
 def _session(items: Sequence[Any]) -> str:

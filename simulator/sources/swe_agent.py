@@ -51,7 +51,10 @@ def read(data: Any, *, name: str) -> list[Converted]:
     for i, entry in enumerate(history):
         if not isinstance(entry, Mapping):
             raise ImportError_(f"{name}: history[{i}]: expected an object, got {_kind(entry)}")
-        agents.setdefault(str(entry.get("agent") or "main"), []).append((i, entry))
+        agent = entry.get("agent")
+        agents.setdefault(agent if isinstance(agent, str) and agent else "main", []).append(
+            (i, entry)
+        )
     info = _object(data.get("info"))
     stats = _object(info.get("model_stats"))
     config = _replay_config(data, name)
@@ -62,6 +65,8 @@ def read(data: Any, *, name: str) -> list[Converted]:
         messages = _messages(entries, name)
         # The run's bill covers every agent; it is kept only where one agent ran.
         whole_run = len(agents) == 1
+        if whole_run:
+            messages += _unrecorded_steps(data.get("trajectory"), messages)
         out.append(
             Converted(
                 label=label,
@@ -74,6 +79,23 @@ def read(data: Any, *, name: str) -> list[Converted]:
                 strategy=strategy,
             )
         )
+    return out
+
+
+def _unrecorded_steps(steps: Any, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The model's answers of the last steps when the history stops short of them.
+
+    SWE-agent 1.x saves the history before the final step (``submit``): that call was
+    made and billed, on the context the history holds, so its answer is put back.
+    """
+    if not isinstance(steps, list):
+        return []
+    answered = sum(1 for m in messages if m["role"] == "assistant")
+    out = []
+    for step in steps[answered:]:
+        step = step if isinstance(step, Mapping) else {}
+        text = step.get("response") or step.get("thought") or ""
+        out.append({"role": "assistant", "content": str(text)})
     return out
 
 
@@ -98,9 +120,13 @@ def _text(content: Any, where: str) -> str:
     if isinstance(content, list):
         texts = []
         for j, part in enumerate(content):
-            if not isinstance(part, Mapping) or not isinstance(part.get("text", ""), str):
-                raise ImportError_(f"{where}.content[{j}]: expected a text part, got {part!r}")
-            texts.append(part.get("text", ""))
+            if not isinstance(part, Mapping):
+                raise ImportError_(f"{where}.content[{j}]: expected a part, got {part!r}")
+            text = part.get("text")
+            if part.get("type", "text") == "text" and not isinstance(text, str):
+                raise ImportError_(f"{where}.content[{j}].text: expected a string, got {text!r}")
+            if isinstance(text, str):
+                texts.append(text)  # images of multimodal runs: not text, not counted
         return "".join(texts)
     raise ImportError_(
         f"{where}.content: expected a string or a list of parts, got {_kind(content)}"
@@ -125,13 +151,22 @@ def _messages(entries: Sequence[tuple[int, Mapping[str, Any]]], name: str) -> li
             message, pending = _assistant(entry, content, where, i)
             out.append(message)
         elif role == "tool":
-            ids = entry.get("tool_call_ids") or [entry.get("tool_call_id")]
-            if not ids or not isinstance(ids[0], str):
-                raise ImportError_(f"{where}: a tool message needs 'tool_call_ids'")
-            out.append({"role": "tool", "tool_call_id": ids[0], "content": content})
+            out.append(
+                {"role": "tool", "tool_call_id": _result_id(entry, where), "content": content}
+            )
         else:
             raise ImportError_(f"{where}.role: unknown role {role!r}")
     return out
+
+
+def _result_id(entry: Mapping[str, Any], where: str) -> str:
+    """The call a tool message answers: ``tool_call_ids`` (a list of one) or ``tool_call_id``."""
+    ids = entry.get("tool_call_ids")
+    if ids is None:
+        ids = [entry.get("tool_call_id")]
+    if not isinstance(ids, list) or not ids or not isinstance(ids[0], str):
+        raise ImportError_(f"{where}.tool_call_ids: expected a list of call ids, got {ids!r}")
+    return ids[0]
 
 
 def _assistant(
@@ -204,6 +239,10 @@ def _strategy(config: Mapping[str, Any]) -> dict[str, Any]:
     for processor in processors if isinstance(processors, list) else []:
         if isinstance(processor, Mapping) and processor.get("type") == "last_n_observations":
             n = _int(processor.get("n"))
-            if n is not None:
+            # Polling (eliding in batches) and tag rules are not rebuilt: no strategy then.
+            plain = processor.get("polling", 1) == 1 and not processor.get(
+                "always_keep_output_for_tags"
+            )
+            if n is not None and plain:
                 return {"keep_last_observations": n}
     return {}

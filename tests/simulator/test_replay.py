@@ -414,11 +414,15 @@ def test_replay_contexts_do_not_change_the_measures() -> None:
     assert len(kept.contexts[3]) == 8
 
 
+PAGE = "".join(f"line {i}\n" for i in range(60))
+
+
 def _repeat_case(third_output: str | None) -> RecordedConversation:
-    """read a (cleared by the third call), read b, then read a again, answered with
-    ``third_output`` (``None``: never answered)."""
+    """read a (60 lines; cleared by the third call), read b, then read a again, answered
+    with ``third_output`` (``None``: never answered)."""
     conv = _refetch_case('{"path": "a", "limit": 10}')
     messages = list(conv.messages)
+    messages[2] = result_msg("c1", PAGE)
     if third_output is None:
         del messages[6]
     else:
@@ -429,9 +433,11 @@ def _repeat_case(third_output: str | None) -> RecordedConversation:
 @pytest.mark.parametrize(
     ("third_output", "expected"),
     [
-        ("a" * 400, (1, 0)),  # the same output: the agent asked again for what was hidden
-        ("a" * 100, (1, 0)),  # part of it (a pager's page of what was read before)
-        ("a" * 399 + "!", (0, 1)),  # the file changed since: a repeated call
+        (PAGE, (1, 0)),  # the same output: the agent asked again for what was hidden
+        ("line 10\nline 11\nline 12\n", (1, 0)),  # whole lines of it: a pager's page
+        ("ine 10\nline 1", (0, 1)),  # a mere substring does not make a page
+        ("", (0, 1)),  # an empty output is contained in anything: never a re-fetch
+        (PAGE.replace("line 7\n", "line 7 edited\n"), (0, 1)),  # changed since: repeated
         (None, (0, 1)),  # never answered: nothing shows it was a re-fetch
     ],
 )
@@ -439,7 +445,8 @@ def test_replay_refetch_only_when_the_output_came_back(
     third_output: str | None, expected: tuple[int, int]
 ) -> None:
     result = replay(_repeat_case(third_output), {"max_tokens_for_clear": 150}, pricing=ENGINE)
-    assert result.calls[2].events[-1].call_id == "c1" or result.totals.clears >= 1
+    cleared = [e.call_id for c in result.calls for e in c.events if e.kind == "tool"]
+    assert cleared[0] == "c1"
     assert (result.totals.refetches, result.totals.repeated_calls) == expected
 
 
