@@ -262,9 +262,9 @@ def _parser() -> argparse.ArgumentParser:
     common.add_argument(
         "--min-cacheable-prefix",
         type=int,
-        default=1024,
+        default=None,
         metavar="TOKENS",
-        help="shortest prefix a prompt cache serves (default 1024)",
+        help="shortest prefix a prompt cache serves (default: the preset's, 1024 for OpenAI)",
     )
     common.add_argument(
         "--json", action="store_true", help="print one JSON object instead of a table"

@@ -21,7 +21,7 @@ from reduction_app.engine import InMemoryBackend, config_from_dict
 from reduction_app.engine.errors import ConfigError
 from simulator.importers import RecordedConversation
 from simulator.pricing import DEFAULT_PRICING, Pricing
-from simulator.replay import DEFAULT_MIN_CACHEABLE_PREFIX, no_reduction, replay
+from simulator.replay import no_reduction, replay
 from simulator.results import ReplayResult
 
 __all__ = [
@@ -77,7 +77,7 @@ def compare(
     *,
     baseline: str = "first",
     pricing: Pricing = DEFAULT_PRICING,
-    min_cacheable_prefix: int = DEFAULT_MIN_CACHEABLE_PREFIX,
+    min_cacheable_prefix: int | None = None,
     contexts: Collection[int] | None = None,
 ) -> Comparison:
     """Replay each ``(name, config)``; deltas against the first, or ``baseline="none"``
@@ -95,27 +95,28 @@ def compare(
         )
         for name, cfg in configs
     )
-    if baseline == "none":
-        base = replay(
-            conversation,
-            _baseline_config(configs[0][1]),
-            name="no reduction",
-            pricing=pricing,
-            min_cacheable_prefix=min_cacheable_prefix,
-        )
-    elif baseline == "first":
-        base = results[0]
-    else:
+    if baseline == "first":
+        return Comparison(results, results[0], tuple(_deltas(r, results[0]) for r in results))
+    if baseline != "none":
         raise ValueError(f"baseline must be 'first' or 'none', got {baseline!r}")
-    return Comparison(results, base, tuple(_deltas(r, base) for r in results))
-
-
-def _baseline_config(first: Mapping[str, Any] | None) -> dict[str, Any]:
-    """No reduction, counted like the first config: where tokens are measured by each
-    config's own counter, a baseline on another counter would show a config that
-    reduces nothing as a gain or a loss."""
-    counter = (first or {}).get("token_counter")
-    return {**no_reduction(), **({"token_counter": counter} if isinstance(counter, str) else {})}
+    # No reduction, counted like each config: where tokens are measured by each config's
+    # own counter, a baseline on another counter would show a config that reduces
+    # nothing as a gain or a loss. The row shown is the first config's.
+    bases: dict[str, ReplayResult] = {}
+    deltas = []
+    for (_, cfg), result in zip(configs, results, strict=True):
+        counter = (cfg or {}).get("token_counter")
+        key = counter if isinstance(counter, str) and pricing.tokenizer is None else ""
+        if key not in bases:
+            bases[key] = replay(
+                conversation,
+                {**no_reduction(), **({"token_counter": key} if key else {})},
+                name="no reduction",
+                pricing=pricing,
+                min_cacheable_prefix=min_cacheable_prefix,
+            )
+        deltas.append(_deltas(result, bases[key]))
+    return Comparison(results, next(iter(bases.values())), tuple(deltas))
 
 
 def grid_configs(grid: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -187,7 +188,7 @@ def sweep(
     grid: Mapping[str, Any],
     *,
     pricing: Pricing = DEFAULT_PRICING,
-    min_cacheable_prefix: int = DEFAULT_MIN_CACHEABLE_PREFIX,
+    min_cacheable_prefix: int | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> SweepResult:
     """Replay every grid combination; ``progress(done, total)`` after each."""

@@ -82,7 +82,8 @@ ANTHROPIC_FRAMING = Framing(
     name="anthropic",
     per_message=3,
     per_reply=3,
-    # Anthropic's documented tool-use system prompt of the Claude 4 models (auto choice).
+    # Anthropic's documented tool-use system prompt of the Claude 4 models (auto choice);
+    # Claude Haiku 3.5's is 264.
     tools_prompt=346,
 )
 
@@ -101,6 +102,10 @@ class Pricing:
     framing: Framing = field(default=NO_FRAMING)
     estimate: bool = False
     """Token counts are estimates: the provider's tokenizer is not available offline."""
+    prompt_cache: bool = True
+    """The provider caches prompts for this model (GPT-4 and GPT-4 Turbo: no)."""
+    min_cacheable_prefix: int = 1024
+    """Tokens: the shortest prompt the provider caches."""
 
     def cost(
         self, *, uncached_tokens: int, cached_tokens: int, cache_write_tokens: int = 0
@@ -117,25 +122,32 @@ class Pricing:
         ) / 1e6
 
 
-def _openai(name: str, price: float, cached: float, tokenizer: str = "o200k_base") -> Pricing:
+def _openai(name: str, price: float, cached: float | None) -> Pricing:
+    """``cached=None``: no prompt caching (and the older cl100k_base tokenizer)."""
     return Pricing(
         name=name,
         input_per_mtok=price,
-        cached_input_per_mtok=cached,
-        tokenizer=tokenizer,
+        cached_input_per_mtok=price if cached is None else cached,
+        tokenizer="cl100k_base" if cached is None else "o200k_base",
         framing=OPENAI_CHAT_FRAMING,
+        prompt_cache=cached is not None,
     )
 
 
-def _anthropic(name: str, price: float) -> Pricing:
+def _anthropic(name: str, price: float, min_prefix: int, tools_prompt: int = 346) -> Pricing:
+    """Anthropic's documented minimum cacheable prompt and tool-use prompt per model."""
+    framing = ANTHROPIC_FRAMING
+    if tools_prompt != framing.tools_prompt:
+        framing = dataclasses.replace(framing, tools_prompt=tools_prompt)
     return Pricing(
         name=name,
         input_per_mtok=price,
         cached_input_per_mtok=round(price * 0.1, 6),
         cache_write_per_mtok=round(price * 1.25, 6),
         tokenizer="cl100k_base",
-        framing=ANTHROPIC_FRAMING,
+        framing=framing,
         estimate=True,
+        min_cacheable_prefix=min_prefix,
     )
 
 
@@ -149,14 +161,13 @@ PRESETS: dict[str, Pricing] = {
         _openai("o4-mini", 1.10, 0.275),
         _openai("gpt-5", 1.25, 0.125),
         _openai("gpt-5-mini", 0.25, 0.025),
-        # No prompt caching on these two: a cached token costs what any input token does.
-        _openai("gpt-4-turbo", 10.00, 10.00, tokenizer="cl100k_base"),
-        _openai("gpt-4", 30.00, 30.00, tokenizer="cl100k_base"),
-        _anthropic("claude-opus-4.5", 5.00),
-        _anthropic("claude-sonnet-4.5", 3.00),
-        _anthropic("claude-sonnet-4", 3.00),
-        _anthropic("claude-haiku-4.5", 1.00),
-        _anthropic("claude-haiku-3.5", 0.80),
+        _openai("gpt-4-turbo", 10.00, None),
+        _openai("gpt-4", 30.00, None),
+        _anthropic("claude-opus-4.5", 5.00, 4096),
+        _anthropic("claude-sonnet-4.5", 3.00, 1024),
+        _anthropic("claude-sonnet-4", 3.00, 1024),
+        _anthropic("claude-haiku-4.5", 1.00, 4096),
+        _anthropic("claude-haiku-3.5", 0.80, 2048, tools_prompt=264),
     )
 }
 DEFAULT_PRICING = PRESETS["gpt-4o"]

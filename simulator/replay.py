@@ -113,6 +113,7 @@ class _Replayer:
         self.mw = new(config)
         self.meter = Meter(pricing, get_token_counter(config.token_counter))
         self.writes_cache = pricing.cache_write_per_mtok is not None
+        self.caches = pricing.prompt_cache
         self.tools: list[ToolInfo] = list(conversation.tools)
         self.min_prefix = min_prefix
         self.calls_by_id: dict[str, Key] = {}
@@ -220,7 +221,8 @@ class _Replayer:
             context_tokens = self.meter.request(context, self.tools)
             cached = self._cached(previous, context)
             new_tokens = context_tokens - cached
-            writes = new_tokens if self.writes_cache and context_tokens >= self.min_prefix else 0
+            cacheable = self.writes_cache and context_tokens >= self.min_prefix
+            writes = new_tokens if cacheable else 0
             intact, share = self._visible(context)
             if share is not None:
                 shares.append(share)
@@ -246,7 +248,7 @@ class _Replayer:
         return records, shares
 
     def _cached(self, previous: Sequence[Any], context: Sequence[Any]) -> int:
-        if not previous:
+        if not previous or not self.caches:
             return 0
         prefix = self.meter.tools(self.tools)
         for a, b in zip(previous, context, strict=False):
@@ -262,14 +264,18 @@ def replay(
     *,
     name: str | None = None,
     pricing: Pricing = DEFAULT_PRICING,
-    min_cacheable_prefix: int = DEFAULT_MIN_CACHEABLE_PREFIX,
+    min_cacheable_prefix: int | None = None,
     contexts: Collection[int] | None = None,
 ) -> ReplayResult:
     """Replay ``conversation`` under ``config`` (``None``: no reduction) and measure it.
 
-    ``contexts``: indices of model calls whose messages (as sent, after the clear
-    phase) the result keeps in ``ReplayResult.contexts``; calls past the end are ignored.
+    ``min_cacheable_prefix``: tokens, the shortest prefix a prompt cache serves; ``None``:
+    the price preset's. ``contexts``: indices of model calls whose messages (as sent,
+    after the clear phase) the result keeps in ``ReplayResult.contexts``; calls past the
+    end are ignored.
     """
+    if min_cacheable_prefix is None:
+        min_cacheable_prefix = pricing.min_cacheable_prefix
     events: list[ReductionEvent] = []
     cfg, backend = _config(config, events)
     replayer = _Replayer(conversation, cfg, pricing, min_cacheable_prefix, contexts or ())

@@ -195,3 +195,15 @@ def test_grid_configs_refuses_a_grid_too_big_before_building_it() -> None:
     assert (
         len(grid_configs({"max_tokens_for_clear": list(range(1, MAX_GRID_CONFIGS + 1))})) == 1_000
     )
+
+
+def test_compare_baseline_none_per_counter_under_the_engine_measure() -> None:
+    """Each config is compared with no reduction counted by its own counter: a config on
+    cl100k that reduces nothing shows no delta even beside an approx config."""
+    configs = [("tight", HAND_CONFIG), ("idle", {"token_counter": "cl100k_base"})]
+    comparison = compare(hand_conversation(), configs, baseline="none", pricing=ENGINE)
+    assert comparison.deltas[1]["input_tokens_billed"] == 0
+    assert comparison.deltas[0]["input_tokens_billed"] < 0
+    assert comparison.baseline.name == "no reduction"
+    # the row shown is the first config's baseline (approx): 30 + 139 + 348 + 1,357
+    assert comparison.baseline.totals.input_tokens_billed == 1_874

@@ -89,3 +89,41 @@ def test_meter_json_tools_with_a_tool_prompt() -> None:
     assert meter.tools([LOOKUP]) == 100 + counter.count_text(render_tool(LOOKUP)) + 2
     assert meter.tools([]) == 0
     assert OPENAI_CHAT_FRAMING.tool_text == "typescript"
+
+
+def test_typescript_tools_counts_parameters_not_commas() -> None:
+    """A description ending in a comma is no parameter."""
+    tool = ToolInfo(
+        name="f",
+        description="Does things,",
+        parameters={
+            "type": "object",
+            "properties": {"a": {"type": "string", "description": "first,\nthen more,"}},
+        },
+    )
+    text, params = typescript_tools([tool])
+    assert params == 1
+    assert "// first,\n// then more,\na?: string," in text
+
+
+def test_typescript_tools_recursive_schema_is_declared_any() -> None:
+    """A schema that refers to itself (a tree of nodes) ends in ``any`` where it recurs."""
+    node = {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string"},
+            "children": {"type": "array", "items": {"$ref": "#/$defs/Node"}},
+        },
+    }
+    tool = ToolInfo(
+        name="tree",
+        description="",
+        parameters={
+            "type": "object",
+            "properties": {"root": {"$ref": "#/$defs/Node"}},
+            "$defs": {"Node": node},
+        },
+    )
+    text, params = typescript_tools([tool])
+    assert "root?: {\nname?: string,\nchildren?: any[],\n}," in text
+    assert params == 3

@@ -67,7 +67,16 @@ def test_pricing_presets() -> None:
     assert all(p.cached_input_per_mtok <= p.input_per_mtok for p in PRESETS.values())
     assert all(name == p.name for name, p in PRESETS.items())
     claude = [p for name, p in PRESETS.items() if name.startswith("claude")]
-    assert all(p.estimate and p.framing is ANTHROPIC_FRAMING for p in claude)
+    assert all(p.estimate and p.framing.name == ANTHROPIC_FRAMING.name for p in claude)
+    assert {p.name: p.min_cacheable_prefix for p in claude} == {
+        "claude-opus-4.5": 4096,
+        "claude-sonnet-4.5": 1024,
+        "claude-sonnet-4": 1024,
+        "claude-haiku-4.5": 4096,
+        "claude-haiku-3.5": 2048,
+    }
+    assert PRESETS["claude-haiku-3.5"].framing.tools_prompt == 264
+    assert PRESETS["claude-sonnet-4.5"].framing.tools_prompt == 346
     assert all(p.cache_write_per_mtok == pytest.approx(1.25 * p.input_per_mtok) for p in claude)
     assert all(p.cached_input_per_mtok == pytest.approx(0.1 * p.input_per_mtok) for p in claude)
     openai = [p for name, p in PRESETS.items() if not name.startswith("claude")]
@@ -77,6 +86,8 @@ def test_pricing_presets() -> None:
         "gpt-4": "cl100k_base",
         "gpt-4-turbo": "cl100k_base",
     }
+    assert [p.name for p in PRESETS.values() if not p.prompt_cache] == ["gpt-4-turbo", "gpt-4"]
+    assert all(p.min_cacheable_prefix == 1024 for p in openai)
 
 
 def test_pricing_for_known_and_unknown() -> None:

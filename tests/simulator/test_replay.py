@@ -485,3 +485,21 @@ def test_replay_cache_writes_billed_where_the_preset_says() -> None:
     # below the minimum cacheable prefix nothing is written
     small = replay(hand_conversation(), HAND_CONFIG, pricing=sonnet, min_cacheable_prefix=10**6)
     assert small.totals.cache_write_tokens == 0
+
+
+def test_replay_no_prompt_cache_on_models_without_one() -> None:
+    from simulator.pricing import pricing_for
+
+    turbo = replay(hand_conversation(), None, pricing=pricing_for("gpt-4-turbo"))
+    assert turbo.totals.cached_tokens == 0
+    assert turbo.totals.cost_usd == round(turbo.totals.input_tokens_billed * 10 / 1e6, 6)
+
+
+def test_replay_minimum_cacheable_prefix_comes_from_the_preset() -> None:
+    """Claude Haiku 4.5 caches prompts from 4,096 tokens: the hand case never reaches it."""
+    from simulator.pricing import pricing_for
+
+    haiku = replay(hand_conversation(), None, pricing=pricing_for("claude-haiku-4.5"))
+    assert (haiku.totals.cached_tokens, haiku.totals.cache_write_tokens) == (0, 0)
+    sonnet = replay(hand_conversation(), None, pricing=pricing_for("claude-sonnet-4.5"))
+    assert sonnet.totals.input_tokens_billed == haiku.totals.input_tokens_billed

@@ -200,3 +200,77 @@ def test_claude_code_bookkeeping_lines_are_left_out(tmp_path: Path) -> None:
         "function_tool_call",
     ]
     assert conv.usage is not None and conv.usage.prompt_tokens == {1: 215, 3: 425}
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ({"role": "tool", "content": "x", "tool_call_ids": {"a": 1}}, "got {'a': 1}"),
+        ({"role": "tool", "content": "x", "tool_call_ids": "abc"}, "got 'abc'"),
+        ({"role": "tool", "content": "x"}, "got [None]"),
+        (
+            {"role": "user", "content": [{"type": "text", "text": 5}]},
+            ".content[0].text: expected a string, got 5",
+        ),
+        ({"role": "wizard", "content": "x"}, ".role: unknown role 'wizard'"),
+    ],
+)
+def test_swe_agent_bad_entries_name_the_field(tmp_path: Path, entry: dict, message: str) -> None:
+    path = tmp_path / "bad.traj"
+    data = {"history": [{"role": "system", "content": "s"}, entry], "trajectory": []}
+    path.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(ImportError_) as info:
+        load_conversations(path)
+    assert str(info.value).startswith("bad.traj: history[1]")
+    assert str(info.value).endswith(message)
+
+
+def test_swe_agent_image_parts_are_skipped(tmp_path: Path) -> None:
+    from simulator.importers import conversation_from_json
+
+    history = [
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "look"},
+                {"type": "image_url", "image_url": {"url": "data:"}},
+            ],
+        },
+        {"role": "assistant", "content": "ok"},
+    ]
+    [conv] = conversation_from_json({"history": history, "trajectory": []}, name="m.traj")
+    assert conv.messages[0].content == "look"
+
+
+def test_claude_code_compaction_starts_a_new_conversation(tmp_path: Path) -> None:
+    session = {"sessionId": "s2"}
+    lines = [
+        {**session, "type": "user", "message": {"role": "user", "content": "one"}},
+        {
+            **session,
+            "type": "assistant",
+            "message": {"id": "m1", "role": "assistant", "content": "a"},
+        },
+        {
+            **session,
+            "type": "system",
+            "subtype": "compact_boundary",
+            "content": "Conversation compacted",
+        },
+        {
+            **session,
+            "type": "user",
+            "isCompactSummary": True,
+            "message": {"role": "user", "content": "summary"},
+        },
+        {
+            **session,
+            "type": "assistant",
+            "message": {"id": "m2", "role": "assistant", "content": "b"},
+        },
+    ]
+    path = tmp_path / "s2.jsonl"
+    path.write_text("\n".join(json.dumps(line) for line in lines), encoding="utf-8")
+    first, second = load_conversations(path)
+    assert (first.name, second.name) == ("s2.jsonl#s2-1", "s2.jsonl#s2-2")
+    assert [len(c.messages) for c in (first, second)] == [2, 2]
