@@ -19,6 +19,7 @@ tool result) is an error too: it is almost always a file read as the wrong forma
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -200,14 +201,15 @@ def _tau_bench(data: Any, name: str) -> list[RecordedConversation]:
 
 
 def _recorded(converted: Converted, name: str) -> RecordedConversation:
-    """Parse a reader's wire-format payload; the reader's message indices shift by the
-    messages the parser adds in front (Anthropic's ``system``)."""
-    messages, infos = _parse(converted.fmt, converted.payload, name)
-    shift = len(messages) - len(converted.payload["messages"])
+    """Parse a reader's wire-format payload; an error names the field in the file."""
+    try:
+        messages, infos = _parse(converted.fmt, converted.payload, name)
+    except ImportError_ as exc:
+        raise _relocated(exc, converted.locations, name) from exc.__cause__
     usage = None
     if converted.prompt_tokens or converted.total_prompt_tokens is not None:
         usage = ProviderUsage(
-            prompt_tokens={i + shift: n for i, n in converted.prompt_tokens.items()},
+            prompt_tokens=dict(converted.prompt_tokens),
             total_prompt_tokens=converted.total_prompt_tokens,
             api_calls=converted.api_calls,
         )
@@ -220,6 +222,20 @@ def _recorded(converted: Converted, name: str) -> RecordedConversation:
         usage=usage,
         strategy=converted.strategy,
     )
+
+
+def _relocated(exc: ImportError_, locations: Mapping[int, str], name: str) -> ImportError_:
+    """``exc`` with the reshaped payload's ``messages[K]`` replaced by where message K
+    came from in the file."""
+    cause = exc.__cause__
+    if not isinstance(cause, FormatError):
+        return exc
+    match = re.fullmatch(r"messages\[(\d+)\](.*)", cause.where, flags=re.DOTALL)
+    location = locations.get(int(match.group(1))) if match else None
+    if match is None or location is None:
+        return exc
+    at = f"{name}{location}" if location.startswith(":") else f"{name}: {location}"
+    return ImportError_(f"{at}{match.group(2)}: {cause.problem}")
 
 
 def _check_calls(conversation: RecordedConversation, kind: str) -> None:

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Converted"]
+__all__ = ["Converted", "as_int", "as_object"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -39,3 +39,16 @@ class Converted:
     total_prompt_tokens: int | None = None
     api_calls: int | None = None
     strategy: Mapping[str, Any] = field(default_factory=dict)
+    locations: Mapping[int, str] = field(default_factory=dict)
+    """Where each payload message came from in the file (``history[4]``,
+    ``simulations[0].messages[7]``; ``:12: message`` for line 12), for error messages."""
+
+
+def as_object(value: Any) -> Mapping[str, Any]:
+    """``value`` when it is a JSON object, else an empty one."""
+    return value if isinstance(value, Mapping) else {}
+
+
+def as_int(value: Any) -> int | None:
+    """``value`` when it is a JSON integer (not a boolean), else ``None``."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

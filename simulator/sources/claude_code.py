@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from simulator.recording import ImportError_
-from simulator.sources import Converted
+from simulator.sources import Converted, as_int
 
 __all__ = ["looks_like", "read"]
 
@@ -66,6 +66,7 @@ def _conversation(
     messages: list[dict[str, Any]] = []
     ids: list[str | None] = []  # message.id of each assistant message, for joining
     prompt_tokens: dict[int, int] = {}
+    locations: dict[int, str] = {}
     model = ""
     for line, event in events:
         where = f"{name}:{line}"
@@ -85,6 +86,7 @@ def _conversation(
         if joins:
             messages[-1]["content"].extend(blocks)
         else:
+            locations[len(messages)] = f":{line}: message"
             messages.append({"role": role, "content": blocks})
             ids.append(message_id)
         if role == "assistant":
@@ -94,7 +96,12 @@ def _conversation(
                 prompt_tokens[len(messages) - 1] = tokens
     payload = {"messages": messages, "tools": []}
     return Converted(
-        label=label, fmt="anthropic", payload=payload, model=model, prompt_tokens=prompt_tokens
+        label=label,
+        fmt="anthropic",
+        payload=payload,
+        model=model,
+        prompt_tokens=prompt_tokens,
+        locations=locations,
     )
 
 
@@ -115,15 +122,11 @@ def _blocks(content: Any, where: str) -> list[Any]:
     raise ImportError_(f"{where}: message.content: expected a string or a list of blocks")
 
 
-def _count(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
 def _prompt_tokens(usage: Any) -> int | None:
-    if not isinstance(usage, Mapping) or _count(usage.get("input_tokens")) is None:
+    if not isinstance(usage, Mapping) or as_int(usage.get("input_tokens")) is None:
         return None
     keys = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
-    return sum(_count(usage.get(k)) or 0 for k in keys)
+    return sum(as_int(usage.get(k)) or 0 for k in keys)
 
 
 def _session(items: Sequence[Any]) -> str:

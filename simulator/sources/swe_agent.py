@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from simulator.recording import ImportError_
-from simulator.sources import Converted
+from simulator.sources import Converted, as_int, as_object
 
 __all__ = ["looks_like", "read"]
 
@@ -55,8 +55,8 @@ def read(data: Any, *, name: str) -> list[Converted]:
         agents.setdefault(agent if isinstance(agent, str) and agent else "main", []).append(
             (i, entry)
         )
-    info = _object(data.get("info"))
-    stats = _object(info.get("model_stats"))
+    info = as_object(data.get("info"))
+    stats = as_object(info.get("model_stats"))
     config = _replay_config(data, name)
     model, strategy = _model(config), _strategy(config)
     out = []
@@ -74,9 +74,11 @@ def read(data: Any, *, name: str) -> list[Converted]:
                 # Tool schemas are not in a trajectory: the config names only their bundles.
                 payload={"messages": messages, "tools": []},
                 model=model,
-                total_prompt_tokens=_int(stats.get("tokens_sent")) if whole_run else None,
-                api_calls=_int(stats.get("api_calls")) if whole_run else None,
+                total_prompt_tokens=as_int(stats.get("tokens_sent")) if whole_run else None,
+                api_calls=as_int(stats.get("api_calls")) if whole_run else None,
                 strategy=strategy,
+                # Each history entry gives one message, in order.
+                locations={k: f"history[{i}]" for k, (i, _) in enumerate(entries)},
             )
         )
     return out
@@ -99,16 +101,8 @@ def _unrecorded_steps(steps: Any, messages: list[dict[str, Any]]) -> list[dict[s
     return out
 
 
-def _object(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
 def _kind(value: Any) -> str:
     return type(value).__name__
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _text(content: Any, where: str) -> str:
@@ -238,7 +232,7 @@ def _strategy(config: Mapping[str, Any]) -> dict[str, Any]:
     processors = _agent(config).get("history_processors")
     for processor in processors if isinstance(processors, list) else []:
         if isinstance(processor, Mapping) and processor.get("type") == "last_n_observations":
-            n = _int(processor.get("n"))
+            n = as_int(processor.get("n"))
             # Polling (eliding in batches) and tag rules are not rebuilt: no strategy then.
             plain = processor.get("polling", 1) == 1 and not processor.get(
                 "always_keep_output_for_tags"

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from simulator.recording import ImportError_
-from simulator.sources import Converted
+from simulator.sources import Converted, as_int, as_object
 
 __all__ = ["looks_like", "read"]
 
@@ -40,8 +40,8 @@ def read(data: Any, *, name: str) -> list[Converted]:
     if not looks_like(data):
         raise ImportError_(f"{name}: a τ²-bench file is an object with 'info' and 'simulations'")
     info = data["info"]
-    environment = _object(info.get("environment_info"))
-    agent = _object(info.get("agent_info"))
+    environment = as_object(info.get("environment_info"))
+    agent = as_object(info.get("agent_info"))
     policy = environment.get("policy")
     system = [{"role": "system", "content": policy}] if isinstance(policy, str) and policy else []
     tools = _tools(environment.get("tool_defs"), name)
@@ -54,14 +54,16 @@ def read(data: Any, *, name: str) -> list[Converted]:
             raise ImportError_(f"{where}: a simulation needs a 'messages' list")
         messages: list[dict[str, Any]] = list(system)
         prompt_tokens: dict[int, int] = {}
+        locations: dict[int, str] = {0: "info.environment_info.policy"} if system else {}
         for j, msg in enumerate(sim["messages"]):
             converted = _message(msg, f"{where}.messages[{j}]")
             if converted is None:
                 continue
-            usage = _object(msg.get("usage"))
-            tokens = usage.get("prompt_tokens")
-            if converted["role"] == "assistant" and isinstance(tokens, int):
+            usage = as_object(msg.get("usage"))
+            tokens = as_int(usage.get("prompt_tokens"))
+            if converted["role"] == "assistant" and tokens is not None:
                 prompt_tokens[len(messages)] = tokens
+            locations[len(messages)] = f"simulations[{i}].messages[{j}]"
             messages.append(converted)
         label = f"{name}#task{sim.get('task_id', i)}-trial{sim.get('trial', 0)}"
         out.append(
@@ -71,13 +73,10 @@ def read(data: Any, *, name: str) -> list[Converted]:
                 payload={"messages": messages, "tools": tools},
                 model=model,
                 prompt_tokens=prompt_tokens,
+                locations=locations,
             )
         )
     return out
-
-
-def _object(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
 
 
 def _tools(defs: Any, name: str) -> list[Any]:

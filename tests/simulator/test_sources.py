@@ -274,3 +274,27 @@ def test_claude_code_compaction_starts_a_new_conversation(tmp_path: Path) -> Non
     first, second = load_conversations(path)
     assert (first.name, second.name) == ("s2.jsonl#s2-1", "s2.jsonl#s2-2")
     assert [len(c.messages) for c in (first, second)] == [2, 2]
+
+
+def test_errors_name_the_field_in_the_file_not_the_reshaped_one(tmp_path: Path) -> None:
+    """τ²-bench messages move (a system message is added, the user's own tool calls are
+    dropped) and Claude Code lines are joined; errors still point into the file."""
+    data = json.loads((TAU2 / "retail-gpt-4.1-mini.json").read_text(encoding="utf-8"))
+    data["simulations"][0]["messages"][3]["content"] = 5
+    tau = tmp_path / "t.json"
+    tau.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(ImportError_) as info:
+        load_conversations(tau)
+    assert str(info.value) == (
+        "t.json: simulations[0].messages[3].content: expected a string or a list, got 5"
+    )
+    wizard = {"role": "assistant", "content": [{"type": "wizard"}]}
+    lines = [
+        {"sessionId": "s", "type": "user", "message": {"role": "user", "content": "hi"}},
+        {"sessionId": "s", "type": "assistant", "message": wizard},
+    ]
+    log = tmp_path / "c.jsonl"
+    log.write_text("\n".join(json.dumps(line) for line in lines), encoding="utf-8")
+    with pytest.raises(ImportError_) as info:
+        load_conversations(log)
+    assert str(info.value) == "c.jsonl:2: message.content[0].type: unknown block type 'wizard'"
