@@ -47,7 +47,14 @@ from simulator.pricing import DEFAULT_PRICING, Pricing
 from simulator.recording import RecordedConversation
 from simulator.refetch import Repeats
 from simulator.results import CallRecord, ReplayResult, Totals
-from simulator.transcript import Key, call_key, result_blocks, unflagged, with_stable_ids
+from simulator.transcript import (
+    Key,
+    call_key,
+    model_calls,
+    result_blocks,
+    unflagged,
+    with_stable_ids,
+)
 
 __all__ = ["DEFAULT_MIN_CACHEABLE_PREFIX", "no_reduction", "replay"]
 
@@ -206,14 +213,14 @@ class _Replayer:
         shares: list[float] = []
         previous: list[Any] = []
         mark = 0
-        seen_input = False
-        for index, msg in enumerate(with_stable_ids(self.conversation.messages)):
+        messages = with_stable_ids(self.conversation.messages)
+        calls = set(model_calls(messages))
+        for index, msg in enumerate(messages):
             kind = classify(msg)
             if kind != "assistant":
-                seen_input = seen_input or kind in ("user", "tool_result")
                 context.append(self._truncate(msg) if kind == "tool_result" else msg)
                 continue
-            if not seen_input:
+            if index not in calls:
                 context.append(msg)  # a greeting sent before any input: no model call
                 continue
             state = ChatModelAgentState(messages=context, tool_infos=self.tools)

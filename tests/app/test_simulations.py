@@ -151,6 +151,21 @@ def test_replay_command_stores_and_prints(api: ApiClient, recorded: str, tmp_pat
     assert simulation.status == "done"
 
 
+def test_replay_command_baseline_none_prints_the_baseline_row(
+    api: ApiClient, recorded: str, tmp_path: Path
+) -> None:
+    config = tmp_path / "tight.json"
+    config.write_text(json.dumps({"max_tokens_for_clear": 8000}))
+    out = StringIO()
+    call_command(
+        "replay", recorded, "--workspace", "alpha", "--config", str(config),
+        "--baseline", "none", stdout=out,
+    )  # fmt: skip
+    lines = out.getvalue().splitlines()
+    assert [line.split()[:2] for line in lines[1:3]] == [["no", "reduction"], ["tight", "23"]]
+    assert lines[0].split()[-2:] == ["refetch", "repeat"]
+
+
 def test_replay_command_refuses_bad_input(api: ApiClient, recorded: str, tmp_path: Path) -> None:
     with pytest.raises(CommandError, match="conversation 'nope' not found"):
         call_command("replay", "nope", "--workspace", "alpha", stdout=StringIO())

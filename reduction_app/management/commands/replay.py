@@ -76,7 +76,9 @@ class Command(BaseCommand):
         if options["json"]:
             self.stdout.write(json.dumps(simulation.results, ensure_ascii=False))
             return
-        rows = simulation.results["results"] if simulation.results else []
+        results = simulation.results or {}
+        # Under --baseline none the baseline is none of the results: its own row first.
+        rows = [*filter(None, [results.get("baseline_result")]), *results.get("results", [])]
         header = ["config", *(label for _, label in COLUMNS)]
         table = [[r["name"], *(f"{r['totals'].get(key, 0):,}" for key, _ in COLUMNS)] for r in rows]
         widths = [max(len(h), *(len(row[i]) for row in table)) for i, h in enumerate(header)]
