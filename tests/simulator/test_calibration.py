@@ -46,3 +46,17 @@ def test_render_table_has_a_row_per_file_and_the_aggregate(rows: list) -> None:
     assert table[0].startswith("| file | preset | runs | calls |")
     assert len(table) == 2 + len(SHIPPED) + 1
     assert table[-1].startswith("| **all** | | | 86 | 559,124 |")
+
+
+def test_readme_shows_what_calibrate_prints() -> None:
+    """The README's two tables are the command's output, so they cannot drift."""
+    from io import StringIO
+
+    from simulator.cli import main
+    from tests.conftest import REPO
+
+    out = StringIO()
+    assert main(["calibrate"], out=out, err=StringIO()) == 0
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    for table in out.getvalue().split("\n\n"):
+        assert table.strip() in readme
