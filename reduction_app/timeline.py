@@ -27,6 +27,7 @@ from reduction_app.engine.blocks import (
 from reduction_app.engine.notices import is_clear_placeholder, truncation_file_path
 from reduction_app.models import Conversation
 from reduction_app.simulations import recorded_conversation
+from simulator.pricing import DEFAULT_PRICING, engine_measure
 from simulator.replay import replay
 
 __all__ = [
@@ -38,6 +39,10 @@ __all__ = [
     "series_from_replay",
     "timeline_rows",
 ]
+
+ENGINE_MEASURE = engine_measure(DEFAULT_PRICING)
+"""Replays for the chart count as the clear phase does, so every point is in the unit of
+the threshold it is drawn against."""
 
 PREVIEW_CHARS = 400
 """Characters of a message shown in the timeline; the whole text is in the transcript."""
@@ -112,7 +117,7 @@ def series_from_replay(conversation: Conversation, config: Mapping[str, Any]) ->
 
     Raises ``ValueError`` when the stored transcript cannot be read.
     """
-    result = replay(recorded_conversation(conversation), config)
+    result = replay(recorded_conversation(conversation), config, pricing=ENGINE_MEASURE)
     points = []
     for call in result.calls:
         summary = next((e for e in call.events if e.kind == "summary"), None)
