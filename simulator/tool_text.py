@@ -75,7 +75,9 @@ class _Refs:
 
 def _properties(properties: Mapping[str, Any], required: Sequence[str], refs: _Refs) -> list[str]:
     out = []
-    for name, raw in properties.items():
+    # Sorted, not in the order given: PostgreSQL's jsonb reorders object keys, and a
+    # stored conversation must count the same on every database (a token or so a tool).
+    for name, raw in sorted(properties.items()):
         refs.count.n += 1
         schema, inner = _resolve(raw, refs)
         description = schema.get("description")

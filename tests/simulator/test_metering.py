@@ -28,16 +28,17 @@ LOOKUP = ToolInfo(
 
 
 def test_typescript_tools_renders_the_namespace() -> None:
+    """Parameters sorted by name, so a schema counts the same whatever kept it (jsonb)."""
     text, params = typescript_tools([LOOKUP, ToolInfo(name="ping", description="")])
     assert text == (
         "# Tools\n\n## functions\n\nnamespace functions {\n\n"
         "// Get a user.\n"
         "type get_user = (_: {\n"
+        'kind?: "a" | "b",\n'
+        "limit?: number,\n"
+        "tags?: {\nname?: string,\n}[],\n"
         "// The user id.\n"
         "user_id: string,\n"
-        "limit?: number,\n"
-        'kind?: "a" | "b",\n'
-        "tags?: {\nname?: string,\n}[],\n"
         "}) => any;\n\n"
         "type ping = () => any;\n\n"
         "} // namespace functions"
@@ -125,5 +126,5 @@ def test_typescript_tools_recursive_schema_is_declared_any() -> None:
         },
     )
     text, params = typescript_tools([tool])
-    assert "root?: {\nname?: string,\nchildren?: any[],\n}," in text
+    assert "root?: {\nchildren?: any[],\nname?: string,\n}," in text
     assert params == 3
