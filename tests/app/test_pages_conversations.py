@@ -252,6 +252,26 @@ def test_conversation_replay_under_a_chosen_config() -> None:
     assert sent["data"][2] < before["data"][2]
 
 
+def test_conversation_replay_counts_in_the_thresholds_unit() -> None:
+    """Under skip_clear no pass reports its counts, so the replay's own are charted: they
+    are the clear phase's (engine) counts, as in a replay whose pass ran, not the
+    provider's."""
+    client, ws = member_client()
+    conversation_upsert(
+        workspace=ws,
+        client_id="imported",
+        message_format="openai_chat",
+        transcript=_tool_transcript("y" * 400),
+    )
+    skip = config_create(workspace=ws, name="skip", data={"skip_clear": True})
+    series = []
+    for params in ({}, {"config": skip.profile_id}):
+        page = client.get("/conversations/imported/", params).content.decode()
+        series.append(chart_config(page, "context-chart")["data"]["datasets"][0]["data"])
+    assert series[0] == series[1]
+    assert len(series[0]) == 2
+
+
 def test_conversation_replay_partial_for_the_config_select() -> None:
     client, ws = member_client()
     conversation_upsert(
