@@ -11,7 +11,7 @@ from typing import Any
 import pydantic
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
-from ninja import P, Query, Router, Schema, Status
+from ninja import P, Query, QueryEx, Router, Schema, Status
 from ninja.errors import ValidationError
 from ninja.pagination import CursorPagination, paginate
 
@@ -144,8 +144,8 @@ def numbered_lines(content: str, offset: int, limit: int) -> tuple[str, int]:
 def read_file(
     request: HttpRequest,
     path: str,
-    offset: Query[int, P(ge=0, le=MAX_ID)] = 0,
-    limit: Query[int, P(ge=1, le=MAX_READ_LINES)] = 2000,
+    offset: QueryEx[int, P(ge=0, le=MAX_ID)] = 0,
+    limit: QueryEx[int, P(ge=1, le=MAX_READ_LINES)] = 2000,
 ) -> Status[dict[str, Any]]:
     """The read_file tool: ``limit`` numbered lines from line ``offset`` (0-based)."""
     row = _file_or_404(request, path)
@@ -241,7 +241,7 @@ def list_conversations(request: HttpRequest, search: str = "") -> Any:
     tags=["conversations"],
     url_name="conversation_create",
 )
-def create_conversation(request: HttpRequest, payload: ConversationIn) -> Status[dict[str, Any]]:
+def create_conversation(request: HttpRequest, payload: ConversationIn) -> Status[Conversation]:
     """Record a conversation (for example a finished transcript to replay later)."""
     from reduction_app.api_engine import parse_conversation
 
@@ -264,7 +264,7 @@ def create_conversation(request: HttpRequest, payload: ConversationIn) -> Status
     tags=["conversations"],
     url_name="conversation_detail",
 )
-def get_conversation(request: HttpRequest, conversation_id: str) -> Status[dict[str, Any]]:
+def get_conversation(request: HttpRequest, conversation_id: str) -> Status[Conversation]:
     return Status(200, _conversation_or_404(request, conversation_id))
 
 
@@ -307,7 +307,7 @@ def list_configs(request: HttpRequest) -> Any:
     tags=["configs"],
     url_name="config_create",
 )
-def create_config(request: HttpRequest, payload: ConfigIn) -> Status[dict[str, Any]]:
+def create_config(request: HttpRequest, payload: ConfigIn) -> Status[ConfigProfile]:
     version = services.config_create(
         workspace=_workspace(request), name=payload.name, data=payload.config
     )
@@ -320,7 +320,7 @@ def create_config(request: HttpRequest, payload: ConfigIn) -> Status[dict[str, A
     tags=["configs"],
     url_name="config_detail",
 )
-def get_config(request: HttpRequest, config_id: int) -> Status[dict[str, Any]]:
+def get_config(request: HttpRequest, config_id: int) -> Status[ConfigProfile]:
     profile = _config_or_404(request, config_id)
     return Status(200, profile)
 
@@ -333,7 +333,7 @@ def get_config(request: HttpRequest, config_id: int) -> Status[dict[str, Any]]:
 )
 def update_config(
     request: HttpRequest, config_id: int, payload: ConfigUpdateIn
-) -> Status[dict[str, Any]]:
+) -> Status[ConfigProfile]:
     """Save a new version; events recorded with earlier versions keep pointing at them."""
     profile = _config_or_404(request, config_id)
     version = services.config_update(profile=profile, data=payload.config, name=payload.name)

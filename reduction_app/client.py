@@ -17,7 +17,7 @@ import json
 import urllib.error
 import urllib.parse
 import urllib.request
-from typing import Any
+from typing import Any, cast
 
 __all__ = ["ReductionAPIError", "ReductionClient"]
 
@@ -71,6 +71,12 @@ class ReductionClient:
             return json.loads(raw)
         return raw.decode("utf-8")
 
+    def _object(
+        self, method: str, path: str, body: Any = None, query: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """A JSON object answer (every operation but the raw file's)."""
+        return cast("dict[str, Any]", self._request(method, path, body, query))
+
     @staticmethod
     def _config(config: dict[str, Any] | None, config_id: int | None) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -100,7 +106,7 @@ class ReductionClient:
             "conversation_id": conversation_id,
             **self._config(config, config_id),
         }
-        return self._request("POST", "/truncate", body)  # type: ignore[no-any-return]
+        return self._object("POST", "/truncate", body)
 
     def clear(
         self,
@@ -123,24 +129,24 @@ class ReductionClient:
         }
         if system is not None:
             body["system"] = system
-        return self._request("POST", "/clear", body)  # type: ignore[no-any-return]
+        return self._object("POST", "/clear", body)
 
     def read_file(self, path: str, *, offset: int = 0, limit: int = 2000) -> dict[str, Any]:
         """The read_file tool: numbered lines of an offloaded file."""
-        return self._request(
+        return self._object(
             "GET", "/files/read", query={"path": path, "offset": offset, "limit": limit}
-        )  # type: ignore[no-any-return]
+        )
 
     def raw_file(self, path: str) -> str:
         """The exact content of an offloaded file."""
-        return self._request("GET", "/files/raw", query={"path": path})  # type: ignore[no-any-return]
+        return cast(str, self._request("GET", "/files/raw", query={"path": path}))
 
     def read_file_tool(self) -> dict[str, Any]:
         """The read_file tool definitions (``openai``, ``anthropic``, ``responses``)."""
-        return self._request("GET", "/tools/read_file")  # type: ignore[no-any-return]
+        return self._object("GET", "/tools/read_file")
 
     def events(self, **filters: Any) -> dict[str, Any]:
-        return self._request("GET", "/events", query=filters)  # type: ignore[no-any-return]
+        return self._object("GET", "/events", query=filters)
 
     def files(self, **filters: Any) -> dict[str, Any]:
-        return self._request("GET", "/files", query=filters)  # type: ignore[no-any-return]
+        return self._object("GET", "/files", query=filters)

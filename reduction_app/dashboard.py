@@ -10,16 +10,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import wraps
-from typing import Any
+from typing import Any, Concatenate, ParamSpec, TypeVar, cast
 
 from django.contrib.auth.decorators import login_required
 from django.db.models import QuerySet
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBase
 from django.shortcuts import redirect, render
 from django.utils.cache import patch_vary_headers
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
+from reduction_app.http import PageRequest
 from reduction_app.models import Workspace
 
 SESSION_KEY = "reduction_workspace"
@@ -56,20 +57,25 @@ def workspace_switch(request: HttpRequest) -> HttpResponse:
     return redirect(target)
 
 
-def workspace_view(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+P = ParamSpec("P")
+R = TypeVar("R", bound=HttpResponseBase)
+
+
+def workspace_view(
+    view: Callable[Concatenate[PageRequest, P], R],
+) -> Callable[Concatenate[HttpRequest, P], R | HttpResponse]:
     """Sign-in required; ``request.workspace`` is the workspace shown (a page saying so
     when the user belongs to none)."""
 
-    @login_required
-    @wraps(view)
-    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+    def wrapped(request: HttpRequest, /, *args: P.args, **kwargs: P.kwargs) -> R | HttpResponse:
         workspace = current_workspace(request)
         if workspace is None:
             return render(request, "reduction_app/no_workspace.html", status=403)
-        request.workspace = workspace  # type: ignore[attr-defined]
-        return view(request, *args, **kwargs)
+        page = cast(PageRequest, request)
+        page.workspace = workspace
+        return view(page, *args, **kwargs)
 
-    return wrapped
+    return login_required(wraps(view)(wrapped))
 
 
 def render_page(

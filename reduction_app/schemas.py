@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Annotated, Any, Literal
 
 from ninja import Field, Schema
@@ -305,4 +305,5 @@ class SimulationOut(Schema):
     def resolve_duration_seconds(obj: Any) -> float | None:
         if obj.started_at is None or obj.finished_at is None:
             return None
-        return round((obj.finished_at - obj.started_at).total_seconds(), 3)
+        duration: timedelta = obj.finished_at - obj.started_at
+        return round(duration.total_seconds(), 3)

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
@@ -59,7 +59,7 @@ class ServiceError(Exception):
     """A request the records cannot satisfy (a duplicate name, say); shown to the client."""
 
 
-def workspace_get_or_create(*, name: str, user: AbstractBaseUser | None = None) -> Workspace:
+def workspace_get_or_create(*, name: str, user: User | None = None) -> Workspace:
     slug = slugify(name) or "workspace"
     workspace, _ = Workspace.objects.get_or_create(slug=slug, defaults={"name": name})
     if user is not None:

@@ -10,11 +10,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, TypedDict, TypeGuard
 
 from django.db.models import JSONField, OuterRef, QuerySet, Subquery
 
 from reduction_app.models import ConfigProfile, ConfigVersion, Conversation, Simulation, Workspace
+
+if TYPE_CHECKING:
+    from django_stubs_ext import WithAnnotations
 
 __all__ = [
     "CONVERSATION_CHOICES_LIMIT",
@@ -36,7 +40,20 @@ CONVERSATION_CHOICES_LIMIT = 200
 NO_REDUCTION = {"skip_truncation": True, "skip_clear": True}
 
 
-def config_rows(*, workspace: Workspace) -> QuerySet[ConfigProfile]:
+class LatestVersion(TypedDict):
+    """What :func:`config_rows` annotates a profile with (all ``None`` without versions)."""
+
+    latest_number: int | None
+    latest_data: dict[str, Any] | None
+    updated_at: datetime | None
+
+
+if TYPE_CHECKING:
+    ConfigRow = WithAnnotations[ConfigProfile, LatestVersion]
+    """A live profile with its latest version's number, data and time."""
+
+
+def config_rows(*, workspace: Workspace) -> QuerySet[ConfigRow]:
     """Live profiles, each with ``latest_number``, ``latest_data`` and ``updated_at``."""
     latest = ConfigVersion.objects.filter(profile=OuterRef("pk")).order_by("-number")
     return (
@@ -50,7 +67,7 @@ def config_rows(*, workspace: Workspace) -> QuerySet[ConfigProfile]:
     )
 
 
-def config_profile(*, workspace: Workspace, profile_id: int) -> ConfigProfile | None:
+def config_profile(*, workspace: Workspace, profile_id: int) -> ConfigRow | None:
     """A live profile of the workspace, with its latest version annotated."""
     return config_rows(workspace=workspace).filter(pk=profile_id).first()
 
@@ -74,9 +91,9 @@ def conversation_choices(
     return rows
 
 
-def digits(value: str | None) -> bool:
+def digits(value: str | None) -> TypeGuard[str]:
     """Whether ``value`` is a plain number (``"²".isdigit()`` is true, but ``int`` refuses it)."""
-    return bool(value) and value.isascii() and value.isdigit()  # type: ignore[union-attr]
+    return value is not None and value.isascii() and value.isdigit()
 
 
 def conversation_for(*, workspace: Workspace, value: str | None) -> Conversation | None:

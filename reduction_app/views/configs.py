@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect
 from django.urls import path
 from django.views.decorators.http import require_GET, require_http_methods
@@ -18,16 +18,20 @@ from reduction_app.config_fields import (
     version_changes,
 )
 from reduction_app.dashboard import render_page, workspace_view
+from reduction_app.http import PageRequest
 from reduction_app.models import ConfigProfile
 from reduction_app.services import ServiceError, config_create, config_delete, config_update
 from reduction_app.tuning import config_profile, config_rows, config_versions
+
+if TYPE_CHECKING:
+    from reduction_app.tuning import ConfigRow
 
 KEY_FIELDS = ("max_tokens_for_clear", "clear_retention_suffix_limit", "max_length_for_trunc")
 """The fields the list shows; the rest is one click away."""
 
 
-def _profile_or_404(request: HttpRequest, profile_id: int) -> ConfigProfile:
-    profile = config_profile(workspace=request.workspace, profile_id=profile_id)  # type: ignore[attr-defined]
+def _profile_or_404(request: PageRequest, profile_id: int) -> ConfigRow:
+    profile = config_profile(workspace=request.workspace, profile_id=profile_id)
     if profile is None:
         raise Http404("no such config")
     return profile
@@ -40,10 +44,10 @@ def _phases(data: dict[str, Any]) -> str:
 
 @require_GET
 @workspace_view
-def config_list(request: HttpRequest) -> HttpResponse:
+def config_list(request: PageRequest) -> HttpResponse:
     defaults = config_defaults()
     rows = []
-    for profile in config_rows(workspace=request.workspace):  # type: ignore[attr-defined]
+    for profile in config_rows(workspace=request.workspace):
         data = {**defaults, **(profile.latest_data or {})}
         rows.append(
             {
@@ -56,13 +60,15 @@ def config_list(request: HttpRequest) -> HttpResponse:
     return render_page(request, "reduction_app/configs.html", context, partial="config-table")
 
 
-def _save_form(request: HttpRequest, form: ConfigForm, profile: ConfigProfile | None) -> Any:
+def _save_form(
+    request: PageRequest, form: ConfigForm, profile: ConfigProfile | None
+) -> ConfigProfile | None:
     """Create or update from a valid form; the profile, or ``None`` with the form's error."""
     name = form.cleaned_data["name"]
     try:
         if profile is None:
             return config_create(
-                workspace=request.workspace,  # type: ignore[attr-defined]
+                workspace=request.workspace,
                 name=name,
                 data=form.config_data,
             ).profile
@@ -76,14 +82,16 @@ def _save_form(request: HttpRequest, form: ConfigForm, profile: ConfigProfile | 
     return profile
 
 
-def _render_form(request: HttpRequest, form: ConfigForm, profile: ConfigProfile | None) -> Any:
+def _render_form(
+    request: PageRequest, form: ConfigForm, profile: ConfigProfile | None
+) -> HttpResponse:
     context = {"form": form, "profile": profile}
     return render_page(request, "reduction_app/config_form.html", context, partial="config-form")
 
 
 @require_http_methods(["GET", "POST"])
 @workspace_view
-def config_new(request: HttpRequest) -> HttpResponse:
+def config_new(request: PageRequest) -> HttpResponse:
     if request.method == "POST":
         form = ConfigForm(request.POST)
         if form.is_valid():
@@ -97,7 +105,7 @@ def config_new(request: HttpRequest) -> HttpResponse:
 
 @require_http_methods(["GET", "POST"])
 @workspace_view
-def config_edit(request: HttpRequest, profile_id: int) -> HttpResponse:
+def config_edit(request: PageRequest, profile_id: int) -> HttpResponse:
     profile = _profile_or_404(request, profile_id)
     if request.method == "POST":
         form = ConfigForm(request.POST)
@@ -109,13 +117,15 @@ def config_edit(request: HttpRequest, profile_id: int) -> HttpResponse:
             if unchanged or _save_form(request, form, profile) is not None:
                 return redirect("config_versions", profile_id=profile.pk)
     else:
-        form = ConfigForm(initial={"name": profile.name, **initial_from_data(profile.latest_data)})
+        form = ConfigForm(
+            initial={"name": profile.name, **initial_from_data(profile.latest_data or {})}
+        )
     return _render_form(request, form, profile)
 
 
 @require_GET
 @workspace_view
-def config_version_list(request: HttpRequest, profile_id: int) -> HttpResponse:
+def config_version_list(request: PageRequest, profile_id: int) -> HttpResponse:
     profile = _profile_or_404(request, profile_id)
     versions = config_versions(profile=profile)
     defaults = config_defaults()
@@ -141,7 +151,7 @@ def config_version_list(request: HttpRequest, profile_id: int) -> HttpResponse:
 
 @require_http_methods(["GET", "POST"])
 @workspace_view
-def config_delete_view(request: HttpRequest, profile_id: int) -> HttpResponse:
+def config_delete_view(request: PageRequest, profile_id: int) -> HttpResponse:
     """GET asks for confirmation; POST hides the profile."""
     profile = _profile_or_404(request, profile_id)
     if request.method == "POST":

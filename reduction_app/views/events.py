@@ -4,16 +4,17 @@ the id, so a page costs the same however deep it is)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django import forms
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.urls import path
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
 from reduction_app import selectors
 from reduction_app.dashboard import render_page, workspace_view
+from reduction_app.http import PageRequest
 from reduction_app.views.paging import Pager, int_param, url_with
 
 EVENTS_PER_PAGE = 50
@@ -37,14 +38,17 @@ class EventFilterForm(forms.Form):
 
     def __init__(self, *args: Any, tools: list[str], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["tool"].choices = [("", "any"), *((t, t) for t in tools)]
+        cast(forms.ChoiceField, self.fields["tool"]).choices = [
+            ("", "any"),
+            *((t, t) for t in tools),
+        ]
 
 
 @require_GET
 @vary_on_headers("HX-Request")
 @workspace_view
-def event_list(request: HttpRequest) -> HttpResponse:
-    workspace = request.workspace  # type: ignore[attr-defined]
+def event_list(request: PageRequest) -> HttpResponse:
+    workspace = request.workspace
     tools = selectors.event_tool_names(workspace=workspace)
     form = EventFilterForm(request.GET, tools=tools)
     # A bad value is reported on its field and that filter left out; the others still apply.

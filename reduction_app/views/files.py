@@ -11,16 +11,17 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO
+from typing import Any, Protocol, cast
 
 from django import forms
-from django.http import FileResponse, Http404, HttpRequest, HttpResponse
+from django.http import FileResponse, Http404, HttpResponse, HttpResponseBase
 from django.urls import path
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
 from reduction_app import selectors
 from reduction_app.dashboard import render_page, workspace_view
+from reduction_app.http import PageRequest
 from reduction_app.models import OffloadedFile
 from reduction_app.storage import offload_storage
 from reduction_app.views.paging import Pager, int_param, pager_for, paginate, url_with
@@ -45,14 +46,17 @@ class FileFilterForm(forms.Form):
 
     def __init__(self, *args: Any, tools: list[str], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["tool"].choices = [("", "any"), *((t, t) for t in tools)]
+        cast(forms.ChoiceField, self.fields["tool"]).choices = [
+            ("", "any"),
+            *((t, t) for t in tools),
+        ]
 
 
 @require_GET
 @vary_on_headers("HX-Request")
 @workspace_view
-def file_list(request: HttpRequest) -> HttpResponse:
-    workspace = request.workspace  # type: ignore[attr-defined]
+def file_list(request: PageRequest) -> HttpResponse:
+    workspace = request.workspace
     form = FileFilterForm(request.GET, tools=selectors.file_tool_names(workspace=workspace))
     form.is_valid()  # a bad value is shown on its field and that filter left out
     filters = {k: v for k, v in getattr(form, "cleaned_data", {}).items() if v not in (None, "")}
@@ -67,9 +71,9 @@ def file_list(request: HttpRequest) -> HttpResponse:
     return render_page(request, "reduction_app/file_list.html", context, partial="table")
 
 
-def _file_or_404(request: HttpRequest) -> OffloadedFile:
+def _file_or_404(request: PageRequest) -> OffloadedFile:
     row = selectors.file_get(
-        workspace=request.workspace,  # type: ignore[attr-defined]
+        workspace=request.workspace,
         path=request.GET.get("path", ""),
     )
     if row is None:
@@ -77,7 +81,13 @@ def _file_or_404(request: HttpRequest) -> OffloadedFile:
     return row
 
 
-def _lines(handle: BinaryIO) -> Iterator[str]:
+class Chunks(Protocol):
+    """What the pages read a stored file through: a storage's file, or any binary stream."""
+
+    def read(self, size: int = ..., /) -> bytes: ...
+
+
+def _lines(handle: Chunks) -> Iterator[str]:
     """The lines of a stored file, as ``GET /api/v1/files/read`` numbers them: they end at
     ``\\n``, a ``\\r`` before it is not shown, and a final ``\\n`` starts no new line."""
     rest = b""
@@ -108,7 +118,7 @@ class FileWindow:
         return max(1, -(-self.total // LINES_PER_PAGE))
 
 
-def read_window(handle: BinaryIO, page: int | None, query: str) -> FileWindow:
+def read_window(handle: Chunks, page: int | None, query: str) -> FileWindow:
     """Scan the file once: keep page ``page`` (or, when ``None``, the page of the first
     match, else page 1) and the numbers of the lines containing ``query``."""
     needle = query.casefold()
@@ -154,7 +164,7 @@ def _window(row: OffloadedFile, page: int | None, query: str) -> FileWindow:
 @require_GET
 @vary_on_headers("HX-Request")
 @workspace_view
-def file_view(request: HttpRequest) -> HttpResponse:
+def file_view(request: PageRequest) -> HttpResponse:
     row = _file_or_404(request)
     query = request.GET.get("q", "")
     window = _window(row, int_param(request, "page") or None, query)
@@ -184,7 +194,7 @@ def file_view(request: HttpRequest) -> HttpResponse:
 
 @require_GET
 @workspace_view
-def file_raw(request: HttpRequest) -> HttpResponse:
+def file_raw(request: PageRequest) -> HttpResponseBase:
     """The exact stored bytes, streamed, as a UTF-8 text attachment."""
     row = _file_or_404(request)
     try:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.urls import path
 from django.utils import timezone
 from django.views.decorators.http import require_GET
@@ -14,6 +14,7 @@ from django.views.decorators.vary import vary_on_headers
 
 from reduction_app import selectors
 from reduction_app.dashboard import render_page, workspace_view
+from reduction_app.http import PageRequest
 from reduction_app.models import Workspace
 
 LATEST_EVENTS = 10
@@ -79,8 +80,8 @@ def overview_context(workspace: Workspace) -> dict[str, Any]:
 @require_GET
 @vary_on_headers("HX-Request")
 @workspace_view
-def overview(request: HttpRequest) -> HttpResponse:
-    context = overview_context(request.workspace)  # type: ignore[attr-defined]
+def overview(request: PageRequest) -> HttpResponse:
+    context = overview_context(request.workspace)
     return render_page(request, "reduction_app/overview.html", context, partial="content")
 
 

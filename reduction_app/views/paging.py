@@ -43,12 +43,12 @@ class Pager:
     first: str | None = None
 
 
-def paginate(request: HttpRequest, items: Any, per_page: int, param: str = "page") -> Page:
+def paginate(request: HttpRequest, items: Any, per_page: int, param: str = "page") -> Page[Any]:
     """The page ``?param=`` asks for (the last one when past the end, the first when bad)."""
     return Paginator(items, per_page).get_page(request.GET.get(param))
 
 
-def pager_for(request: HttpRequest, page: Page, param: str = "page") -> Pager:
+def pager_for(request: HttpRequest, page: Page[Any], param: str = "page") -> Pager:
     return Pager(
         number=page.number,
         count=page.paginator.num_pages,

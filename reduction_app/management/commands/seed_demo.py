@@ -52,7 +52,9 @@ class Command(BaseCommand):
             try:
                 validate_password(password)
             except ValidationError as exc:
-                self.stderr.write(f"Warning: a weak password for {username!r}: {' '.join(exc)}")
+                self.stderr.write(
+                    f"Warning: a weak password for {username!r}: {' '.join(exc.messages)}"
+                )
         try:
             report = demo_seed(
                 small=options["small"], reset=options["reset"], say=self.stdout.write
