@@ -38,18 +38,17 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.corpus import build_conversation, conversation_chars
-from reduction_app.engine.backends import InMemoryBackend
-from reduction_app.engine.clear import ChatModelAgentState
-from reduction_app.engine.config import ReductionConfig
-from reduction_app.engine.messages import Message
-from reduction_app.engine.middleware import new
-from reduction_app.engine.notices import is_clear_placeholder
-from reduction_app.engine.tokens import (
+from reduction_app.engine import (
     ApproxTokenCounter,
+    ChatModelAgentState,
+    InMemoryBackend,
+    Message,
+    ReductionConfig,
     TiktokenCounter,
     get_token_counter,
-    render_message,
+    new,
 )
+from reduction_app.engine.inspect import is_clear_placeholder, render_message
 
 __all__ = ["Run", "main", "replay_langchain_apply", "replay_langchain_middleware", "replay_ours"]
 

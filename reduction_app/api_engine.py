@@ -11,9 +11,8 @@ from django.http import HttpRequest
 from ninja import Router, Status
 
 from reduction_app import engine
-from reduction_app.engine import formats
-from reduction_app.engine.formats.tool_parts import parts_from_json, parts_to_json
-from reduction_app.engine.tokens import get_token_counter
+from reduction_app.engine import formats, get_token_counter
+from reduction_app.engine.formats import parts_from_json, parts_to_json
 from reduction_app.models import ConfigVersion, Workspace
 from reduction_app.schemas import (
     ApiError,

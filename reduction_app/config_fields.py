@@ -15,7 +15,7 @@ from typing import Any
 from django import forms
 
 from reduction_app import engine
-from reduction_app.engine.config import TOKEN_COUNTER_NAMES
+from reduction_app.engine import TOKEN_COUNTER_NAMES
 
 __all__ = [
     "FIELD_HELP",

@@ -14,10 +14,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reduction_app import engine
-from reduction_app.engine.access import classify
-from reduction_app.engine.blocks import AgenticMessage, FunctionToolCall, FunctionToolResult
-from reduction_app.engine.config import DEFAULT_MAX_TOKENS_FOR_CLEAR
-from reduction_app.engine.notices import is_clear_placeholder
+from reduction_app.engine import (
+    DEFAULT_MAX_TOKENS_FOR_CLEAR,
+    AgenticMessage,
+    FunctionToolCall,
+    FunctionToolResult,
+)
+from reduction_app.engine.inspect import classify, is_clear_placeholder
 from simulator.compare import compare
 from simulator.importers import RecordedConversation
 from simulator.transcript import with_stable_ids

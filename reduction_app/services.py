@@ -23,7 +23,8 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from reduction_app import engine
-from reduction_app.engine.tokens import count_text, get_token_counter
+from reduction_app.engine import get_token_counter
+from reduction_app.engine.inspect import count_text
 from reduction_app.models import (
     ApiKey,
     ConfigProfile,

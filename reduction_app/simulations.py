@@ -18,7 +18,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from reduction_app import engine
-from reduction_app.engine.restore import offload_paths, restore_results
+from reduction_app.engine.inspect import offload_paths, restore_results
 from reduction_app.models import Conversation, Simulation, Workspace
 from reduction_app.selectors import config_get, config_latest
 from reduction_app.storage import read_offloads

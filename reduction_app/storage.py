@@ -15,8 +15,7 @@ from dataclasses import dataclass
 from django.core.files.base import ContentFile
 from django.core.files.storage import Storage, storages
 
-from reduction_app.engine import WriteRequest
-from reduction_app.engine.errors import PathEscapeError
+from reduction_app.engine import PathEscapeError, WriteRequest
 from reduction_app.models import OffloadedFile, Workspace
 
 __all__ = [

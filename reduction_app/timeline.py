@@ -15,16 +15,22 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from reduction_app.engine import AgenticMessage, Message, get_token_counter
-from reduction_app.engine.access import classify, tool_calls_of
-from reduction_app.engine.blocks import (
+from reduction_app.engine import (
+    AgenticMessage,
     AssistantGenText,
     FunctionToolCall,
     FunctionToolResult,
+    Message,
     Reasoning,
     UserInputText,
+    get_token_counter,
 )
-from reduction_app.engine.notices import is_clear_placeholder, truncation_file_path
+from reduction_app.engine.inspect import (
+    classify,
+    is_clear_placeholder,
+    tool_calls_of,
+    truncation_file_path,
+)
 from reduction_app.models import Conversation
 from reduction_app.simulations import recorded_conversation
 from simulator.pricing import DEFAULT_PRICING, engine_measure

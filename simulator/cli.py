@@ -16,8 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
-from reduction_app.engine import InMemoryBackend, config_from_dict
-from reduction_app.engine.errors import ConfigError, ReductionError
+from reduction_app.engine import ConfigError, InMemoryBackend, ReductionError, config_from_dict
 from simulator.calibration import (
     SHIPPED,
     STRATEGY_RUNS,

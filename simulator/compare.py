@@ -17,8 +17,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from reduction_app.engine import InMemoryBackend, config_from_dict
-from reduction_app.engine.errors import ConfigError
+from reduction_app.engine import ConfigError, InMemoryBackend, config_from_dict
 from simulator.importers import RecordedConversation
 from simulator.pricing import DEFAULT_PRICING, Pricing
 from simulator.replay import no_reduction, replay

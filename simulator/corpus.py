@@ -36,7 +36,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from reduction_app.engine.messages import Message, ToolCall
+from reduction_app.engine import Message, ToolCall
 
 __all__ = [
     "CHECKOUT_SKIP_DIRS",
@@ -452,6 +452,6 @@ def build_conversation(
 
 def dump_openai(messages: Sequence[Message]) -> list[dict[str, Any]]:
     """The conversation as an OpenAI Chat Completions ``messages`` list."""
-    from reduction_app.engine.formats.openai_chat import messages_to_openai
+    from reduction_app.engine.formats import messages_to_openai
 
     return messages_to_openai(messages)

@@ -24,9 +24,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from reduction_app.engine import formats
-from reduction_app.engine.errors import FormatError
-from reduction_app.engine.messages import ToolInfo
+from reduction_app.engine import FormatError, ToolInfo, formats
 from simulator.recording import ImportError_, ProviderUsage, RecordedConversation
 from simulator.sources import Converted, claude_code, openhands, swe_agent, tau2
 from simulator.sources.openhands import openhands_to_openai

@@ -24,14 +24,15 @@ from typing import Any
 
 from reduction_app.engine import (
     AgenticMessage,
+    AssistantGenText,
     FunctionToolCall,
     FunctionToolResult,
     Message,
     ToolInfo,
+    UserInputText,
     get_token_counter,
 )
-from reduction_app.engine.blocks import AssistantGenText, UserInputText
-from reduction_app.engine.tokens import count_text, render_tool
+from reduction_app.engine.inspect import count_text, render_tool
 from simulator.pricing import Pricing
 from simulator.tool_text import typescript_tools
 

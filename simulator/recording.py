@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from reduction_app.engine.messages import ToolInfo
+from reduction_app.engine import ToolInfo
 
 __all__ = ["ImportError_", "ProviderUsage", "RecordedConversation"]
 

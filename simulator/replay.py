@@ -39,9 +39,9 @@ from reduction_app.engine import (
     config_to_dict,
     get_token_counter,
     new,
+    stringify,
 )
-from reduction_app.engine.access import classify, read_result, tool_calls_of, write_result
-from reduction_app.engine.parts import stringify
+from reduction_app.engine.inspect import classify, read_result, tool_calls_of, write_result
 from simulator.metering import Meter
 from simulator.pricing import DEFAULT_PRICING, Pricing
 from simulator.recording import RecordedConversation

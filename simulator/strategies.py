@@ -30,9 +30,9 @@ from reduction_app.engine import (
     ToolOutputPart,
     ToolReductionConfig,
     ToolResult,
+    stringify,
 )
-from reduction_app.engine.access import classify, tool_calls_of
-from reduction_app.engine.parts import stringify
+from reduction_app.engine.inspect import classify, tool_calls_of
 
 __all__ = ["elided_observation", "keep_last_observations", "strategy_config", "tool_names"]
 

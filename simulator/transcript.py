@@ -19,7 +19,7 @@ from reduction_app.engine import (
     FunctionToolResult,
     Message,
 )
-from reduction_app.engine.access import classify
+from reduction_app.engine.inspect import classify
 
 __all__ = ["Key", "call_key", "model_calls", "result_blocks", "unflagged", "with_stable_ids"]
 

@@ -31,8 +31,7 @@ from reduction_app.demo.specs import (
     TAU_BENCH_RUNS,
     LiveSpec,
 )
-from reduction_app.engine import formats
-from reduction_app.engine.messages import Message, ToolCall
+from reduction_app.engine import Message, ToolCall, formats
 from reduction_app.models import (
     ConfigVersion,
     Conversation,

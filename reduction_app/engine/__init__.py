@@ -3,8 +3,13 @@
 Pure Python; importing it never loads Django. Build a middleware with
 :func:`new`, wrap tool calls with its ``wrap_*`` methods (truncation) and call
 :meth:`~ReductionMiddleware.before_model_rewrite_state` before every model call
-(clear). See the README for every config field and the deliberate differences
-from the reference.
+(clear). See the README for every config field, and docs/behaviour.md for what the
+engine promises and its deliberate differences from the reference.
+
+This module is the surface for reducing conversations. Read-only helpers (classify a
+message, read a tool result, recognise a notice, restore offloads, count the way the
+counters do) live in :mod:`reduction_app.engine.inspect`, and the wire formats in
+:mod:`reduction_app.engine.formats`; every other engine module is private to the engine.
 """
 
 from __future__ import annotations
@@ -29,6 +34,8 @@ from reduction_app.engine.blocks import (
 )
 from reduction_app.engine.clear import ChatModelAgentState
 from reduction_app.engine.config import (
+    DEFAULT_MAX_LENGTH_FOR_TRUNC,
+    DEFAULT_MAX_TOKENS_FOR_CLEAR,
     JSON_FIELDS,
     ReductionConfig,
     ToolReductionConfig,
@@ -84,6 +91,8 @@ from reduction_app.engine.tool_io import (
 )
 
 __all__ = [
+    "DEFAULT_MAX_LENGTH_FOR_TRUNC",
+    "DEFAULT_MAX_TOKENS_FOR_CLEAR",
     "JSON_FIELDS",
     "PROCESSED_FLAG",
     "TOKEN_COUNTER_NAMES",

@@ -7,7 +7,8 @@ in one message. Every function here takes either style and returns new values;
 nothing is changed in place.
 
 It also owns how a call finds its results: by call id, among the tool-result
-messages right after the call (Part A), a reused id taking the next free result.
+messages right after the call, a reused id taking the next free result
+(docs/behaviour.md §4.6 step 1).
 """
 
 from __future__ import annotations

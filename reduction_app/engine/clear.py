@@ -1,7 +1,7 @@
 """The clear phase: before a model call, old tool results are offloaded and replaced
 by placeholders once the conversation is over ``max_tokens_for_clear`` tokens.
 
-Follows the reference (§4) with our decisions: strictly-greater trigger; results
+Follows docs/behaviour.md §4 (the reference with our decisions): strictly-greater trigger; results
 found by call id among the tool-result messages right after their call; a call
 already cleared (flagged, or holding one of our placeholders) is never cleared
 again; nothing the caller passed is changed; every offload is written before the

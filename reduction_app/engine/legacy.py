@@ -1,4 +1,4 @@
-"""The reference's first, deprecated entry points, kept as thin shims (REFERENCE §6).
+"""The reference's first, deprecated entry points, kept as thin shims (docs/behaviour.md §6).
 
 ``new_clear_tool_result`` clears old tool results by a token budget, and
 ``new_tool_result_middleware`` adds offloading of large string results. Both warn
@@ -97,7 +97,7 @@ class LegacyClearToolResult:
 
 
 def new_clear_tool_result(config: ClearToolResultConfig | None = None) -> LegacyClearToolResult:
-    """Deprecated: the legacy clear hook (REFERENCE §6.1)."""
+    """Deprecated: the legacy clear hook (docs/behaviour.md §6.1)."""
     _warn("new_clear_tool_result")
     return LegacyClearToolResult(config or ClearToolResultConfig())
 
@@ -227,6 +227,6 @@ class LegacyToolResultMiddleware(LegacyClearToolResult):
 
 
 def new_tool_result_middleware(config: ToolResultConfig) -> LegacyToolResultMiddleware:
-    """Deprecated: the legacy clear hook plus large-result offloading (REFERENCE §6.2)."""
+    """Deprecated: the legacy clear hook plus large-result offloading (docs/behaviour.md §6.2)."""
     _warn("new_tool_result_middleware")
     return LegacyToolResultMiddleware(config)

@@ -1,7 +1,7 @@
 """A config turned into what the phases use: resolved handlers per tool, the counter,
 and the shared helpers both phases need (offload writes, event figures).
 
-Handler resolution follows the reference (§2.4) with decision 4: a per-tool entry
+Handler resolution follows docs/behaviour.md §2.4 (the reference with decision 4): a per-tool entry
 without a backend uses the global one, and an entry without a handler gets the
 default handler bound to the entry's backend.
 """

@@ -9,7 +9,7 @@ This module owns how a conversation becomes a token count:
   each rendered string measured in tiktoken tokens.
 - :func:`get_token_counter`, which resolves a config's ``token_counter`` value.
 
-Rendering (REFERENCE §4.1). A chat message is one string, ``role\\nreasoning\\ncontent\\n``,
+Rendering (docs/behaviour.md §4.1). A chat message is one string, ``role\\nreasoning\\ncontent\\n``,
 then (assistants only) ``name\\narguments`` per tool call with no separator, then
 ``text\\n`` per text part of ``user_input_multi_content`` and of
 ``assistant_gen_multi_content``. An agentic message is its role plus one string per

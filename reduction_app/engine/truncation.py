@@ -45,7 +45,10 @@ def text_of(parts: Sequence[ToolOutputPart]) -> str:
 
 
 def first_text(result: ToolResult | None) -> str:
-    """What a string tool returns for a result: the first part's text (§3.5 step 4)."""
+    """What a string tool returns for a result: the first part's text.
+
+    See docs/behaviour.md §3.5 step 4.
+    """
     if result is None or not result.parts:
         return ""
     return result.parts[0].text
@@ -134,7 +137,7 @@ def buffered_stream_steps(
     *,
     enhanced: bool,
 ) -> Steps[list[Any] | None]:
-    """Truncate a drained stream through a per-tool handler (§3.5, buffered path).
+    """Truncate a drained stream through a per-tool handler (docs/behaviour.md §3.5, buffered path).
 
     The replacement chunks, mapped for string streams to each chunk's first text;
     ``None`` when the handler keeps the stream (the caller then replays it, error and all).

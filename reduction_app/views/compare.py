@@ -19,7 +19,7 @@ from django.views.decorators.http import require_http_methods
 
 from reduction_app import simulations
 from reduction_app.dashboard import render_page, workspace_view
-from reduction_app.engine.access import classify
+from reduction_app.engine.inspect import classify
 from reduction_app.models import Conversation, Simulation
 from reduction_app.replays import (
     ReplayRun,

@@ -24,8 +24,8 @@ from django.views.decorators.http import require_GET, require_POST
 from reduction_app import engine, simulations
 from reduction_app.config_fields import FIELD_HELP
 from reduction_app.dashboard import render_page, workspace_view
-from reduction_app.engine.access import classify
-from reduction_app.engine.config import DEFAULT_MAX_LENGTH_FOR_TRUNC, DEFAULT_MAX_TOKENS_FOR_CLEAR
+from reduction_app.engine import DEFAULT_MAX_LENGTH_FOR_TRUNC, DEFAULT_MAX_TOKENS_FOR_CLEAR
+from reduction_app.engine.inspect import classify
 from reduction_app.models import Conversation
 from reduction_app.replays import (
     chart_config,

@@ -1,4 +1,4 @@
-"""Shared builders for the clear-phase tests: REFERENCE §8 conversations, small real
+"""Shared builders for the clear-phase tests: docs/behaviour.md §8.2 conversations, small real
 collaborators (a character counter, failing backends), and a tau-bench loader."""
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def call_msg(*calls: tuple[str, str] | tuple[str, str, str]) -> Message:
 
 
 def c2() -> list[Message]:
-    """REFERENCE §8 conversation C2 (default counter: 9, 24, 15, 3, 15, 3 = 69)."""
+    """docs/behaviour.md §8.2 conversation C2 (default counter: 9, 24, 15, 3, 15, 3 = 69)."""
     return [
         Message.system("you are a helpful assistant"),
         Message.user(QUESTION),

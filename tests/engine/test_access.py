@@ -1,5 +1,5 @@
 """Tests for reduction_app.engine.access: reading and rewriting both message styles
-(REFERENCE §1.3, §4.11, §5, cases 50–53)."""
+(docs/behaviour.md §1.3, §4.11, §5, cases 50–53)."""
 
 from __future__ import annotations
 

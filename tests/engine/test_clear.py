@@ -1,4 +1,5 @@
-"""Tests for reduction_app.engine.clear with chat messages (REFERENCE §4, §8, Part A)."""
+"""Tests for reduction_app.engine.clear with chat messages (docs/behaviour.md §4, §8 and
+the decisions)."""
 
 from __future__ import annotations
 
@@ -108,7 +109,7 @@ def test_clear_triggers_strictly_above_threshold() -> None:
 
 
 def test_clear_skip_clear_returns_the_same_state_untouched() -> None:
-    """Part A: no counting, no rewriter, no flags, no post-process, no events."""
+    """Decision 3: no counting, no rewriter, no flags, no post-process, no events."""
     called: list[str] = []
 
     def counter(messages: Any, tools: Any) -> int:
@@ -291,7 +292,7 @@ def test_clear_finds_results_out_of_order() -> None:
 
 
 def test_clear_result_scan_stops_at_first_non_result() -> None:
-    """Part A: a result after a user message does not belong to the call; neither is cleared."""
+    """§4.6 step 1: a result after a user message does not belong to the call; none is cleared."""
     msgs = [
         Message.user("q"),
         call_msg(("a", "t")),
@@ -310,7 +311,7 @@ def test_clear_result_scan_stops_at_first_non_result() -> None:
 
 
 def test_clear_scan_is_not_bounded_by_the_number_of_calls() -> None:
-    """Part A: every tool result right after the call is searched, not only ``k`` of them."""
+    """§4.6 step 1: every tool result right after the call is searched, not only ``k`` of them."""
     msgs = [
         Message.user("q"),
         call_msg(("a", "t")),
@@ -348,7 +349,7 @@ def test_clear_exclude_tools_conformance_case_29() -> None:
 
 
 def test_clear_exclude_tools_matches_the_calls_function_name() -> None:
-    """§9.17: the tool message's ``tool_name`` is not what exclusion looks at."""
+    """§4.6 step 2: the tool message's ``tool_name`` is not what exclusion looks at."""
     msgs = [
         Message.user("q"),
         call_msg(("a", "secret")),
@@ -697,7 +698,7 @@ def test_clear_twice_with_new_messages_leaves_every_offload_file_intact() -> Non
 
 
 def test_clear_our_placeholder_without_a_flag_is_not_cleared_again() -> None:
-    """Part A: a conversation sent back over the wire loses its flags but not its placeholders."""
+    """Decision 5: a conversation sent back over the wire keeps its placeholders, not its flags."""
     backend = CountingBackend()
     mw, events = middleware(backend, max_tokens_for_clear=1)
     first = mw.before_model_rewrite_state(state(rounds(("a", "t", "A"))))
@@ -721,7 +722,7 @@ def test_clear_dropped_and_chinese_placeholders_are_not_cleared_again() -> None:
 
 
 def test_clear_flagged_call_inside_the_range_is_not_processed_again() -> None:
-    """Decision 5 against §9.10: a flagged call after an unflagged reply is skipped."""
+    """Decision 5 (§4.11): a flagged call after an unflagged reply is skipped."""
     seen: list[str] = []
 
     def handler(detail: ToolDetail) -> ClearResult:
@@ -744,7 +745,7 @@ def test_clear_flagged_call_inside_the_range_is_not_processed_again() -> None:
 
 
 def test_clear_truncated_result_points_at_the_truncation_file() -> None:
-    """Part A: the placeholder names the truncation file and nothing new is written."""
+    """§4.7: the placeholder names the truncation file and nothing new is written."""
     backend = CountingBackend()
     mw, events = middleware(
         backend, skip_truncation=False, max_length_for_trunc=10, max_tokens_for_clear=1
@@ -944,7 +945,7 @@ def test_clear_tau_bench_reused_ids_keep_every_original() -> None:
 
 
 def test_clear_at_least_below_the_saving_returns_the_original_state() -> None:
-    """§9.13: placeholders are longer than ``Sunny``, so C2 saves -25 tokens."""
+    """§4.8: placeholders are longer than ``Sunny``, so C2 saves -25 tokens."""
     backend = CountingBackend()
     posts: list[Any] = []
     mw, events = middleware(

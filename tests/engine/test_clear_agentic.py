@@ -1,5 +1,5 @@
-"""Tests for reduction_app.engine.clear with agentic messages (REFERENCE §5, Part A:
-"Several results in one message")."""
+"""Tests for reduction_app.engine.clear with agentic messages (docs/behaviour.md §5:
+several results in one message)."""
 
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ def tail() -> list[AgenticMessage]:
 
 
 def test_clear_agentic_several_results_in_one_message_each_by_call_id() -> None:
-    """Part A: parallel results in one user message, out of order, each cleared by its id."""
+    """§5: parallel results in one user message, out of order, each cleared by its id."""
     msgs = [
         agentic_text("user", "q"),
         agentic_call(("a", "t"), ("b", "t")),

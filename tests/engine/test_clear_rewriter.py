@@ -1,4 +1,4 @@
-"""Tests for the clear phase's ``clear_message_rewriter`` (REFERENCE §4.5, cases 32–37)."""
+"""Tests for the clear phase's ``clear_message_rewriter`` (docs/behaviour.md §4.5, cases 32–37)."""
 
 from __future__ import annotations
 
@@ -131,7 +131,7 @@ def test_rewriter_with_user_messages_around_case_35() -> None:
 
 
 def test_rewriter_window_never_swallows_a_following_user_message() -> None:
-    """Part A against §9.16: with the result missing, the window is empty, not positional."""
+    """§4.5: with the result missing, the window is empty, not positional."""
     rewriter = Recorder([REMINDER])
     msgs = [
         Message.system("s"),

@@ -1,5 +1,5 @@
 """Tests for the default handlers and the part helpers they use: ``stringify``,
-``concat_tool_results``, ``text_prefix`` (REFERENCE §3.2, §3.4, §4.7; cases 22, 44–49)."""
+``concat_tool_results``, ``text_prefix`` (docs/behaviour.md §3.2, §3.4, §4.7; cases 22, 44–49)."""
 
 from __future__ import annotations
 
@@ -97,7 +97,7 @@ def test_default_clear_handler_empty_parts_need_no_clear() -> None:
 
 
 def test_default_clear_handler_keeps_media_and_offloads_them_as_json() -> None:
-    """Case 45 / §9 item 14: an image-only result is "cleared" with its parts unchanged."""
+    """Case 45 / §4.7: an image-only result is "cleared" with its parts unchanged."""
     result = default_clear_handler(PathLog(), True, "read_file")(detail(IMAGE))
     assert result.tool_result == ToolResult(parts=(IMAGE,))
     assert (result.need_clear, result.need_offload) == (True, True)
@@ -157,7 +157,7 @@ def test_default_clear_handler_with_offload_in_chinese() -> None:
 
 @pytest.mark.parametrize("language", ["en", "zh"])
 def test_default_clear_handler_points_a_truncated_result_at_its_file(language: str) -> None:
-    """Part A: "truncated, then cleared" reuses the truncation file and writes nothing."""
+    """§4.7: "truncated, then cleared" reuses the truncation file and writes nothing."""
     notice = trunc_notice(
         original_size=500,
         file_path="/tmp/trunc/call_1",

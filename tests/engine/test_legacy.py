@@ -1,4 +1,4 @@
-"""The deprecated entry points of REFERENCE §6 (conformance cases 54 and 55)."""
+"""The deprecated entry points of docs/behaviour.md §6 (conformance cases 54 and 55)."""
 
 from __future__ import annotations
 

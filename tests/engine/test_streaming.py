@@ -1,4 +1,4 @@
-"""Tests for streamed tool output: the incremental default truncation (REFERENCE §3.6,
+"""Tests for streamed tool output: the incremental default truncation (docs/behaviour.md §3.6,
 decision 8) and the buffered path of per-tool handlers (§3.5), for string and
 enhanced streams."""
 

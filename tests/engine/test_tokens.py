@@ -50,7 +50,7 @@ O200K = ENCODINGS["o200k_base"]
 
 
 def c2() -> list[Message]:
-    """REFERENCE §8 conversation C2."""
+    """docs/behaviour.md §8.2 conversation C2."""
     return [
         Message.system("you are a helpful assistant"),
         Message.user(QUESTION),

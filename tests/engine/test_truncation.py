@@ -1,5 +1,5 @@
 """Tests for the truncation phase on buffered tools: construction, handler resolution
-(REFERENCE §2.3–§2.4 with decision 4) and the invokable wrappers (§3.2–§3.5, §8)."""
+(docs/behaviour.md §2.3–§2.4 with decision 4) and the invokable wrappers (§3.2–§3.5, §8)."""
 
 from __future__ import annotations
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 from reduction_app.engine.formats.anthropic import messages_from_anthropic, messages_to_anthropic
 from reduction_app.engine.formats.openai_chat import messages_from_openai, messages_to_openai
 from reduction_app.engine.formats.responses import messages_from_responses, messages_to_responses
+from reduction_app.engine.formats.tool_parts import parts_from_json, parts_to_json
 from reduction_app.engine.formats.tools import (
     tools_from_anthropic,
     tools_from_openai,
@@ -39,6 +40,8 @@ __all__ = [
     "messages_to_anthropic",
     "messages_to_openai",
     "messages_to_responses",
+    "parts_from_json",
+    "parts_to_json",
     "tools_from_anthropic",
     "tools_from_openai",
     "tools_from_responses",

@@ -1,0 +1,43 @@
+"""The engine's second public surface: looking into conversations and offloads.
+
+:mod:`reduction_app.engine` is what an agent needs to *reduce* a conversation. This
+module is for code that *reads* one without reducing it (the dashboard, the simulator,
+the benchmarks): the same rules the phases apply, so a chart or a replay never
+re-derives them and never drifts from the engine.
+
+- Messages: :func:`classify` a message of either style, list the :func:`tool_calls_of`
+  an assistant message (as :class:`CallRef`), :func:`read_result` and
+  :func:`write_result` a tool result (new values; nothing is changed in place).
+- Notices: :func:`is_clear_placeholder` recognises the clear phase's placeholders and
+  :func:`truncation_file_path` pulls the offload path out of a truncation notice.
+- Offloads: :func:`offload_paths` lists the files a reduced conversation names and
+  :func:`restore_results` puts the original results back from them.
+- Counting: :func:`count_text`, :func:`render_message` and :func:`render_tool` measure
+  and render the way the token counters do.
+
+Everything else the engine's modules hold is private: outside code imports only
+``reduction_app.engine``, this module and ``reduction_app.engine.formats`` (a test
+checks).
+"""
+
+from __future__ import annotations
+
+from reduction_app.engine.access import CallRef, classify, read_result, tool_calls_of, write_result
+from reduction_app.engine.notices import is_clear_placeholder, truncation_file_path
+from reduction_app.engine.restore import offload_paths, restore_results
+from reduction_app.engine.tokens import count_text, render_message, render_tool
+
+__all__ = [
+    "CallRef",
+    "classify",
+    "count_text",
+    "is_clear_placeholder",
+    "offload_paths",
+    "read_result",
+    "render_message",
+    "render_tool",
+    "restore_results",
+    "tool_calls_of",
+    "truncation_file_path",
+    "write_result",
+]
