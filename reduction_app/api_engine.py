@@ -4,7 +4,6 @@ model call, and the ``read_file`` tool definition that lets a model read offload
 # No `from __future__ import annotations`: django-ninja reads these signatures at import
 # time, and Query[...] parameters must be real types then.
 
-from collections.abc import Callable
 from typing import Any
 
 from django.http import HttpRequest
@@ -45,6 +44,9 @@ READ_FILE_PARAMETERS: dict[str, Any] = {
     },
     "required": ["path"],
 }
+READ_FILE_TOOL = engine.ToolInfo(
+    name="read_file", description=READ_FILE_DESCRIPTION, parameters=READ_FILE_PARAMETERS
+)
 
 
 def _config_version(workspace: Workspace, payload: ConfigRef) -> ConfigVersion | None:
@@ -91,25 +93,18 @@ def truncate(request: HttpRequest, payload: TruncateIn) -> Status[dict[str, Any]
     )
 
 
-_PARSERS: dict[str, tuple[Callable[..., list[Any]], Callable[[Any], list[Any]]]] = {
-    "openai_chat": (formats.messages_from_openai, formats.tools_from_openai),
-    "anthropic": (formats.messages_from_anthropic, formats.tools_from_anthropic),
-    "openai_responses": (formats.messages_from_responses, formats.tools_from_responses),
-}
+# The formats that take a system parameter, as the 422 for the others names them.
+_SYSTEM_FORMATS = " or ".join(repr(f.name) for f in formats.FORMATS.values() if f.takes_system)
 
 
 def parse_conversation(
     message_format: str, messages: list[Any], tools: list[Any], system: Any
 ) -> tuple[list[Any], list[Any]]:
     """The engine's messages and tools of a conversation in ``message_format``."""
-    if system is not None and message_format != "anthropic":
-        raise ApiError(422, "system is only taken with format 'anthropic'", "system")
-    parse_messages, parse_tools = _PARSERS[message_format]
-    if message_format == "anthropic":
-        parsed = parse_messages(messages, system=system)
-    else:
-        parsed = parse_messages(messages)
-    return parsed, parse_tools(tools)
+    wire = formats.get_format(message_format)
+    if system is not None and not wire.takes_system:
+        raise ApiError(422, f"system is only taken with format {_SYSTEM_FORMATS}", "system")
+    return wire.parse_messages(messages, system), wire.parse_tools(tools)
 
 
 @router.post("/clear", response={200: ClearOut, **ERRORS}, url_name="clear")
@@ -128,13 +123,7 @@ def clear(request: HttpRequest, payload: ClearIn) -> Status[dict[str, Any]]:
     ) as session:
         state = engine.ChatModelAgentState(messages=messages, tool_infos=tools)
         new_state = session.middleware.before_model_rewrite_state(state)
-        system_out: Any = None
-        if payload.format == "openai_chat":
-            out = formats.messages_to_openai(new_state.messages)  # type: ignore[arg-type]
-        elif payload.format == "anthropic":
-            system_out, out = formats.messages_to_anthropic(new_state.messages)  # type: ignore[arg-type]
-        else:
-            out = formats.messages_to_responses(new_state.messages)  # type: ignore[arg-type]
+        system_out, out = formats.dump(payload.format, new_state.messages)
         rows = engine_session_record(
             session=session,
             conversation_id=payload.conversation_id,
@@ -170,28 +159,7 @@ def read_file_tool(request: HttpRequest) -> Status[dict[str, Any]]:
     """The read_file tool, ready to add to an agent's tool list (OpenAI chat, Anthropic,
     OpenAI Responses). Answer its calls with ``GET /api/v1/files/read``."""
     return Status(
-        200,
-        {
-            "openai": {
-                "type": "function",
-                "function": {
-                    "name": "read_file",
-                    "description": READ_FILE_DESCRIPTION,
-                    "parameters": READ_FILE_PARAMETERS,
-                },
-            },
-            "anthropic": {
-                "name": "read_file",
-                "description": READ_FILE_DESCRIPTION,
-                "input_schema": READ_FILE_PARAMETERS,
-            },
-            "responses": {
-                "type": "function",
-                "name": "read_file",
-                "description": READ_FILE_DESCRIPTION,
-                "parameters": READ_FILE_PARAMETERS,
-            },
-        },
+        200, {wire.key: wire.dump_tools([READ_FILE_TOOL])[0] for wire in formats.FORMATS.values()}
     )
 
 

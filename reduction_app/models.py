@@ -11,6 +11,8 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from reduction_app.engine.formats import FORMATS
+
 
 class Workspace(models.Model):
     name = models.CharField(max_length=100)
@@ -50,11 +52,8 @@ class ApiKey(models.Model):
 class Conversation(models.Model):
     """A conversation as a client sent it, keyed by the client's own id."""
 
-    FORMAT_CHOICES = (
-        ("openai_chat", "OpenAI chat"),
-        ("anthropic", "Anthropic Messages"),
-        ("openai_responses", "OpenAI Responses"),
-    )
+    # From the format registry; a new format there is a new choice here (and a migration).
+    FORMAT_CHOICES = tuple((f.name, f.label) for f in FORMATS.values())
 
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="conversations")
     client_id = models.CharField(max_length=200)

@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from ninja import Field, Schema
 from ninja.errors import HttpError
 from pydantic import AfterValidator, ConfigDict
 
-MessageFormat = Literal["openai_chat", "anthropic", "openai_responses"]
+from reduction_app.engine.formats import FORMAT_NAMES
+
+if TYPE_CHECKING:
+    # A Literal built at run time is opaque to mypy; it checks the name as a string.
+    MessageFormat = str
+else:
+    MessageFormat = Literal[FORMAT_NAMES]
+"""A wire format's name, one of the registry's (``engine.formats.FORMATS``): pydantic
+refuses any other, and the OpenAPI document lists them."""
 
 
 def _no_nul(value: str) -> str:

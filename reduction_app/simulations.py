@@ -18,6 +18,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from reduction_app import engine
+from reduction_app.engine import formats
 from reduction_app.engine.inspect import offload_paths, restore_results
 from reduction_app.models import Conversation, Simulation, Workspace
 from reduction_app.selectors import config_get, config_latest
@@ -55,14 +56,15 @@ def recorded_conversation(
     lived, ready to replay (a client sends its context already reduced after the first
     clear). Without it, the transcript as received."""
     fmt = conversation.message_format
-    if fmt == "anthropic":
-        data: Any = {"messages": conversation.transcript, "tools": conversation.tools}
-        if conversation.system is not None:
-            data["system"] = conversation.system
-    elif fmt == "openai_responses":
-        data = {"input": conversation.transcript, "tools": conversation.tools}
-    else:
-        data = {"messages": conversation.transcript, "tools": conversation.tools}
+    # A format outside the registry (a row the model's choices would refuse) is named
+    # and refused by the importer.
+    wire = formats.FORMATS.get(fmt)
+    data: dict[str, Any] = {
+        wire.messages_key if wire else "messages": conversation.transcript,
+        "tools": conversation.tools,
+    }
+    if wire is not None and wire.takes_system and conversation.system is not None:
+        data["system"] = conversation.system
     (recorded,) = conversation_from_json(data, fmt=fmt, name=conversation.client_id)
     paths = offload_paths(recorded.messages) if restore else set()
     if not paths:

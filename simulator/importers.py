@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import Any
 
@@ -41,9 +42,7 @@ __all__ = [
 ]
 
 FORMATS = (
-    "openai_chat",
-    "anthropic",
-    "openai_responses",
+    *formats.FORMAT_NAMES,
     "tau_bench",
     "tau2",
     "openhands",
@@ -51,9 +50,13 @@ FORMATS = (
     "claude_code",
 )
 
+"""What ``--format`` takes: the engine's wire formats (``engine.formats.FORMATS``), then
+the recordings read by :mod:`simulator.sources`."""
+
 _SOURCES = {"tau2": tau2, "openhands": openhands, "swe_agent": swe_agent}
 
-_CONTAINERS = {"openai_chat": "messages", "anthropic": "messages", "openai_responses": "input"}
+# Fields a file may add beside a wire format's own (``WireFormat.body_fields``).
+_FILE_FIELDS = frozenset({"name", "title"})
 
 
 def _located(where: str, path: str, exc: FormatError, bare: bool, container: str) -> str:
@@ -71,39 +74,25 @@ def _located(where: str, path: str, exc: FormatError, bare: bool, container: str
 def _parse(fmt: str, data: Any, where: str, path: str = "") -> tuple[list[Any], list[ToolInfo]]:
     """Messages and tools of one conversation in ``fmt``; ``path`` locates ``data`` in
     the file for error messages."""
-    if fmt not in _CONTAINERS:
+    wire = formats.FORMATS.get(fmt)
+    if wire is None:
         raise ImportError_(f"{where}: unknown format {fmt!r}; expected one of {list(FORMATS)}")
     bare = isinstance(data, list)
     try:
-        if fmt == "openai_chat":
-            if bare:
-                return formats.messages_from_openai(data), []
-            _check_keys(data, {"messages", "tools", "name", "title"}, where, path)
-            return (
-                formats.messages_from_openai(data.get("messages", [])),
-                formats.tools_from_openai(data.get("tools", [])),
-            )
-        if fmt == "anthropic":
-            allowed = {"messages", "tools", "system", "name", "title", "model", "max_tokens"}
-            _check_keys(data, allowed, where, path)
-            system = data.get("system")
-            return (
-                formats.messages_from_anthropic(data.get("messages", []), system=system),
-                formats.tools_from_anthropic(data.get("tools", [])),
-            )
-        if bare:
-            return formats.messages_from_responses(data), []
-        allowed = {"input", "tools", "name", "title", "model", "instructions"}
-        _check_keys(data, allowed, where, path)
+        # A bare list of messages is a whole conversation only where no system parameter
+        # would sit beside it; otherwise the file holds a request body.
+        if bare and not wire.takes_system:
+            return wire.parse_messages(data, None), []
+        _check_keys(data, wire.body_fields | _FILE_FIELDS, where, path)
         return (
-            formats.messages_from_responses(data.get("input", [])),
-            formats.tools_from_responses(data.get("tools", [])),
+            wire.parse_messages(data.get(wire.messages_key, []), data.get("system")),
+            wire.parse_tools(data.get("tools", [])),
         )
     except FormatError as exc:
-        raise ImportError_(_located(where, path, exc, bare, _CONTAINERS[fmt])) from exc
+        raise ImportError_(_located(where, path, exc, bare, wire.messages_key)) from exc
 
 
-def _check_keys(data: Any, allowed: set[str], where: str, path: str) -> None:
+def _check_keys(data: Any, allowed: AbstractSet[str], where: str, path: str) -> None:
     at = f"{where}: {path}" if path else where
     if not isinstance(data, Mapping):
         raise ImportError_(f"{at}: expected a JSON object, got {type(data).__name__}")

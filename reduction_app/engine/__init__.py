@@ -55,6 +55,10 @@ from reduction_app.engine.errors import (
 )
 from reduction_app.engine.events import ReductionEvent
 from reduction_app.engine.formats import (
+    FORMAT_NAMES,
+    FORMATS,
+    WireFormat,
+    get_format,
     messages_from_anthropic,
     messages_from_openai,
     messages_from_responses,
@@ -93,6 +97,8 @@ from reduction_app.engine.tool_io import (
 __all__ = [
     "DEFAULT_MAX_LENGTH_FOR_TRUNC",
     "DEFAULT_MAX_TOKENS_FOR_CLEAR",
+    "FORMATS",
+    "FORMAT_NAMES",
     "JSON_FIELDS",
     "PROCESSED_FLAG",
     "TOKEN_COUNTER_NAMES",
@@ -143,12 +149,14 @@ __all__ = [
     "UserInputImage",
     "UserInputText",
     "UserInputVideo",
+    "WireFormat",
     "WriteRequest",
     "config_field_defaults",
     "config_from_dict",
     "config_to_dict",
     "default_clear_handler",
     "default_trunc_handler",
+    "get_format",
     "get_language",
     "get_token_counter",
     "messages_from_anthropic",

@@ -10,6 +10,11 @@ commands, the database JSON columns) goes through these functions:
 * OpenAI Responses ``input`` items ↔ AgenticMessage (:mod:`.responses`);
 * each format's ``tools`` ↔ :class:`~reduction_app.engine.messages.ToolInfo` (:mod:`.tools`).
 
+Code that takes a format by name goes through the registry (:mod:`.registry`):
+:data:`FORMATS` holds one :class:`WireFormat` record per format, and
+``parse(fmt, messages, system=...)``, ``dump(fmt, messages)``, ``parse_tools`` and
+``dump_tools`` dispatch on the name; an unknown name raises ``FormatError`` quoting it.
+
 Parsing is strict: an unknown role, type or field, or a value of the wrong JSON
 type, raises :class:`~reduction_app.engine.errors.FormatError` naming where it is
 and quoting it. Wire fields with no slot of their own are kept in ``extra`` under
@@ -22,6 +27,18 @@ from __future__ import annotations
 
 from reduction_app.engine.formats.anthropic import messages_from_anthropic, messages_to_anthropic
 from reduction_app.engine.formats.openai_chat import messages_from_openai, messages_to_openai
+from reduction_app.engine.formats.registry import (
+    FORMAT_NAMES,
+    FORMATS,
+    MessageStyle,
+    SystemParam,
+    WireFormat,
+    dump,
+    dump_tools,
+    get_format,
+    parse,
+    parse_tools,
+)
 from reduction_app.engine.formats.responses import messages_from_responses, messages_to_responses
 from reduction_app.engine.formats.tool_parts import parts_from_json, parts_to_json
 from reduction_app.engine.formats.tools import (
@@ -34,12 +51,22 @@ from reduction_app.engine.formats.tools import (
 )
 
 __all__ = [
+    "FORMATS",
+    "FORMAT_NAMES",
+    "MessageStyle",
+    "SystemParam",
+    "WireFormat",
+    "dump",
+    "dump_tools",
+    "get_format",
     "messages_from_anthropic",
     "messages_from_openai",
     "messages_from_responses",
     "messages_to_anthropic",
     "messages_to_openai",
     "messages_to_responses",
+    "parse",
+    "parse_tools",
     "parts_from_json",
     "parts_to_json",
     "tools_from_anthropic",
