@@ -212,3 +212,34 @@ def test_recorded_conversation_puts_reduced_results_back(api: ApiClient) -> None
     replayed = recorded_conversation(stored)
     tool_texts = [m.content for m in replayed.messages if m.role == "tool"]
     assert tool_texts == [originals["c1"], originals["c2"], "ok"]
+
+
+STORED = {
+    "openai_chat": (None, [{"role": "user", "content": "List the files."}]),
+    "anthropic": ("Be brief.", [{"role": "user", "content": "List the files."}]),
+    "openai_responses": (None, [{"role": "user", "content": "List the files."}]),
+}
+
+
+@pytest.mark.parametrize("fmt", list(STORED))
+def test_recorded_conversation_reads_each_format(fmt: str) -> None:
+    """The stored columns reach the format's parser under its own body keys (Responses'
+    ``input``, Anthropic's ``system``)."""
+    from reduction_app.engine import ToolInfo, formats
+    from reduction_app.services import conversation_upsert, workspace_get_or_create
+    from reduction_app.simulations import recorded_conversation
+
+    system, transcript = STORED[fmt]
+    tools = formats.dump_tools(fmt, [ToolInfo(name="ls", parameters={"type": "object"})])
+    stored = conversation_upsert(
+        workspace=workspace_get_or_create(name="Alpha Team"),
+        client_id=f"c-{fmt}",
+        message_format=fmt,
+        system=system,
+        transcript=transcript,
+        tools=tools,
+    )
+    recorded = recorded_conversation(stored, restore=False)
+    assert (recorded.name, recorded.format) == (f"c-{fmt}", fmt)
+    assert list(recorded.messages) == formats.parse(fmt, transcript, system=system)
+    assert list(recorded.tools) == [ToolInfo(name="ls", parameters={"type": "object"})]

@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
-from reduction_app.engine import AgenticMessage, Message, ToolInfo
+from reduction_app.engine import AgenticMessage, Message, ToolInfo, formats
 from simulator.importers import (
+    FORMATS,
     ImportError_,
     conversation_from_json,
     detect_format,
@@ -294,6 +295,12 @@ def test_load_conversations_unknown_format(tmp_path: Path) -> None:
         "['openai_chat', 'anthropic', 'openai_responses', 'tau_bench', 'tau2', 'openhands', "
         "'swe_agent', 'claude_code']"
     )
+
+
+def test_formats_are_the_registry_formats_then_the_recordings() -> None:
+    names = formats.FORMAT_NAMES
+    assert FORMATS[: len(names)] == names
+    assert FORMATS[len(names) :] == ("tau_bench", "tau2", "openhands", "swe_agent", "claude_code")
 
 
 def test_load_conversations_unknown_role_names_the_field_path(tmp_path: Path) -> None:
