@@ -205,7 +205,10 @@ def test_compare_call_defaults_to_the_last_and_is_clamped(
     base = f"/compare/?conversation={conversation.pk}&config={pk}&config=none"
     assert "at call 23 of 23" in html(client.get(base))
     assert "at call 23 of 23" in html(client.get(base + "&call=99"))
-    assert "at call 1 of 23" in html(client.get(base + "&call=0"))
+    first = html(client.get(base + "&call=0"))
+    assert "at call 1 of 23" in first
+    for dataset in _chart(first)["data"]["datasets"][:2]:  # the chosen call's point stands out
+        assert dataset["pointRadius"] == [5] + [2] * 22
 
 
 def test_compare_other_workspaces_answer_404(setup: tuple[Client, Conversation, int]) -> None:
