@@ -1,5 +1,6 @@
 """What Reduction Lab records: workspaces and their keys, conversations, config
-profiles, engine events and offloaded files.
+profiles, engine events (``EventRecord``, not to be confused with the engine's
+``ReductionEvent`` value it records) and offloaded files.
 
 Every record belongs to one workspace, the unit of isolation. Models hold fields,
 constraints and ``__str__``; writes live in ``services.py`` and reads in
@@ -152,8 +153,14 @@ class OffloadedFile(models.Model):
         return self.path
 
 
-class ReductionEvent(models.Model):
-    """One engine event: a truncation, a cleared call, or a clear pass's summary."""
+class EventRecord(models.Model):
+    """One engine event as recorded: a truncation, a cleared call, or a clear pass's
+    summary. Its fields are those of the engine's ``ReductionEvent`` value, name by name,
+    plus :attr:`RECORD_FIELDS` (a test holds the two together; ``schemas.EventOut`` is
+    built from these fields)."""
+
+    RECORD_FIELDS = ("id", "workspace", "conversation", "config_version", "created_at")
+    """Where and when the event was recorded: fields of the row, not of the event."""
 
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="events")
     conversation = models.ForeignKey(

@@ -1,5 +1,5 @@
-"""What the Compare and Tune pages show of a replay: the chart, the totals with their
-deltas, and what the model was sent at one call under each config.
+"""What the Compare and Tune pages show of a replay: the totals with their deltas, and
+what the model was sent at one call under each config (the chart is ``charts``).
 
 Input is the shape ``simulator.compare.Comparison.to_dict()`` writes (also what a
 ``Simulation`` stores), so inline replays and background ones render alike. The
@@ -14,12 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reduction_app import engine
-from reduction_app.engine import (
-    DEFAULT_MAX_TOKENS_FOR_CLEAR,
-    AgenticMessage,
-    FunctionToolCall,
-    FunctionToolResult,
-)
+from reduction_app.engine import AgenticMessage, FunctionToolCall, FunctionToolResult
 from reduction_app.engine.inspect import classify, is_clear_placeholder
 from simulator.compare import compare
 from simulator.importers import RecordedConversation
@@ -28,21 +23,15 @@ from simulator.transcript import with_stable_ids
 __all__ = [
     "METRICS",
     "ReplayRun",
-    "chart_config",
     "message_text",
     "run_comparison",
     "side_by_side",
-    "thresholds_off_chart",
     "totals_rows",
 ]
 
-PALETTE = ("#2f5bd3", "#d0672a", "#17813f", "#9a3bb8", "#6b7280")
 PREVIEW_CHARS = 1_200
 """Characters of a message shown in the side-by-side view (the rest is counted)."""
 SAME_PREVIEW_CHARS = 240
-THRESHOLD_HEADROOM = 1.5
-"""A threshold line is drawn when at most this many times the highest point, so a far
-default (160,000 tokens) does not flatten the series."""
 
 
 @dataclass
@@ -70,76 +59,6 @@ def run_comparison(
         contexts=[r.contexts for r in done.results],
         originals=with_stable_ids(recorded.messages),
     )
-
-
-# The chart ------------------------------------------------------------------------------
-
-
-def _threshold(config: Mapping[str, Any]) -> int | None:
-    if config.get("skip_clear"):
-        return None
-    return int(config.get("max_tokens_for_clear") or DEFAULT_MAX_TOKENS_FOR_CLEAR)
-
-
-def chart_config(results: dict[str, Any], *, highlight: int | None = None) -> dict[str, Any]:
-    """A Chart.js line chart: context tokens at each call, one dataset per config, and
-    each config's clear threshold as a dashed line (when it is near the series)."""
-    runs = results["results"]
-    calls = max((len(r["calls"]) for r in runs), default=0)
-    peak = max((c["context_tokens"] for r in runs for c in r["calls"]), default=0)
-    datasets: list[dict[str, Any]] = []
-    for i, run in enumerate(runs):
-        colour = PALETTE[i % len(PALETTE)]
-        radius = [5 if c["index"] == highlight else 2 for c in run["calls"]]
-        datasets.append(
-            {
-                "label": run["name"],
-                "data": [c["context_tokens"] for c in run["calls"]],
-                "borderColor": colour,
-                "backgroundColor": colour,
-                "pointRadius": radius,
-                "tension": 0,
-            }
-        )
-    for i, run in enumerate(runs):
-        threshold = _threshold(run["config"])
-        if threshold is None or threshold > THRESHOLD_HEADROOM * max(peak, 1):
-            continue
-        colour = PALETTE[i % len(PALETTE)]
-        datasets.append(
-            {
-                "label": f"threshold: {run['name']}",
-                "data": [threshold] * calls,
-                "borderColor": colour,
-                "borderDash": [6, 4],
-                "borderWidth": 1,
-                "pointRadius": 0,
-                "fill": False,
-            }
-        )
-    return {
-        "type": "line",
-        "data": {"labels": list(range(1, calls + 1)), "datasets": datasets},
-        "options": {
-            "interaction": {"mode": "index", "intersect": False},
-            "scales": {
-                "x": {"title": {"display": True, "text": "model call"}},
-                "y": {"beginAtZero": True, "title": {"display": True, "text": "context tokens"}},
-            },
-        },
-    }
-
-
-def thresholds_off_chart(results: dict[str, Any]) -> list[tuple[str, int]]:
-    """``(config, threshold)`` of the thresholds too far above the series to draw."""
-    runs = results["results"]
-    peak = max((c["context_tokens"] for r in runs for c in r["calls"]), default=0)
-    out = []
-    for run in runs:
-        threshold = _threshold(run["config"])
-        if threshold is not None and threshold > THRESHOLD_HEADROOM * max(peak, 1):
-            out.append((run["name"], threshold))
-    return out
 
 
 # The totals -----------------------------------------------------------------------------
@@ -258,8 +177,8 @@ def message_text(msg: Any) -> str:
                 lines.append(f"→ {block.name}({block.arguments})")
             elif isinstance(block, FunctionToolResult):
                 lines.extend(c.text for c in block.content if c.text)
-            elif getattr(block, "text", ""):
-                lines.append(block.text)
+            elif text := getattr(block, "text", ""):
+                lines.append(text)
         return "\n".join(lines)
     if msg.content:
         lines.append(msg.content)
@@ -303,7 +222,7 @@ def side_by_side(
         original = comparison.originals[index] if index < len(comparison.originals) else None
         original_text = message_text(original) if original is not None else ""
         kind = classify(original) if original is not None else None
-        cells = []
+        cells: list[dict[str, Any] | None] = []
         for messages, counter in zip(sent, counters, strict=True):
             if index >= len(messages):
                 cells.append(None)

@@ -5,9 +5,12 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
+from django.db import models
 from ninja import Field, Schema
 from ninja.errors import HttpError
-from pydantic import AfterValidator, ConfigDict
+from pydantic import AfterValidator, ConfigDict, create_model
+
+from reduction_app.models import EventRecord
 
 from reduction_app.engine.formats import FORMAT_NAMES
 
@@ -85,23 +88,32 @@ class TruncateIn(ConfigRef):
     result: str | PartsIn
 
 
-class EventOut(Schema):
-    id: int | None = None
-    phase: str
-    kind: str
-    tool_name: str
-    call_id: str
-    chars_before: int
-    chars_after: int
-    tokens_before: int
-    tokens_after: int
-    tokens_saved: int
-    offload_path: str
-    streamed: bool
-    applied: bool
-    calls_cleared: int
-    reason: str
-    threshold: int
+def _python_type(field: models.Field[Any, Any]) -> type:
+    """The type the API answers with for a model field of an engine event (every one has
+    a value: no nulls)."""
+    # BigIntegerField is an IntegerField.
+    kinds = ((models.BooleanField, bool), (models.IntegerField, int), (models.CharField, str))
+    for kind, python in kinds:
+        if isinstance(field, kind):
+            return python
+    raise TypeError(f"EventRecord.{field.name}: no API type for {type(field).__name__}")
+
+
+# The engine event's own fields, as the model records them, in the model's order; the id
+# leads, as it always has in this schema.
+_event_fields: dict[str, Any] = {"id": (int | None, None)}
+_event_fields.update(
+    (field.name, (_python_type(field), ...))
+    for field in EventRecord._meta.concrete_fields
+    if field.name not in EventRecord.RECORD_FIELDS
+)
+_EventFields = create_model("_EventFields", __base__=Schema, **_event_fields)
+
+
+# A recorded engine event: the fields of models.EventRecord (those of the engine's
+# ReductionEvent), its id, and where and when it was recorded. (No docstring: it would
+# become the schema's description in the OpenAPI document.)
+class EventOut(_EventFields):  # type: ignore[misc,valid-type]  # a base built at run time
     conversation_id: str | None = None
     config_id: int | None = None
     config_version: int | None = None

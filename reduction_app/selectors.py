@@ -18,8 +18,8 @@ from reduction_app.models import (
     ConfigProfile,
     ConfigVersion,
     Conversation,
+    EventRecord,
     OffloadedFile,
-    ReductionEvent,
     Simulation,
     Workspace,
 )
@@ -119,8 +119,8 @@ def event_list(
     tool: str | None = None,
     since: datetime | None = None,
     until: datetime | None = None,
-) -> QuerySet[ReductionEvent]:
-    qs = ReductionEvent.objects.filter(workspace=workspace).select_related(
+) -> QuerySet[EventRecord]:
+    qs = EventRecord.objects.filter(workspace=workspace).select_related(
         "conversation", "config_version__profile"
     )
     if conversation:
@@ -165,7 +165,7 @@ SAVING_KINDS = ("tool",)
 def saved_totals(*, workspace: Workspace, now: datetime) -> dict[str, Any]:
     """Tokens saved all time, in the last 24 hours and 7 days; event count; time span."""
     tool = Q(kind__in=SAVING_KINDS)
-    return ReductionEvent.objects.filter(workspace=workspace).aggregate(
+    return EventRecord.objects.filter(workspace=workspace).aggregate(
         events=Count("id"),
         saved_all=Coalesce(Sum("tokens_saved", filter=tool), 0),
         saved_day=Coalesce(
@@ -183,7 +183,7 @@ def saved_totals(*, workspace: Workspace, now: datetime) -> dict[str, Any]:
 def events_by_phase(*, workspace: Workspace) -> list[dict[str, Any]]:
     """Per phase and kind: how many events, how many changed something, tokens saved."""
     return list(
-        ReductionEvent.objects.filter(workspace=workspace)
+        EventRecord.objects.filter(workspace=workspace)
         .values("phase", "kind")
         .annotate(
             events=Count("id"),
@@ -197,7 +197,7 @@ def events_by_phase(*, workspace: Workspace) -> list[dict[str, Any]]:
 def top_tools(*, workspace: Workspace, limit: int = 10) -> list[dict[str, Any]]:
     """The tools whose outputs saved the most tokens, with truncation and clear counts."""
     return list(
-        ReductionEvent.objects.filter(workspace=workspace, kind__in=SAVING_KINDS)
+        EventRecord.objects.filter(workspace=workspace, kind__in=SAVING_KINDS)
         .values("tool_name")
         .annotate(
             saved=Coalesce(Sum("tokens_saved"), 0),
@@ -212,7 +212,7 @@ def saved_over_time(*, workspace: Workspace, bucket: str) -> list[dict[str, Any]
     """Tokens saved per ``bucket`` (``day`` or ``hour``, UTC), oldest first."""
     trunc = TruncHour if bucket == "hour" else TruncDay
     return list(
-        ReductionEvent.objects.filter(workspace=workspace, kind__in=SAVING_KINDS)
+        EventRecord.objects.filter(workspace=workspace, kind__in=SAVING_KINDS)
         .annotate(at=trunc("created_at"))
         .values("at")
         .annotate(saved=Coalesce(Sum("tokens_saved"), 0), events=Count("id"))
@@ -234,10 +234,10 @@ def conversation_list_counted(
         return Subquery(rows.annotate(v=value).values("v")[:1])
 
     return qs.defer("transcript", "system", "tools").annotate(
-        event_count=Coalesce(scalar(ReductionEvent, Count("id")), 0),
+        event_count=Coalesce(scalar(EventRecord, Count("id")), 0),
         tokens_saved=Coalesce(
             Subquery(
-                ReductionEvent.objects.filter(conversation=OuterRef("pk"), kind__in=SAVING_KINDS)
+                EventRecord.objects.filter(conversation=OuterRef("pk"), kind__in=SAVING_KINDS)
                 .order_by()
                 .values("conversation")
                 .annotate(v=Sum("tokens_saved"))
@@ -253,7 +253,7 @@ def conversation_clear_series(*, conversation: Conversation) -> list[dict[str, A
     """The conversation's truncations and clear summaries in the order they happened (by
     id), the fields a context-window chart needs and nothing else."""
     return list(
-        ReductionEvent.objects.filter(conversation=conversation)
+        EventRecord.objects.filter(conversation=conversation)
         .filter(Q(kind="summary") | Q(phase="truncation"))
         .order_by("id")
         .values(
@@ -274,7 +274,7 @@ def conversation_clear_series(*, conversation: Conversation) -> list[dict[str, A
 def event_tool_names(*, workspace: Workspace) -> list[str]:
     """The distinct tool names of the workspace's events, for a filter's choices."""
     return list(
-        ReductionEvent.objects.filter(workspace=workspace)
+        EventRecord.objects.filter(workspace=workspace)
         .exclude(tool_name="")
         .order_by("tool_name")
         .values_list("tool_name", flat=True)
@@ -292,10 +292,10 @@ def file_tool_names(*, workspace: Workspace) -> list[str]:
     )
 
 
-def file_event(*, file: OffloadedFile) -> ReductionEvent | None:
+def file_event(*, file: OffloadedFile) -> EventRecord | None:
     """The event that wrote ``file``: the first one naming its path."""
     return (
-        ReductionEvent.objects.filter(workspace_id=file.workspace_id, offload_path=file.path)
+        EventRecord.objects.filter(workspace_id=file.workspace_id, offload_path=file.path)
         .order_by("id")
         .first()
     )

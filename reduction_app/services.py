@@ -30,8 +30,8 @@ from reduction_app.models import (
     ConfigProfile,
     ConfigVersion,
     Conversation,
+    EventRecord,
     OffloadedFile,
-    ReductionEvent,
     Workspace,
 )
 from reduction_app.storage import DjangoStorageBackend
@@ -258,7 +258,7 @@ def engine_session_record(
     transcript: list[Any] | None = None,
     tools: list[Any] | None = None,
     system: Any = None,
-) -> list[ReductionEvent]:
+) -> list[EventRecord]:
     """Write the conversation, the session's files and its events in one transaction."""
     counter = get_token_counter(session.middleware.config.token_counter)
     by_path = {e.offload_path: e for e in session.events if e.offload_path and e.kind == "tool"}
@@ -304,9 +304,9 @@ def engine_session_record(
                     tool_name=event.tool_name if event else "",
                     call_id=event.call_id if event else "",
                 )
-            rows = ReductionEvent.objects.bulk_create(
+            rows = EventRecord.objects.bulk_create(
                 [
-                    ReductionEvent(
+                    EventRecord(
                         workspace=session.workspace,
                         conversation=conversation,
                         config_version=session.config_version,

@@ -1,20 +1,23 @@
-"""What the conversation page shows: the context window call by call, and the message
-timeline with its truncated and cleared tool results.
+"""What the conversation page shows: the replayed context window of a conversation
+without recorded clear passes, and the message timeline with its truncated and cleared
+tool results.
 
 The context series comes from the conversation's recorded clear summaries (one per
-``POST /clear``, that is per model call) when it has them; otherwise the stored
-transcript is replayed through the simulator. The timeline reads the stored transcript
-through the engine's formats and recognises the engine's own notices in it. Nothing
-here writes; the database reads are in ``selectors``.
+``POST /clear``, that is per model call) when it has them (``charts.series_from_events``);
+otherwise the stored transcript is replayed through the simulator (here). The chart
+itself is ``charts.context_chart``. The timeline reads the stored transcript through the
+engine's formats and recognises the engine's own notices in it. Nothing here writes; the
+database reads are in ``selectors``.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from reduction_app.charts import CONTEXT_LABEL, ContextSeries, series_from_run
 from reduction_app.engine import (
     AgenticMessage,
     AssistantGenText,
@@ -36,19 +39,11 @@ from reduction_app.simulations import recorded_conversation
 from simulator.pricing import DEFAULT_PRICING, engine_measure
 from simulator.replay import replay
 
-__all__ = [
-    "CallPoint",
-    "ContextSeries",
-    "TimelineRow",
-    "context_chart",
-    "series_from_events",
-    "series_from_replay",
-    "timeline_rows",
-]
+__all__ = ["TimelineRow", "series_from_replay", "timeline_rows"]
 
 ENGINE_MEASURE = engine_measure(DEFAULT_PRICING)
-"""Replays for the chart count as the clear phase does, so every point is in the unit of
-the threshold it is drawn against."""
+"""The chart reads the replay's clear passes, in the config's counter whatever the price
+preset; counting the provider's measure as well would only cost time."""
 
 PREVIEW_CHARS = 400
 """Characters of a message shown in the timeline; the whole text is in the transcript."""
@@ -58,161 +53,13 @@ PREVIEW_CHARS = 400
 _PLACEHOLDER_PATH = re.compile(r"(?:Tool result saved to|工具结果已保存至): (\S+)")
 
 
-@dataclass(frozen=True)
-class CallPoint:
-    """One model call: the context before and after the clear pass, in tokens."""
-
-    call: int
-    """1-based."""
-    before: int
-    after: int
-    threshold: int | None
-    truncations: int = 0
-    """Tool results truncated since the previous call."""
-    cleared: bool = False
-    calls_cleared: int = 0
-
-
-@dataclass(frozen=True)
-class ContextSeries:
-    source: str
-    """``recorded`` (the conversation's clear events) or ``replay``."""
-    points: list[CallPoint]
-    trailing_truncations: int = 0
-    """Truncations recorded after the last model call."""
-
-    @property
-    def peak(self) -> int:
-        return max((p.after for p in self.points), default=0)
-
-    @property
-    def clears(self) -> int:
-        return sum(1 for p in self.points if p.cleared)
-
-    @property
-    def truncations(self) -> int:
-        return sum(p.truncations for p in self.points) + self.trailing_truncations
-
-
-def series_from_events(rows: Iterable[Mapping[str, Any]]) -> ContextSeries:
-    """The series from recorded events in id order (truncations and clear summaries):
-    truncations between two summaries arrived before the second one's model call."""
-    points: list[CallPoint] = []
-    pending = 0
-    for row in rows:
-        if row["kind"] == "summary":
-            points.append(
-                CallPoint(
-                    call=len(points) + 1,
-                    before=row["tokens_before"],
-                    after=row["tokens_after"],
-                    threshold=row["threshold"] or None,
-                    truncations=pending,
-                    cleared=row["reason"] == "applied",
-                    calls_cleared=row["calls_cleared"],
-                )
-            )
-            pending = 0
-        elif row["phase"] == "truncation":
-            pending += 1
-    return ContextSeries("recorded", points, trailing_truncations=pending)
-
-
 def series_from_replay(conversation: Conversation, config: Mapping[str, Any]) -> ContextSeries:
     """The series of a simulator replay of the stored transcript under ``config``.
 
     Raises ``ValueError`` when the stored transcript cannot be read.
     """
     result = replay(recorded_conversation(conversation), config, pricing=ENGINE_MEASURE)
-    points = []
-    for call in result.calls:
-        summary = next((e for e in call.events if e.kind == "summary"), None)
-        truncations = sum(1 for e in call.events if e.phase == "truncation")
-        if summary is None:  # skip_clear: no pass ran, the context went out as it was
-            before = after = call.context_tokens
-            points.append(CallPoint(call.index + 1, before, after, None, truncations))
-            continue
-        points.append(
-            CallPoint(
-                call=call.index + 1,
-                before=summary.tokens_before,
-                after=summary.tokens_after,
-                threshold=summary.threshold or None,
-                truncations=truncations,
-                cleared=summary.reason == "applied",
-                calls_cleared=summary.calls_cleared,
-            )
-        )
-    return ContextSeries("replay", points)
-
-
-def context_chart(series: ContextSeries) -> dict[str, Any]:
-    """The Chart.js config of the context-window chart: the context sent and before the
-    clear pass, the ``max_tokens_for_clear`` line, and markers for truncations and clears."""
-    points = series.points
-    warn, accent, red, grey = "#a2520a", "#2f5bd3", "#a1121a", "#9aa7bd"
-    marker = {"type": "line", "showLine": False, "pointRadius": 7, "pointHoverRadius": 9}
-    return {
-        "type": "line",
-        "data": {
-            "labels": [p.call for p in points],
-            "datasets": [
-                {
-                    "label": "context sent (tokens)",
-                    "data": [p.after for p in points],
-                    "borderColor": accent,
-                    "backgroundColor": accent,
-                    "pointRadius": 2,
-                    "order": 3,
-                },
-                {
-                    "label": "before the clear pass",
-                    "data": [p.before for p in points],
-                    "borderColor": grey,
-                    "backgroundColor": grey,
-                    "borderDash": [4, 3],
-                    "pointRadius": 0,
-                    "order": 4,
-                },
-                {
-                    "label": "max_tokens_for_clear",
-                    "data": [p.threshold for p in points],
-                    "borderColor": red,
-                    "backgroundColor": red,
-                    "borderDash": [8, 4],
-                    "pointRadius": 0,
-                    "stepped": True,
-                    "order": 5,
-                },
-                {
-                    **marker,
-                    "label": "truncation before this call",
-                    "data": [p.after if p.truncations else None for p in points],
-                    "pointStyle": "triangle",
-                    "borderColor": warn,
-                    "backgroundColor": warn,
-                    "order": 1,
-                },
-                {
-                    **marker,
-                    "label": "clear applied",
-                    "data": [p.before if p.cleared else None for p in points],
-                    "pointStyle": "rectRot",
-                    "borderColor": accent,
-                    "backgroundColor": "#e8f0ff",
-                    "order": 2,
-                },
-            ],
-        },
-        "options": {
-            "interaction": {"mode": "index", "intersect": False},
-            "scales": {
-                "x": {"title": {"display": True, "text": "model call"}},
-                "y": {"beginAtZero": True, "title": {"display": True, "text": "tokens"}},
-            },
-            "plugins": {"legend": {"position": "bottom"}},
-        },
-    }
+    return series_from_run(result.to_dict(), label=CONTEXT_LABEL)
 
 
 # The timeline -----------------------------------------------------------------------------

@@ -10,9 +10,11 @@ Per call it measures the context sent (by the price preset's measure, see
 :mod:`simulator.metering`), what a provider's prompt cache would have served (the
 longest prefix shared with the previous call, when at least ``min_cacheable_prefix``
 tokens), the new tokens, and of those the ones written to the cache (where the preset
-bills cache writes). A model call is an assistant message after some input: a greeting
-an agent sends before the user speaks is part of the context but no call. No model is
-called. The result values live in :mod:`simulator.results`.
+bills cache writes); beside them it keeps what the clear phase's summary event said
+(:class:`~simulator.results.ClearPass`, in the config's own counter). A model call is an
+assistant message after some input: a greeting an agent sends before the user speaks is
+part of the context but no call. No model is called. The result values live in
+:mod:`simulator.results`.
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ from simulator.metering import Meter
 from simulator.pricing import DEFAULT_PRICING, Pricing
 from simulator.recording import RecordedConversation
 from simulator.refetch import Repeats
-from simulator.results import CallRecord, ReplayResult, Totals
+from simulator.results import CallRecord, ClearPass, ReplayResult, Totals
 from simulator.transcript import (
     Key,
     call_key,
@@ -118,7 +120,9 @@ class _Replayer:
         self.contexts: dict[int, tuple[Any, ...]] = {}
         """The messages sent at the calls of ``wanted_contexts``, by call index."""
         self.mw = new(config)
-        self.meter = Meter(pricing, get_token_counter(config.token_counter))
+        self.counter = get_token_counter(config.token_counter)
+        """The config's counter: the clear phase's unit (see :meth:`_clear_pass`)."""
+        self.meter = Meter(pricing, self.counter)
         self.writes_cache = pricing.cache_write_per_mtok is not None
         self.caches = pricing.prompt_cache
         self.tools: list[ToolInfo] = list(conversation.tools)
@@ -246,6 +250,7 @@ class _Replayer:
                     cache_write_tokens=writes,
                     visible_tool_share=round(1.0 if share is None else share, 6),
                     events=tuple(events[mark:]),
+                    clear=self._clear_pass(events[mark:], context),
                 )
             )
             mark = len(events)
@@ -253,6 +258,15 @@ class _Replayer:
             context.append(msg)
         self.repeats.close()
         return records, shares
+
+    def _clear_pass(self, events: Sequence[ReductionEvent], context: Sequence[Any]) -> ClearPass:
+        """This call's clear pass, from its summary event; without one (``skip_clear``),
+        the context counted as the clear phase would have counted it."""
+        summary = next((e for e in reversed(events) if e.kind == "summary"), None)
+        if summary is not None:
+            return ClearPass.from_summary(summary)
+        tokens = int(self.counter(list(context), self.tools))
+        return ClearPass(tokens_before=tokens, tokens_after=tokens, threshold=None, cleared=False)
 
     def _cached(self, previous: Sequence[Any], context: Sequence[Any]) -> int:
         if not previous or not self.caches:

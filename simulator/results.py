@@ -1,7 +1,12 @@
 """What a replay measured: per model call, in total, and as JSON.
 
 Values only; :mod:`simulator.replay` computes them. ``to_dict`` is the shape the CLI's
-``--json`` prints (one entry of ``results``).
+``--json`` prints (one entry of ``results``), and what a stored ``Simulation`` holds.
+
+Two units live side by side: ``context_tokens`` and the totals are the price preset's
+measure (what a provider bills), while :class:`ClearPass` is the engine's own count (the
+config's counter, what the clear phase compares with ``max_tokens_for_clear``). Charts
+of the context against the threshold read the second.
 """
 
 from __future__ import annotations
@@ -12,7 +17,39 @@ from typing import Any
 
 from reduction_app.engine import ReductionEvent
 
-__all__ = ["CallRecord", "ReplayResult", "Totals"]
+__all__ = ["CallRecord", "ClearPass", "ReplayResult", "Totals"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClearPass:
+    """What the clear phase's summary event said before one model call, in the config's
+    own counter.
+
+    When the clear phase is off (``skip_clear``) no pass runs and no event is emitted:
+    then ``threshold`` is ``None`` and both counts are the replay's count of the context
+    by the config's counter, so every config's series is in the unit its threshold
+    would be."""
+
+    tokens_before: int
+    """The context (messages and tool schemas) before the pass."""
+    tokens_after: int
+    """The context sent: after the pass, ``tokens_before`` when it changed nothing."""
+    threshold: int | None
+    """The ``max_tokens_for_clear`` in force; ``None`` when no pass ran."""
+    cleared: bool
+    """The pass cleared something (the summary's ``reason`` is ``applied``)."""
+    calls_cleared: int = 0
+
+    @classmethod
+    def from_summary(cls, event: ReductionEvent) -> ClearPass:
+        """The figures of a ``summary`` event."""
+        return cls(
+            tokens_before=event.tokens_before,
+            tokens_after=event.tokens_after,
+            threshold=event.threshold,
+            cleared=event.reason == "applied",
+            calls_cleared=event.calls_cleared,
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -39,6 +76,8 @@ class CallRecord:
     events: tuple[ReductionEvent, ...] = ()
     """The engine's events since the previous call: truncations of the results that
     arrived in between, then this call's clear pass."""
+    clear: ClearPass
+    """This call's clear pass, from its summary event (see :class:`ClearPass`)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -108,6 +147,7 @@ class ReplayResult:
                     "cache_write_tokens": c.cache_write_tokens,
                     "visible_tool_share": c.visible_tool_share,
                     "events": [e.to_dict() for e in c.events],
+                    "clear": dataclasses.asdict(c.clear),
                 }
                 for c in self.calls
             ],

@@ -49,8 +49,8 @@ from reduction_app.models import (
     ConfigProfile,
     ConfigVersion,
     Conversation,
+    EventRecord,
     OffloadedFile,
-    ReductionEvent,
     Simulation,
     Workspace,
 )
@@ -132,7 +132,7 @@ def demo_reset(*, workspace: Workspace) -> None:
         conversation_delete(conversation=conversation)
     names = list(OffloadedFile.objects.filter(workspace=workspace).values_list("storage_name"))
     OffloadedFile.objects.filter(workspace=workspace).delete()
-    ReductionEvent.objects.filter(workspace=workspace).delete()
+    EventRecord.objects.filter(workspace=workspace).delete()
     Simulation.objects.filter(workspace=workspace).delete()
     ConfigProfile.objects.filter(workspace=workspace).delete()
     storage = offload_storage()
@@ -239,7 +239,7 @@ def _profiles(
 
 
 def _counts(workspace: Workspace) -> dict[str, int]:
-    events = ReductionEvent.objects.filter(workspace=workspace)
+    events = EventRecord.objects.filter(workspace=workspace)
     return {
         "conversations": Conversation.objects.filter(workspace=workspace).count(),
         "configs": ConfigProfile.objects.filter(

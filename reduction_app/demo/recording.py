@@ -35,8 +35,8 @@ from reduction_app.engine import Message, ToolCall, formats
 from reduction_app.models import (
     ConfigVersion,
     Conversation,
+    EventRecord,
     OffloadedFile,
-    ReductionEvent,
     Workspace,
 )
 from reduction_app.services import conversation_upsert, engine_session, engine_session_record
@@ -111,7 +111,7 @@ class _Recorder(AgentHooks):
         self._date(session, rows, when)
         return output
 
-    def _date(self, session: Any, rows: list[ReductionEvent], when: datetime) -> None:
+    def _date(self, session: Any, rows: list[EventRecord], when: datetime) -> None:
         for event in session.events:
             if event.kind != "tool":
                 continue
@@ -123,12 +123,12 @@ class _Recorder(AgentHooks):
         ids = [row.pk for row in rows]
         if rows and None in ids:  # a database that cannot return ids from a bulk insert
             ids = list(
-                ReductionEvent.objects.filter(workspace=self.workspace)
+                EventRecord.objects.filter(workspace=self.workspace)
                 .order_by("-id")
                 .values_list("id", flat=True)[: len(rows)]
             )
         if ids:
-            ReductionEvent.objects.filter(pk__in=ids).update(created_at=when)
+            EventRecord.objects.filter(pk__in=ids).update(created_at=when)
         fresh = [path for path in session.backend.staged if path not in self._dated]
         if fresh:
             OffloadedFile.objects.filter(

@@ -18,17 +18,11 @@ from django.urls import path
 from django.views.decorators.http import require_http_methods
 
 from reduction_app import simulations
+from reduction_app.charts import comparison_series, context_chart, thresholds_off_chart
 from reduction_app.dashboard import render_page, workspace_view
 from reduction_app.engine.inspect import classify
 from reduction_app.models import Conversation, Simulation
-from reduction_app.replays import (
-    ReplayRun,
-    chart_config,
-    run_comparison,
-    side_by_side,
-    thresholds_off_chart,
-    totals_rows,
-)
+from reduction_app.replays import ReplayRun, run_comparison, side_by_side, totals_rows
 from reduction_app.tasks import run_simulation
 from reduction_app.tuning import (
     ConfigChoice,
@@ -47,7 +41,8 @@ OPTIONS = {"baseline": "first", "pricing": "gpt-4o", "min_cacheable_prefix": 102
 
 def _named(chosen: list[ConfigChoice]) -> list[dict[str, Any]]:
     """``[{name, config}]`` with unique names (a config chosen twice gets ``(2)``)."""
-    out, seen = [], {}
+    out: list[dict[str, Any]] = []
+    seen: dict[str, int] = {}
     for choice in chosen:
         seen[choice.label] = seen.get(choice.label, 0) + 1
         name = choice.label if seen[choice.label] == 1 else f"{choice.label} ({seen[choice.label]})"
@@ -68,9 +63,10 @@ def _results_context(
     calls: int,
     base_params: list[tuple[str, str]],
 ) -> dict[str, Any]:
+    series = comparison_series(results)
     context: dict[str, Any] = {
-        "chart": chart_config(results, highlight=None if call is None else call - 1),
-        "off_chart": thresholds_off_chart(results),
+        "chart": context_chart(series, highlight=call),
+        "off_chart": thresholds_off_chart(series),
         "rows": totals_rows(results),
         "baseline": results["baseline"],
         "calls": calls,
@@ -167,9 +163,9 @@ def _run(
     context: dict[str, Any] = {"ran": True, "simulation": simulation, "poll_url": poll}
     if simulation.status == "done" and simulation.results:
         # The side-by-side view of a big conversation replays it again, so only on request.
-        comparison = None
+        rerun: ReplayRun | None = None
         if digits(wanted) and call is not None:
-            comparison = run_comparison(
+            rerun = run_comparison(
                 recorded,
                 [(c["name"], c["config"]) for c in configs],
                 baseline=baseline,
@@ -178,9 +174,9 @@ def _run(
         context.update(
             _results_context(
                 results=simulation.results,
-                comparison=comparison,
+                comparison=rerun,
                 configs=configs,
-                call=call if comparison is not None else None,
+                call=call if rerun is not None else None,
                 calls=calls,
                 base_params=[*base_params, ("simulation", str(simulation.pk))],
             )

@@ -12,16 +12,11 @@ from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
 from reduction_app import selectors
+from reduction_app.charts import ContextSeries, context_chart, series_from_events
 from reduction_app.dashboard import render_page, workspace_view
 from reduction_app.models import Conversation, Workspace
 from reduction_app.simulations import INLINE_LIMIT, recorded_conversation
-from reduction_app.timeline import (
-    ContextSeries,
-    context_chart,
-    series_from_events,
-    series_from_replay,
-    timeline_rows,
-)
+from reduction_app.timeline import series_from_replay, timeline_rows
 from reduction_app.views.paging import int_param, pager_for, paginate
 
 CONVERSATIONS_PER_PAGE = 25
@@ -91,7 +86,9 @@ def _context_window(request: HttpRequest, conversation: Conversation) -> dict[st
             except ValueError as exc:
                 context["replay_error"] = f"The stored transcript cannot be replayed: {exc}"
     context["series"] = series
-    context["chart"] = context_chart(series) if series and series.points else None
+    context["chart"] = (
+        context_chart([series], headroom=None, markers=True) if series and series.points else None
+    )
     return context
 
 

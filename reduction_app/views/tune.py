@@ -22,18 +22,13 @@ from django.urls import path
 from django.views.decorators.http import require_GET, require_POST
 
 from reduction_app import engine, simulations
+from reduction_app.charts import comparison_series, context_chart, thresholds_off_chart
 from reduction_app.config_fields import FIELD_HELP
 from reduction_app.dashboard import render_page, workspace_view
 from reduction_app.engine import DEFAULT_MAX_LENGTH_FOR_TRUNC, DEFAULT_MAX_TOKENS_FOR_CLEAR
 from reduction_app.engine.inspect import classify
 from reduction_app.models import Conversation
-from reduction_app.replays import (
-    chart_config,
-    message_text,
-    run_comparison,
-    thresholds_off_chart,
-    totals_rows,
-)
+from reduction_app.replays import message_text, run_comparison, totals_rows
 from reduction_app.services import ServiceError, config_create
 from reduction_app.tuning import (
     ConfigChoice,
@@ -175,9 +170,10 @@ def _run(state: dict[str, Any]) -> dict[str, Any]:
             recorded,
             [(f"start: {state['start'].label}", state["start"].data), ("tuned", state["tuned"])],
         )
+        series = comparison_series(comparison.results)
         out.update(
-            chart=chart_config(comparison.results),
-            off_chart=thresholds_off_chart(comparison.results),
+            chart=context_chart(series),
+            off_chart=thresholds_off_chart(series),
             rows=totals_rows(comparison.results),
             baseline=comparison.results["baseline"],
             query_pairs=_query(state),

@@ -12,7 +12,7 @@ from django.core.files.base import ContentFile
 from django.test import Client
 
 from reduction_app import engine
-from reduction_app.models import Conversation, OffloadedFile, ReductionEvent, Workspace
+from reduction_app.models import Conversation, EventRecord, OffloadedFile, Workspace
 from reduction_app.services import engine_session, engine_session_record, workspace_get_or_create
 from reduction_app.storage import offload_storage, storage_name_for
 
@@ -117,6 +117,6 @@ def stored_file(
     )
 
 
-def event_row(workspace: Workspace, **fields: Any) -> ReductionEvent:
+def event_row(workspace: Workspace, **fields: Any) -> EventRecord:
     values = {"phase": "truncation", "kind": "tool", "tool_name": "grep", **fields}
-    return ReductionEvent.objects.create(workspace=workspace, **values)
+    return EventRecord.objects.create(workspace=workspace, **values)

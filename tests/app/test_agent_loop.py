@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from reduction_app.client import ReductionClient
-from reduction_app.models import Conversation, OffloadedFile, ReductionEvent
+from reduction_app.models import Conversation, EventRecord, OffloadedFile
 from reduction_app.services import api_key_create, workspace_get_or_create
 
 REPO = Path(__file__).resolve().parents[2]
@@ -94,7 +94,7 @@ def test_agent_loop_tools_read_and_grep_the_repository(report: Any, repo: Path) 
 
 def test_agent_loop_records_truncation_events(report: Any) -> None:
     """The small file stays whole; the large file and the grep are truncated and offloaded."""
-    rows = ReductionEvent.objects.filter(
+    rows = EventRecord.objects.filter(
         conversation__client_id=CONVERSATION, phase="truncation"
     ).order_by("id")
     assert [(e.kind, e.tool_name, e.call_id, e.offload_path) for e in rows] == [
@@ -107,7 +107,7 @@ def test_agent_loop_records_truncation_events(report: Any) -> None:
 
 
 def test_agent_loop_records_a_clear_before_the_fourth_model_call(report: Any) -> None:
-    summaries = ReductionEvent.objects.filter(
+    summaries = EventRecord.objects.filter(
         conversation__client_id=CONVERSATION, phase="clear", kind="summary"
     ).order_by("id")
     assert [(s.applied, s.threshold) for s in summaries] == [
@@ -120,7 +120,7 @@ def test_agent_loop_records_a_clear_before_the_fourth_model_call(report: Any) ->
     applied = summaries[3]
     assert applied.calls_cleared == 2
     assert applied.tokens_after < 2000 < applied.tokens_before
-    cleared = ReductionEvent.objects.filter(
+    cleared = EventRecord.objects.filter(
         conversation__client_id=CONVERSATION, phase="clear", kind="tool"
     ).order_by("id")
     # The truncated result already has a file, so clearing it points at that one.
@@ -196,7 +196,7 @@ def test_agent_loop_runs_as_a_script_on_this_repository(live_server: Any, raw_ke
         f"events at {live_server.url}/api/v1/events?conversation_id=loop-script"
     )
     calls = [f"call_{hashlib.sha256(b'loop-script').hexdigest()[:8]}_{n}" for n in range(1, 5)]
-    events = ReductionEvent.objects.filter(conversation__client_id="loop-script")
+    events = EventRecord.objects.filter(conversation__client_id="loop-script")
     # clear.py and the grep over reduction_app/ are far over 4,000 characters.
     assert sorted(events.filter(phase="truncation").values_list("call_id", flat=True)) == [
         calls[1],

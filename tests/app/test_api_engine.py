@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from django.core.files.storage import FileSystemStorage
 
-from reduction_app.models import Conversation, OffloadedFile, ReductionEvent
+from reduction_app.models import Conversation, EventRecord, OffloadedFile
 from tests.app.support import (
     ApiClient,
     bare,
@@ -273,7 +273,7 @@ def test_truncate_invalid_input_is_422_naming_the_field(
     response = api.post("/truncate", body)
     assert response.status_code == HTTPStatus.UNPROCESSABLE_ENTITY
     assert response.json() == error(detail, field)
-    assert ReductionEvent.objects.count() == 0
+    assert EventRecord.objects.count() == 0
 
 
 def test_truncate_unknown_config_id_is_404(api: ApiClient) -> None:
@@ -758,7 +758,7 @@ def failing_storage(settings: Any, offload_dir: Path) -> type[FailingStorage]:
 
 def assert_nothing_recorded(offload_dir: Path) -> None:
     assert OffloadedFile.objects.count() == 0
-    assert ReductionEvent.objects.count() == 0
+    assert EventRecord.objects.count() == 0
     assert Conversation.objects.count() == 0
     assert stored_files(offload_dir) == []
 
@@ -801,7 +801,7 @@ def test_truncate_storage_failure_keeps_earlier_records(
         == HTTPStatus.SERVICE_UNAVAILABLE
     )
     assert list(OffloadedFile.objects.values_list("path", flat=True)) == ["/tmp/trunc/call_1"]
-    assert ReductionEvent.objects.count() == 1
+    assert EventRecord.objects.count() == 1
     assert len(stored_files(offload_dir)) == 1
     assert raw(api, "/tmp/trunc/call_1") == b"q" * 30
 
@@ -816,7 +816,7 @@ def test_request_over_the_size_limit_is_413(api: ApiClient, settings: Any) -> No
     response = api.post("/truncate", body)
     assert response.status_code == HTTPStatus.REQUEST_ENTITY_TOO_LARGE
     assert response.json() == error(f"request body of {size} bytes is over the limit of 100 bytes")
-    assert ReductionEvent.objects.count() == 0
+    assert EventRecord.objects.count() == 0
 
 
 def test_request_at_the_size_limit_is_taken(api: ApiClient, settings: Any) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from reduction_app.models import Conversation, OffloadedFile, ReductionEvent
+from reduction_app.models import Conversation, EventRecord, OffloadedFile
 from tests.app.support import ApiClient, error, stored_files
 
 pytestmark = pytest.mark.django_db
@@ -321,7 +321,7 @@ def test_events_time_range(api: ApiClient) -> None:
     for n in range(3):
         offload(api, f"{n}" * 20, call_id=f"c{n}")
     for n, day in enumerate((1, 2, 3)):
-        ReductionEvent.objects.filter(call_id=f"c{n}").update(
+        EventRecord.objects.filter(call_id=f"c{n}").update(
             created_at=datetime(2025, 1, day, 12, tzinfo=UTC)
         )
 

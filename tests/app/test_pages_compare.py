@@ -135,7 +135,9 @@ def test_compare_chart_has_one_dataset_per_config_and_point_per_call(
     series = [d for d in chart["data"]["datasets"] if not d["label"].startswith("threshold")]
     assert [d["label"] for d in series] == ["tight v1", "no reduction", "defaults"]
     for dataset, result in zip(series, expected.results, strict=True):
-        assert dataset["data"] == [c.context_tokens for c in result.calls]
+        # The clear phase's own counts, the unit of the thresholds (not the billed measure).
+        assert dataset["data"] == [c.clear.tokens_after for c in result.calls]
+        assert dataset["data"] != [c.context_tokens for c in result.calls]
         assert len(dataset["data"]) == 23
     assert chart["type"] == "line"
     assert chart["data"]["labels"] == list(range(1, 24))
@@ -203,7 +205,10 @@ def test_compare_call_defaults_to_the_last_and_is_clamped(
     base = f"/compare/?conversation={conversation.pk}&config={pk}&config=none"
     assert "at call 23 of 23" in html(client.get(base))
     assert "at call 23 of 23" in html(client.get(base + "&call=99"))
-    assert "at call 1 of 23" in html(client.get(base + "&call=0"))
+    first = html(client.get(base + "&call=0"))
+    assert "at call 1 of 23" in first
+    for dataset in _chart(first)["data"]["datasets"][:2]:  # the chosen call's point stands out
+        assert dataset["pointRadius"] == [5] + [2] * 22
 
 
 def test_compare_other_workspaces_answer_404(setup: tuple[Client, Conversation, int]) -> None:
@@ -311,3 +316,35 @@ def test_compare_and_tune_take_only_plain_numbers(setup: tuple[Client, Conversat
         f"/tune/?conversation={conversation.pk}&saved=%C2%B2",
     ):
         assert client.get(url).status_code == 200, url
+
+
+def test_compare_renders_a_simulation_stored_before_calls_carried_their_clear_pass(
+    setup: tuple[Client, Conversation, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Older results have no ``clear`` per call: the chart reads the summary events they
+    do hold, and where there are none (no reduction) the billed count, with no threshold."""
+    client, conversation, pk = setup
+    monkeypatch.setattr(simulations, "INLINE_LIMIT", 10)
+    client.post("/compare/", {"conversation": conversation.pk, "config": [pk, "none"]})
+    simulation = Simulation.objects.get()
+    simulations.simulation_run(simulation_id=simulation.pk)
+    simulation.refresh_from_db()
+    assert simulation.results is not None
+    for run in simulation.results["results"]:
+        for call in run["calls"]:
+            del call["clear"]
+    simulation.save(update_fields=["results"])
+    url = (
+        f"/compare/?conversation={conversation.pk}&config={pk}&config=none"
+        f"&baseline=first&simulation={simulation.pk}"
+    )
+    page = html(client.get(url))
+    assert _cell(page, "tight v1", "input_tokens_billed") == "157,173 tok"
+    tight, off = _expected(conversation).results
+    chart = _chart(page)
+    labels = [d["label"] for d in chart["data"]["datasets"]]
+    assert labels == ["tight v1", "no reduction", "threshold: tight v1"]
+    series = chart["data"]["datasets"]
+    assert series[0]["data"] == [c.clear.tokens_after for c in tight.calls]
+    assert series[1]["data"] == [c.context_tokens for c in off.calls]
+    assert series[2]["data"] == [8000] * 23

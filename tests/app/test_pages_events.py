@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from reduction_app.models import ReductionEvent
+from reduction_app.models import EventRecord
 from reduction_app.services import conversation_upsert
 from tests.app.dashboard_data import HX, event_row, member_client
 
@@ -58,7 +58,7 @@ def test_events_filters() -> None:
     e2 = event_row(ws, conversation=a, phase="clear", tool_name="read_file")
     e3 = event_row(ws, conversation=b, phase="clear", kind="summary", tool_name="")
     e4 = event_row(ws, conversation=b, tool_name="read_file")
-    ReductionEvent.objects.filter(pk=e1.pk).update(created_at=timezone.now() - timedelta(days=3))
+    EventRecord.objects.filter(pk=e1.pk).update(created_at=timezone.now() - timedelta(days=3))
 
     def ids(**params: str) -> list[int]:
         response = client.get("/events/", params)
@@ -165,6 +165,6 @@ def test_events_query_count_is_constant(django_assert_num_queries: Any) -> None:
     fill(120)
     with django_assert_num_queries(6):
         client.get("/events/", {"phase": "truncation"})
-    last = ReductionEvent.objects.order_by("id")[60].pk
+    last = EventRecord.objects.order_by("id")[60].pk
     with django_assert_num_queries(6):
         client.get("/events/", {"before": last})

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
-from reduction_app.models import ReductionEvent
+from reduction_app.models import EventRecord
 from reduction_app.services import conversation_upsert
 from tests.app.dashboard_data import HX, event_row, member_client
 
@@ -24,10 +24,8 @@ def chart_config(page: str, chart_id: str) -> Any:
     return json.loads(found.group(1))
 
 
-def _aged(event: ReductionEvent, **delta: float) -> ReductionEvent:
-    ReductionEvent.objects.filter(pk=event.pk).update(
-        created_at=timezone.now() - timedelta(**delta)
-    )
+def _aged(event: EventRecord, **delta: float) -> EventRecord:
+    EventRecord.objects.filter(pk=event.pk).update(created_at=timezone.now() - timedelta(**delta))
     return event
 
 

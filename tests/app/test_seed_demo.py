@@ -21,8 +21,8 @@ from reduction_app.demo.specs import GUESTBOOK, JQUERY
 from reduction_app.models import (
     ConfigProfile,
     Conversation,
+    EventRecord,
     OffloadedFile,
-    ReductionEvent,
     Workspace,
 )
 from reduction_app.selectors import conversation_get
@@ -155,7 +155,7 @@ def test_seed_demo_makes_three_configs_one_with_two_versions() -> None:
 
 def test_seed_demo_records_both_phases_with_their_config() -> None:
     seed("--small")
-    events = ReductionEvent.objects.filter(workspace__slug=DEMO_SLUG)
+    events = EventRecord.objects.filter(workspace__slug=DEMO_SLUG)
     xss = events.filter(conversation__client_id="demo-guestbook-xss")
     assert set(xss.values_list("phase", flat=True)) == {"truncation", "clear"}
     assert xss.filter(phase="clear", kind="summary", reason="applied").exists()
@@ -228,7 +228,7 @@ def test_seed_demo_dates_rows_over_days_before_now() -> None:
         "tau-bench-airline-task3-trial0": anchor - timedelta(days=9.0),
     }
     for client_id in SMALL_LIVE:
-        events = ReductionEvent.objects.filter(conversation__client_id=client_id)
+        events = EventRecord.objects.filter(conversation__client_id=client_id)
         span = events.aggregate(first=Min("created_at"), last=Max("created_at"))
         assert started[client_id] < span["first"] < span["last"] < anchor
         # Calls take seconds, not days: the whole conversation fits in an hour.
@@ -236,14 +236,14 @@ def test_seed_demo_dates_rows_over_days_before_now() -> None:
         by_id = list(events.order_by("id").values_list("created_at", flat=True))
         assert by_id == sorted(by_id)
     for file in OffloadedFile.objects.filter(workspace=report.workspace):
-        first = ReductionEvent.objects.filter(offload_path=file.path).aggregate(t=Min("created_at"))
+        first = EventRecord.objects.filter(offload_path=file.path).aggregate(t=Min("created_at"))
         assert file.created_at == first["t"], file.path
 
 
 def test_seed_demo_is_deterministic() -> None:
     def snapshot(report: SeedReport) -> list[tuple[Any, ...]]:
         return list(
-            ReductionEvent.objects.filter(workspace=report.workspace)
+            EventRecord.objects.filter(workspace=report.workspace)
             .order_by("id")
             .values_list(
                 "conversation__client_id", "phase", "kind", "call_id", "tokens_saved", "created_at"

@@ -12,8 +12,8 @@ from reduction_app import engine
 from reduction_app.models import (
     ConfigVersion,
     Conversation,
+    EventRecord,
     OffloadedFile,
-    ReductionEvent,
     Workspace,
 )
 from reduction_app.services import (
@@ -172,7 +172,7 @@ def test_engine_session_record_never_overwrites_a_recorded_offload(
     row = OffloadedFile.objects.get()
     assert row.conversation is not None and row.conversation.client_id == "run-2"
     assert [p.read_bytes() for p in stored_files(offload_dir)] == [b"other content"]
-    assert ReductionEvent.objects.count() == 1
+    assert EventRecord.objects.count() == 1
     assert list(Conversation.objects.values_list("client_id", flat=True)) == ["run-2"]
 
 
@@ -183,7 +183,7 @@ def test_engine_session_record_same_content_keeps_the_first_record(workspace: Wo
             engine_session_record(session=session, conversation_id=conversation)
     row = OffloadedFile.objects.get()
     assert row.conversation is not None and row.conversation.client_id == "run-1"
-    assert ReductionEvent.objects.count() == 2
+    assert EventRecord.objects.count() == 2
 
 
 def test_conversation_delete_removes_content_on_commit(
@@ -195,7 +195,7 @@ def test_conversation_delete_removes_content_on_commit(
     conversation = Conversation.objects.get()
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
         conversation_delete(conversation=conversation)
-    assert OffloadedFile.objects.count() == ReductionEvent.objects.count() == 0
+    assert OffloadedFile.objects.count() == EventRecord.objects.count() == 0
     assert len(stored_files(offload_dir)) == 1  # not before the commit
     for callback in callbacks:
         callback()

@@ -19,7 +19,7 @@ from reduction_app.engine import (
 from simulator.importers import RecordedConversation, load_conversations
 from simulator.pricing import Pricing
 from simulator.replay import no_reduction, replay
-from simulator.results import CallRecord
+from simulator.results import CallRecord, ClearPass
 from tests.conftest import CONVERSATIONS
 from tests.simulator.cases import ENGINE, HAND_CONFIG, call, hand_conversation
 from tests.simulator.cases import result as result_msg
@@ -66,6 +66,35 @@ def test_replay_hand_case_events() -> None:
     assert (truncation.chars_before, truncation.chars_after) == (4000, 970)
     assert truncation.offload_path == "/tmp/trunc/call_3"
     assert (cleared.tokens_before, cleared.tokens_after, cleared.tokens_saved) == (101, 26, 75)
+
+
+def test_replay_hand_case_clear_passes() -> None:
+    """Each call carries its summary event's figures, in the config's counter."""
+    result = replay(hand_conversation(), HAND_CONFIG, min_cacheable_prefix=10, pricing=ENGINE)
+    assert [c.clear for c in result.calls] == [
+        ClearPass(tokens_before=30, tokens_after=30, threshold=300, cleared=False),
+        ClearPass(tokens_before=139, tokens_after=139, threshold=300, cleared=False),
+        ClearPass(
+            tokens_before=348, tokens_after=273, threshold=300, cleared=True, calls_cleared=1
+        ),
+        ClearPass(
+            tokens_before=525, tokens_after=350, threshold=300, cleared=True, calls_cleared=1
+        ),
+    ]
+
+
+def test_replay_clear_passes_count_with_the_configs_counter() -> None:
+    """Billed by the provider's tokenizer, the clear passes still report the engine's
+    counts; with the clear phase off, the replay counts the context the same way."""
+    conversation = hand_conversation()
+    billed = replay(conversation, HAND_CONFIG, min_cacheable_prefix=10)
+    assert [c.context_tokens for c in billed.calls] != [30, 139, 273, 350]
+    assert [c.clear.tokens_after for c in billed.calls] == [30, 139, 273, 350]
+    off = replay(conversation, {**HAND_CONFIG, "skip_clear": True}, min_cacheable_prefix=10)
+    assert [(c.clear.threshold, c.clear.cleared) for c in off.calls] == [(None, False)] * 4
+    # 30 + 8 + 101 + 8 + 201 + 8 + 244 (result 3 truncated): nothing cleared.
+    assert [c.clear.tokens_after for c in off.calls] == [30, 139, 348, 600]
+    assert all(c.clear.tokens_before == c.clear.tokens_after for c in off.calls)
 
 
 def test_replay_hand_case_totals() -> None:

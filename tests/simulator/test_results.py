@@ -41,13 +41,20 @@ def test_replay_result_to_dict_shape() -> None:
     assert [list(c) for c in data["calls"]] == [
         [
             "index", "message_index", "context_tokens", "cached_tokens", "new_tokens",
-            "cache_write_tokens", "visible_tool_share", "events",
+            "cache_write_tokens", "visible_tool_share", "events", "clear",
         ]
     ] * 4  # fmt: skip
     assert [c["message_index"] for c in data["calls"]] == [2, 4, 6, 8]
     assert [c["index"] for c in data["calls"]] == [0, 1, 2, 3]
     event = data["calls"][2]["events"][0]
     assert (event["phase"], event["kind"], event["call_id"]) == ("clear", "tool", "call_1")
+    assert data["calls"][2]["clear"] == {
+        "tokens_before": 348,
+        "tokens_after": 273,
+        "threshold": 300,
+        "cleared": True,
+        "calls_cleared": 1,
+    }
     assert json.loads(json.dumps(data)) == data
 
 

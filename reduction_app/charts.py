@@ -1,0 +1,284 @@
+"""The context-window chart, the one builder behind the Compare, Tune and conversation
+pages: the context sent at each model call and the clear threshold in force, one series
+per config (or one for a conversation's recorded run).
+
+Every figure comes from the engine's clear-phase summary events, so the context and the
+threshold are in one unit, the config's own token counter: from the recorded events of a
+conversation (:func:`series_from_events`), or from what a replay kept of them per call
+(:func:`series_from_run`, over ``simulator.results.ReplayResult.to_dict()``, the shape a
+``Simulation`` stores). The billed totals beside the chart are the price preset's measure
+and are not drawn here. Nothing here touches the database or runs a replay.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "CONTEXT_LABEL",
+    "THRESHOLD_HEADROOM",
+    "CallPoint",
+    "ContextSeries",
+    "comparison_series",
+    "context_chart",
+    "series_from_events",
+    "series_from_run",
+    "thresholds_off_chart",
+]
+
+PALETTE = ("#2f5bd3", "#d0672a", "#17813f", "#9a3bb8", "#6b7280")
+THRESHOLD_HEADROOM = 1.5
+"""A threshold line is drawn when at most this many times the highest point, so a far
+default (160,000 tokens) does not flatten the series."""
+CONTEXT_LABEL = "context sent (tokens)"
+"""The label of a lone series, which stands for no config in particular."""
+_WARN, _RED, _GREY = "#a2520a", "#a1121a", "#9aa7bd"
+
+
+@dataclass(frozen=True)
+class CallPoint:
+    """One model call: the context before and after the clear pass, in tokens of the
+    config's counter."""
+
+    call: int
+    """1-based."""
+    before: int
+    after: int
+    threshold: int | None
+    """The ``max_tokens_for_clear`` in force; ``None`` when no pass ran (``skip_clear``)."""
+    truncations: int = 0
+    """Tool results truncated since the previous call."""
+    cleared: bool = False
+    calls_cleared: int = 0
+
+
+@dataclass(frozen=True)
+class ContextSeries:
+    source: str
+    """``recorded`` (the conversation's clear events) or ``replay``."""
+    points: list[CallPoint]
+    trailing_truncations: int = 0
+    """Truncations recorded after the last model call."""
+    label: str = CONTEXT_LABEL
+    """The config's name when a chart has several series."""
+
+    @property
+    def peak(self) -> int:
+        return max((p.after for p in self.points), default=0)
+
+    @property
+    def clears(self) -> int:
+        return sum(1 for p in self.points if p.cleared)
+
+    @property
+    def truncations(self) -> int:
+        return sum(p.truncations for p in self.points) + self.trailing_truncations
+
+    @property
+    def threshold(self) -> int | None:
+        """The lowest threshold in force at any call (a replay has one)."""
+        return min((p.threshold for p in self.points if p.threshold is not None), default=None)
+
+
+# The series ------------------------------------------------------------------------------
+
+
+def series_from_events(rows: Iterable[Mapping[str, Any]]) -> ContextSeries:
+    """The series from recorded events in id order (truncations and clear summaries):
+    truncations between two summaries arrived before the second one's model call."""
+    points: list[CallPoint] = []
+    pending = 0
+    for row in rows:
+        if row["kind"] == "summary":
+            points.append(
+                CallPoint(
+                    call=len(points) + 1,
+                    before=row["tokens_before"],
+                    after=row["tokens_after"],
+                    threshold=row["threshold"] or None,
+                    truncations=pending,
+                    cleared=row["reason"] == "applied",
+                    calls_cleared=row["calls_cleared"],
+                )
+            )
+            pending = 0
+        elif row["phase"] == "truncation":
+            pending += 1
+    return ContextSeries("recorded", points, trailing_truncations=pending)
+
+
+def _clear_pass(call: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A replayed call's clear pass (``simulator.results.ClearPass`` as JSON).
+
+    Results stored before calls carried it still hold the call's events: the summary's
+    figures are the same. Without a summary either (the clear phase was off), the only
+    count there is, ``context_tokens``, stands for both sides, with no threshold.
+    """
+    found: Mapping[str, Any] | None = call.get("clear")
+    if found is not None:
+        return found
+    events = call.get("events", ())
+    summary = next((e for e in reversed(events) if e["kind"] == "summary"), None)
+    if summary is not None:
+        return {**summary, "cleared": summary["reason"] == "applied"}
+    tokens = call["context_tokens"]
+    return {"tokens_before": tokens, "tokens_after": tokens, "threshold": None, "cleared": False}
+
+
+def series_from_run(run: Mapping[str, Any], *, label: str | None = None) -> ContextSeries:
+    """The series of one replayed config (an entry of ``Comparison.to_dict()["results"]``,
+    or ``ReplayResult.to_dict()``), labelled with its name unless ``label`` is given."""
+    points = []
+    for call in run["calls"]:
+        clear = _clear_pass(call)
+        points.append(
+            CallPoint(
+                call=call["index"] + 1,
+                before=clear["tokens_before"],
+                after=clear["tokens_after"],
+                threshold=clear["threshold"] or None,
+                truncations=sum(1 for e in call.get("events", ()) if e["phase"] == "truncation"),
+                cleared=clear["cleared"],
+                calls_cleared=clear.get("calls_cleared", 0),
+            )
+        )
+    return ContextSeries("replay", points, label=run["name"] if label is None else label)
+
+
+def comparison_series(results: Mapping[str, Any]) -> list[ContextSeries]:
+    """One series per config of a comparison (``Comparison.to_dict()``)."""
+    return [series_from_run(run) for run in results["results"]]
+
+
+# The chart -------------------------------------------------------------------------------
+
+
+def _far(series: Sequence[ContextSeries], headroom: float | None) -> set[int]:
+    """Indices of the series whose threshold is too far above every series to draw."""
+    if headroom is None:
+        return set()
+    limit = headroom * max(max((s.peak for s in series), default=0), 1)
+    return {i for i, s in enumerate(series) if s.threshold is not None and s.threshold > limit}
+
+
+def thresholds_off_chart(
+    series: Sequence[ContextSeries], *, headroom: float | None = THRESHOLD_HEADROOM
+) -> list[tuple[str, int]]:
+    """``(label, threshold)`` of the thresholds :func:`context_chart` leaves out."""
+    far = _far(series, headroom)
+    return [
+        (s.label, s.threshold) for i, s in enumerate(series) if i in far and s.threshold is not None
+    ]
+
+
+def context_chart(
+    series: Sequence[ContextSeries],
+    *,
+    highlight: int | None = None,
+    headroom: float | None = THRESHOLD_HEADROOM,
+    markers: bool = False,
+) -> dict[str, Any]:
+    """The Chart.js config: per series, the context sent at each call and, dashed, the
+    threshold in force (left out when more than ``headroom`` times the highest point;
+    ``None`` draws every one). ``highlight`` (a 1-based call) gets a bigger point.
+
+    ``markers``, for a chart of one series (a conversation's page): also the context
+    before each pass, and markers where a truncation came before a call and where a
+    clear applied; its threshold is labelled by the config field it is.
+    """
+    if markers and len(series) != 1:
+        raise ValueError(f"markers are drawn for one series, got {len(series)}")
+    calls = max((len(s.points) for s in series), default=0)
+    far = _far(series, headroom)
+    lines: list[dict[str, Any]] = []
+    thresholds: list[dict[str, Any]] = []
+    for i, s in enumerate(series):
+        colour = PALETTE[i % len(PALETTE)]
+        lines.append(
+            {
+                "label": s.label,
+                "data": [p.after for p in s.points],
+                "borderColor": colour,
+                "backgroundColor": colour,
+                "pointRadius": [5 if p.call == highlight else 2 for p in s.points],
+                "tension": 0,
+                "order": 3,
+            }
+        )
+        # A conversation's chart keeps its threshold line (and legend entry) even when no
+        # pass ran; a comparison leaves out what it cannot draw.
+        if i in far or (s.threshold is None and not markers):
+            continue
+        line = _RED if markers else colour
+        thresholds.append(
+            {
+                "label": "max_tokens_for_clear" if markers else f"threshold: {s.label}",
+                "data": [p.threshold for p in s.points],
+                "borderColor": line,
+                "backgroundColor": line,
+                "borderDash": [8, 4] if markers else [6, 4],
+                "borderWidth": 1,
+                "pointRadius": 0,
+                "stepped": True,
+                "fill": False,
+                "order": 5,
+            }
+        )
+    datasets = lines + (_before(series[0]) if markers else []) + thresholds
+    if markers:
+        datasets += _markers(series[0])
+    return {
+        "type": "line",
+        "data": {"labels": list(range(1, calls + 1)), "datasets": datasets},
+        "options": {
+            "interaction": {"mode": "index", "intersect": False},
+            "scales": {
+                "x": {"title": {"display": True, "text": "model call"}},
+                "y": {
+                    "beginAtZero": True,
+                    "title": {"display": True, "text": "tokens (the config's counter)"},
+                },
+            },
+            "plugins": {"legend": {"position": "bottom"}},
+        },
+    }
+
+
+def _before(series: ContextSeries) -> list[dict[str, Any]]:
+    return [
+        {
+            "label": "before the clear pass",
+            "data": [p.before for p in series.points],
+            "borderColor": _GREY,
+            "backgroundColor": _GREY,
+            "borderDash": [4, 3],
+            "pointRadius": 0,
+            "order": 4,
+        }
+    ]
+
+
+def _markers(series: ContextSeries) -> list[dict[str, Any]]:
+    marker = {"type": "line", "showLine": False, "pointRadius": 7, "pointHoverRadius": 9}
+    return [
+        {
+            **marker,
+            "label": "truncation before this call",
+            "data": [p.after if p.truncations else None for p in series.points],
+            "pointStyle": "triangle",
+            "borderColor": _WARN,
+            "backgroundColor": _WARN,
+            "order": 1,
+        },
+        {
+            **marker,
+            "label": "clear applied",
+            "data": [p.before if p.cleared else None for p in series.points],
+            "pointStyle": "rectRot",
+            "borderColor": PALETTE[0],
+            "backgroundColor": "#e8f0ff",
+            "order": 2,
+        },
+    ]

@@ -1,0 +1,137 @@
+"""The context-window chart: series from replayed calls (old and new result shapes) and
+from recorded events, and the one builder's datasets."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from reduction_app.charts import (
+    CallPoint,
+    ContextSeries,
+    comparison_series,
+    context_chart,
+    series_from_events,
+    series_from_run,
+    thresholds_off_chart,
+)
+from simulator.compare import compare
+from tests.simulator.cases import ENGINE, HAND_CONFIG, hand_conversation
+
+
+def _summary(before: int, after: int, threshold: int, reason: str) -> dict[str, Any]:
+    return {
+        "phase": "clear",
+        "kind": "summary",
+        "tokens_before": before,
+        "tokens_after": after,
+        "threshold": threshold,
+        "reason": reason,
+        "calls_cleared": 1 if reason == "applied" else 0,
+    }
+
+
+def test_series_from_run_reads_each_calls_clear_pass() -> None:
+    comparison = compare(hand_conversation(), [("hand", HAND_CONFIG)], pricing=ENGINE)
+    (series,) = comparison_series(comparison.to_dict())
+    assert series.label == "hand"
+    assert series.points == [
+        CallPoint(1, 30, 30, 300),
+        CallPoint(2, 139, 139, 300),
+        CallPoint(3, 348, 273, 300, cleared=True, calls_cleared=1),
+        CallPoint(4, 525, 350, 300, truncations=1, cleared=True, calls_cleared=1),
+    ]
+    assert series.threshold == 300
+
+
+def test_series_from_run_without_clear_passes_reads_the_summary_events() -> None:
+    """Results stored before calls carried ``clear`` still hold the events."""
+    run = {
+        "name": "old",
+        "calls": [
+            {"index": 0, "context_tokens": 41, "events": [_summary(30, 30, 300, "below")]},
+            {
+                "index": 1,
+                "context_tokens": 400,
+                "events": [
+                    {"phase": "truncation", "kind": "tool"},
+                    {"phase": "clear", "kind": "tool"},
+                    _summary(348, 273, 300, "applied"),
+                ],
+            },
+        ],
+    }
+    assert series_from_run(run).points == [
+        CallPoint(1, 30, 30, 300),
+        CallPoint(2, 348, 273, 300, truncations=1, cleared=True, calls_cleared=1),
+    ]
+
+
+def test_series_from_run_without_any_pass_falls_back_to_the_context_sent() -> None:
+    run = {"name": "off", "calls": [{"index": 0, "context_tokens": 41, "events": []}]}
+    assert series_from_run(run, label="x") == ContextSeries(
+        "replay", [CallPoint(1, 41, 41, None)], label="x"
+    )
+
+
+def test_series_from_events_counts_truncations_before_each_call() -> None:
+    rows = [
+        _summary(10, 10, 100, "below_threshold"),
+        {"phase": "truncation", "kind": "tool"},
+        _summary(150, 90, 100, "applied"),
+        {"phase": "truncation", "kind": "tool"},
+    ]
+    series = series_from_events(rows)
+    assert series.points == [
+        CallPoint(1, 10, 10, 100),
+        CallPoint(2, 150, 90, 100, truncations=1, cleared=True, calls_cleared=1),
+    ]
+    assert (series.source, series.truncations, series.clears, series.peak) == (
+        "recorded",
+        2,
+        1,
+        90,
+    )
+
+
+def _series(label: str, after: list[int], threshold: int | None) -> ContextSeries:
+    points = [CallPoint(i + 1, a, a, threshold) for i, a in enumerate(after)]
+    return ContextSeries("replay", points, label=label)
+
+
+def test_context_chart_one_line_per_series_and_the_thresholds_near_them() -> None:
+    series = [
+        _series("tight", [50, 90], 100),
+        _series("defaults", [60, 120], 160_000),
+        _series("off", [60, 120], None),
+    ]
+    chart = context_chart(series, highlight=2)
+    datasets = chart["data"]["datasets"]
+    assert [d["label"] for d in datasets] == ["tight", "defaults", "off", "threshold: tight"]
+    assert [d["data"] for d in datasets] == [[50, 90], [60, 120], [60, 120], [100, 100]]
+    assert datasets[0]["pointRadius"] == [2, 5]
+    assert chart["data"]["labels"] == [1, 2]
+    assert thresholds_off_chart(series) == [("defaults", 160_000)]
+    assert thresholds_off_chart(series, headroom=None) == []
+
+
+def test_context_chart_markers_for_one_series() -> None:
+    points = [
+        CallPoint(1, 10, 10, None, truncations=1),
+        CallPoint(2, 150, 90, None, cleared=True),
+    ]
+    chart = context_chart([ContextSeries("replay", points)], headroom=None, markers=True)
+    labels = [d["label"] for d in chart["data"]["datasets"]]
+    assert labels == [
+        "context sent (tokens)",
+        "before the clear pass",
+        "max_tokens_for_clear",
+        "truncation before this call",
+        "clear applied",
+    ]
+    sent, before, threshold, truncations, clears = chart["data"]["datasets"]
+    assert (sent["data"], before["data"], threshold["data"]) == ([10, 90], [10, 150], [None] * 2)
+    assert (truncations["data"], clears["data"]) == ([10, None], [None, 150])
+    with pytest.raises(ValueError, match="markers are drawn for one series, got 2"):
+        context_chart([ContextSeries("replay", points)] * 2, markers=True)

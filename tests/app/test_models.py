@@ -1,0 +1,87 @@
+"""The models: the recorded event against the engine's event value, the API's event schema
+built from it, and the migration that renamed the model."""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from typing import Any
+
+import pytest
+from django.db import connection, models
+from django.db.migrations.executor import MigrationExecutor
+
+from reduction_app.engine import ReductionEvent
+from reduction_app.models import EventRecord
+from reduction_app.schemas import EventOut
+
+_TYPES = ((models.BooleanField, bool), (models.IntegerField, int), (models.CharField, str))
+
+
+def _event_fields() -> list[models.Field[Any, Any]]:
+    return [f for f in EventRecord._meta.concrete_fields if f.name not in EventRecord.RECORD_FIELDS]
+
+
+def _python_type(field: models.Field[Any, Any]) -> type:
+    return next(python for kind, python in _TYPES if isinstance(field, kind))
+
+
+def test_event_record_has_the_engine_events_fields_name_by_name() -> None:
+    """The model records every field of the engine's ``ReductionEvent``, in its order,
+    with the same type and default; the rest is where and when it was recorded."""
+    engine_fields = dataclasses.fields(ReductionEvent)
+    hints = typing.get_type_hints(ReductionEvent)
+    assert [f.name for f in _event_fields()] == [f.name for f in engine_fields]
+    for field, value in zip(_event_fields(), engine_fields, strict=True):
+        hint = hints[value.name]
+        if typing.get_origin(hint) is typing.Literal:  # phase, kind
+            hint = type(typing.get_args(hint)[0])
+        assert _python_type(field) is hint, field.name
+        if value.default is dataclasses.MISSING:
+            assert not field.has_default() and not field.blank, field.name
+        else:
+            assert field.get_default() == value.default, field.name
+    record = {f.name for f in EventRecord._meta.concrete_fields} - {f.name for f in engine_fields}
+    assert record == {"id", "workspace", "conversation", "config_version", "created_at"}
+    assert set(EventRecord.RECORD_FIELDS) == record
+
+
+def test_event_out_is_the_models_event_fields_and_where_they_were_recorded() -> None:
+    schema = EventOut.model_json_schema()
+    names = [f.name for f in _event_fields()]
+    assert list(schema["properties"]) == [
+        "id",
+        *names,
+        "conversation_id",
+        "config_id",
+        "config_version",
+        "created_at",
+    ]
+    assert schema["required"] == names
+    kinds = {bool: "boolean", int: "integer", str: "string"}
+    for field in _event_fields():
+        assert schema["properties"][field.name]["type"] == kinds[_python_type(field)]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_event_record_rename_keeps_the_rows() -> None:
+    """Rows recorded as ``ReductionEvent`` are there, whole, as ``EventRecord``."""
+    executor = MigrationExecutor(connection)
+    before, after = [("reduction_app", "0001_initial")], executor.loader.graph.leaf_nodes()
+    executor.migrate(before)
+    old = executor.loader.project_state(before).apps
+    workspace = old.get_model("reduction_app", "Workspace").objects.create(name="w", slug="w")
+    old.get_model("reduction_app", "ReductionEvent").objects.create(
+        workspace=workspace, phase="clear", kind="summary", reason="applied", threshold=150
+    )
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    executor.migrate(after)
+    row = EventRecord.objects.get()
+    assert (row.workspace.slug, row.phase, row.kind, row.reason, row.threshold) == (
+        "w",
+        "clear",
+        "summary",
+        "applied",
+        150,
+    )
