@@ -10,9 +10,8 @@ from ninja import Field, Schema
 from ninja.errors import HttpError
 from pydantic import AfterValidator, ConfigDict, create_model
 
-from reduction_app.models import EventRecord
-
 from reduction_app.engine.formats import FORMAT_NAMES
+from reduction_app.models import EventRecord
 
 if TYPE_CHECKING:
     # A Literal built at run time is opaque to mypy; it checks the name as a string.
