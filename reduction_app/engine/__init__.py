@@ -43,6 +43,15 @@ from reduction_app.engine.config import (
     config_from_dict,
     config_to_dict,
 )
+from reduction_app.engine.config_spec import (
+    CONFIG_FIELDS,
+    ConfigField,
+    ConfigKnob,
+    config_field,
+    config_fields,
+    config_knobs,
+    json_config_fields,
+)
 from reduction_app.engine.errors import (
     ConfigError,
     FormatError,
@@ -95,6 +104,7 @@ from reduction_app.engine.tool_io import (
 )
 
 __all__ = [
+    "CONFIG_FIELDS",
     "DEFAULT_MAX_LENGTH_FOR_TRUNC",
     "DEFAULT_MAX_TOKENS_FOR_CLEAR",
     "FORMATS",
@@ -110,6 +120,8 @@ __all__ = [
     "ClearResult",
     "ClearToolResultConfig",
     "ConfigError",
+    "ConfigField",
+    "ConfigKnob",
     "ContentBlock",
     "FormatError",
     "FunctionToolCall",
@@ -151,14 +163,18 @@ __all__ = [
     "UserInputVideo",
     "WireFormat",
     "WriteRequest",
+    "config_field",
     "config_field_defaults",
+    "config_fields",
     "config_from_dict",
+    "config_knobs",
     "config_to_dict",
     "default_clear_handler",
     "default_trunc_handler",
     "get_format",
     "get_language",
     "get_token_counter",
+    "json_config_fields",
     "messages_from_anthropic",
     "messages_from_openai",
     "messages_from_responses",

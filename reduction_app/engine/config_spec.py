@@ -1,0 +1,291 @@
+"""The one description of every ``ReductionConfig`` field: :data:`CONFIG_FIELDS`.
+
+Each :class:`ConfigField` gives a field's name, kind, default, one line of help, whether
+``0`` means the default, its minimum, its choices and, for the numeric knobs, how the
+Tune page's slider and a sweep grid move it. Everything else that lists config fields is
+derived from it: the engine's JSON parser and checks (:mod:`reduction_app.engine.config`),
+the dashboard's form, the Tune page's knobs, the sweep grid, the REST API's documented
+config model, and the README's table (a test holds the table to this spec). Adding a
+config field is a :class:`ConfigField` here and the field on the dataclass.
+
+This module owns descriptions, not behaviour: the checks themselves live in ``config``.
+Readers that must see a patched spec (tests inject an extra field) call
+:func:`config_fields`, :func:`json_config_fields` and :func:`config_knobs`, which read
+:data:`CONFIG_FIELDS` when called.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any, Literal
+
+from reduction_app.engine.notices import LANGUAGES
+from reduction_app.engine.tokens import TOKEN_COUNTER_NAMES
+
+__all__ = [
+    "CONFIG_FIELDS",
+    "DEFAULT_MAX_LENGTH_FOR_TRUNC",
+    "DEFAULT_MAX_TOKENS_FOR_CLEAR",
+    "DEFAULT_RETENTION",
+    "JSON_KINDS",
+    "ConfigField",
+    "ConfigKnob",
+    "FieldKind",
+    "config_field",
+    "config_fields",
+    "config_knobs",
+    "json_config_fields",
+]
+
+DEFAULT_MAX_LENGTH_FOR_TRUNC = 50_000
+DEFAULT_MAX_TOKENS_FOR_CLEAR = 160_000
+DEFAULT_RETENTION = 1
+
+FieldKind = Literal[
+    "bool",
+    "int",
+    "name",
+    "folder",
+    "tool_names",
+    "choice",
+    "optional_choice",
+    "backend",
+    "callable",
+    "tool_config",
+]
+"""What a field holds. The JSON kinds (:data:`JSON_KINDS`): ``bool``; ``int`` (at least
+``minimum`` when set); ``name``, a non-empty string without whitespace; ``folder``, a
+``name`` without ``..`` segments; ``tool_names``, a list of non-empty tool names;
+``choice``, one of ``choices``; ``optional_choice``, one of ``choices`` or ``None``. The
+Python-only kinds: ``backend``, ``callable`` (or ``None``) and ``tool_config`` (per-tool
+settings)."""
+
+JSON_KINDS: frozenset[str] = frozenset(
+    {"bool", "int", "name", "folder", "tool_names", "choice", "optional_choice"}
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConfigKnob:
+    """How a numeric field moves on the Tune page (a slider) and in a sweep grid."""
+
+    order: int
+    """Position among the knobs: the clear phase's knobs come first, as they are the ones
+    a conversation's length asks about."""
+    low: int
+    """The slider's lowest value."""
+    step: int
+    """The slider's step."""
+    high: int | None = None
+    """The slider's highest value, when it does not depend on the conversation."""
+    scale: Literal["tokens", "result_chars"] | None = None
+    """When ``high`` is ``None``: the slider reaches a little past the conversation's
+    tokens, or past its longest tool result in characters."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConfigField:
+    """One field of ``ReductionConfig``."""
+
+    name: str
+    kind: FieldKind
+    default: Any
+    help: str
+    """One line, plain text: the dashboard, the API document and the README all show it."""
+    zero_means_default: bool = False
+    """As in the reference, ``0`` stands for :attr:`default`."""
+    minimum: int | None = None
+    choices: tuple[str, ...] = ()
+    callable_too: bool = False
+    """From Python the field also takes a callable (never from JSON)."""
+    max_chars: int | None = None
+    """The longest text a form offers for it; the engine itself sets no limit."""
+    knob: ConfigKnob | None = None
+
+    @property
+    def json(self) -> bool:
+        """Whether the field can be read from and written to JSON."""
+        return self.kind in JSON_KINDS
+
+    def in_force(self, value: Any) -> Any:
+        """The value the engine runs with: the default where ``0`` means the default."""
+        if self.zero_means_default and value == 0 and not isinstance(value, bool):
+            return self.default
+        return value
+
+
+_NO_TOOL_CONFIG: Mapping[str, Any] = MappingProxyType({})
+
+CONFIG_FIELDS: tuple[ConfigField, ...] = (
+    ConfigField(
+        name="backend",
+        kind="backend",
+        default=None,
+        help=(
+            "Where offloaded content goes (write(WriteRequest), read(path)). "
+            "Required unless skip_truncation."
+        ),
+    ),
+    ConfigField(
+        name="skip_truncation",
+        kind="bool",
+        default=False,
+        help="Skip the truncation phase (tools with their own trunc_handler still run it).",
+    ),
+    ConfigField(
+        name="skip_clear",
+        kind="bool",
+        default=False,
+        help="Skip the clear phase (tools with their own clear_handler still run it).",
+    ),
+    ConfigField(
+        name="read_file_tool_name",
+        kind="name",
+        default="read_file",
+        help="The tool the notices tell the model to read offloaded files with.",
+        max_chars=200,
+    ),
+    ConfigField(
+        name="root_dir",
+        kind="folder",
+        default="/tmp",
+        help="Folder of the default offload paths: {root_dir}/trunc/{id}, {root_dir}/clear/{id}.",
+        max_chars=500,
+    ),
+    ConfigField(
+        name="gen_trunc_offload_file_path",
+        kind="callable",
+        default=None,
+        help="(detail) -> path for truncated content; replaces the default path.",
+    ),
+    ConfigField(
+        name="gen_clear_offload_file_path",
+        kind="callable",
+        default=None,
+        help="(detail) -> path for cleared content; replaces the default path.",
+    ),
+    ConfigField(
+        name="max_length_for_trunc",
+        kind="int",
+        default=DEFAULT_MAX_LENGTH_FOR_TRUNC,
+        help="A tool output longer than this many characters is truncated (0: the default).",
+        zero_means_default=True,
+        minimum=0,
+        knob=ConfigKnob(order=3, low=100, step=100, scale="result_chars"),
+    ),
+    ConfigField(
+        name="trunc_exclude_tools",
+        kind="tool_names",
+        default=(),
+        help="Tools whose output is never truncated.",
+        max_chars=2000,
+    ),
+    ConfigField(
+        name="token_counter",
+        kind="choice",
+        default="approx",
+        help=(
+            "approx (characters / 4), or exact counts with tiktoken's cl100k_base or "
+            "o200k_base; from Python also a callable (messages, tool_infos) -> int."
+        ),
+        choices=TOKEN_COUNTER_NAMES,
+        callable_too=True,
+    ),
+    ConfigField(
+        name="max_tokens_for_clear",
+        kind="int",
+        default=DEFAULT_MAX_TOKENS_FOR_CLEAR,
+        help=(
+            "The clear phase runs when the conversation has more tokens than this (0: the default)."
+        ),
+        zero_means_default=True,
+        minimum=0,
+        knob=ConfigKnob(order=0, low=1000, step=500, scale="tokens"),
+    ),
+    ConfigField(
+        name="clear_retention_suffix_limit",
+        kind="int",
+        default=DEFAULT_RETENTION,
+        help=(
+            "The latest N tool-call rounds are never cleared (0: the default; negative keeps none)."
+        ),
+        zero_means_default=True,
+        knob=ConfigKnob(order=1, low=-1, step=1, high=20),
+    ),
+    ConfigField(
+        name="clear_at_least_tokens",
+        kind="int",
+        default=0,
+        help="When > 0, a clear freeing fewer tokens is not applied (protects prompt caches).",
+        minimum=0,
+        knob=ConfigKnob(order=2, low=0, step=100, scale="tokens"),
+    ),
+    ConfigField(
+        name="clear_exclude_tools",
+        kind="tool_names",
+        default=(),
+        help="Tools whose results are never cleared.",
+        max_chars=2000,
+    ),
+    ConfigField(
+        name="clear_message_rewriter",
+        kind="callable",
+        default=None,
+        help="(tool_call_msg, tool_response_msgs) -> list | None, run before clearing.",
+    ),
+    ConfigField(
+        name="clear_post_process",
+        kind="callable",
+        default=None,
+        help="(state) -> None, called after a clear was applied.",
+    ),
+    ConfigField(
+        name="tool_config",
+        kind="tool_config",
+        default=_NO_TOOL_CONFIG,
+        help=(
+            "Per-tool ToolReductionConfig(backend, skip_truncation, trunc_handler, "
+            "skip_clear, clear_handler)."
+        ),
+    ),
+    ConfigField(
+        name="language",
+        kind="optional_choice",
+        default=None,
+        help="en or zh for the notices; unset follows set_language() (English unless changed).",
+        choices=LANGUAGES,
+    ),
+    ConfigField(
+        name="on_event",
+        kind="callable",
+        default=None,
+        help="(ReductionEvent) -> None, called once the state an event describes is final.",
+    ),
+)
+"""Every field of ``ReductionConfig``, in the dataclass's order (a test holds them equal)."""
+
+
+def config_fields() -> tuple[ConfigField, ...]:
+    """:data:`CONFIG_FIELDS`, read when called."""
+    return CONFIG_FIELDS
+
+
+def json_config_fields() -> tuple[ConfigField, ...]:
+    """The fields a JSON config may hold, in order; backends and callables stay Python-only."""
+    return tuple(f for f in CONFIG_FIELDS if f.json)
+
+
+def config_knobs() -> tuple[ConfigField, ...]:
+    """The numeric fields the Tune page and a sweep grid move, in knob order."""
+    knobs = [f for f in CONFIG_FIELDS if f.knob is not None]
+    return tuple(sorted(knobs, key=lambda f: f.knob.order if f.knob else 0))
+
+
+def config_field(name: str) -> ConfigField:
+    """The field called ``name``; ``KeyError`` when there is none."""
+    for spec in CONFIG_FIELDS:
+        if spec.name == name:
+            return spec
+    raise KeyError(name)
