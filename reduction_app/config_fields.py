@@ -1,10 +1,12 @@
 """The config form of the dashboard: every JSON field of ``ReductionConfig``, its default
 and its one-line help, validated by the engine.
 
-``FIELD_HELP`` is the one place the pages take a field's help from (a test checks that
-every field of ``engine.JSON_FIELDS`` has one). Validation is the engine's own
-(``config_from_dict``): its ``ConfigError`` names the field, and the form shows the
-message next to that field. Writes stay in ``services``.
+The fields, their help and their defaults come from the engine's spec
+(``engine.json_config_fields()``): :class:`ConfigForm` builds one form field per spec
+field, by kind, when it is made, and ``FIELD_HELP`` is the spec's help by name (the Tune
+page shows it too). Validation is the engine's own (``config_from_dict``): its
+``ConfigError`` names the field, and the form shows the message next to that field.
+Writes stay in ``services``.
 """
 
 from __future__ import annotations
@@ -15,60 +17,37 @@ from typing import Any
 from django import forms
 
 from reduction_app import engine
-from reduction_app.engine import TOKEN_COUNTER_NAMES
 
 __all__ = [
     "FIELD_HELP",
     "ConfigForm",
     "config_defaults",
     "display_value",
+    "form_field",
     "initial_from_data",
     "version_changes",
 ]
 
-FIELD_HELP: dict[str, str] = {
-    "skip_truncation": (
-        "Skip the truncation phase (tools with their own trunc_handler still run it)."
-    ),
-    "skip_clear": "Skip the clear phase (tools with their own clear_handler still run it).",
-    "read_file_tool_name": "The tool the notices tell the model to read offloaded files with.",
-    "root_dir": "Folder of the default offload paths: {root_dir}/trunc/… and {root_dir}/clear/….",
-    "max_length_for_trunc": (
-        "A tool output longer than this many characters is truncated (0: the default)."
-    ),
-    "trunc_exclude_tools": "Tools whose output is never truncated (comma-separated names).",
-    "token_counter": (
-        "approx (characters / 4), or exact counts with tiktoken's cl100k_base or o200k_base."
-    ),
-    "max_tokens_for_clear": (
-        "The clear phase runs when the conversation has more tokens than this (0: the default)."
-    ),
-    "clear_retention_suffix_limit": (
-        "The latest N tool-call rounds are never cleared (0: the default; negative keeps none)."
-    ),
-    "clear_at_least_tokens": (
-        "When > 0, a clear freeing fewer tokens is not applied (protects prompt caches)."
-    ),
-    "clear_exclude_tools": "Tools whose results are never cleared (comma-separated names).",
-    "language": "Language of the notices; default follows set_language() (English unless changed).",
-}
-"""One line of help per JSON field, worded after the README's table of config fields."""
+FIELD_HELP: dict[str, str] = {spec.name: spec.help for spec in engine.json_config_fields()}
+"""One line of help per JSON field: the spec's, which the README's table shows too."""
 
-_LIST_FIELDS = ("trunc_exclude_tools", "clear_exclude_tools")
-_INT_FIELDS = (
-    "max_length_for_trunc",
-    "max_tokens_for_clear",
-    "clear_retention_suffix_limit",
-    "clear_at_least_tokens",
-)
-_BOOL_FIELDS = ("skip_truncation", "skip_clear")
-LANGUAGE_CHOICES = (("", "default"), ("en", "en (English)"), ("zh", "zh (Chinese)"))
+CHOICE_LABELS = {"en": "en (English)", "zh": "zh (Chinese)"}
+"""How a select shows a choice, where the value alone says too little."""
+UNSET_LABEL = "default"
+"""How a select shows ``None`` for an optional choice."""
+NAMES_PLACEHOLDER = "comma-separated names"
 
 
 def config_defaults() -> dict[str, Any]:
     """The engine's default for every JSON field."""
-    defaults = dict(engine.config_field_defaults())
-    return {name: defaults[name] for name in engine.JSON_FIELDS}
+    return {spec.name: spec.default for spec in engine.json_config_fields()}
+
+
+def _kind(name: str) -> str | None:
+    try:
+        return engine.config_field(name).kind
+    except KeyError:
+        return None
 
 
 def display_value(name: str, value: Any) -> str:
@@ -77,10 +56,10 @@ def display_value(name: str, value: Any) -> str:
         return "on" if value else "off"
     if isinstance(value, int):
         return f"{value:,}"
-    if name in _LIST_FIELDS:
+    if _kind(name) == "tool_names":
         return ", ".join(value) if value else "none"
     if value is None:
-        return "default"
+        return UNSET_LABEL
     return str(value)
 
 
@@ -91,53 +70,74 @@ def _split_names(text: str) -> list[str]:
 def initial_from_data(data: Mapping[str, Any]) -> dict[str, Any]:
     """Form initial values from a config's JSON fields (missing ones take the default)."""
     values = {**config_defaults(), **data}
-    initial = {name: values[name] for name in engine.JSON_FIELDS}
-    for name in _LIST_FIELDS:
-        initial[name] = ", ".join(values[name] or ())
-    initial["language"] = values["language"] or ""
+    initial = {}
+    for spec in engine.json_config_fields():
+        value = values[spec.name]
+        if spec.kind == "tool_names":
+            value = ", ".join(value or ())
+        elif spec.kind == "optional_choice":
+            value = value or ""
+        initial[spec.name] = value
     return initial
+
+
+def form_field(spec: engine.ConfigField) -> forms.Field:
+    """The form field of a JSON config field, with its help and its default as displayed.
+
+    Numbers and texts are taken as typed: the engine decides what it accepts.
+    """
+    field: forms.Field
+    if spec.kind == "bool":
+        field = forms.BooleanField(required=False)
+    elif spec.kind == "int":
+        field = forms.IntegerField()
+    elif spec.kind in ("name", "folder"):
+        field = forms.CharField(required=False, max_length=spec.max_chars)
+    elif spec.kind == "tool_names":
+        field = forms.CharField(
+            required=False,
+            max_length=spec.max_chars,
+            widget=forms.TextInput(attrs={"placeholder": NAMES_PLACEHOLDER}),
+        )
+    elif spec.kind == "choice":
+        field = forms.ChoiceField(choices=[(c, CHOICE_LABELS.get(c, c)) for c in spec.choices])
+    elif spec.kind == "optional_choice":
+        choices = [("", UNSET_LABEL), *((c, CHOICE_LABELS.get(c, c)) for c in spec.choices)]
+        field = forms.ChoiceField(choices=choices, required=False)
+    else:
+        raise ValueError(f"{spec.name}: a {spec.kind} field cannot be set from a form")
+    field.help_text = spec.help
+    field.default_text = display_value(spec.name, spec.default)  # type: ignore[attr-defined]
+    return field
 
 
 class ConfigForm(forms.Form):
     """A name and every JSON field of ``ReductionConfig``; ``config_data`` is the JSON."""
 
     name = forms.CharField(max_length=100)
-    skip_truncation = forms.BooleanField(required=False)
-    skip_clear = forms.BooleanField(required=False)
-    read_file_tool_name = forms.CharField(required=False, max_length=200)
-    root_dir = forms.CharField(required=False, max_length=500)
-    max_length_for_trunc = forms.IntegerField()
-    trunc_exclude_tools = forms.CharField(required=False, max_length=2000)
-    token_counter = forms.ChoiceField(choices=[(n, n) for n in TOKEN_COUNTER_NAMES])
-    max_tokens_for_clear = forms.IntegerField()
-    clear_retention_suffix_limit = forms.IntegerField()
-    clear_at_least_tokens = forms.IntegerField()
-    clear_exclude_tools = forms.CharField(required=False, max_length=2000)
-    language = forms.ChoiceField(choices=LANGUAGE_CHOICES, required=False)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        defaults = config_defaults()
-        for name in engine.JSON_FIELDS:
-            self.fields[name].help_text = FIELD_HELP[name]
-            self.fields[name].default_text = display_value(name, defaults[name])  # type: ignore[attr-defined]
+        self.specs = engine.json_config_fields()
+        for spec in self.specs:
+            self.fields[spec.name] = form_field(spec)
         self.config_data: dict[str, Any] = {}
 
     def config_fields(self) -> list[forms.BoundField]:
-        return [self[name] for name in engine.JSON_FIELDS]
+        return [self[spec.name] for spec in self.specs]
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
         data: dict[str, Any] = {}
-        for name in engine.JSON_FIELDS:
-            if name not in cleaned:
+        for spec in self.specs:
+            if spec.name not in cleaned:
                 continue  # Django already put an error on it
-            value = cleaned[name]
-            if name in _LIST_FIELDS:
+            value = cleaned[spec.name]
+            if spec.kind == "tool_names":
                 value = _split_names(value)
-            elif name == "language":
+            elif spec.kind == "optional_choice":
                 value = value or None
-            data[name] = value
+            data[spec.name] = value
         try:
             engine.config_from_dict(data, backend=engine.InMemoryBackend())
         except engine.ConfigError as exc:
@@ -154,7 +154,7 @@ def version_changes(
         return []
     defaults = config_defaults()
     out = []
-    for name in engine.JSON_FIELDS:
+    for name in defaults:
         old, new = previous.get(name, defaults[name]), current.get(name, defaults[name])
         if old != new:
             out.append((name, display_value(name, old), display_value(name, new)))

@@ -46,7 +46,7 @@ class ReplayRun:
 
 def run_comparison(
     recorded: RecordedConversation,
-    configs: Sequence[tuple[str, Mapping[str, Any]]],
+    configs: Sequence[tuple[str, Mapping[str, Any] | engine.ReductionConfig]],
     *,
     baseline: str = "first",
     call: int | None = None,

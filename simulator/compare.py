@@ -2,9 +2,9 @@
 
 ``compare`` puts the totals side by side with deltas against a baseline (the first
 config, or "no reduction" when asked). ``sweep`` replays every combination of a grid
-over ``max_tokens_for_clear``, ``clear_retention_suffix_limit``,
-``clear_at_least_tokens`` and ``max_length_for_trunc`` and marks the Pareto front of
-billed tokens against re-fetches. Token counts of the recorded messages are cached by
+over the numeric knobs of the engine's config spec (:data:`GRID_KNOBS`:
+``max_tokens_for_clear``, ``clear_retention_suffix_limit``, ...) and marks the Pareto
+front of billed tokens against re-fetches. Token counts of the recorded messages are cached by
 the shared counters, so they are computed once for all configs.
 """
 
@@ -17,7 +17,13 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from reduction_app.engine import ConfigError, InMemoryBackend, config_from_dict
+from reduction_app.engine import (
+    ConfigError,
+    InMemoryBackend,
+    ReductionConfig,
+    config_from_dict,
+    config_knobs,
+)
 from simulator.importers import RecordedConversation
 from simulator.pricing import DEFAULT_PRICING, Pricing
 from simulator.replay import no_reduction, replay
@@ -36,12 +42,8 @@ __all__ = [
 MAX_GRID_CONFIGS = 1_000
 """The most combinations one sweep replays."""
 
-GRID_KNOBS = (
-    "max_tokens_for_clear",
-    "clear_retention_suffix_limit",
-    "clear_at_least_tokens",
-    "max_length_for_trunc",
-)
+GRID_KNOBS = tuple(spec.name for spec in config_knobs())
+"""The numeric fields a grid may sweep: the engine spec's knobs, as on the Tune page."""
 
 
 @dataclass(frozen=True)
@@ -72,15 +74,16 @@ def _deltas(result: ReplayResult, baseline: ReplayResult) -> dict[str, float]:
 
 def compare(
     conversation: RecordedConversation,
-    configs: Sequence[tuple[str, Mapping[str, Any] | None]],
+    configs: Sequence[tuple[str, ReductionConfig | Mapping[str, Any] | None]],
     *,
     baseline: str = "first",
     pricing: Pricing = DEFAULT_PRICING,
     min_cacheable_prefix: int | None = None,
     contexts: Collection[int] | None = None,
 ) -> Comparison:
-    """Replay each ``(name, config)``; deltas against the first, or ``baseline="none"``
-    for no reduction. ``contexts`` is passed to each :func:`replay`."""
+    """Replay each ``(name, config)`` (a config, its JSON fields or ``None``); deltas
+    against the first, or ``baseline="none"`` for no reduction. ``contexts`` is passed to
+    each :func:`replay`."""
     if not configs:
         raise ValueError("compare needs at least one config")
     results = tuple(
@@ -104,7 +107,11 @@ def compare(
     bases: dict[str, ReplayResult] = {}
     deltas = []
     for (_, cfg), result in zip(configs, results, strict=True):
-        counter = (cfg or {}).get("token_counter")
+        counter = (
+            cfg.token_counter
+            if isinstance(cfg, ReductionConfig)
+            else (cfg or {}).get("token_counter")
+        )
         key = counter if isinstance(counter, str) and pricing.tokenizer is None else ""
         if key not in bases:
             bases[key] = replay(

@@ -6,14 +6,16 @@ import ast
 import re
 from pathlib import Path
 
-from reduction_app.engine import config_field_defaults
+from reduction_app.engine import config_field_defaults, config_fields
 
 README = Path(__file__).resolve().parent.parent / "README.md"
-_ROW = re.compile(r"^\| `(?P<name>\w+)` \| `(?P<default>[^`]*)` \|")
+_ROW = re.compile(r"^\| `(?P<name>\w+)` \| `(?P<default>[^`]*)` \| (?P<help>.*) \|$")
 
 
-def _config_table() -> list[tuple[str, object]]:
-    lines = README.read_text(encoding="utf-8").splitlines()
+def config_table(text: str) -> list[tuple[str, object, str]]:
+    """``(field, default, help)`` per row of the README's table of config fields; the help
+    as plain text (code marks and escaped pipes undone)."""
+    lines = text.splitlines()
     start = lines.index("| field | default | what it does |")
     rows = []
     for line in lines[start + 2 :]:
@@ -21,13 +23,26 @@ def _config_table() -> list[tuple[str, object]]:
             break
         match = _ROW.match(line)
         assert match, f"README config row does not parse: {line}"
-        rows.append((match["name"], ast.literal_eval(match["default"])))
+        help_text = match["help"].replace("`", "").replace("\\|", "|")
+        rows.append((match["name"], ast.literal_eval(match["default"]), help_text))
     return rows
 
 
-def test_readme_config_table_matches_dataclass() -> None:
-    """Every ReductionConfig field is in the README table, in order, with its real default."""
-    assert _config_table() == config_field_defaults()
+def config_table_expected() -> list[tuple[str, object, str]]:
+    """The rows the spec of the config fields asks for."""
+    return [(spec.name, spec.default, spec.help) for spec in config_fields()]
+
+
+def test_readme_config_table_matches_the_spec() -> None:
+    """Every config field is in the README table, in order, with its default and the
+    spec's help word for word."""
+    assert config_table(README.read_text(encoding="utf-8")) == config_table_expected()
+
+
+def test_readme_config_table_defaults_are_the_dataclass_defaults() -> None:
+    assert [row[:2] for row in config_table(README.read_text(encoding="utf-8"))] == (
+        config_field_defaults()
+    )
 
 
 def test_readme_starts_with_the_two_commands() -> None:

@@ -42,6 +42,7 @@ from reduction_app.engine.config import (
     config_field_defaults,
     config_from_dict,
     config_to_dict,
+    validate,
 )
 from reduction_app.engine.config_spec import (
     CONFIG_FIELDS,
@@ -186,4 +187,5 @@ __all__ = [
     "new_tool_result_middleware",
     "set_language",
     "stringify",
+    "validate",
 ]

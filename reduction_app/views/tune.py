@@ -11,6 +11,7 @@ POSTs to ``/tune/save/``, which creates a profile and comes back with a link to 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -23,9 +24,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from reduction_app import engine, simulations
 from reduction_app.charts import comparison_series, context_chart, thresholds_off_chart
-from reduction_app.config_fields import FIELD_HELP
 from reduction_app.dashboard import render_page, workspace_view
-from reduction_app.engine import DEFAULT_MAX_LENGTH_FOR_TRUNC, DEFAULT_MAX_TOKENS_FOR_CLEAR
 from reduction_app.engine.inspect import classify
 from reduction_app.models import Conversation
 from reduction_app.replays import message_text, run_comparison, totals_rows
@@ -39,17 +38,8 @@ from reduction_app.tuning import (
     digits,
 )
 
-KNOBS = (
-    "max_tokens_for_clear",
-    "clear_retention_suffix_limit",
-    "clear_at_least_tokens",
-    "max_length_for_trunc",
-)
-_ZERO_MEANS = {
-    "max_tokens_for_clear": DEFAULT_MAX_TOKENS_FOR_CLEAR,
-    "clear_retention_suffix_limit": 1,
-    "max_length_for_trunc": DEFAULT_MAX_LENGTH_FOR_TRUNC,
-}
+KNOBS = tuple(spec.name for spec in engine.config_knobs())
+"""The knobs' names, in the order the page shows them (the engine's spec says which)."""
 
 
 def _round_up(value: float, step: int) -> int:
@@ -78,26 +68,26 @@ def _knob_value(params: QueryDict, knob: str, start: int) -> tuple[int | str, bo
 
 
 def _sliders(values: Mapping[str, Any], total_tokens: int, longest: int) -> list[dict[str, Any]]:
-    top = _round_up(total_tokens * 1.1, 1000)
-    ranges = {
-        "max_tokens_for_clear": (1000, top, 500),
-        "clear_retention_suffix_limit": (-1, 20, 1),
-        "clear_at_least_tokens": (0, top, 100),
-        "max_length_for_trunc": (100, _round_up(longest * 1.1, 1000), 100),
-    }
+    # A slider whose top follows the conversation reaches a tenth past it.
+    reach = {"tokens": total_tokens, "result_chars": longest}
     out = []
-    for knob in KNOBS:
-        low, high, step = ranges[knob]
-        value = values[knob]
-        number = value if isinstance(value, int) else low
+    for spec in engine.config_knobs():
+        knob = spec.knob
+        assert knob is not None
+        high = knob.high
+        if high is None:
+            assert knob.scale is not None
+            high = _round_up(reach[knob.scale] * 1.1, 1000)
+        value = values[spec.name]
+        number = value if isinstance(value, int) else knob.low
         out.append(
             {
-                "name": knob,
+                "name": spec.name,
                 "value": value,
-                "min": min(low, number),
+                "min": min(knob.low, number),
                 "max": max(high, number),
-                "step": step,
-                "help": FIELD_HELP[knob],
+                "step": knob.step,
+                "help": spec.help,
             }
         )
     return out
@@ -114,17 +104,22 @@ def _state(request: HttpRequest, params: QueryDict) -> dict[str, Any]:
     start = next((c for c in choices if c.value == start_value), None)
     if start is None:
         raise Http404("no such config")
-    base = {**dict(engine.config_field_defaults()), **start.data}
     values: dict[str, Any] = {}
-    moved = False
-    for knob in KNOBS:
-        start_knob = int(base[knob]) or _ZERO_MEANS.get(knob, 0)
-        values[knob], given = _knob_value(params, knob, start_knob)
-        moved = moved or given
+    for spec in engine.config_knobs():
+        start_knob = spec.in_force(int(start.data.get(spec.name, spec.default)))
+        values[spec.name], _ = _knob_value(params, spec.name, start_knob)
     tuned = {**start.data, **values}
+    # Each config is read once per request: the tuned one is the start with the knobs
+    # changed (on a backend of its own, as each replay counts its own offloads), and the
+    # replays run these objects.
     error: tuple[str, str] | None = None
+    configs: tuple[engine.ReductionConfig, engine.ReductionConfig] | None = None
     try:
-        engine.config_from_dict(tuned, backend=engine.InMemoryBackend())
+        start_config = engine.config_from_dict(start.data, backend=engine.InMemoryBackend())
+        tuned_config = engine.validate(
+            dataclasses.replace(start_config, backend=engine.InMemoryBackend(), **values)
+        )
+        configs = (start_config, tuned_config)
     except engine.ConfigError as exc:
         error = (exc.field, str(exc))
     return {
@@ -134,6 +129,7 @@ def _state(request: HttpRequest, params: QueryDict) -> dict[str, Any]:
         "start": start,
         "values": values,
         "tuned": tuned,
+        "configs": configs,
         "knob_error": error,
     }
 
@@ -165,10 +161,10 @@ def _run(state: dict[str, Any]) -> dict[str, Any]:
         default=0,
     )
     out: dict[str, Any] = {"sliders": _sliders(state["values"], total_tokens, longest)}
-    if state["knob_error"] is None:
+    if state["configs"] is not None:
+        start_config, tuned_config = state["configs"]
         comparison = run_comparison(
-            recorded,
-            [(f"start: {state['start'].label}", state["start"].data), ("tuned", state["tuned"])],
+            recorded, [(f"start: {state['start'].label}", start_config), ("tuned", tuned_config)]
         )
         series = comparison_series(comparison.results)
         out.update(
