@@ -106,6 +106,10 @@ def form_field(spec: engine.ConfigField) -> forms.Field:
         field = forms.ChoiceField(choices=choices, required=False)
     else:
         raise ValueError(f"{spec.name}: a {spec.kind} field cannot be set from a form")
+    return _described(field, spec)
+
+
+def _described(field: forms.Field, spec: engine.ConfigField) -> forms.Field:
     field.help_text = spec.help
     field.default_text = display_value(spec.name, spec.default)  # type: ignore[attr-defined]
     return field

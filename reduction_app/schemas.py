@@ -1,4 +1,10 @@
-"""Request and response bodies of the REST API (``<Thing>In`` / ``<Thing>Out``)."""
+"""Request and response bodies of the REST API (``<Thing>In`` / ``<Thing>Out``).
+
+An engine config in a body is taken as a JSON object and validated by the engine
+(``config_from_dict``), so its errors are the engine's ``ConfigError``, mapped once in
+``api``; the API document describes it with :data:`ReductionConfigIn`, a model built
+from the engine's spec of the config fields.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +14,11 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from django.db import models
 from ninja import Field, Schema
 from ninja.errors import HttpError
-from pydantic import AfterValidator, ConfigDict, create_model
+from pydantic import AfterValidator, BaseModel, ConfigDict, GetJsonSchemaHandler, create_model
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema, core_schema
 
+from reduction_app import engine
 from reduction_app.engine.formats import FORMAT_NAMES
 from reduction_app.models import EventRecord
 
@@ -62,8 +71,73 @@ class _Strict(Schema):
     model_config = ConfigDict(extra="forbid")
 
 
+def _config_field(spec: engine.ConfigField) -> tuple[Any, Any]:
+    """The annotation and ``Field`` documenting one JSON config field."""
+    constraints: dict[str, Any] = {}
+    default = spec.default
+    annotation: Any
+    if spec.kind == "bool":
+        annotation = bool
+    elif spec.kind == "int":
+        annotation = int
+        if spec.minimum is not None:
+            constraints["ge"] = spec.minimum
+    elif spec.kind in ("name", "folder"):
+        annotation = str
+        constraints["pattern"] = r"^\S+$"
+    elif spec.kind == "tool_names":
+        annotation = list[str]
+        default = list(default)
+    elif spec.kind == "choice":
+        annotation = Literal[spec.choices]
+    elif spec.kind == "optional_choice":
+        annotation = Literal[spec.choices] | None
+    else:
+        raise ValueError(f"{spec.name}: a {spec.kind} field has no JSON form")
+    return annotation, Field(default, description=spec.help, **constraints)
+
+
+def reduction_config_model() -> type[BaseModel]:
+    """A model of the JSON fields of ``ReductionConfig``, built from the engine's spec:
+    each field's type, default, minimum and help, for the API document."""
+    fields = {spec.name: _config_field(spec) for spec in engine.json_config_fields()}
+    return create_model(  # type: ignore[no-any-return, call-overload]
+        "ReductionConfigIn",
+        __config__=ConfigDict(extra="forbid"),
+        __doc__="The JSON fields of the engine's ReductionConfig; any left out take the default.",
+        **fields,
+    )
+
+
+ReductionConfigIn = reduction_config_model()
+"""The engine config a body may carry, as the API document shows it."""
+
+
+class _DocumentedAs:
+    """Validates as annotated, and is shown in the JSON schema as ``model`` (by reference)."""
+
+    def __init__(self, model: type[BaseModel]) -> None:
+        self.model = model
+
+    def __get_pydantic_json_schema__(
+        self, _: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        schema = self.model.__pydantic_core_schema__
+        ref = schema.get("ref")
+        if ref is None:
+            return handler(schema)
+        return handler(
+            core_schema.definitions_schema(core_schema.definition_reference_schema(ref), [schema])
+        )
+
+
+ConfigJson = Annotated[dict[str, Any], _DocumentedAs(ReductionConfigIn)]
+"""An engine config in a body: a JSON object that the engine validates (its errors name
+the field), documented as :data:`ReductionConfigIn`."""
+
+
 class ConfigRef(_Strict):
-    config: dict[str, Any] | None = Field(
+    config: ConfigJson | None = Field(
         None, description="An inline engine config (the JSON fields of ReductionConfig)."
     )
     config_id: int | None = Field(
@@ -232,12 +306,12 @@ class ConversationDetailOut(ConversationOut):
 
 class ConfigIn(_Strict):
     name: Text = Field(..., min_length=1, max_length=100)
-    config: dict[str, Any] = Field(default_factory=dict)
+    config: ConfigJson = Field(default_factory=dict)
 
 
 class ConfigUpdateIn(_Strict):
     name: Text | None = Field(None, min_length=1, max_length=100)
-    config: dict[str, Any]
+    config: ConfigJson
 
 
 class ConfigOut(Schema):
@@ -274,7 +348,7 @@ class ToolDefinitionOut(Schema):
 
 class SimulationConfigIn(_Strict):
     name: str = Field("", max_length=100)
-    config: dict[str, Any] | None = Field(
+    config: ConfigJson | None = Field(
         None, description="An inline config; leave out both this and config_id for no reduction."
     )
     config_id: int | None = None
