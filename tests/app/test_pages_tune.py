@@ -13,9 +13,10 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from reduction_app import simulations
+from reduction_app import engine, simulations
 from reduction_app.models import ConfigProfile, Conversation
 from reduction_app.services import config_create
+from simulator import replay as replay_module
 from simulator.compare import compare
 from tests.app.pages_support import html, member_client, record_conversation
 
@@ -222,3 +223,23 @@ def test_tune_refuses_a_conversation_too_big_to_replay_per_slider(
     page = client.get(f"/tune/?conversation={conversation.pk}").content.decode()
     assert "too many to re-run on every move of a slider" in page
     assert client.get("/tune/?conversation=%C2%B2").status_code == 404
+
+
+def test_tune_reads_the_config_once_per_move(
+    setup: tuple[Client, Conversation], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The start config is read from its JSON once; the tuned one is a copy with the
+    knobs changed, and both replays run these objects."""
+    client, conversation = setup
+    reads: list[dict[str, Any]] = []
+
+    def counting(data: Any, **python_only: Any) -> Any:
+        reads.append(dict(data))
+        return real(data, **python_only)
+
+    real = engine.config_from_dict
+    monkeypatch.setattr(engine, "config_from_dict", counting)
+    monkeypatch.setattr(replay_module, "config_from_dict", counting)
+    url = f"/tune/?conversation={conversation.pk}&start=defaults&max_tokens_for_clear=5000"
+    assert _billed(html(client.get(url)), "tuned") == "156,062 tok"
+    assert reads == [{}]
