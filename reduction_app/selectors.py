@@ -252,7 +252,7 @@ def conversation_list_counted(
 def conversation_clear_series(*, conversation: Conversation) -> list[dict[str, Any]]:
     """The conversation's truncations and clear summaries in the order they happened (by
     id), the fields a context-window chart needs and nothing else."""
-    return list(
+    rows = (
         EventRecord.objects.filter(conversation=conversation)
         .filter(Q(kind="summary") | Q(phase="truncation"))
         .order_by("id")
@@ -269,6 +269,7 @@ def conversation_clear_series(*, conversation: Conversation) -> list[dict[str, A
             "offload_path",
         )
     )
+    return [dict(row) for row in rows]
 
 
 def event_tool_names(*, workspace: Workspace) -> list[str]:
