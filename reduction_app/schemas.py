@@ -172,15 +172,19 @@ def _python_type(field: models.Field[Any, Any]) -> type:
     raise TypeError(f"EventRecord.{field.name}: no API type for {type(field).__name__}")
 
 
-# The engine event's own fields, as the model records them, in the model's order; the id
-# leads, as it always has in this schema.
-_event_fields: dict[str, Any] = {"id": (int | None, None)}
-_event_fields.update(
-    (field.name, (_python_type(field), ...))
-    for field in EventRecord._meta.concrete_fields
-    if field.name not in EventRecord.RECORD_FIELDS
-)
-_EventFields = create_model("_EventFields", __base__=Schema, **_event_fields)
+def _event_fields() -> dict[str, Any]:
+    """The engine event's own fields, as the model records them, in the model's order; the
+    id leads, as it always has in this schema."""
+    fields: dict[str, Any] = {"id": (int | None, None)}
+    fields.update(
+        (field.name, (_python_type(field), ...))
+        for field in EventRecord._meta.concrete_fields
+        if field.name not in EventRecord.RECORD_FIELDS
+    )
+    return fields
+
+
+_EventFields = create_model("_EventFields", __base__=Schema, **_event_fields())
 
 
 # A recorded engine event: the fields of models.EventRecord (those of the engine's
