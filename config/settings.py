@@ -51,7 +51,7 @@ INSTALLED_APPS = [
 TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
 
 MIDDLEWARE = [
-    "reduction_app.middleware.ApiRequestSizeMiddleware",
+    "reduction_app.limits.ApiRequestSizeMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",

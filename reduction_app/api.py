@@ -18,9 +18,9 @@ from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.security import HttpBearer
 
 from reduction_app import engine
+from reduction_app.errors import ServiceError
 from reduction_app.models import ApiKey
-from reduction_app.selectors import api_key_authenticate
-from reduction_app.services import ServiceError
+from reduction_app.workspaces.services import api_key_authenticate
 
 
 class ApiKeyAuth(HttpBearer):
@@ -161,13 +161,21 @@ def _http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
 
 
 def _register_routers() -> None:
-    from reduction_app.api_engine import router as engine_router
-    from reduction_app.api_records import router as records_router
-    from reduction_app.api_simulations import router as simulations_router
+    # Imported here: each noun's router imports this module's error types and the API.
+    from reduction_app.configs.api import router as configs_router
+    from reduction_app.conversations.api import router as conversations_router
+    from reduction_app.records.api import router as records_router
+    from reduction_app.reductions.api import router as reductions_router
+    from reduction_app.simulations.api import router as simulations_router
 
-    api.add_router("", engine_router)
-    api.add_router("", records_router)
-    api.add_router("", simulations_router)
+    for router in (
+        reductions_router,
+        records_router,
+        conversations_router,
+        configs_router,
+        simulations_router,
+    ):
+        api.add_router("", router)
 
 
 _register_routers()

@@ -3,8 +3,10 @@ profiles, engine events (``EventRecord``, not to be confused with the engine's
 ``ReductionEvent`` value it records) and offloaded files.
 
 Every record belongs to one workspace, the unit of isolation. Models hold fields,
-constraints and ``__str__``; writes live in ``services.py`` and reads in
-``selectors.py``. Offloaded content lives in a Django Storage, not in these rows.
+constraints and ``__str__``; writes live in each noun's ``services`` and reads in its
+``selectors`` (``configs``, ``conversations``, ``records``, ``reductions``,
+``simulations``, ``workspaces``). Offloaded content lives in a Django Storage, not in
+these rows.
 """
 
 from __future__ import annotations

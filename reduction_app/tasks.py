@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django_tasks import task
 
-from reduction_app.simulations import simulation_run
+from reduction_app.simulations.services import simulation_run
 
 
 @task()

@@ -5,8 +5,11 @@ from __future__ import annotations
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
+from reduction_app.configs import views as configs
+from reduction_app.conversations import views as conversations
 from reduction_app.dashboard import workspace_switch
-from reduction_app.views import compare, configs, conversations, events, files, overview, tune
+from reduction_app.records.views import events, files, overview
+from reduction_app.simulations.views import compare, tune
 
 urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),

@@ -7,8 +7,8 @@
   tools (``list_dir``, ``read_file``, ``grep`` with Python ``re``) over this
   repository (shown as ``reduction-lab/...``) and the installed Django package
   (``django/...``). Every tool result goes through the truncation phase and every model
-  call through the clear phase, each in its own :func:`services.engine_session` and
-  recorded with :func:`services.engine_session_record` under the conversation's id, as
+  call through the clear phase, each in its own ``reductions.services.engine_session`` and
+  recorded with ``engine_session_record`` under the conversation's id, as
   the REST API's ``/truncate`` and ``/clear`` do: events, offloaded files (content in
   the workspace's storage) and transcripts are all real. The rows are then dated over
   the last ten days (a fixed offset per conversation, a fixed step per call);
@@ -33,6 +33,8 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
+from reduction_app.configs.services import config_create, config_update
+from reduction_app.conversations.services import conversation_delete
 from reduction_app.demo.recording import import_recordings, record_live, record_plain
 from reduction_app.demo.specs import (
     DEMO_NAME,
@@ -54,13 +56,8 @@ from reduction_app.models import (
     Simulation,
     Workspace,
 )
-from reduction_app.services import (
-    config_create,
-    config_update,
-    conversation_delete,
-    workspace_get_or_create,
-)
-from reduction_app.storage import offload_storage
+from reduction_app.records.storage import offload_storage
+from reduction_app.workspaces.services import workspace_get_or_create
 from simulator.corpus import CHECKOUT_SKIP_DIRS, SourceTree, django_root
 
 __all__ = [

@@ -2,7 +2,7 @@
 
 :func:`record_live` runs the agent with hooks that send every tool result through the
 truncation phase and every model call through the clear phase, one
-``services.engine_session`` each, recorded with ``services.engine_session_record`` under
+``reductions.services.engine_session`` each, recorded with ``engine_session_record`` under
 the conversation's id, as the REST API's ``/truncate`` and ``/clear`` do. The rows are
 then dated: a conversation starts a fixed number of days before the seeding, and each
 call takes a few seconds drawn from the conversation's own seed. :func:`record_plain`
@@ -22,6 +22,7 @@ from typing import Any
 from django.db import transaction
 
 from reduction_app import engine
+from reduction_app.conversations.services import conversation_upsert
 from reduction_app.demo.specs import (
     OPENHANDS,
     OPENHANDS_DAYS_AGO,
@@ -39,8 +40,8 @@ from reduction_app.models import (
     OffloadedFile,
     Workspace,
 )
-from reduction_app.services import conversation_upsert, engine_session, engine_session_record
-from reduction_app.storage import offload_storage
+from reduction_app.records.storage import offload_storage
+from reduction_app.reductions.services import engine_session, engine_session_record
 from simulator.corpus import TOOLS_OPENAI, AgentHooks, ScriptedAgent, SourceTree
 from simulator.importers import openhands_to_openai
 

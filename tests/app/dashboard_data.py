@@ -13,8 +13,9 @@ from django.test import Client
 
 from reduction_app import engine
 from reduction_app.models import Conversation, EventRecord, OffloadedFile, Workspace
-from reduction_app.services import engine_session, engine_session_record, workspace_get_or_create
-from reduction_app.storage import offload_storage, storage_name_for
+from reduction_app.records.storage import offload_storage, storage_name_for
+from reduction_app.reductions.services import engine_session, engine_session_record
+from reduction_app.workspaces.services import workspace_get_or_create
 
 # Small on purpose: outputs over 200 characters are truncated, a conversation over 150
 # tokens is cleared, keeping the latest tool round.

@@ -10,8 +10,9 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.test import Client
 
+from reduction_app.conversations.services import conversation_upsert
 from reduction_app.models import Conversation, Workspace
-from reduction_app.services import conversation_upsert, workspace_get_or_create
+from reduction_app.workspaces.services import workspace_get_or_create
 from tests.conftest import CONVERSATIONS
 
 PASSWORD = "correct horse battery"

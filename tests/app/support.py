@@ -11,7 +11,7 @@ from typing import Any
 from django.test import Client
 
 from reduction_app.models import ApiKey, Workspace
-from reduction_app.services import api_key_create, workspace_get_or_create
+from reduction_app.workspaces.services import api_key_create, workspace_get_or_create
 
 API = "/api/v1"
 

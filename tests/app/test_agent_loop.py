@@ -14,7 +14,7 @@ import pytest
 
 from reduction_app.client import ReductionClient
 from reduction_app.models import Conversation, EventRecord, OffloadedFile
-from reduction_app.services import api_key_create, workspace_get_or_create
+from reduction_app.workspaces.services import api_key_create, workspace_get_or_create
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "agent_loop.py"

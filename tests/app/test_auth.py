@@ -12,7 +12,7 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from reduction_app.models import ApiKey
-from reduction_app.services import api_key_revoke
+from reduction_app.workspaces.services import api_key_revoke
 from tests.app.support import ApiClient, error
 
 pytestmark = pytest.mark.django_db

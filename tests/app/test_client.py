@@ -9,7 +9,11 @@ from typing import Any
 import pytest
 
 from reduction_app.client import ReductionAPIError, ReductionClient
-from reduction_app.services import api_key_create, api_key_revoke, workspace_get_or_create
+from reduction_app.workspaces.services import (
+    api_key_create,
+    api_key_revoke,
+    workspace_get_or_create,
+)
 
 BIG = "".join(f"line {n}\n" for n in range(1, 2001))
 CONFIG = {"max_length_for_trunc": 100}

@@ -10,7 +10,7 @@ from django.core.management import CommandError, call_command
 from django.test import Client
 
 from reduction_app.models import ApiKey, Workspace
-from reduction_app.services import api_key_digest
+from reduction_app.workspaces.services import api_key_digest
 
 pytestmark = pytest.mark.django_db
 

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from reduction_app import engine
-from reduction_app.config_fields import FIELD_HELP, ConfigForm
-from reduction_app.schemas import ReductionConfigIn, reduction_config_model
-from reduction_app.views import tune
+from reduction_app.configs.forms import FIELD_HELP, ConfigForm
+from reduction_app.configs.schemas import ReductionConfigIn, reduction_config_model
+from reduction_app.simulations.views import tune
 from simulator.compare import GRID_KNOBS
 from tests.app.support import ApiClient
 from tests.engine.config_support import EXTRA, inject_extra_field

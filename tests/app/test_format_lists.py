@@ -7,7 +7,8 @@ from typing import get_args
 from reduction_app.api import api
 from reduction_app.engine.formats import FORMAT_NAMES, FORMATS
 from reduction_app.models import Conversation
-from reduction_app.schemas import MessageFormat, ToolDefinitionOut
+from reduction_app.reductions.schemas import ToolDefinitionOut
+from reduction_app.schemas import MessageFormat
 
 
 def test_message_format_literal_is_the_registry_names() -> None:

@@ -13,7 +13,7 @@ from django.db.migrations.executor import MigrationExecutor
 
 from reduction_app.engine import ReductionEvent
 from reduction_app.models import EventRecord
-from reduction_app.schemas import EventOut
+from reduction_app.records.schemas import EventOut
 
 _TYPES = ((models.BooleanField, bool), (models.IntegerField, int), (models.CharField, str))
 

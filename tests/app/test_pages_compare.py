@@ -13,9 +13,10 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from reduction_app import engine, simulations
+from reduction_app import engine
+from reduction_app.configs.services import config_create
 from reduction_app.models import Conversation, Simulation
-from reduction_app.services import config_create
+from reduction_app.simulations import services
 from simulator.compare import compare
 from tests.app.pages_support import html, member_client, record_conversation
 
@@ -57,7 +58,7 @@ def _full(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def _expected(conversation: Conversation, baseline: str = "first") -> Any:
-    recorded = simulations.recorded_conversation(conversation)
+    recorded = services.recorded_conversation(conversation)
     return compare(
         recorded, [("tight v1", TIGHT), ("no reduction", NO_REDUCTION)], baseline=baseline
     )
@@ -129,7 +130,7 @@ def test_compare_chart_has_one_dataset_per_config_and_point_per_call(
     )
     chart = _chart(page)
     expected = compare(
-        simulations.recorded_conversation(conversation),
+        services.recorded_conversation(conversation),
         [("tight v1", TIGHT), ("no reduction", NO_REDUCTION), ("defaults", {})],
     )
     series = [d for d in chart["data"]["datasets"] if not d["label"].startswith("threshold")]
@@ -182,7 +183,7 @@ def test_compare_side_by_side_marks_placeholder_and_truncation(
         '<mark class="changed">&lt;persisted-output&gt;Tool result saved to: /tmp/clear/'
     ) in tight_cell
     assert '<span class="badge">as recorded</span>' in off_cell
-    original = simulations.recorded_conversation(conversation).messages[3].content
+    original = services.recorded_conversation(conversation).messages[3].content
     assert html_escape(original[:80]) in off_cell
     assert "<mark" not in off_cell
     # message 16: truncated under tight
@@ -261,7 +262,7 @@ def test_compare_big_conversation_runs_in_the_background(
     setup: tuple[Client, Conversation, int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     client, conversation, pk = setup
-    monkeypatch.setattr(simulations, "INLINE_LIMIT", 10)
+    monkeypatch.setattr(services, "INLINE_LIMIT", 10)
     url = f"/compare/?conversation={conversation.pk}&config={pk}&config=none"
     # A GET only offers to start it (a link must not load the worker): a POST does.
     offer = html(client.get(url, headers={"HX-Request": "true"}))
@@ -298,7 +299,7 @@ def test_compare_big_conversation_runs_in_the_background(
         client.get(url.replace("config=none", "config=defaults") + f"&simulation={simulation.pk}")
     )
     assert "Replay in the background</button>" in other
-    simulations.simulation_run(simulation_id=simulation.pk)
+    services.simulation_run(simulation_id=simulation.pk)
     done = html(client.get(poll.replace("&amp;", "&"), headers={"HX-Request": "true"}))
     assert "every 1s" not in done
     assert _cell(done, "tight v1", "input_tokens_billed") == "157,173 tok"
@@ -324,10 +325,10 @@ def test_compare_renders_a_simulation_stored_before_calls_carried_their_clear_pa
     """Older results have no ``clear`` per call: the chart reads the summary events they
     do hold, and where there are none (no reduction) the billed count, with no threshold."""
     client, conversation, pk = setup
-    monkeypatch.setattr(simulations, "INLINE_LIMIT", 10)
+    monkeypatch.setattr(services, "INLINE_LIMIT", 10)
     client.post("/compare/", {"conversation": conversation.pk, "config": [pk, "none"]})
     simulation = Simulation.objects.get()
-    simulations.simulation_run(simulation_id=simulation.pk)
+    services.simulation_run(simulation_id=simulation.pk)
     simulation.refresh_from_db()
     assert simulation.results is not None
     for run in simulation.results["results"]:

@@ -13,9 +13,9 @@ from django.test.utils import CaptureQueriesContext
 from django.utils.html import escape
 
 from reduction_app import engine
-from reduction_app.config_fields import FIELD_HELP, ConfigForm
+from reduction_app.configs.forms import FIELD_HELP, ConfigForm
+from reduction_app.configs.services import config_create, config_update
 from reduction_app.models import ConfigProfile, ConfigVersion
-from reduction_app.services import config_create, config_update
 from tests.app.pages_support import html, member_client
 
 pytestmark = pytest.mark.django_db

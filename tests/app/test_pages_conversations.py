@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from reduction_app.services import config_create, conversation_upsert
+from reduction_app.configs.services import config_create
+from reduction_app.conversations.services import conversation_upsert
 from tests.app.dashboard_data import HX, agent_run, event_row, member_client, stored_file
 from tests.app.test_pages_overview import chart_config
 
@@ -406,13 +407,13 @@ def test_conversation_page_reads_anthropic_transcripts() -> None:
 
 
 def test_conversation_page_does_not_replay_a_big_conversation_inline(monkeypatch: Any) -> None:
-    from reduction_app import views
+    from reduction_app.simulations import services
 
     client, ws = member_client()
     messages = [{"role": "user", "content": f"m{i}"} for i in range(30)]
     conversation_upsert(
         workspace=ws, client_id="big", message_format="openai_chat", transcript=messages
     )
-    monkeypatch.setattr(views.conversations, "INLINE_LIMIT", 10)
+    monkeypatch.setattr(services, "INLINE_LIMIT", 10)
     page = client.get("/conversations/big/").content.decode()
     assert "It has 30 messages and no recorded clear passes; replay it on the Compare page" in page

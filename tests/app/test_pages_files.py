@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from reduction_app.services import conversation_upsert
+from reduction_app.conversations.services import conversation_upsert
 from tests.app.dashboard_data import HX, event_row, member_client, stored_file
 
 pytestmark = pytest.mark.django_db

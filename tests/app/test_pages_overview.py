@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
+from reduction_app.conversations.services import conversation_upsert
 from reduction_app.models import EventRecord
-from reduction_app.services import conversation_upsert
 from tests.app.dashboard_data import HX, event_row, member_client
 
 pytestmark = pytest.mark.django_db

@@ -13,9 +13,10 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
-from reduction_app import engine, simulations
+from reduction_app import engine
+from reduction_app.configs.services import config_create
 from reduction_app.models import ConfigProfile, Conversation
-from reduction_app.services import config_create
+from reduction_app.simulations import services
 from simulator import replay as replay_module
 from simulator.compare import compare
 from tests.app.pages_support import html, member_client, record_conversation
@@ -39,7 +40,7 @@ def _billed(page: str, row: str) -> str:
 
 
 def _tuned_billed(conversation: Conversation, config: dict[str, Any]) -> str:
-    recorded = simulations.recorded_conversation(conversation)
+    recorded = services.recorded_conversation(conversation)
     (result,) = compare(recorded, [("tuned", config)]).results
     return f"{result.totals.input_tokens_billed:,} tok"
 
@@ -219,7 +220,7 @@ def test_tune_refuses_a_conversation_too_big_to_replay_per_slider(
     setup: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     client, conversation = setup
-    monkeypatch.setattr(simulations, "INLINE_LIMIT", 10)
+    monkeypatch.setattr(services, "INLINE_LIMIT", 10)
     page = client.get(f"/tune/?conversation={conversation.pk}").content.decode()
     assert "too many to re-run on every move of a slider" in page
     assert client.get("/tune/?conversation=%C2%B2").status_code == 404

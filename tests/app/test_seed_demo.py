@@ -16,6 +16,7 @@ from django.core.management import CommandError, call_command
 from django.db.models import Max, Min
 from django.test import Client
 
+from reduction_app.conversations.selectors import conversation_get
 from reduction_app.demo import DEMO_SLUG, LIVE, SeedReport, demo_seed, demo_tree
 from reduction_app.demo.specs import GUESTBOOK, JQUERY
 from reduction_app.models import (
@@ -25,9 +26,8 @@ from reduction_app.models import (
     OffloadedFile,
     Workspace,
 )
-from reduction_app.selectors import conversation_get
-from reduction_app.simulations import recorded_conversation
-from reduction_app.storage import offload_storage, read_stored
+from reduction_app.records.storage import offload_storage, read_stored
+from reduction_app.simulations.services import recorded_conversation
 from simulator.corpus import SourceTree
 
 pytestmark = pytest.mark.django_db

@@ -9,6 +9,9 @@ from typing import Any
 import pytest
 
 from reduction_app import engine
+from reduction_app.configs.services import config_create, config_delete, config_update
+from reduction_app.conversations.services import conversation_delete, conversation_upsert
+from reduction_app.errors import ServiceError
 from reduction_app.models import (
     ConfigVersion,
     Conversation,
@@ -16,18 +19,11 @@ from reduction_app.models import (
     OffloadedFile,
     Workspace,
 )
-from reduction_app.services import (
-    ServiceError,
+from reduction_app.records.services import file_mark_read
+from reduction_app.reductions.services import engine_session, engine_session_record
+from reduction_app.workspaces.services import (
     api_key_create,
     api_key_revoke,
-    config_create,
-    config_delete,
-    config_update,
-    conversation_delete,
-    conversation_upsert,
-    engine_session,
-    engine_session_record,
-    file_mark_read,
     workspace_get_or_create,
 )
 from tests.app.support import stored_files

@@ -9,13 +9,13 @@ import pytest
 
 from reduction_app.engine import Backend, PathEscapeError, WriteRequest
 from reduction_app.models import OffloadedFile, Workspace
-from reduction_app.services import workspace_get_or_create
-from reduction_app.storage import (
+from reduction_app.records.storage import (
     DjangoStorageBackend,
     offload_storage,
     read_stored,
     storage_name_for,
 )
+from reduction_app.workspaces.services import workspace_get_or_create
 from tests.app.support import stored_files
 
 pytestmark = pytest.mark.django_db

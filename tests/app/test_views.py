@@ -8,7 +8,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from reduction_app.services import workspace_get_or_create
+from reduction_app.workspaces.services import workspace_get_or_create
 
 pytestmark = pytest.mark.django_db
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 
-from reduction_app.services import workspace_get_or_create
+from reduction_app.workspaces.services import workspace_get_or_create
 from tests.conftest import temporary_offload_storage
 
 CHROMIUM = os.environ.get("REDUCTION_CHROMIUM", "/usr/bin/chromium")

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from reduction_app.configs.services import config_create
 from reduction_app.models import Workspace
-from reduction_app.services import config_create
 from tests.app.pages_support import record_conversation
 
 

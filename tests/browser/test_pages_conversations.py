@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from reduction_app.conversations.services import conversation_upsert
 from reduction_app.models import Workspace
-from reduction_app.services import conversation_upsert
 from tests.app.dashboard_data import agent_run
 
 OUTPUTS = [("grep", "x" * 500), ("read_file", "line\n" * 100), ("ls", "a b c")] * 2

@@ -7,7 +7,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from reduction_app.models import ApiKey
-from reduction_app.services import api_key_revoke
+from reduction_app.workspaces.services import api_key_revoke
 
 
 class Command(BaseCommand):

@@ -6,7 +6,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from reduction_app.services import api_key_create, workspace_get_or_create
+from reduction_app.workspaces.services import api_key_create, workspace_get_or_create
 
 
 class Command(BaseCommand):

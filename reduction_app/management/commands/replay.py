@@ -9,9 +9,13 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from reduction_app.conversations.selectors import conversation_get
 from reduction_app.models import Workspace
-from reduction_app.selectors import conversation_get
-from reduction_app.simulations import SimulationInputError, simulation_create, simulation_run
+from reduction_app.simulations.services import (
+    SimulationInputError,
+    simulation_create,
+    simulation_run,
+)
 
 COLUMNS = (
     ("model_calls", "calls"),

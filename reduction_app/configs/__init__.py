@@ -1,0 +1,1 @@
+"""Config profiles: named, versioned engine configs, and their form, pages and API."""

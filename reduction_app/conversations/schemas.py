@@ -1,0 +1,58 @@
+"""Bodies of the conversations' operations."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from ninja import Field, Schema
+
+from reduction_app.schemas import ConversationId, MessageFormat, StrictIn, Text
+
+
+class ConversationIn(StrictIn):
+    conversation_id: ConversationId = Field(..., min_length=1, max_length=200)
+    title: Text = Field("", max_length=300)
+    format: MessageFormat = "openai_chat"
+    messages: list[Any] = Field(default_factory=list)
+    tools: list[dict[str, Any]] = Field(default_factory=list)
+    system: str | list[dict[str, Any]] | None = Field(
+        None, description="Anthropic only: the conversation's top-level system parameter."
+    )
+
+
+class ConversationOut(Schema):
+    conversation_id: str
+    title: str
+    format: str
+    message_count: int
+    created_at: datetime
+    updated_at: datetime
+
+    @staticmethod
+    def resolve_conversation_id(obj: Any) -> str:
+        return str(obj.client_id)
+
+    @staticmethod
+    def resolve_format(obj: Any) -> str:
+        return str(obj.message_format)
+
+
+class ConversationDetailOut(ConversationOut):
+    messages: list[Any]
+    system: Any = None
+    tools: list[Any]
+    event_count: int
+    file_count: int
+
+    @staticmethod
+    def resolve_messages(obj: Any) -> list[Any]:
+        return list(obj.transcript)
+
+    @staticmethod
+    def resolve_event_count(obj: Any) -> int:
+        return int(obj.events.count())
+
+    @staticmethod
+    def resolve_file_count(obj: Any) -> int:
+        return int(obj.files.count())

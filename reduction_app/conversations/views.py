@@ -1,0 +1,152 @@
+"""The conversations list (``/conversations/``) and a conversation's page
+(``/conversations/<client_id>/``): its context window call by call, its message timeline
+and its events."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import Http404, HttpRequest, HttpResponse
+from django.urls import path
+from django.views.decorators.http import require_GET
+from django.views.decorators.vary import vary_on_headers
+
+from reduction_app.charts import ContextSeries, context_chart, series_from_events
+from reduction_app.configs.selectors import config_get, config_latest, config_list
+from reduction_app.conversations.selectors import (
+    conversation_clear_series,
+    conversation_counts,
+    conversation_get,
+    conversation_list_counted,
+)
+from reduction_app.conversations.timeline import series_from_replay, timeline_rows
+from reduction_app.dashboard import render_page, workspace_view
+from reduction_app.models import Conversation, Workspace
+from reduction_app.paging import int_param, pager_for, paginate
+from reduction_app.records.selectors import event_list
+from reduction_app.simulations.services import fits_inline, recorded_conversation
+
+CONVERSATIONS_PER_PAGE = 25
+MESSAGES_PER_PAGE = 50
+EVENTS_PER_PAGE = 25
+TEMPLATE = "reduction_app/conversation.html"
+
+
+@require_GET
+@vary_on_headers("HX-Request")
+@workspace_view
+def conversation_list(request: HttpRequest) -> HttpResponse:
+    search = request.GET.get("q", "").strip()
+    message_format = request.GET.get("format", "")
+    if message_format not in dict(Conversation.FORMAT_CHOICES):
+        message_format = ""
+    rows = conversation_list_counted(
+        workspace=request.workspace,  # type: ignore[attr-defined]
+        search=search,
+        message_format=message_format,
+    )
+    page = paginate(request, rows, CONVERSATIONS_PER_PAGE)
+    context = {
+        "page": page,
+        "pager": pager_for(request, page),
+        "q": search,
+        "format": message_format,
+        "formats": Conversation.FORMAT_CHOICES,
+        "filtered": bool(search or message_format),
+    }
+    return render_page(request, "reduction_app/conversation_list.html", context, partial="table")
+
+
+def _chosen_config(request: HttpRequest, workspace: Workspace) -> tuple[dict[str, Any], Any]:
+    """The config a replay runs under: ``?config=<profile id>``'s latest version, else the
+    engine's defaults; and the profile (``None`` for the defaults)."""
+    profile_id = int_param(request, "config")
+    profile = config_get(workspace=workspace, profile_id=profile_id) if profile_id else None
+    if profile is None:
+        return {}, None
+    return dict(config_latest(profile=profile).data), profile
+
+
+def _context_window(request: HttpRequest, conversation: Conversation) -> dict[str, Any]:
+    workspace: Workspace = request.workspace  # type: ignore[attr-defined]
+    rows = conversation_clear_series(conversation=conversation)
+    context: dict[str, Any] = {"replay_error": "", "profile": None, "configs": []}
+    series: ContextSeries | None = None
+    if any(row["kind"] == "summary" for row in rows):
+        series = series_from_events(rows)
+    else:
+        config, context["profile"] = _chosen_config(request, workspace)
+        context["configs"] = list(config_list(workspace=workspace))
+        if not fits_inline(conversation, configs=1):
+            # Replaying in the request would hold it for seconds: Compare runs big
+            # conversations in the background.
+            context["replay_error"] = (
+                f"It has {conversation.message_count:,} messages and no recorded clear "
+                "passes; replay it on the Compare page, which runs big conversations in "
+                "the background."
+            )
+        else:
+            try:
+                series = series_from_replay(conversation, config)
+            except ValueError as exc:
+                context["replay_error"] = f"The stored transcript cannot be replayed: {exc}"
+    context["series"] = series
+    context["chart"] = (
+        context_chart([series], headroom=None, markers=True) if series and series.points else None
+    )
+    return context
+
+
+def _timeline(request: HttpRequest, conversation: Conversation) -> dict[str, Any]:
+    try:
+        messages = list(recorded_conversation(conversation, restore=False).messages)
+    except ValueError as exc:
+        return {"timeline_error": str(exc), "timeline": [], "timeline_pager": None}
+    page = paginate(request, messages, MESSAGES_PER_PAGE, param="messages")
+    start = page.start_index() - 1 if messages else 0
+    rows = timeline_rows(messages, start, start + len(page.object_list))
+    return {
+        "timeline_error": "",
+        "timeline": rows,
+        "timeline_pager": pager_for(request, page, param="messages"),
+        "message_total": len(messages),
+    }
+
+
+def _events(request: HttpRequest, conversation: Conversation) -> dict[str, Any]:
+    events = event_list(
+        workspace=request.workspace,  # type: ignore[attr-defined]
+        conversation=conversation.client_id,
+    )
+    page = paginate(request, events, EVENTS_PER_PAGE, param="events")
+    return {"events": page.object_list, "events_pager": pager_for(request, page, param="events")}
+
+
+# Which part an htmx request swaps (its HX-Target), and what that part needs.
+_PARTS = {"context-window": _context_window, "timeline": _timeline, "conversation-events": _events}
+
+
+@require_GET
+@vary_on_headers("HX-Request", "HX-Target")
+@workspace_view
+def conversation_detail(request: HttpRequest, client_id: str) -> HttpResponse:
+    workspace = request.workspace  # type: ignore[attr-defined]
+    conversation = conversation_get(workspace=workspace, client_id=client_id)
+    if conversation is None:
+        raise Http404("no such conversation")
+    context: dict[str, Any] = {"conversation": conversation}
+    target = request.htmx.target if request.htmx else None  # type: ignore[attr-defined]
+    if target in _PARTS:
+        context.update(_PARTS[target](request, conversation))
+        return render_page(request, TEMPLATE, context, partial=target.replace("-", "_"))
+    event_count, file_count = conversation_counts(conversation=conversation)
+    context.update(event_count=event_count, file_count=file_count)
+    for part in _PARTS.values():
+        context.update(part(request, conversation))
+    return render_page(request, TEMPLATE, context)
+
+
+urlpatterns = [
+    path("conversations/", conversation_list, name="conversation_list"),
+    path("conversations/<path:client_id>/", conversation_detail, name="conversation"),
+]

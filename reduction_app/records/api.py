@@ -1,0 +1,143 @@
+"""What the engine left behind, over HTTP: offloaded files (listing them, reading them
+back, their raw bytes) and events."""
+
+from datetime import UTC, datetime
+from typing import Any
+
+from django.http import HttpResponse
+from django.utils import timezone
+from ninja import P, Query, QueryEx, Router, Schema, Status
+from ninja.pagination import paginate
+
+from reduction_app.cursors import LIST_ERRORS, MAX_ID, PAGE, IdCursorPagination
+from reduction_app.http import ApiRequest, api_workspace
+from reduction_app.models import OffloadedFile
+from reduction_app.records import services
+from reduction_app.records.schemas import EventOut, FileOut, FileReadOut
+from reduction_app.records.selectors import event_list, file_get, file_list
+from reduction_app.records.storage import offload_storage, read_stored
+from reduction_app.schemas import ApiError, ErrorOut
+
+router = Router()
+
+MAX_READ_LINES = 10_000
+
+
+class FileFilter(Schema):
+    conversation_id: str | None = None
+    path_prefix: str | None = None
+    phase: str | None = None
+    tool: str | None = None
+
+
+@router.get(
+    "/files", response={200: list[FileOut], **LIST_ERRORS}, tags=["files"], url_name="file_list"
+)
+@paginate(IdCursorPagination, **PAGE)
+def list_files(request: ApiRequest, filters: Query[FileFilter]) -> Any:
+    """Offloaded files, newest first."""
+    rows = file_list(
+        workspace=api_workspace(request),
+        conversation=filters.conversation_id,
+        path_prefix=filters.path_prefix,
+        phase=filters.phase,
+        tool=filters.tool,
+    )
+    return rows
+
+
+def _file_or_404(request: ApiRequest, path: str) -> OffloadedFile:
+    row = file_get(workspace=api_workspace(request), path=path)
+    if row is None:
+        raise ApiError(404, f"file not found: {path}", "path")
+    return row
+
+
+def numbered_lines(content: str, offset: int, limit: int) -> tuple[str, int]:
+    """``limit`` lines from line ``offset`` (0-based), each as ``<number>\\t<text>``.
+
+    Lines end at ``\\n``; the ``\\r`` of a ``\\r\\n`` ending is a line ending too and is
+    not shown (``/files/raw`` has the exact content).
+    """
+    lines = content.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    chosen = lines[offset : offset + limit]
+    body = "".join(
+        f"{offset + i + 1}\t{line.removesuffix(chr(13))}\n" for i, line in enumerate(chosen)
+    )
+    return body, len(lines)
+
+
+@router.get(
+    "/files/read",
+    response={200: FileReadOut, 401: ErrorOut, 404: ErrorOut, 422: ErrorOut},
+    tags=["files"],
+    url_name="file_read",
+)
+def read_file(
+    request: ApiRequest,
+    path: str,
+    offset: QueryEx[int, P(ge=0, le=MAX_ID)] = 0,
+    limit: QueryEx[int, P(ge=1, le=MAX_READ_LINES)] = 2000,
+) -> Status[dict[str, Any]]:
+    """The read_file tool: ``limit`` numbered lines from line ``offset`` (0-based)."""
+    row = _file_or_404(request, path)
+    content = read_stored(offload_storage(), row.storage_name)
+    body, total = numbered_lines(content, offset, limit)
+    services.file_mark_read(file=row)
+    return Status(
+        200,
+        {"path": row.path, "offset": offset, "limit": limit, "total_lines": total, "content": body},
+    )
+
+
+@router.get(
+    "/files/raw",
+    response={200: None, 401: ErrorOut, 404: ErrorOut},
+    tags=["files"],
+    url_name="file_raw",
+)
+def raw_file(request: ApiRequest, path: str) -> HttpResponse:
+    """The exact content of an offloaded file, as UTF-8 text."""
+    row = _file_or_404(request, path)
+    content = read_stored(offload_storage(), row.storage_name)
+    services.file_mark_read(file=row)
+    response = HttpResponse(
+        content.encode("utf-8", "surrogatepass"), content_type="text/plain; charset=utf-8"
+    )
+    response["X-Content-SHA256"] = row.sha256
+    return response
+
+
+class EventFilter(Schema):
+    conversation_id: str | None = None
+    phase: str | None = None
+    tool: str | None = None
+    since: datetime | None = None
+    """From this time on (inclusive); a time without a zone is UTC."""
+    until: datetime | None = None
+    """Before this time (exclusive); a time without a zone is UTC."""
+
+
+def _aware(moment: datetime | None) -> datetime | None:
+    if moment is None or timezone.is_aware(moment):
+        return moment
+    return moment.replace(tzinfo=UTC)
+
+
+@router.get(
+    "/events", response={200: list[EventOut], **LIST_ERRORS}, tags=["events"], url_name="event_list"
+)
+@paginate(IdCursorPagination, **PAGE)
+def list_events(request: ApiRequest, filters: Query[EventFilter]) -> Any:
+    """Engine events, newest first."""
+    rows = event_list(
+        workspace=api_workspace(request),
+        conversation=filters.conversation_id,
+        phase=filters.phase,
+        tool=filters.tool,
+        since=_aware(filters.since),
+        until=_aware(filters.until),
+    )
+    return rows

@@ -1,0 +1,122 @@
+"""The engine's ``Backend`` on Django's Storage API, scoped to one workspace.
+
+Content is stored under a name derived from its SHA-256 (so a repeat of the same
+content is stored once) as soon as the engine writes it; the database rows that
+make it visible are created by ``reductions.services`` in one transaction with the events,
+after the engine succeeded. If anything fails, :meth:`discard` removes what this
+backend stored and nothing is recorded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from django.core.files.base import ContentFile
+from django.core.files.storage import Storage, storages
+
+from reduction_app.engine import PathEscapeError, WriteRequest
+from reduction_app.models import OffloadedFile, Workspace
+
+__all__ = [
+    "DjangoStorageBackend",
+    "StagedWrite",
+    "offload_storage",
+    "read_offloads",
+    "storage_name_for",
+]
+
+
+def offload_storage() -> Storage:
+    return storages["offload"]
+
+
+def storage_name_for(workspace_id: int, digest: str) -> str:
+    return f"ws{workspace_id}/{digest[:2]}/{digest}.txt"
+
+
+@dataclass(frozen=True)
+class StagedWrite:
+    path: str
+    content: str
+    digest: str
+    storage_name: str
+    created: bool
+    """Whether this backend created the stored object (and so may remove it)."""
+
+
+def _check_path(path: str) -> None:
+    if not path or "\x00" in path or len(path) > 500:
+        raise PathEscapeError(path)
+
+
+class DjangoStorageBackend:
+    """Reads and writes offloads of one workspace through a Django Storage."""
+
+    def __init__(self, workspace: Workspace, storage: Storage | None = None) -> None:
+        self.workspace = workspace
+        self.storage = storage or offload_storage()
+        self.staged: dict[str, StagedWrite] = {}
+
+    def write(self, request: WriteRequest) -> None:
+        _check_path(request.file_path)
+        data = request.content.encode("utf-8", "surrogatepass")
+        digest = hashlib.sha256(data).hexdigest()
+        name = storage_name_for(self.workspace.pk, digest)
+        created = False
+        if not self.storage.exists(name):
+            saved = self.storage.save(name, ContentFile(data))
+            if saved != name:
+                # Another writer stored the same content at the same moment; keep one copy.
+                self.storage.delete(saved)
+            created = saved == name
+        self.staged[request.file_path] = StagedWrite(
+            request.file_path, request.content, digest, name, created
+        )
+
+    def read(self, path: str) -> str:
+        staged = self.staged.get(path)
+        if staged is not None:
+            return staged.content
+        row = (
+            OffloadedFile.objects.filter(workspace=self.workspace, path=path)
+            .only("storage_name")
+            .first()
+        )
+        if row is None:
+            raise FileNotFoundError(f"file not found: {path}")
+        return read_stored(self.storage, row.storage_name)
+
+    def discard(self) -> None:
+        """Remove what this backend stored and no recorded file uses."""
+        for staged in self.staged.values():
+            if (
+                staged.created
+                and not OffloadedFile.objects.filter(storage_name=staged.storage_name).exists()
+            ):
+                self.storage.delete(staged.storage_name)
+        self.staged.clear()
+
+
+def read_stored(storage: Storage, name: str) -> str:
+    with storage.open(name, "rb") as handle:
+        data: bytes = handle.read()
+    return data.decode("utf-8", "surrogatepass")
+
+
+def read_offloads(
+    workspace: Workspace, paths: set[str], storage: Storage | None = None
+) -> dict[str, str]:
+    """The content of each of ``paths`` the workspace holds (one query, then storage reads);
+    paths it does not hold, or whose content is gone, are left out."""
+    storage = storage or offload_storage()
+    rows = OffloadedFile.objects.filter(workspace=workspace, path__in=paths).values_list(
+        "path", "storage_name"
+    )
+    out: dict[str, str] = {}
+    for path, name in rows:
+        try:
+            out[path] = read_stored(storage, name)
+        except OSError:
+            continue
+    return out

@@ -1,0 +1,1 @@
+"""The records' dashboard pages: overview, events, files."""

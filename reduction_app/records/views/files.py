@@ -1,0 +1,216 @@
+"""Offloaded files: the list (``/files/``), one file's page (``/files/view/?path=``) with
+numbered lines, search and paging, and its exact content (``/files/raw/?path=``).
+
+A file may be many megabytes: its page reads the stored content in chunks, line by line,
+keeping only the lines of the page shown (and, for a search, the numbers of the matching
+lines), so no more than one page of lines is ever held or rendered.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol, cast
+
+from django import forms
+from django.http import FileResponse, Http404, HttpResponse, HttpResponseBase
+from django.urls import path
+from django.views.decorators.http import require_GET
+from django.views.decorators.vary import vary_on_headers
+
+from reduction_app.dashboard import render_page, workspace_view
+from reduction_app.http import PageRequest
+from reduction_app.models import OffloadedFile
+from reduction_app.paging import Pager, int_param, pager_for, paginate, url_with
+from reduction_app.records import selectors
+from reduction_app.records.storage import offload_storage
+
+FILES_PER_PAGE = 50
+LINES_PER_PAGE = 500
+MAX_LISTED_HITS = 500
+"""Matching line numbers listed on the page; the count beyond is still given."""
+CHUNK_BYTES = 64 * 1024
+PHASES = (("", "any"), ("truncation", "truncation"), ("clear", "clear"))
+
+
+class FileFilterForm(forms.Form):
+    conversation = forms.CharField(required=False, max_length=200, label="Conversation id")
+    tool = forms.ChoiceField(required=False, choices=())
+    phase = forms.ChoiceField(required=False, choices=PHASES)
+    min_chars = forms.IntegerField(required=False, min_value=0, label="Size from (chars)")
+    max_chars = forms.IntegerField(required=False, min_value=0, label="Size up to (chars)")
+    order = forms.ChoiceField(
+        required=False, choices=(("", "newest first"), ("largest", "largest first")), label="Order"
+    )
+
+    def __init__(self, *args: Any, tools: list[str], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        cast(forms.ChoiceField, self.fields["tool"]).choices = [
+            ("", "any"),
+            *((t, t) for t in tools),
+        ]
+
+
+@require_GET
+@vary_on_headers("HX-Request")
+@workspace_view
+def file_list(request: PageRequest) -> HttpResponse:
+    workspace = request.workspace
+    form = FileFilterForm(request.GET, tools=selectors.file_tool_names(workspace=workspace))
+    form.is_valid()  # a bad value is shown on its field and that filter left out
+    filters = {k: v for k, v in getattr(form, "cleaned_data", {}).items() if v not in (None, "")}
+    rows = selectors.file_list_sized(workspace=workspace, **filters)
+    page = paginate(request, rows, FILES_PER_PAGE)
+    context = {
+        "form": form,
+        "page": page,
+        "pager": pager_for(request, page),
+        "filtered": bool(filters),
+    }
+    return render_page(request, "reduction_app/file_list.html", context, partial="table")
+
+
+def _file_or_404(request: PageRequest) -> OffloadedFile:
+    row = selectors.file_get(
+        workspace=request.workspace,
+        path=request.GET.get("path", ""),
+    )
+    if row is None:
+        raise Http404("no such file")
+    return row
+
+
+class Chunks(Protocol):
+    """What the pages read a stored file through: a storage's file, or any binary stream."""
+
+    def read(self, size: int = ..., /) -> bytes: ...
+
+
+def _lines(handle: Chunks) -> Iterator[str]:
+    """The lines of a stored file, as ``GET /api/v1/files/read`` numbers them: they end at
+    ``\\n``, a ``\\r`` before it is not shown, and a final ``\\n`` starts no new line."""
+    rest = b""
+    while chunk := handle.read(CHUNK_BYTES):
+        *complete, rest = (rest + chunk).split(b"\n")
+        for line in complete:
+            # Display only (the raw download has the exact bytes): a lone surrogate the
+            # engine stored cannot go out in a UTF-8 page.
+            yield line.removesuffix(b"\r").decode("utf-8", "replace")
+    if rest:
+        yield rest.removesuffix(b"\r").decode("utf-8", "replace")
+
+
+@dataclass
+class FileWindow:
+    """One page of a file's lines, and what a search found in the whole file."""
+
+    page: int
+    lines: list[tuple[int, str, bool]] = field(default_factory=list)
+    """``(number, text, matches)`` of the page's lines (numbers from 1)."""
+    total: int = 0
+    hits: list[tuple[int, int]] = field(default_factory=list)
+    """``(line, page)`` of the first matching lines."""
+    hit_count: int = 0
+
+    @property
+    def pages(self) -> int:
+        return max(1, -(-self.total // LINES_PER_PAGE))
+
+
+def read_window(handle: Chunks, page: int | None, query: str) -> FileWindow:
+    """Scan the file once: keep page ``page`` (or, when ``None``, the page of the first
+    match, else page 1) and the numbers of the lines containing ``query``."""
+    needle = query.casefold()
+    window = FileWindow(page=page or 0)
+    first_page: list[tuple[int, str, bool]] = []
+    current: list[tuple[int, str, bool]] = []
+    for index, text in enumerate(_lines(handle)):
+        number, on_page = index + 1, index // LINES_PER_PAGE + 1
+        hit = bool(needle) and needle in text.casefold()
+        if hit:
+            window.hit_count += 1
+            if len(window.hits) < MAX_LISTED_HITS:
+                window.hits.append((number, on_page))
+        if window.page == on_page:
+            window.lines.append((number, text, hit))
+        elif not window.page:
+            # No page asked for: collect the page being read until a match settles it.
+            if index % LINES_PER_PAGE == 0:
+                current = []
+            current.append((number, text, hit))
+            if on_page == 1:
+                first_page = current
+            if hit:
+                window.page, window.lines = on_page, current
+        window.total = number
+    if not window.page:
+        window.page, window.lines = 1, first_page
+    return window
+
+
+def _window(row: OffloadedFile, page: int | None, query: str) -> FileWindow:
+    try:
+        with offload_storage().open(row.storage_name, "rb") as handle:
+            window = read_window(handle, page, query)
+            if window.page > window.pages:  # past the end: show the last page instead
+                handle.seek(0)
+                window = read_window(handle, window.pages, query)
+    except OSError as exc:
+        raise Http404("the stored content of this file is missing") from exc
+    return window
+
+
+@require_GET
+@vary_on_headers("HX-Request")
+@workspace_view
+def file_view(request: PageRequest) -> HttpResponse:
+    row = _file_or_404(request)
+    query = request.GET.get("q", "")
+    window = _window(row, int_param(request, "page") or None, query)
+
+    def at(page: int) -> str:
+        return url_with(request, page=page)
+
+    pager = Pager(
+        number=window.page,
+        count=window.pages,
+        previous=at(window.page - 1) if window.page > 1 else None,
+        next=at(window.page + 1) if window.page < window.pages else None,
+        first=at(1) if window.page > 1 else None,
+    )
+    hits = [(number, at(page) + f"#L{number}") for number, page in window.hits]
+    context = {
+        "file": row,
+        "window": window,
+        "pager": pager,
+        "q": query,
+        "hits": hits,
+        "event": selectors.file_event(file=row),
+        "last_page": at(window.pages) if window.page < window.pages else None,
+    }
+    return render_page(request, "reduction_app/file.html", context, partial="lines")
+
+
+@require_GET
+@workspace_view
+def file_raw(request: PageRequest) -> HttpResponseBase:
+    """The exact stored bytes, streamed, as a UTF-8 text attachment."""
+    row = _file_or_404(request)
+    try:
+        handle = offload_storage().open(row.storage_name, "rb")
+    except OSError as exc:
+        raise Http404("the stored content of this file is missing") from exc
+    name = posixpath.basename(row.path.rstrip("/")) or "offload"
+    if "." not in name:
+        name += ".txt"
+    response = FileResponse(handle, as_attachment=True, filename=name)
+    response["Content-Type"] = "text/plain; charset=utf-8"
+    return response
+
+
+urlpatterns = [
+    path("files/", file_list, name="file_list"),
+    path("files/view/", file_view, name="file_view"),
+    path("files/raw/", file_raw, name="file_raw"),
+]

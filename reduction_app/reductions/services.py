@@ -1,0 +1,132 @@
+"""The engine inside a recorded session.
+
+Offloads are staged in storage while the engine runs, and only when it succeeded are
+the file rows, the event rows and the conversation written, in one transaction. On
+any failure the staged content is removed and nothing is recorded."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import transaction
+
+from reduction_app import engine
+from reduction_app.conversations.services import conversation_upsert
+from reduction_app.engine import get_token_counter
+from reduction_app.engine.inspect import count_text
+from reduction_app.errors import ServiceError
+from reduction_app.models import (
+    ConfigVersion,
+    EventRecord,
+    OffloadedFile,
+    Workspace,
+)
+from reduction_app.records.storage import DjangoStorageBackend
+
+
+@dataclass
+class EngineSession:
+    """One engine call's collaborators and what it produced, before it is recorded."""
+
+    workspace: Workspace
+    backend: DjangoStorageBackend
+    middleware: engine.ReductionMiddleware
+    config_version: ConfigVersion | None
+    events: list[engine.ReductionEvent] = field(default_factory=list)
+
+
+@contextmanager
+def engine_session(
+    *,
+    workspace: Workspace,
+    config_data: Mapping[str, Any] | None,
+    config_version: ConfigVersion | None,
+) -> Iterator[EngineSession]:
+    """Build a middleware on the workspace's storage; record its work if the block succeeds.
+
+    Raises :class:`engine.ConfigError` for a bad config before anything runs.
+    """
+    backend = DjangoStorageBackend(workspace)
+    data = config_version.data if config_version is not None else (config_data or {})
+    events: list[engine.ReductionEvent] = []
+    config = engine.config_from_dict(data, backend=backend, on_event=events.append)
+    session = EngineSession(workspace, backend, engine.new(config), config_version, events)
+    try:
+        yield session
+    except BaseException:
+        backend.discard()
+        raise
+
+
+def engine_session_record(
+    *,
+    session: EngineSession,
+    conversation_id: str | None,
+    message_format: str = "openai_chat",
+    transcript: list[Any] | None = None,
+    tools: list[Any] | None = None,
+    system: Any = None,
+) -> list[EventRecord]:
+    """Write the conversation, the session's files and its events in one transaction."""
+    counter = get_token_counter(session.middleware.config.token_counter)
+    by_path = {e.offload_path: e for e in session.events if e.offload_path and e.kind == "tool"}
+    try:
+        with transaction.atomic():
+            conversation = None
+            if conversation_id:
+                conversation = conversation_upsert(
+                    workspace=session.workspace,
+                    client_id=conversation_id,
+                    message_format=message_format,
+                    transcript=transcript,
+                    tools=tools,
+                    system=system,
+                )
+            for staged in session.backend.staged.values():
+                event = by_path.get(staged.path)
+                existing = (
+                    OffloadedFile.objects.select_for_update()
+                    .filter(workspace=session.workspace, path=staged.path)
+                    .first()
+                )
+                if existing is not None:
+                    if existing.sha256 == staged.digest:
+                        # The engine reuses a path for identical content; the first record
+                        # (its conversation, its call) stands.
+                        continue
+                    # Another request took this path for other content after the engine
+                    # checked it was free. Recorded offloads are never overwritten.
+                    raise ServiceError(
+                        f"offload path {staged.path} was taken by another request; "
+                        "send this request again"
+                    )
+                OffloadedFile.objects.create(
+                    workspace=session.workspace,
+                    path=staged.path,
+                    conversation=conversation,
+                    storage_name=staged.storage_name,
+                    size_chars=len(staged.content),
+                    tokens=count_text(counter, staged.content),
+                    sha256=staged.digest,
+                    phase=event.phase if event else "",
+                    tool_name=event.tool_name if event else "",
+                    call_id=event.call_id if event else "",
+                )
+            rows = EventRecord.objects.bulk_create(
+                [
+                    EventRecord(
+                        workspace=session.workspace,
+                        conversation=conversation,
+                        config_version=session.config_version,
+                        **event.to_dict(),
+                    )
+                    for event in session.events
+                ]
+            )
+    except BaseException:
+        session.backend.discard()
+        raise
+    return rows

@@ -1,0 +1,61 @@
+"""Reads of simulations, scoped to one workspace."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from django.db.models import QuerySet
+
+from reduction_app.models import (
+    Conversation,
+    Simulation,
+    Workspace,
+)
+from reduction_app.paging import digits
+
+if TYPE_CHECKING:
+    pass
+
+
+def simulation_get(*, workspace: Workspace, simulation_id: int) -> Simulation | None:
+    return (
+        Simulation.objects.filter(workspace=workspace, pk=simulation_id)
+        .select_related("conversation")
+        .first()
+    )
+
+
+def simulation_list(*, workspace: Workspace) -> QuerySet[Simulation]:
+    return (
+        Simulation.objects.filter(workspace=workspace)
+        .select_related("conversation")
+        .defer("results")
+        .order_by("-id")
+    )
+
+
+def simulation_for(*, workspace: Workspace, value: str | None) -> Simulation | None:
+    if not digits(value):
+        return None
+    return Simulation.objects.filter(workspace=workspace, pk=int(value)).first()
+
+
+def simulation_matching(
+    *, conversation: Conversation, configs: list[dict[str, Any]], options: dict[str, Any]
+) -> Simulation | None:
+    """A replay of the same configs on the conversation as it is now, not failed: asking
+    again for a comparison already queued or done finds it instead of queueing another."""
+    recent = (
+        Simulation.objects.filter(
+            conversation=conversation,
+            kind="replay",
+            created_at__gte=conversation.updated_at,
+        )
+        .exclude(status="failed")
+        .defer("results")
+        .order_by("-id")[:20]
+    )
+    for simulation in recent:
+        if simulation.configs == configs and simulation.options == options:
+            return simulation
+    return None

@@ -1,0 +1,228 @@
+"""Simulations: replaying recorded conversations through the simulator, from the app.
+
+``simulation_create`` validates everything up front (the configs through the engine,
+the grid through the simulator) and records a queued :class:`Simulation`;
+``simulation_run`` carries it out, reporting progress as it goes. Small replays run
+inline in the request; sweeps and big replays are handed to the task backend
+(django-tasks' database backend, run by ``manage.py db_worker``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from reduction_app import engine
+from reduction_app.configs.selectors import config_get, config_latest
+from reduction_app.engine import formats
+from reduction_app.engine.inspect import offload_paths, restore_results
+from reduction_app.models import Conversation, Simulation, Workspace
+from reduction_app.records.storage import read_offloads
+from simulator.compare import compare, grid_configs, sweep
+from simulator.importers import RecordedConversation, conversation_from_json
+from simulator.pricing import PRESETS, pricing_for
+
+__all__ = [
+    "INLINE_LIMIT",
+    "SimulationInputError",
+    "fits_inline",
+    "recorded_conversation",
+    "simulation_create",
+    "simulation_run",
+]
+
+INLINE_LIMIT = 2_000
+"""Replays of up to this many (message × config) steps answer inline."""
+PROGRESS_EVERY_SECONDS = 0.5
+
+
+class SimulationInputError(ValueError):
+    """A simulation request that cannot run; ``field`` names what is at fault."""
+
+    def __init__(self, field: str, problem: str) -> None:
+        self.field = field
+        super().__init__(f"{field}: {problem}")
+
+
+def recorded_conversation(
+    conversation: Conversation, *, restore: bool = True
+) -> RecordedConversation:
+    """The stored transcript, parsed by the engine's formats. With ``restore`` every
+    result the engine reduced is put back from its offload file: what the agent really
+    lived, ready to replay (a client sends its context already reduced after the first
+    clear). Without it, the transcript as received."""
+    fmt = conversation.message_format
+    # A format outside the registry (a row the model's choices would refuse) is named
+    # and refused by the importer.
+    wire = formats.FORMATS.get(fmt)
+    data: dict[str, Any] = {
+        wire.messages_key if wire else "messages": conversation.transcript,
+        "tools": conversation.tools,
+    }
+    if wire is not None and wire.takes_system and conversation.system is not None:
+        data["system"] = conversation.system
+    (recorded,) = conversation_from_json(data, fmt=fmt, name=conversation.client_id)
+    paths = offload_paths(recorded.messages) if restore else set()
+    if not paths:
+        return recorded
+    contents = read_offloads(conversation.workspace, paths)
+    return dataclasses.replace(recorded, messages=restore_results(recorded.messages, contents))
+
+
+def _configs(workspace: Workspace, items: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    out = []
+    for index, item in enumerate(items):
+        where = f"configs[{index}]"
+        name = str(item.get("name") or "")
+        if item.get("config_id") is not None:
+            profile = config_get(workspace=workspace, profile_id=int(item["config_id"]))
+            if profile is None:
+                raise SimulationInputError(
+                    f"{where}.config_id", f"config {item['config_id']} not found"
+                )
+            data = dict(config_latest(profile=profile).data)
+            name = name or f"{profile.name} v{config_latest(profile=profile).number}"
+        elif item.get("config") is None:
+            data = {"skip_truncation": True, "skip_clear": True}
+            name = name or "no reduction"
+        else:
+            data = dict(item["config"])
+        try:
+            engine.config_from_dict(data, backend=engine.InMemoryBackend())
+        except engine.ConfigError as exc:
+            raise SimulationInputError(f"{where}.config.{exc.field}", exc.problem) from exc
+        out.append({"name": name or f"config {index + 1}", "config": data})
+    return out
+
+
+def simulation_create(
+    *,
+    workspace: Workspace,
+    conversation: Conversation,
+    configs: Sequence[Mapping[str, Any]],
+    grid: Mapping[str, Any] | None = None,
+    baseline: str = "first",
+    pricing: str = "gpt-4o",
+    min_cacheable_prefix: int = 1024,
+) -> Simulation:
+    """Validate and record a simulation (``queued``); nothing runs yet."""
+    if pricing not in PRESETS:
+        raise SimulationInputError(
+            "pricing", f"unknown preset {pricing!r}; known: {sorted(PRESETS)}"
+        )
+    if baseline not in ("first", "none"):
+        raise SimulationInputError("baseline", f"must be 'first' or 'none', got {baseline!r}")
+    if min_cacheable_prefix < 0:
+        raise SimulationInputError("min_cacheable_prefix", "must be at least 0")
+    try:
+        recorded_conversation(conversation, restore=False)
+    except ValueError as exc:
+        raise SimulationInputError(
+            "conversation_id", f"the stored transcript cannot be read: {exc}"
+        ) from exc
+    kind = "sweep" if grid is not None else "replay"
+    checked = _configs(workspace, configs)
+    if kind == "sweep":
+        try:
+            total = len(grid_configs(grid))  # type: ignore[arg-type]
+        except ValueError as exc:
+            raise SimulationInputError("grid", str(exc)) from exc
+    else:
+        if not checked:
+            raise SimulationInputError("configs", "give at least one config")
+        total = len(checked)
+    return Simulation.objects.create(
+        workspace=workspace,
+        conversation=conversation,
+        kind=kind,
+        configs=checked,
+        grid=grid,
+        options={
+            "baseline": baseline,
+            "pricing": pricing,
+            "min_cacheable_prefix": min_cacheable_prefix,
+        },
+        progress_total=total,
+    )
+
+
+def fits_inline(conversation: Conversation, *, configs: int) -> bool:
+    """Whether replaying ``conversation`` under ``configs`` configs may run inside a
+    request (every page and operation asks this, so the rule is written once here);
+    bigger replays go to the task worker, or are not offered where nothing waits."""
+    return conversation.message_count * configs <= INLINE_LIMIT
+
+
+def runs_inline(simulation: Simulation) -> bool:
+    """Whether a queued simulation answers inline: replays that fit, never sweeps."""
+    return simulation.kind == "replay" and fits_inline(
+        simulation.conversation, configs=len(simulation.configs)
+    )
+
+
+def _progress(simulation_id: int) -> Any:
+    last = [0.0]
+
+    def report(done: int, total: int) -> None:
+        now = time.monotonic()
+        if done == total or now - last[0] >= PROGRESS_EVERY_SECONDS:
+            last[0] = now
+            Simulation.objects.filter(pk=simulation_id).update(
+                progress_done=done, progress_total=total
+            )
+
+    return report
+
+
+def simulation_run(*, simulation_id: int) -> Simulation:
+    """Carry out a queued simulation; a failure is recorded on it, never raised."""
+    with transaction.atomic():
+        simulation = (
+            Simulation.objects.select_for_update()
+            .select_related("conversation")
+            .get(pk=simulation_id)
+        )
+        if simulation.status != "queued":
+            return simulation
+        simulation.status = "running"
+        simulation.started_at = timezone.now()
+        simulation.save(update_fields=["status", "started_at"])
+    options = simulation.options
+    pricing = pricing_for(options.get("pricing", "gpt-4o"))
+    prefix = int(options.get("min_cacheable_prefix", 1024))
+    report = _progress(simulation.pk)
+    try:
+        recorded = recorded_conversation(simulation.conversation)
+        if simulation.kind == "sweep":
+            results: dict[str, Any] = sweep(
+                recorded,
+                simulation.grid or {},
+                pricing=pricing,
+                min_cacheable_prefix=prefix,
+                progress=report,
+            ).to_dict()
+        else:
+            configs = [(c["name"], c["config"]) for c in simulation.configs]
+            results = compare(
+                recorded,
+                configs,
+                baseline=options.get("baseline", "first"),
+                pricing=pricing,
+                min_cacheable_prefix=prefix,
+            ).to_dict()
+            report(len(configs), len(configs))
+    except Exception as exc:  # recorded for the user; the worker must keep going
+        Simulation.objects.filter(pk=simulation.pk).update(
+            status="failed", error=f"{type(exc).__name__}: {exc}", finished_at=timezone.now()
+        )
+    else:
+        Simulation.objects.filter(pk=simulation.pk).update(
+            status="done", results=results, finished_at=timezone.now()
+        )
+    simulation.refresh_from_db()
+    return simulation

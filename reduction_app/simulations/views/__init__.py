@@ -1,0 +1,1 @@
+"""The simulation pages: Compare and Tune."""

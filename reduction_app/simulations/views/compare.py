@@ -1,0 +1,211 @@
+"""Replay & compare (``/compare/``): one conversation under up to four configs.
+
+A GET form (``?conversation=ID&config=3&config=none&baseline=first&call=N``), so the
+page works without JavaScript; htmx swaps only the results. Replays of up to
+``services.services.INLINE_LIMIT`` (message × config) steps run in the request; bigger ones
+become a ``Simulation`` for the task worker, and the results poll it every second.
+``call`` is the 1-based model call whose messages are shown side by side.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlencode
+
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.urls import path
+from django.views.decorators.http import require_http_methods
+
+from reduction_app.charts import comparison_series, context_chart, thresholds_off_chart
+from reduction_app.configs.selectors import ConfigChoice, config_choices, resolve_config_choices
+from reduction_app.conversations.selectors import conversation_choices, conversation_for
+from reduction_app.dashboard import render_page, workspace_view
+from reduction_app.engine.inspect import classify
+from reduction_app.models import Conversation, Simulation
+from reduction_app.paging import digits
+from reduction_app.simulations import services
+from reduction_app.simulations.replays import ReplayRun, run_comparison, side_by_side, totals_rows
+from reduction_app.simulations.selectors import simulation_for, simulation_matching
+from reduction_app.tasks import run_simulation
+
+MAX_CONFIGS = 4
+OPTIONS = {"baseline": "first", "pricing": "gpt-4o", "min_cacheable_prefix": 1024}
+
+
+def _named(chosen: list[ConfigChoice]) -> list[dict[str, Any]]:
+    """``[{name, config}]`` with unique names (a config chosen twice gets ``(2)``)."""
+    out: list[dict[str, Any]] = []
+    seen: dict[str, int] = {}
+    for choice in chosen:
+        seen[choice.label] = seen.get(choice.label, 0) + 1
+        name = choice.label if seen[choice.label] == 1 else f"{choice.label} ({seen[choice.label]})"
+        out.append({"name": name, "config": choice.data})
+    return out
+
+
+def _url(params: list[tuple[str, str]]) -> str:
+    return "/compare/?" + urlencode([(k, v) for k, v in params if v != ""])
+
+
+def _results_context(
+    *,
+    results: dict[str, Any],
+    comparison: ReplayRun | None,
+    configs: list[dict[str, Any]],
+    call: int | None,
+    calls: int,
+    base_params: list[tuple[str, str]],
+) -> dict[str, Any]:
+    series = comparison_series(results)
+    context: dict[str, Any] = {
+        "chart": context_chart(series, highlight=call),
+        "off_chart": thresholds_off_chart(series),
+        "rows": totals_rows(results),
+        "baseline": results["baseline"],
+        "calls": calls,
+        "call": call,
+        "call_links": [(n, _url([*base_params, ("call", str(n))])) for n in range(1, calls + 1)],
+    }
+    if comparison is not None and call is not None:
+        counters = [str(c["config"].get("token_counter", "approx")) for c in configs]
+        context["sent"] = side_by_side(comparison, call - 1, counters)
+        tokens = [r["calls"][call - 1]["context_tokens"] for r in results["results"]]
+        context["columns"] = list(zip([c["name"] for c in configs], tokens, strict=True))
+    return context
+
+
+@require_http_methods(["GET", "POST"])
+@workspace_view
+def compare_page(request: HttpRequest) -> HttpResponse:
+    """GET shows a comparison; a POST (the form's "replay in the background" button,
+    CSRF-checked) is the only way to queue a big one, so no link can load the worker."""
+    workspace = request.workspace  # type: ignore[attr-defined]
+    params = request.POST if request.method == "POST" else request.GET
+    conversation = conversation_for(workspace=workspace, value=params.get("conversation"))
+    if params.get("conversation") and conversation is None:
+        raise Http404("no such conversation")
+    choices = config_choices(workspace=workspace)
+    values = params.getlist("config")[:MAX_CONFIGS]
+    chosen, missing = resolve_config_choices(choices, values)
+    if missing:
+        raise Http404(f"no such config: {missing[0]}")
+    baseline = "none" if params.get("baseline") == "none" else "first"
+    if request.method == "POST":
+        if conversation is None or not chosen:
+            raise Http404("pick a conversation and at least one config")
+        simulation = _background(request, conversation, _named(chosen), baseline, start=True)
+        assert simulation is not None
+        query = [("conversation", str(conversation.pk)), *(("config", v) for v in values if v)]
+        query += [("baseline", baseline), ("simulation", str(simulation.pk))]
+        return redirect(f"{request.path}?{urlencode(query)}")
+    context: dict[str, Any] = {
+        "conversations": conversation_choices(workspace=workspace, chosen=conversation),
+        "conversation": conversation,
+        "choices": choices,
+        "slots": [values[i] if i < len(values) else "" for i in range(MAX_CONFIGS)],
+        "baseline": baseline,
+        "ran": False,
+    }
+    if conversation is not None and chosen:
+        context.update(_run(request, conversation, _named(chosen), baseline, values))
+    return render_page(request, "reduction_app/compare.html", context, partial="compare-results")
+
+
+def _run(
+    request: HttpRequest,
+    conversation: Conversation,
+    configs: list[dict[str, Any]],
+    baseline: str,
+    values: list[str],
+) -> dict[str, Any]:
+    base_params = [("conversation", str(conversation.pk))]
+    base_params += [("config", v) for v in values if v]
+    base_params += [("baseline", baseline)]
+    try:
+        recorded = services.recorded_conversation(conversation)
+    except ValueError as exc:
+        return {"ran": True, "error": f"The stored transcript cannot be replayed: {exc}"}
+    calls = sum(1 for m in recorded.messages if classify(m) == "assistant")
+    wanted = request.GET.get("call", "")
+    call: int | None = min(max(int(wanted), 1), calls) if digits(wanted) else calls
+    if calls == 0:
+        call = None
+    steps = conversation.message_count * len(configs)
+    if services.fits_inline(conversation, configs=len(configs)):
+        comparison = run_comparison(
+            recorded,
+            [(c["name"], c["config"]) for c in configs],
+            baseline=baseline,
+            call=None if call is None else call - 1,
+        )
+        return {
+            "ran": True,
+            **_results_context(
+                results=comparison.results,
+                comparison=comparison,
+                configs=configs,
+                call=call,
+                calls=calls,
+                base_params=base_params,
+            ),
+        }
+    simulation = _background(request, conversation, configs, baseline, start=False)
+    if simulation is None:
+        return {"ran": True, "needs_start": True, "steps": steps, "start_params": base_params}
+    poll = _url([*base_params, ("simulation", str(simulation.pk)), ("call", wanted)])
+    context: dict[str, Any] = {"ran": True, "simulation": simulation, "poll_url": poll}
+    if simulation.status == "done" and simulation.results:
+        # The side-by-side view of a big conversation replays it again, so only on request.
+        rerun: ReplayRun | None = None
+        if digits(wanted) and call is not None:
+            rerun = run_comparison(
+                recorded,
+                [(c["name"], c["config"]) for c in configs],
+                baseline=baseline,
+                call=call - 1,
+            )
+        context.update(
+            _results_context(
+                results=simulation.results,
+                comparison=rerun,
+                configs=configs,
+                call=call if rerun is not None else None,
+                calls=calls,
+                base_params=[*base_params, ("simulation", str(simulation.pk))],
+            )
+        )
+    return context
+
+
+def _background(
+    request: HttpRequest,
+    conversation: Conversation,
+    configs: list[dict[str, Any]],
+    baseline: str,
+    *,
+    start: bool,
+) -> Simulation | None:
+    """The queued, running or finished simulation of this comparison; with ``start``,
+    queue it when there is none yet."""
+    workspace = request.workspace  # type: ignore[attr-defined]
+    options = {**OPTIONS, "baseline": baseline}
+    asked = simulation_for(workspace=workspace, value=request.GET.get("simulation"))
+    if (
+        asked is not None
+        and asked.conversation_id == conversation.pk
+        and asked.configs == configs
+        and asked.options == options
+    ):
+        return asked
+    found = simulation_matching(conversation=conversation, configs=configs, options=options)
+    if found is not None or not start:
+        return found
+    simulation = services.simulation_create(
+        workspace=workspace, conversation=conversation, configs=configs, baseline=baseline
+    )
+    run_simulation.enqueue(simulation.pk)
+    return simulation
+
+
+urlpatterns = [path("compare/", compare_page, name="compare")]

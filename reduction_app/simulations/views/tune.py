@@ -1,0 +1,222 @@
+"""Tune (``/tune/``): move the numeric knobs of a config and watch a replay follow.
+
+``?conversation=ID&start=defaults|<config id>&max_tokens_for_clear=N&...`` replays the
+conversation under the starting config and under the tuned one (the starting config
+with the knobs changed) and shows both, deltas against the start. Each knob is a slider
+and a number input of the same name; a script keeps them equal, and without it the
+one that differs from ``was_<knob>`` (the value the page was drawn with) wins. htmx
+re-runs the replay as a knob moves and swaps the chart and totals. "Save as config"
+POSTs to ``/tune/save/``, which creates a profile and comes back with a link to it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import urlencode
+
+from django.http import Http404, HttpRequest, HttpResponse, QueryDict
+from django.shortcuts import redirect
+from django.urls import path
+from django.views.decorators.http import require_GET, require_POST
+
+from reduction_app import engine
+from reduction_app.charts import comparison_series, context_chart, thresholds_off_chart
+from reduction_app.configs.selectors import ConfigChoice, config_choices, config_profile
+from reduction_app.configs.services import config_create
+from reduction_app.conversations.selectors import conversation_choices, conversation_for
+from reduction_app.dashboard import render_page, workspace_view
+from reduction_app.engine.inspect import classify
+from reduction_app.errors import ServiceError
+from reduction_app.models import Conversation
+from reduction_app.paging import digits
+from reduction_app.simulations import services
+from reduction_app.simulations.replays import message_text, run_comparison, totals_rows
+
+KNOBS = tuple(spec.name for spec in engine.config_knobs())
+"""The knobs' names, in the order the page shows them (the engine's spec says which)."""
+
+
+def _round_up(value: float, step: int) -> int:
+    return int(math.ceil(max(value, 1) / step) * step)
+
+
+def _start_choices(workspace: Any) -> list[ConfigChoice]:
+    """Stored profiles and the defaults; "no reduction" has nothing to tune."""
+    return [c for c in config_choices(workspace=workspace) if c.value != "none"]
+
+
+def _knob_value(params: QueryDict, knob: str, start: int) -> tuple[int | str, bool]:
+    """The knob's value from the slider and number input of that name, and whether it
+    was given; a value that is not a whole number comes back as text, for the engine
+    to refuse."""
+    values = [v.strip() for v in params.getlist(knob) if v.strip()]
+    if not values:
+        return start, False
+    was = params.get(f"was_{knob}", "")
+    moved = [v for v in values if v != was]
+    raw = moved[0] if moved else values[0]
+    try:
+        return int(raw), True
+    except ValueError:
+        return raw, True
+
+
+def _sliders(values: Mapping[str, Any], total_tokens: int, longest: int) -> list[dict[str, Any]]:
+    # A slider whose top follows the conversation reaches a tenth past it.
+    reach = {"tokens": total_tokens, "result_chars": longest}
+    out = []
+    for spec in engine.config_knobs():
+        knob = spec.knob
+        assert knob is not None
+        high = knob.high
+        if high is None:
+            assert knob.scale is not None
+            high = _round_up(reach[knob.scale] * 1.1, 1000)
+        value = values[spec.name]
+        number = value if isinstance(value, int) else knob.low
+        out.append(
+            {
+                "name": spec.name,
+                "value": value,
+                "min": min(knob.low, number),
+                "max": max(high, number),
+                "step": knob.step,
+                "help": spec.help,
+            }
+        )
+    return out
+
+
+def _state(request: HttpRequest, params: QueryDict) -> dict[str, Any]:
+    """Everything the page needs from ``params`` (the query, or the save form's body)."""
+    workspace = request.workspace  # type: ignore[attr-defined]
+    conversation = conversation_for(workspace=workspace, value=params.get("conversation"))
+    if params.get("conversation") and conversation is None:
+        raise Http404("no such conversation")
+    choices = _start_choices(workspace)
+    start_value = params.get("start") or "defaults"
+    start = next((c for c in choices if c.value == start_value), None)
+    if start is None:
+        raise Http404("no such config")
+    values: dict[str, Any] = {}
+    for spec in engine.config_knobs():
+        start_knob = spec.in_force(int(start.data.get(spec.name, spec.default)))
+        values[spec.name], _ = _knob_value(params, spec.name, start_knob)
+    tuned = {**start.data, **values}
+    # Each config is read once per request: the tuned one is the start with the knobs
+    # changed (on a backend of its own, as each replay counts its own offloads), and the
+    # replays run these objects.
+    error: tuple[str, str] | None = None
+    configs: tuple[engine.ReductionConfig, engine.ReductionConfig] | None = None
+    try:
+        start_config = engine.config_from_dict(start.data, backend=engine.InMemoryBackend())
+        tuned_config = engine.validate(
+            dataclasses.replace(start_config, backend=engine.InMemoryBackend(), **values)
+        )
+        configs = (start_config, tuned_config)
+    except engine.ConfigError as exc:
+        error = (exc.field, str(exc))
+    return {
+        "conversation": conversation,
+        "conversations": conversation_choices(workspace=workspace, chosen=conversation),
+        "choices": choices,
+        "start": start,
+        "values": values,
+        "tuned": tuned,
+        "configs": configs,
+        "knob_error": error,
+    }
+
+
+def _query(state: Mapping[str, Any]) -> list[tuple[str, str]]:
+    conversation: Conversation = state["conversation"]
+    pairs = [("conversation", str(conversation.pk)), ("start", state["start"].value)]
+    return pairs + [(k, str(state["values"][k])) for k in KNOBS]
+
+
+def _run(state: dict[str, Any]) -> dict[str, Any]:
+    conversation: Conversation = state["conversation"]
+    if not services.fits_inline(conversation, configs=2):
+        # Every slider move replays twice in the request; a big conversation would hold it
+        # for seconds each time.
+        return {
+            "error": f"This conversation has {conversation.message_count:,} messages, too many "
+            "to re-run on every move of a slider; compare configs for it on the Compare page, "
+            "which replays big conversations in the background."
+        }
+    try:
+        recorded = services.recorded_conversation(conversation)
+    except ValueError as exc:
+        return {"error": f"The stored transcript cannot be replayed: {exc}"}
+    counter = engine.get_token_counter(str(state["tuned"].get("token_counter", "approx")))
+    total_tokens = int(counter(list(recorded.messages), list(recorded.tools)))
+    longest = max(
+        (len(message_text(m)) for m in recorded.messages if classify(m) == "tool_result"),
+        default=0,
+    )
+    out: dict[str, Any] = {"sliders": _sliders(state["values"], total_tokens, longest)}
+    if state["configs"] is not None:
+        start_config, tuned_config = state["configs"]
+        comparison = run_comparison(
+            recorded, [(f"start: {state['start'].label}", start_config), ("tuned", tuned_config)]
+        )
+        series = comparison_series(comparison.results)
+        out.update(
+            chart=context_chart(series),
+            off_chart=thresholds_off_chart(series),
+            rows=totals_rows(comparison.results),
+            baseline=comparison.results["baseline"],
+            query_pairs=_query(state),
+        )
+    return out
+
+
+def _render(request: HttpRequest, state: dict[str, Any], **extra: Any) -> HttpResponse:
+    context = {**state, **extra}
+    if state["conversation"] is not None:
+        context.update(_run(state))
+        saved = request.GET.get("saved", "")
+        if digits(saved):
+            context["saved"] = config_profile(
+                workspace=request.workspace,  # type: ignore[attr-defined]
+                profile_id=int(saved),
+            )
+    return render_page(request, "reduction_app/tune.html", context, partial="tune-results")
+
+
+@require_GET
+@workspace_view
+def tune_page(request: HttpRequest) -> HttpResponse:
+    return _render(request, _state(request, request.GET))
+
+
+@require_POST
+@workspace_view
+def tune_save(request: HttpRequest) -> HttpResponse:
+    state = _state(request, request.POST)
+    if state["conversation"] is None:
+        raise Http404("no such conversation")
+    name = request.POST.get("name", "").strip()
+    if state["knob_error"] is not None:
+        return _render(request, state)
+    if not name:
+        return _render(request, state, save_error="Give the new config a name.", save_name=name)
+    try:
+        version = config_create(
+            workspace=request.workspace,  # type: ignore[attr-defined]
+            name=name[:100],
+            data=state["tuned"],
+        )
+    except ServiceError as exc:
+        return _render(request, state, save_error=str(exc), save_name=name)
+    query = urlencode([*_query(state), ("saved", str(version.profile.pk))])
+    return redirect(f"/tune/?{query}")
+
+
+urlpatterns = [
+    path("tune/", tune_page, name="tune"),
+    path("tune/save/", tune_save, name="tune_save"),
+]

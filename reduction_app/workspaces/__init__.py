@@ -1,0 +1,1 @@
+"""Workspaces (the unit of isolation) and their API keys."""

@@ -1,0 +1,68 @@
+"""Writes of workspaces and API keys. Keys are stored as SHA-256 digests; authenticating
+a key also records when it was last used (at most once a minute)."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+
+from django.contrib.auth.models import User
+from django.utils import timezone
+from django.utils.text import slugify
+
+from reduction_app.models import (
+    ApiKey,
+    Workspace,
+)
+
+LAST_USED_RESOLUTION_SECONDS = 60
+
+
+def api_key_authenticate(*, raw_key: str) -> ApiKey | None:
+    """The live key for ``raw_key``, with its last-used time refreshed (at most once a minute)."""
+    key = (
+        ApiKey.objects.select_related("workspace")
+        .filter(digest=api_key_digest(raw_key), revoked_at__isnull=True)
+        .first()
+    )
+    if key is None:
+        return None
+    now = timezone.now()
+    if (
+        key.last_used_at is None
+        or (now - key.last_used_at).total_seconds() > LAST_USED_RESOLUTION_SECONDS
+    ):
+        ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
+        key.last_used_at = now
+    return key
+
+
+KEY_PREFIX = "rl_"
+
+
+def workspace_get_or_create(*, name: str, user: User | None = None) -> Workspace:
+    slug = slugify(name) or "workspace"
+    workspace, _ = Workspace.objects.get_or_create(slug=slug, defaults={"name": name})
+    if user is not None:
+        workspace.members.add(user)
+    return workspace
+
+
+def api_key_digest(raw_key: str) -> str:
+    return hashlib.sha256(raw_key.encode("utf-8")).hexdigest()
+
+
+def api_key_create(*, workspace: Workspace, name: str) -> tuple[ApiKey, str]:
+    """A new key; the raw key is returned once and never stored."""
+    raw = KEY_PREFIX + secrets.token_urlsafe(32)
+    key = ApiKey.objects.create(
+        workspace=workspace, name=name, prefix=raw[:10], digest=api_key_digest(raw)
+    )
+    return key, raw
+
+
+def api_key_revoke(*, key: ApiKey) -> ApiKey:
+    if key.revoked_at is None:
+        key.revoked_at = timezone.now()
+        key.save(update_fields=["revoked_at"])
+    return key
