@@ -11,11 +11,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from django.db.models import JSONField, OuterRef, QuerySet, Subquery
 
-from reduction_app.models import (
-    ConfigProfile,
-    ConfigVersion,
-    Workspace,
-)
+from reduction_app.models import ConfigProfile, ConfigVersion, Workspace
 
 if TYPE_CHECKING:
     from django_stubs_ext import WithAnnotations

@@ -10,11 +10,7 @@ from django.utils import timezone
 
 from reduction_app import engine
 from reduction_app.errors import ServiceError
-from reduction_app.models import (
-    ConfigProfile,
-    ConfigVersion,
-    Workspace,
-)
+from reduction_app.models import ConfigProfile, ConfigVersion, Workspace
 
 
 def _validated(data: Mapping[str, Any]) -> dict[str, Any]:

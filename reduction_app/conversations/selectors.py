@@ -8,12 +8,7 @@ from typing import TYPE_CHECKING, Any
 from django.db.models import Count, OuterRef, Q, QuerySet, Subquery, Sum
 from django.db.models.functions import Coalesce
 
-from reduction_app.models import (
-    Conversation,
-    EventRecord,
-    OffloadedFile,
-    Workspace,
-)
+from reduction_app.models import Conversation, EventRecord, OffloadedFile, Workspace
 from reduction_app.paging import digits
 from reduction_app.records.selectors import SAVING_KINDS
 

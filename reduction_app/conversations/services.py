@@ -8,11 +8,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 
 from reduction_app.errors import ServiceError
-from reduction_app.models import (
-    Conversation,
-    OffloadedFile,
-    Workspace,
-)
+from reduction_app.models import Conversation, OffloadedFile, Workspace
 from reduction_app.records.storage import DjangoStorageBackend
 
 logger = logging.getLogger(__name__)

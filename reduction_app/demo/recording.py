@@ -33,13 +33,7 @@ from reduction_app.demo.specs import (
     LiveSpec,
 )
 from reduction_app.engine import Message, ToolCall, formats
-from reduction_app.models import (
-    ConfigVersion,
-    Conversation,
-    EventRecord,
-    OffloadedFile,
-    Workspace,
-)
+from reduction_app.models import ConfigVersion, Conversation, EventRecord, OffloadedFile, Workspace
 from reduction_app.records.storage import offload_storage
 from reduction_app.reductions.services import engine_session, engine_session_record
 from simulator.corpus import TOOLS_OPENAI, AgentHooks, ScriptedAgent, SourceTree

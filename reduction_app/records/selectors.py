@@ -10,11 +10,7 @@ from typing import Any
 from django.db.models import Count, Max, Min, Q, QuerySet, Sum
 from django.db.models.functions import Coalesce, TruncDay, TruncHour
 
-from reduction_app.models import (
-    EventRecord,
-    OffloadedFile,
-    Workspace,
-)
+from reduction_app.models import EventRecord, OffloadedFile, Workspace
 
 
 def file_get(*, workspace: Workspace, path: str) -> OffloadedFile | None:

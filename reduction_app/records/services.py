@@ -6,9 +6,7 @@ from __future__ import annotations
 from django.db.models import F
 from django.utils import timezone
 
-from reduction_app.models import (
-    OffloadedFile,
-)
+from reduction_app.models import OffloadedFile
 
 
 def file_mark_read(*, file: OffloadedFile) -> None:

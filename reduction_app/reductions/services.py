@@ -18,12 +18,7 @@ from reduction_app.conversations.services import conversation_upsert
 from reduction_app.engine import get_token_counter
 from reduction_app.engine.inspect import count_text
 from reduction_app.errors import ServiceError
-from reduction_app.models import (
-    ConfigVersion,
-    EventRecord,
-    OffloadedFile,
-    Workspace,
-)
+from reduction_app.models import ConfigVersion, EventRecord, OffloadedFile, Workspace
 from reduction_app.records.storage import DjangoStorageBackend
 
 

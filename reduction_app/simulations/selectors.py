@@ -6,11 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.db.models import QuerySet
 
-from reduction_app.models import (
-    Conversation,
-    Simulation,
-    Workspace,
-)
+from reduction_app.models import Conversation, Simulation, Workspace
 from reduction_app.paging import digits
 
 if TYPE_CHECKING:

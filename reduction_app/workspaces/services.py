@@ -10,11 +10,9 @@ from django.contrib.auth.models import User
 from django.utils import timezone
 from django.utils.text import slugify
 
-from reduction_app.models import (
-    ApiKey,
-    Workspace,
-)
+from reduction_app.models import ApiKey, Workspace
 
+KEY_PREFIX = "rl_"
 LAST_USED_RESOLUTION_SECONDS = 60
 
 
@@ -35,9 +33,6 @@ def api_key_authenticate(*, raw_key: str) -> ApiKey | None:
         ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
         key.last_used_at = now
     return key
-
-
-KEY_PREFIX = "rl_"
 
 
 def workspace_get_or_create(*, name: str, user: User | None = None) -> Workspace:

@@ -12,13 +12,7 @@ from reduction_app import engine
 from reduction_app.configs.services import config_create, config_delete, config_update
 from reduction_app.conversations.services import conversation_delete, conversation_upsert
 from reduction_app.errors import ServiceError
-from reduction_app.models import (
-    ConfigVersion,
-    Conversation,
-    EventRecord,
-    OffloadedFile,
-    Workspace,
-)
+from reduction_app.models import ConfigVersion, Conversation, EventRecord, OffloadedFile, Workspace
 from reduction_app.records.services import file_mark_read
 from reduction_app.reductions.services import engine_session, engine_session_record
 from reduction_app.workspaces.services import (
