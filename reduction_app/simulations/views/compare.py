@@ -25,7 +25,7 @@ from reduction_app.engine.inspect import classify
 from reduction_app.models import Conversation, Simulation
 from reduction_app.paging import digits
 from reduction_app.simulations import services
-from reduction_app.simulations.replays import ReplayRun, run_comparison, side_by_side, totals_rows
+from reduction_app.simulations.display import ReplayRun, run_comparison, side_by_side, totals_rows
 from reduction_app.simulations.selectors import simulation_for, simulation_matching
 from reduction_app.tasks import run_simulation
 

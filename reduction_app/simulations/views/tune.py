@@ -33,7 +33,7 @@ from reduction_app.errors import ServiceError
 from reduction_app.models import Conversation
 from reduction_app.paging import digits
 from reduction_app.simulations import services
-from reduction_app.simulations.replays import message_text, run_comparison, totals_rows
+from reduction_app.simulations.display import message_text, run_comparison, totals_rows
 
 KNOBS = tuple(spec.name for spec in engine.config_knobs())
 """The knobs' names, in the order the page shows them (the engine's spec says which)."""
