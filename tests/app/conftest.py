@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+from reduction_app.models import Workspace
+from reduction_app.workspaces.services import workspace_get_or_create
 from tests.app.support import ApiClient, make_api
 from tests.conftest import temporary_offload_storage
 
@@ -28,3 +30,8 @@ def api(db: None) -> ApiClient:
 def other_api(db: None) -> ApiClient:
     """A key of another workspace, ``beta``."""
     return make_api("beta")
+
+
+@pytest.fixture
+def workspace() -> Workspace:
+    return workspace_get_or_create(name="Alpha Team")

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from http import HTTPStatus
 from pathlib import Path
 from typing import Any
 
 from django.test import Client
 
+from reduction_app import engine
 from reduction_app.models import ApiKey, Workspace
+from reduction_app.reductions.services import engine_session
 from reduction_app.workspaces.services import api_key_create, workspace_get_or_create
 
 API = "/api/v1"
@@ -111,3 +114,56 @@ def event(**fields: Any) -> dict[str, Any]:
 def bare(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Events without ``id`` and ``created_at``, which a test cannot know beforehand."""
     return [{k: v for k, v in e.items() if k not in ("id", "created_at")} for e in events]
+
+
+SMALL = {"max_length_for_trunc": 10}
+"""A config that truncates anything over 10 characters."""
+
+
+def offload(
+    api: ApiClient,
+    text: str,
+    *,
+    call_id: str = "call_1",
+    tool: str = "grep",
+    conversation: str | None = "run-1",
+    **fields: Any,
+) -> str:
+    """Truncate ``text`` (over 10 characters) and return its offload path."""
+    body = {
+        "config": SMALL,
+        "tool_name": tool,
+        "tool_call_id": call_id,
+        "result": text,
+        "conversation_id": conversation,
+        **fields,
+    }
+    response = api.post("/truncate", body)
+    assert response.status_code == HTTPStatus.OK, response.json()
+    path: str = response.json()["offload_path"]
+    return path
+
+
+def follow(api: ApiClient, path: str, **params: Any) -> list[list[Any]]:
+    """Every page of a list, following ``next`` links from the first one."""
+    pages = []
+    response = api.get(path, {"page_size": 2, **params})
+    while True:
+        assert response.status_code == HTTPStatus.OK, response.json()
+        body = response.json()
+        pages.append(body["results"])
+        if body["next"] is None:
+            return pages
+        response = api.client.get(body["next"], headers=api.headers)
+
+
+def session_for(workspace: Workspace, **config: Any) -> Any:
+    """An engine session of ``workspace`` under ``config`` (JSON fields)."""
+    return engine_session(workspace=workspace, config_data=config, config_version=None)
+
+
+def truncate_in(session: Any, text: str, call_id: str = "call_1") -> str:
+    """Run a ``grep`` call returning ``text`` through the session's truncation phase."""
+    ctx = engine.ToolContext(name="grep", call_id=call_id)
+    out: str = session.middleware.wrap_invokable_tool_call(lambda _: text, ctx)("{}")
+    return out

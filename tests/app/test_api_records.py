@@ -13,11 +13,10 @@ from typing import Any
 import pytest
 
 from reduction_app.models import Conversation, EventRecord, OffloadedFile
-from tests.app.support import ApiClient, error, stored_files
+from tests.app.support import SMALL, ApiClient, error, follow, offload, stored_files
 
 pytestmark = pytest.mark.django_db
 
-SMALL = {"max_length_for_trunc": 10}
 DEFAULT_CONFIG = {
     "skip_truncation": False,
     "skip_clear": False,
@@ -32,43 +31,6 @@ DEFAULT_CONFIG = {
     "clear_exclude_tools": [],
     "language": None,
 }
-
-
-def offload(
-    api: ApiClient,
-    text: str,
-    *,
-    call_id: str = "call_1",
-    tool: str = "grep",
-    conversation: str | None = "run-1",
-    **fields: Any,
-) -> str:
-    """Truncate ``text`` (over 10 characters) and return its offload path."""
-    body = {
-        "config": SMALL,
-        "tool_name": tool,
-        "tool_call_id": call_id,
-        "result": text,
-        "conversation_id": conversation,
-        **fields,
-    }
-    response = api.post("/truncate", body)
-    assert response.status_code == HTTPStatus.OK, response.json()
-    path: str = response.json()["offload_path"]
-    return path
-
-
-def follow(api: ApiClient, path: str, **params: Any) -> list[list[Any]]:
-    """Every page of a list, following ``next`` links from the first one."""
-    pages = []
-    response = api.get(path, {"page_size": 2, **params})
-    while True:
-        assert response.status_code == HTTPStatus.OK, response.json()
-        body = response.json()
-        pages.append(body["results"])
-        if body["next"] is None:
-            return pages
-        response = api.client.get(body["next"], headers=api.headers)
 
 
 # Files -----------------------------------------------------------------------------------

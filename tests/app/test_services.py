@@ -14,20 +14,15 @@ from reduction_app.conversations.services import conversation_delete, conversati
 from reduction_app.errors import ServiceError
 from reduction_app.models import ConfigVersion, Conversation, EventRecord, OffloadedFile, Workspace
 from reduction_app.records.services import file_mark_read
-from reduction_app.reductions.services import engine_session, engine_session_record
+from reduction_app.reductions.services import engine_session_record
 from reduction_app.workspaces.services import (
     api_key_create,
     api_key_revoke,
     workspace_get_or_create,
 )
-from tests.app.support import stored_files
+from tests.app.support import session_for, stored_files, truncate_in
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def workspace() -> Workspace:
-    return workspace_get_or_create(name="Alpha Team")
 
 
 def test_workspace_get_or_create_slugs_and_reuses(
@@ -98,21 +93,11 @@ def test_conversation_upsert_keeps_the_longest_transcript(workspace: Workspace) 
     assert (same.transcript, same.title) == (long, "T")
 
 
-def _session(workspace: Workspace, **config: Any) -> Any:
-    return engine_session(workspace=workspace, config_data=config, config_version=None)
-
-
-def _truncate(session: Any, text: str, call_id: str = "call_1") -> str:
-    ctx = engine.ToolContext(name="grep", call_id=call_id)
-    out: str = session.middleware.wrap_invokable_tool_call(lambda _: text, ctx)("{}")
-    return out
-
-
 def test_engine_session_record_writes_files_events_and_conversation(
     workspace: Workspace, offload_dir: Path
 ) -> None:
-    with _session(workspace, max_length_for_trunc=4) as session:
-        _truncate(session, "abcdefgh")
+    with session_for(workspace, max_length_for_trunc=4) as session:
+        truncate_in(session, "abcdefgh")
         rows = engine_session_record(session=session, conversation_id="run-1")
     [event] = rows
     assert (event.phase, event.kind, event.offload_path, event.conversation.client_id) == (
@@ -136,9 +121,9 @@ def test_engine_session_failure_in_the_block_removes_staged_content(
 ) -> None:
     with (
         pytest.raises(RuntimeError, match="agent crashed"),
-        _session(workspace, max_length_for_trunc=4) as session,
+        session_for(workspace, max_length_for_trunc=4) as session,
     ):
-        _truncate(session, "abcdefgh")
+        truncate_in(session, "abcdefgh")
         assert len(stored_files(offload_dir)) == 1
         raise RuntimeError("agent crashed")
     assert stored_files(offload_dir) == []
@@ -150,10 +135,10 @@ def test_engine_session_record_never_overwrites_a_recorded_offload(
 ) -> None:
     """Two requests given the same free path: the second to record fails, and nothing of
     it is kept."""
-    with _session(workspace, max_length_for_trunc=4) as racing:
-        _truncate(racing, "first content")
-        with _session(workspace, max_length_for_trunc=4) as winner:
-            _truncate(winner, "other content")
+    with session_for(workspace, max_length_for_trunc=4) as racing:
+        truncate_in(racing, "first content")
+        with session_for(workspace, max_length_for_trunc=4) as winner:
+            truncate_in(winner, "other content")
             engine_session_record(session=winner, conversation_id="run-2")
         with pytest.raises(
             ServiceError, match="offload path /tmp/trunc/call_1 was taken by another request"
@@ -168,8 +153,8 @@ def test_engine_session_record_never_overwrites_a_recorded_offload(
 
 def test_engine_session_record_same_content_keeps_the_first_record(workspace: Workspace) -> None:
     for conversation in ("run-1", "run-2"):
-        with _session(workspace, max_length_for_trunc=4) as session:
-            _truncate(session, "abcdefgh")
+        with session_for(workspace, max_length_for_trunc=4) as session:
+            truncate_in(session, "abcdefgh")
             engine_session_record(session=session, conversation_id=conversation)
     row = OffloadedFile.objects.get()
     assert row.conversation is not None and row.conversation.client_id == "run-1"
@@ -179,8 +164,8 @@ def test_engine_session_record_same_content_keeps_the_first_record(workspace: Wo
 def test_conversation_delete_removes_content_on_commit(
     workspace: Workspace, offload_dir: Path, django_capture_on_commit_callbacks: Any
 ) -> None:
-    with _session(workspace, max_length_for_trunc=4) as session:
-        _truncate(session, "abcdefgh")
+    with session_for(workspace, max_length_for_trunc=4) as session:
+        truncate_in(session, "abcdefgh")
         engine_session_record(session=session, conversation_id="run-1")
     conversation = Conversation.objects.get()
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
@@ -193,8 +178,8 @@ def test_conversation_delete_removes_content_on_commit(
 
 
 def test_file_mark_read_counts(workspace: Workspace) -> None:
-    with _session(workspace, max_length_for_trunc=4) as session:
-        _truncate(session, "abcdefgh")
+    with session_for(workspace, max_length_for_trunc=4) as session:
+        truncate_in(session, "abcdefgh")
         engine_session_record(session=session, conversation_id=None)
     row = OffloadedFile.objects.get()
     file_mark_read(file=row)
