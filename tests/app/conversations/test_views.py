@@ -12,7 +12,7 @@ import pytest
 from reduction_app.configs.services import config_create
 from reduction_app.conversations.services import conversation_upsert
 from tests.app.dashboard_data import HX, agent_run, event_row, member_client, stored_file
-from tests.app.test_pages_overview import chart_config
+from tests.app.records.test_views_overview import chart_config
 
 pytestmark = pytest.mark.django_db
 

@@ -1,0 +1,161 @@
+"""Conversations over HTTP: create or replace, read with counts, delete with their
+events and files, list and search."""
+
+from __future__ import annotations
+
+from http import HTTPStatus
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from reduction_app.models import Conversation
+from tests.app.support import ApiClient, error, follow, offload, stored_files
+
+pytestmark = pytest.mark.django_db
+
+CHAT = [
+    {"role": "user", "content": "hi"},
+    {"role": "assistant", "content": "hello"},
+]
+
+
+def test_conversation_create_and_get(api: ApiClient) -> None:
+    response = api.post(
+        "/conversations", {"conversation_id": "run-1", "title": "First", "messages": CHAT}
+    )
+    assert response.status_code == HTTPStatus.CREATED
+    body = response.json()
+    created, updated = body.pop("created_at"), body.pop("updated_at")
+    assert body == {
+        "conversation_id": "run-1",
+        "title": "First",
+        "format": "openai_chat",
+        "message_count": 2,
+        "messages": CHAT,
+        "system": None,
+        "tools": [],
+        "event_count": 0,
+        "file_count": 0,
+    }
+    got = api.get("/conversations/run-1")
+    assert got.status_code == HTTPStatus.OK
+    assert got.json() == {**body, "created_at": created, "updated_at": updated}
+
+
+def test_conversation_create_anthropic_with_system(api: ApiClient) -> None:
+    body = {"conversation_id": "c", "format": "anthropic", "system": "Be brief.", "messages": CHAT}
+    response = api.post("/conversations", body)
+    assert response.status_code == HTTPStatus.CREATED
+    assert (response.json()["system"], response.json()["format"]) == ("Be brief.", "anthropic")
+
+
+def test_conversation_get_counts_events_and_files(api: ApiClient) -> None:
+    offload(api, "a" * 20, call_id="c1")
+    offload(api, "b" * 20, call_id="c2")
+    body = api.get("/conversations/run-1").json()
+    assert (body["event_count"], body["file_count"], body["message_count"]) == (2, 2, 0)
+
+
+@pytest.mark.parametrize(
+    ("body", "detail", "field"),
+    [
+        ({}, "conversation_id: Field required", "conversation_id"),
+        (
+            {"conversation_id": ""},
+            "conversation_id: String should have at least 1 character",
+            "conversation_id",
+        ),
+        (
+            {"conversation_id": "c", "messages": [{"role": "robot"}]},
+            "messages[0].role: unknown role 'robot'",
+            "messages[0].role",
+        ),
+        (
+            {"conversation_id": "c", "system": "s"},
+            "system is only taken with format 'anthropic'",
+            "system",
+        ),
+        (
+            {"conversation_id": "c", "format": "xml"},
+            "format: Input should be 'openai_chat', 'anthropic' or 'openai_responses'",
+            "format",
+        ),
+        ({"conversation_id": "c", "id": 1}, "id: Extra inputs are not permitted", "id"),
+    ],
+)
+def test_conversation_create_invalid_is_422(
+    api: ApiClient, body: dict[str, Any], detail: str, field: str
+) -> None:
+    response = api.post("/conversations", body)
+    assert response.status_code == HTTPStatus.UNPROCESSABLE_ENTITY
+    assert response.json() == error(detail, field)
+    assert Conversation.objects.count() == 0
+
+
+def test_conversation_unknown_is_404(api: ApiClient) -> None:
+    for response in (api.get("/conversations/nope"), api.delete("/conversations/nope")):
+        assert response.status_code == HTTPStatus.NOT_FOUND
+        assert response.json() == error("conversation 'nope' not found", "conversation_id")
+
+
+def test_conversation_delete_removes_its_events_files_and_content(
+    api: ApiClient, offload_dir: Path, django_capture_on_commit_callbacks: Any
+) -> None:
+    gone = offload(api, "a" * 20, call_id="c1", conversation="run-1")
+    kept = offload(api, "b" * 20, call_id="c2", conversation="run-2")
+    assert len(stored_files(offload_dir)) == 2
+    # The content goes once the deletion is committed.
+    with django_capture_on_commit_callbacks(execute=True):
+        response = api.delete("/conversations/run-1")
+    assert response.status_code == HTTPStatus.NO_CONTENT
+    assert response.content == b""
+    assert api.get("/conversations/run-1").status_code == HTTPStatus.NOT_FOUND
+    assert api.get("/files/raw", {"path": gone}).status_code == HTTPStatus.NOT_FOUND
+    assert [e["conversation_id"] for e in api.get("/events").json()["results"]] == ["run-2"]
+    assert [f["path"] for f in api.get("/files").json()["results"]] == [kept]
+    [left] = stored_files(offload_dir)
+    assert left.read_bytes() == b"b" * 20
+
+
+def test_conversation_delete_is_done_even_when_the_storage_fails_to_remove_content(
+    api: ApiClient, offload_dir: Path, django_capture_on_commit_callbacks: Any, monkeypatch: Any
+) -> None:
+    """The rows are gone: leftover bytes must not turn a done delete into an error."""
+    from django.core.files.storage import FileSystemStorage
+
+    def refuse(self: Any, name: str) -> None:
+        raise PermissionError(name)
+
+    offload(api, "a" * 20, call_id="c1", conversation="run-1")
+    monkeypatch.setattr(FileSystemStorage, "delete", refuse)
+    with django_capture_on_commit_callbacks(execute=True):
+        response = api.delete("/conversations/run-1")
+    assert response.status_code == HTTPStatus.NO_CONTENT
+    assert api.get("/conversations/run-1").status_code == HTTPStatus.NOT_FOUND
+
+
+def test_conversations_list_pages_with_cursors(api: ApiClient) -> None:
+    for n in range(5):
+        api.post("/conversations", {"conversation_id": f"run-{n}"})
+    pages = follow(api, "/conversations")
+    assert [[c["conversation_id"] for c in page] for page in pages] == [
+        ["run-4", "run-3"],
+        ["run-2", "run-1"],
+        ["run-0"],
+    ]
+    assert set(pages[0][0]) == {
+        "conversation_id",
+        "title",
+        "format",
+        "message_count",
+        "created_at",
+        "updated_at",
+    }
+
+
+def test_conversations_list_search(api: ApiClient) -> None:
+    api.post("/conversations", {"conversation_id": "run-1", "title": "Refactor parser"})
+    api.post("/conversations", {"conversation_id": "run-2", "title": "Fix tests"})
+    found = api.get("/conversations", {"search": "PARSER"}).json()["results"]
+    assert [c["conversation_id"] for c in found] == ["run-1"]

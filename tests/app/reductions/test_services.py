@@ -1,0 +1,82 @@
+"""Recording an engine session in one transaction, or not at all."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from reduction_app.errors import ServiceError
+from reduction_app.models import Conversation, EventRecord, OffloadedFile, Workspace
+from reduction_app.reductions.services import engine_session_record
+from tests.app.support import session_for, stored_files, truncate_in
+
+pytestmark = pytest.mark.django_db
+
+
+def test_engine_session_record_writes_files_events_and_conversation(
+    workspace: Workspace, offload_dir: Path
+) -> None:
+    with session_for(workspace, max_length_for_trunc=4) as session:
+        truncate_in(session, "abcdefgh")
+        rows = engine_session_record(session=session, conversation_id="run-1")
+    [event] = rows
+    assert (event.phase, event.kind, event.offload_path, event.conversation.client_id) == (
+        "truncation",
+        "tool",
+        "/tmp/trunc/call_1",
+        "run-1",
+    )
+    row = OffloadedFile.objects.get()
+    assert (row.path, row.size_chars, row.tokens, row.call_id) == (
+        "/tmp/trunc/call_1",
+        8,
+        2,
+        "call_1",
+    )
+    assert [p.read_bytes() for p in stored_files(offload_dir)] == [b"abcdefgh"]
+
+
+def test_engine_session_failure_in_the_block_removes_staged_content(
+    workspace: Workspace, offload_dir: Path
+) -> None:
+    with (
+        pytest.raises(RuntimeError, match="agent crashed"),
+        session_for(workspace, max_length_for_trunc=4) as session,
+    ):
+        truncate_in(session, "abcdefgh")
+        assert len(stored_files(offload_dir)) == 1
+        raise RuntimeError("agent crashed")
+    assert stored_files(offload_dir) == []
+    assert OffloadedFile.objects.count() == 0
+
+
+def test_engine_session_record_never_overwrites_a_recorded_offload(
+    workspace: Workspace, offload_dir: Path
+) -> None:
+    """Two requests given the same free path: the second to record fails, and nothing of
+    it is kept."""
+    with session_for(workspace, max_length_for_trunc=4) as racing:
+        truncate_in(racing, "first content")
+        with session_for(workspace, max_length_for_trunc=4) as winner:
+            truncate_in(winner, "other content")
+            engine_session_record(session=winner, conversation_id="run-2")
+        with pytest.raises(
+            ServiceError, match="offload path /tmp/trunc/call_1 was taken by another request"
+        ):
+            engine_session_record(session=racing, conversation_id="run-1")
+    row = OffloadedFile.objects.get()
+    assert row.conversation is not None and row.conversation.client_id == "run-2"
+    assert [p.read_bytes() for p in stored_files(offload_dir)] == [b"other content"]
+    assert EventRecord.objects.count() == 1
+    assert list(Conversation.objects.values_list("client_id", flat=True)) == ["run-2"]
+
+
+def test_engine_session_record_same_content_keeps_the_first_record(workspace: Workspace) -> None:
+    for conversation in ("run-1", "run-2"):
+        with session_for(workspace, max_length_for_trunc=4) as session:
+            truncate_in(session, "abcdefgh")
+            engine_session_record(session=session, conversation_id=conversation)
+    row = OffloadedFile.objects.get()
+    assert row.conversation is not None and row.conversation.client_id == "run-1"
+    assert EventRecord.objects.count() == 2

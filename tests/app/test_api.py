@@ -1,0 +1,128 @@
+"""What every part of the REST API shares: cursors it did not make are refused, one
+workspace never sees another's records, the OpenAPI document and docs page."""
+
+from __future__ import annotations
+
+import base64
+from http import HTTPStatus
+from typing import Any
+
+import pytest
+
+from reduction_app.models import OffloadedFile
+from tests.app.support import ApiClient, error, offload
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.mark.parametrize(
+    "cursor",
+    [
+        "garbage!",
+        base64.b64encode(b"o=-1").decode(),
+        base64.b64encode(b"p=abc").decode(),
+        base64.b64encode(b"r=maybe").decode(),
+        base64.b64encode(b"p=99999999999999999999999999").decode(),
+        base64.b64encode("p=١٢".encode()).decode(),
+    ],
+)
+@pytest.mark.parametrize("endpoint", ["/events", "/files", "/conversations", "/configs"])
+def test_lists_refuse_a_cursor_they_did_not_make(
+    api: ApiClient, endpoint: str, cursor: str
+) -> None:
+    response = api.get(endpoint, {"cursor": cursor})
+    assert response.status_code == HTTPStatus.UNPROCESSABLE_ENTITY
+    assert response.json() == error(
+        "cursor: not a cursor from this API; follow the next and previous links", "cursor"
+    )
+
+
+def test_other_workspace_gets_404_for_everything(api: ApiClient, other_api: ApiClient) -> None:
+    path = offload(api, "secret" * 5, conversation="run-1")
+    config_id = api.post("/configs", {"name": "mine"}).json()["id"]
+    responses = {
+        "conversation": other_api.get("/conversations/run-1"),
+        "conversation delete": other_api.delete("/conversations/run-1"),
+        "file read": other_api.get("/files/read", {"path": path}),
+        "file raw": other_api.get("/files/raw", {"path": path}),
+        "config": other_api.get(f"/configs/{config_id}"),
+        "config update": other_api.put(f"/configs/{config_id}", {"config": {}}),
+        "config delete": other_api.delete(f"/configs/{config_id}"),
+        "truncate with config": other_api.post(
+            "/truncate", {"config_id": config_id, "tool_name": "t", "result": "x"}
+        ),
+        "clear with config": other_api.post("/clear", {"config_id": config_id, "messages": []}),
+    }
+    assert {name: r.status_code for name, r in responses.items()} == dict.fromkeys(
+        responses, HTTPStatus.NOT_FOUND
+    )
+    assert responses["file raw"].json() == error(f"file not found: {path}", "path")
+    for endpoint in ("/events", "/files", "/conversations", "/configs"):
+        assert other_api.get(endpoint).json()["results"] == [], endpoint
+    # Nothing of A's was changed by B's attempts.
+    assert api.get(f"/configs/{config_id}").json()["version"] == 1
+    assert api.get("/conversations/run-1").status_code == HTTPStatus.OK
+    assert api.get("/files/raw", {"path": path}).content == b"secret" * 5
+    assert OffloadedFile.objects.get(path=path).read_count == 1
+
+
+def test_workspaces_use_the_same_ids_and_paths_apart(api: ApiClient, other_api: ApiClient) -> None:
+    mine = offload(api, "mine" * 5, conversation="run-1")
+    theirs = offload(other_api, "theirs" * 5, conversation="run-1")
+    assert mine == theirs == "/tmp/trunc/call_1"
+    assert api.get("/files/raw", {"path": mine}).content == b"mine" * 5
+    assert other_api.get("/files/raw", {"path": theirs}).content == b"theirs" * 5
+    assert other_api.delete("/conversations/run-1").status_code == HTTPStatus.NO_CONTENT
+    assert api.get("/files/raw", {"path": mine}).content == b"mine" * 5
+    assert [e["conversation_id"] for e in api.get("/events").json()["results"]] == ["run-1"]
+
+
+def test_openapi_document_generates(api: ApiClient) -> None:
+    response = api.client.get("/api/v1/openapi.json")
+    assert response.status_code == HTTPStatus.OK
+    document = response.json()
+    assert document["info"]["title"] == "Reduction Lab API"
+    paths = document["paths"]
+    for path in (
+        "/api/v1/truncate",
+        "/api/v1/clear",
+        "/api/v1/files",
+        "/api/v1/files/read",
+        "/api/v1/files/raw",
+        "/api/v1/events",
+        "/api/v1/conversations",
+        "/api/v1/conversations/{conversation_id}",
+        "/api/v1/configs",
+        "/api/v1/configs/{config_id}",
+        "/api/v1/tools/read_file",
+    ):
+        assert path in paths, path
+    assert set(paths["/api/v1/truncate"]["post"]["responses"]) == {
+        "200",
+        "401",
+        "404",
+        "413",
+        "422",
+        "503",
+    }
+    assert set(paths["/api/v1/events"]["get"]["responses"]) == {"200", "401", "422"}
+    assert paths["/api/v1/events"]["get"]["tags"] == ["events"]
+    assert paths["/api/v1/clear"]["post"]["tags"] == ["engine"]
+
+
+def test_docs_page_answers(api: ApiClient) -> None:
+    response = api.client.get("/api/v1/docs")
+    assert response.status_code == HTTPStatus.OK
+    assert b"Reduction Lab API" in response.content
+
+
+def test_conversation_ids_with_dot_segments_are_refused(api: Any) -> None:
+    """Browsers resolve "." and ".." in a page address away; such ids would open another page."""
+    for bad in (".", "..", "a/../b", "./x"):
+        response = api.post("/conversations", {"conversation_id": bad, "messages": []})
+        assert response.status_code == HTTPStatus.UNPROCESSABLE_ENTITY, bad
+        assert response.json()["field"] == "conversation_id"
+    assert (
+        api.post("/conversations", {"conversation_id": "a.b/c..d", "messages": []}).status_code
+        == 201
+    )

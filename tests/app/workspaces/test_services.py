@@ -1,0 +1,36 @@
+"""Writes of workspaces and API keys."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from reduction_app.models import Workspace
+from reduction_app.workspaces.services import (
+    api_key_create,
+    api_key_revoke,
+    workspace_get_or_create,
+)
+
+pytestmark = pytest.mark.django_db
+
+
+def test_workspace_get_or_create_slugs_and_reuses(
+    workspace: Workspace, django_user_model: Any
+) -> None:
+    assert (workspace.slug, workspace.name) == ("alpha-team", "Alpha Team")
+    user = django_user_model.objects.create_user("ada")
+    again = workspace_get_or_create(name="alpha team", user=user)
+    assert again.pk == workspace.pk
+    assert list(again.members.all()) == [user]
+    assert workspace_get_or_create(name="!!!").slug == "workspace"
+
+
+def test_api_key_create_and_revoke(workspace: Workspace) -> None:
+    key, raw = api_key_create(workspace=workspace, name="ci")
+    assert raw.startswith("rl_") and len(raw) == 46
+    assert key.revoked_at is None
+    revoked = api_key_revoke(key=key).revoked_at
+    assert revoked is not None
+    assert api_key_revoke(key=key).revoked_at == revoked  # revoking twice keeps the first time
