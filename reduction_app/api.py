@@ -14,6 +14,7 @@ from http import HTTPStatus
 from django.db import DataError
 from django.http import HttpRequest, HttpResponse
 from ninja import NinjaAPI
+from ninja.operation import Operation
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.security import HttpBearer
 
@@ -28,7 +29,28 @@ class ApiKeyAuth(HttpBearer):
         return api_key_authenticate(raw_key=token)
 
 
-api = NinjaAPI(
+# The operation ids published with v1 of the API (generated clients name their methods
+# after them). django-ninja derives an id from the module a view lives in, so ids would
+# follow every move of the code; these keep the published ones: the prefix of each
+# router's module, then the view's name.
+OPERATION_ID_PREFIXES = {
+    "reduction_app.reductions.api": "reduction_app_api_engine",
+    "reduction_app.records.api": "reduction_app_api_records",
+    "reduction_app.conversations.api": "reduction_app_api_records",
+    "reduction_app.configs.api": "reduction_app_api_records",
+    "reduction_app.simulations.api": "reduction_app_api_simulations",
+}
+
+
+class ReductionLabAPI(NinjaAPI):
+    """The NinjaAPI, with operation ids that do not depend on where the code lives."""
+
+    def get_openapi_operation_id(self, operation: Operation) -> str:
+        view = operation.view_func
+        return f"{OPERATION_ID_PREFIXES[view.__module__]}_{view.__name__}"
+
+
+api = ReductionLabAPI(
     title="Reduction Lab API",
     version="1",
     description="The Reduction Lab engine over HTTP: truncate tool output, clear old tool "

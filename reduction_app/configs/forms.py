@@ -111,6 +111,7 @@ def form_field(spec: engine.ConfigField) -> forms.Field:
 
 def _described(field: forms.Field, spec: engine.ConfigField) -> forms.Field:
     field.help_text = spec.help
+    # The form template shows it beside the field; Django fields have no slot for it.
     field.default_text = display_value(spec.name, spec.default)  # type: ignore[attr-defined]
     return field
 

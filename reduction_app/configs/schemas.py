@@ -12,6 +12,7 @@ from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, core_schema
 
 from reduction_app import engine
+from reduction_app.models import ConfigProfile, ConfigVersion
 from reduction_app.schemas import StrictIn, Text
 
 
@@ -45,12 +46,14 @@ def reduction_config_model() -> type[BaseModel]:
     """A model of the JSON fields of ``ReductionConfig``, built from the engine's spec:
     each field's type, default, minimum and help, for the API document."""
     fields = {spec.name: _config_field(spec) for spec in engine.json_config_fields()}
-    return create_model(  # type: ignore[no-any-return, call-overload]
+    # pydantic types create_model's field arguments only loosely; the result is a model.
+    model: type[BaseModel] = create_model(  # type: ignore[call-overload]
         "ReductionConfigIn",
         __config__=ConfigDict(extra="forbid"),
         __doc__="The JSON fields of the engine's ReductionConfig; any left out take the default.",
         **fields,
     )
+    return model
 
 
 ReductionConfigIn = reduction_config_model()
@@ -99,7 +102,7 @@ class ConfigOut(Schema):
     updated_at: datetime
 
     @staticmethod
-    def _latest(obj: Any) -> Any:
+    def _latest(obj: ConfigProfile) -> ConfigVersion:
         # Lists prefetch versions newest first; a single profile asks for its latest.
         return obj.versions.all()[0]
 
@@ -113,4 +116,4 @@ class ConfigOut(Schema):
 
     @staticmethod
     def resolve_updated_at(obj: Any) -> datetime:
-        return ConfigOut._latest(obj).created_at  # type: ignore[no-any-return]
+        return ConfigOut._latest(obj).created_at

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 from django.db.models import JSONField, OuterRef, QuerySet, Subquery
 
 from reduction_app.models import ConfigProfile, ConfigVersion, Workspace
+from simulator.replay import no_reduction
 
 if TYPE_CHECKING:
     from django_stubs_ext import WithAnnotations
@@ -33,9 +34,6 @@ def config_list(*, workspace: Workspace) -> QuerySet[ConfigProfile]:
     return ConfigProfile.objects.filter(workspace=workspace, deleted_at__isnull=True).order_by(
         "-id"
     )
-
-
-NO_REDUCTION = {"skip_truncation": True, "skip_clear": True}
 
 
 class LatestVersion(TypedDict):
@@ -87,7 +85,7 @@ class ConfigChoice:
 def config_choices(*, workspace: Workspace) -> list[ConfigChoice]:
     """ "no reduction", "defaults", then every live profile at its latest version."""
     out = [
-        ConfigChoice("none", "no reduction", dict(NO_REDUCTION)),
+        ConfigChoice("none", "no reduction", no_reduction()),
         ConfigChoice("defaults", "defaults", {}),
     ]
     for profile in config_rows(workspace=workspace):

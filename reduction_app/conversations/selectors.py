@@ -3,7 +3,7 @@ conversation is simply not found). Lists never load transcripts."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django.db.models import Count, OuterRef, Q, QuerySet, Subquery, Sum
 from django.db.models.functions import Coalesce
@@ -11,9 +11,6 @@ from django.db.models.functions import Coalesce
 from reduction_app.models import Conversation, EventRecord, OffloadedFile, Workspace
 from reduction_app.paging import digits
 from reduction_app.records.selectors import SAVING_KINDS
-
-if TYPE_CHECKING:
-    pass
 
 
 def conversation_get(*, workspace: Workspace, client_id: str) -> Conversation | None:

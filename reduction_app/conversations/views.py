@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse
 from django.urls import path
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
@@ -21,6 +21,7 @@ from reduction_app.conversations.selectors import (
 )
 from reduction_app.conversations.timeline import series_from_replay, timeline_rows
 from reduction_app.dashboard import render_page, workspace_view
+from reduction_app.http import PageRequest
 from reduction_app.models import Conversation, Workspace
 from reduction_app.paging import int_param, pager_for, paginate
 from reduction_app.records.selectors import event_list
@@ -35,13 +36,13 @@ TEMPLATE = "reduction_app/conversation.html"
 @require_GET
 @vary_on_headers("HX-Request")
 @workspace_view
-def conversation_list(request: HttpRequest) -> HttpResponse:
+def conversation_list(request: PageRequest) -> HttpResponse:
     search = request.GET.get("q", "").strip()
     message_format = request.GET.get("format", "")
     if message_format not in dict(Conversation.FORMAT_CHOICES):
         message_format = ""
     rows = conversation_list_counted(
-        workspace=request.workspace,  # type: ignore[attr-defined]
+        workspace=request.workspace,
         search=search,
         message_format=message_format,
     )
@@ -57,7 +58,7 @@ def conversation_list(request: HttpRequest) -> HttpResponse:
     return render_page(request, "reduction_app/conversation_list.html", context, partial="table")
 
 
-def _chosen_config(request: HttpRequest, workspace: Workspace) -> tuple[dict[str, Any], Any]:
+def _chosen_config(request: PageRequest, workspace: Workspace) -> tuple[dict[str, Any], Any]:
     """The config a replay runs under: ``?config=<profile id>``'s latest version, else the
     engine's defaults; and the profile (``None`` for the defaults)."""
     profile_id = int_param(request, "config")
@@ -67,8 +68,8 @@ def _chosen_config(request: HttpRequest, workspace: Workspace) -> tuple[dict[str
     return dict(config_latest(profile=profile).data), profile
 
 
-def _context_window(request: HttpRequest, conversation: Conversation) -> dict[str, Any]:
-    workspace: Workspace = request.workspace  # type: ignore[attr-defined]
+def _context_window(request: PageRequest, conversation: Conversation) -> dict[str, Any]:
+    workspace: Workspace = request.workspace
     rows = conversation_clear_series(conversation=conversation)
     context: dict[str, Any] = {"replay_error": "", "profile": None, "configs": []}
     series: ContextSeries | None = None
@@ -97,7 +98,7 @@ def _context_window(request: HttpRequest, conversation: Conversation) -> dict[st
     return context
 
 
-def _timeline(request: HttpRequest, conversation: Conversation) -> dict[str, Any]:
+def _timeline(request: PageRequest, conversation: Conversation) -> dict[str, Any]:
     try:
         messages = list(recorded_conversation(conversation, restore=False).messages)
     except ValueError as exc:
@@ -113,9 +114,9 @@ def _timeline(request: HttpRequest, conversation: Conversation) -> dict[str, Any
     }
 
 
-def _events(request: HttpRequest, conversation: Conversation) -> dict[str, Any]:
+def _events(request: PageRequest, conversation: Conversation) -> dict[str, Any]:
     events = event_list(
-        workspace=request.workspace,  # type: ignore[attr-defined]
+        workspace=request.workspace,
         conversation=conversation.client_id,
     )
     page = paginate(request, events, EVENTS_PER_PAGE, param="events")
@@ -129,13 +130,13 @@ _PARTS = {"context-window": _context_window, "timeline": _timeline, "conversatio
 @require_GET
 @vary_on_headers("HX-Request", "HX-Target")
 @workspace_view
-def conversation_detail(request: HttpRequest, client_id: str) -> HttpResponse:
-    workspace = request.workspace  # type: ignore[attr-defined]
+def conversation_detail(request: PageRequest, client_id: str) -> HttpResponse:
+    workspace = request.workspace
     conversation = conversation_get(workspace=workspace, client_id=client_id)
     if conversation is None:
         raise Http404("no such conversation")
     context: dict[str, Any] = {"conversation": conversation}
-    target = request.htmx.target if request.htmx else None  # type: ignore[attr-defined]
+    target = request.htmx.target if request.htmx else None
     if target in _PARTS:
         context.update(_PARTS[target](request, conversation))
         return render_page(request, TEMPLATE, context, partial=target.replace("-", "_"))

@@ -92,7 +92,8 @@ class _Recorder(AgentHooks):
             )
         self.model_calls += 1
         self._date(session, rows, when)
-        return list(new_state.messages)  # type: ignore[arg-type]
+        # Chat messages in, chat messages out: the clear phase keeps the message style.
+        return [m for m in new_state.messages if isinstance(m, Message)]
 
     def run_tool(self, call: ToolCall, tool: Callable[[str], str]) -> str:
         when = self.clock.tool_call()

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django.db.models import QuerySet
 
 from reduction_app.models import Conversation, Simulation, Workspace
 from reduction_app.paging import digits
-
-if TYPE_CHECKING:
-    pass
 
 
 def simulation_get(*, workspace: Workspace, simulation_id: int) -> Simulation | None:

@@ -26,6 +26,7 @@ from reduction_app.records.storage import read_offloads
 from simulator.compare import compare, grid_configs, sweep
 from simulator.importers import RecordedConversation, conversation_from_json
 from simulator.pricing import PRESETS, pricing_for
+from simulator.replay import no_reduction
 
 __all__ = [
     "INLINE_LIMIT",
@@ -88,7 +89,7 @@ def _configs(workspace: Workspace, items: Sequence[Mapping[str, Any]]) -> list[d
             data = dict(config_latest(profile=profile).data)
             name = name or f"{profile.name} v{config_latest(profile=profile).number}"
         elif item.get("config") is None:
-            data = {"skip_truncation": True, "skip_clear": True}
+            data = no_reduction()
             name = name or "no reduction"
         else:
             data = dict(item["config"])
@@ -127,9 +128,9 @@ def simulation_create(
         ) from exc
     kind = "sweep" if grid is not None else "replay"
     checked = _configs(workspace, configs)
-    if kind == "sweep":
+    if grid is not None:
         try:
-            total = len(grid_configs(grid))  # type: ignore[arg-type]
+            total = len(grid_configs(grid))
         except ValueError as exc:
             raise SimulationInputError("grid", str(exc)) from exc
     else:

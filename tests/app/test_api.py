@@ -110,6 +110,53 @@ def test_openapi_document_generates(api: ApiClient) -> None:
     assert paths["/api/v1/clear"]["post"]["tags"] == ["engine"]
 
 
+PUBLISHED_OPERATIONS = [
+    ("POST", "/api/v1/truncate", "reduction_app_api_engine_truncate"),
+    ("POST", "/api/v1/clear", "reduction_app_api_engine_clear"),
+    ("GET", "/api/v1/tools/read_file", "reduction_app_api_engine_read_file_tool"),
+    ("GET", "/api/v1/files", "reduction_app_api_records_list_files"),
+    ("GET", "/api/v1/files/read", "reduction_app_api_records_read_file"),
+    ("GET", "/api/v1/files/raw", "reduction_app_api_records_raw_file"),
+    ("GET", "/api/v1/events", "reduction_app_api_records_list_events"),
+    ("GET", "/api/v1/conversations", "reduction_app_api_records_list_conversations"),
+    ("POST", "/api/v1/conversations", "reduction_app_api_records_create_conversation"),
+    (
+        "GET",
+        "/api/v1/conversations/{conversation_id}",
+        "reduction_app_api_records_get_conversation",
+    ),
+    (
+        "DELETE",
+        "/api/v1/conversations/{conversation_id}",
+        "reduction_app_api_records_delete_conversation",
+    ),
+    ("GET", "/api/v1/configs", "reduction_app_api_records_list_configs"),
+    ("POST", "/api/v1/configs", "reduction_app_api_records_create_config"),
+    ("GET", "/api/v1/configs/{config_id}", "reduction_app_api_records_get_config"),
+    ("PUT", "/api/v1/configs/{config_id}", "reduction_app_api_records_update_config"),
+    ("DELETE", "/api/v1/configs/{config_id}", "reduction_app_api_records_delete_config"),
+    ("POST", "/api/v1/simulations", "reduction_app_api_simulations_create_simulation"),
+    ("GET", "/api/v1/simulations", "reduction_app_api_simulations_list_simulations"),
+    (
+        "GET",
+        "/api/v1/simulations/{simulation_id}",
+        "reduction_app_api_simulations_get_simulation",
+    ),
+]
+"""Every operation of v1 with the id generated clients name their methods after."""
+
+
+def test_openapi_operation_ids_stay_as_published(api: ApiClient) -> None:
+    """Moving an operation's code to another module changes neither its path nor its id."""
+    document = api.client.get("/api/v1/openapi.json").json()
+    operations = [
+        (method.upper(), path, operation["operationId"])
+        for path, methods in document["paths"].items()
+        for method, operation in methods.items()
+    ]
+    assert operations == PUBLISHED_OPERATIONS
+
+
 def test_docs_page_answers(api: ApiClient) -> None:
     response = api.client.get("/api/v1/docs")
     assert response.status_code == HTTPStatus.OK

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlencode
 
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect
 from django.urls import path
 from django.views.decorators.http import require_http_methods
@@ -22,6 +22,7 @@ from reduction_app.configs.selectors import ConfigChoice, config_choices, resolv
 from reduction_app.conversations.selectors import conversation_choices, conversation_for
 from reduction_app.dashboard import render_page, workspace_view
 from reduction_app.engine.inspect import classify
+from reduction_app.http import PageRequest
 from reduction_app.models import Conversation, Simulation
 from reduction_app.paging import digits
 from reduction_app.simulations import services
@@ -77,10 +78,10 @@ def _results_context(
 
 @require_http_methods(["GET", "POST"])
 @workspace_view
-def compare_page(request: HttpRequest) -> HttpResponse:
+def compare_page(request: PageRequest) -> HttpResponse:
     """GET shows a comparison; a POST (the form's "replay in the background" button,
     CSRF-checked) is the only way to queue a big one, so no link can load the worker."""
-    workspace = request.workspace  # type: ignore[attr-defined]
+    workspace = request.workspace
     params = request.POST if request.method == "POST" else request.GET
     conversation = conversation_for(workspace=workspace, value=params.get("conversation"))
     if params.get("conversation") and conversation is None:
@@ -113,7 +114,7 @@ def compare_page(request: HttpRequest) -> HttpResponse:
 
 
 def _run(
-    request: HttpRequest,
+    request: PageRequest,
     conversation: Conversation,
     configs: list[dict[str, Any]],
     baseline: str,
@@ -179,7 +180,7 @@ def _run(
 
 
 def _background(
-    request: HttpRequest,
+    request: PageRequest,
     conversation: Conversation,
     configs: list[dict[str, Any]],
     baseline: str,
@@ -188,7 +189,7 @@ def _background(
 ) -> Simulation | None:
     """The queued, running or finished simulation of this comparison; with ``start``,
     queue it when there is none yet."""
-    workspace = request.workspace  # type: ignore[attr-defined]
+    workspace = request.workspace
     options = {**OPTIONS, "baseline": baseline}
     asked = simulation_for(workspace=workspace, value=request.GET.get("simulation"))
     if (

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlencode
 
-from django.http import Http404, HttpRequest, HttpResponse, QueryDict
+from django.http import Http404, HttpResponse, QueryDict
 from django.shortcuts import redirect
 from django.urls import path
 from django.views.decorators.http import require_GET, require_POST
@@ -30,6 +30,7 @@ from reduction_app.conversations.selectors import conversation_choices, conversa
 from reduction_app.dashboard import render_page, workspace_view
 from reduction_app.engine.inspect import classify
 from reduction_app.errors import ServiceError
+from reduction_app.http import PageRequest
 from reduction_app.models import Conversation
 from reduction_app.paging import digits
 from reduction_app.simulations import services
@@ -90,9 +91,9 @@ def _sliders(values: Mapping[str, Any], total_tokens: int, longest: int) -> list
     return out
 
 
-def _state(request: HttpRequest, params: QueryDict) -> dict[str, Any]:
+def _state(request: PageRequest, params: QueryDict) -> dict[str, Any]:
     """Everything the page needs from ``params`` (the query, or the save form's body)."""
-    workspace = request.workspace  # type: ignore[attr-defined]
+    workspace = request.workspace
     conversation = conversation_for(workspace=workspace, value=params.get("conversation"))
     if params.get("conversation") and conversation is None:
         raise Http404("no such conversation")
@@ -174,14 +175,14 @@ def _run(state: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _render(request: HttpRequest, state: dict[str, Any], **extra: Any) -> HttpResponse:
+def _render(request: PageRequest, state: dict[str, Any], **extra: Any) -> HttpResponse:
     context = {**state, **extra}
     if state["conversation"] is not None:
         context.update(_run(state))
         saved = request.GET.get("saved", "")
         if digits(saved):
             context["saved"] = config_profile(
-                workspace=request.workspace,  # type: ignore[attr-defined]
+                workspace=request.workspace,
                 profile_id=int(saved),
             )
     return render_page(request, "reduction_app/tune.html", context, partial="tune-results")
@@ -189,13 +190,13 @@ def _render(request: HttpRequest, state: dict[str, Any], **extra: Any) -> HttpRe
 
 @require_GET
 @workspace_view
-def tune_page(request: HttpRequest) -> HttpResponse:
+def tune_page(request: PageRequest) -> HttpResponse:
     return _render(request, _state(request, request.GET))
 
 
 @require_POST
 @workspace_view
-def tune_save(request: HttpRequest) -> HttpResponse:
+def tune_save(request: PageRequest) -> HttpResponse:
     state = _state(request, request.POST)
     if state["conversation"] is None:
         raise Http404("no such conversation")
@@ -206,7 +207,7 @@ def tune_save(request: HttpRequest) -> HttpResponse:
         return _render(request, state, save_error="Give the new config a name.", save_name=name)
     try:
         version = config_create(
-            workspace=request.workspace,  # type: ignore[attr-defined]
+            workspace=request.workspace,
             name=name[:100],
             data=state["tuned"],
         )
