@@ -14,8 +14,8 @@ from http import HTTPStatus
 from django.db import DataError
 from django.http import HttpRequest, HttpResponse
 from ninja import NinjaAPI
-from ninja.operation import Operation
 from ninja.errors import AuthenticationError, HttpError, ValidationError
+from ninja.operation import Operation
 from ninja.security import HttpBearer
 
 from reduction_app import engine

@@ -3,10 +3,10 @@ profiles, engine events (``EventRecord``, not to be confused with the engine's
 ``ReductionEvent`` value it records) and offloaded files.
 
 Every record belongs to one workspace, the unit of isolation. Models hold fields,
-constraints and ``__str__``; writes live in each noun's ``services`` and reads in its
-``selectors`` (``configs``, ``conversations``, ``records``, ``reductions``,
-``simulations``, ``workspaces``). Offloaded content lives in a Django Storage, not in
-these rows.
+constraints and ``__str__``; writes live in the ``services`` and reads in the
+``selectors`` of each noun's package (``configs``, ``conversations``, ``records``,
+``reductions``, ``simulations``, ``workspaces``). Offloaded content lives in a Django
+Storage, not in these rows.
 """
 
 from __future__ import annotations
@@ -158,8 +158,8 @@ class OffloadedFile(models.Model):
 class EventRecord(models.Model):
     """One engine event as recorded: a truncation, a cleared call, or a clear pass's
     summary. Its fields are those of the engine's ``ReductionEvent`` value, name by name,
-    plus :attr:`RECORD_FIELDS` (a test holds the two together; ``schemas.EventOut`` is
-    built from these fields)."""
+    plus :attr:`RECORD_FIELDS` (a test holds the two together; ``records.schemas.EventOut``
+    is built from these fields)."""
 
     RECORD_FIELDS = ("id", "workspace", "conversation", "config_version", "created_at")
     """Where and when the event was recorded: fields of the row, not of the event."""

@@ -1,14 +1,17 @@
-"""What every REST body shares: the error shape, the message formats, the string types
-that go into text columns and addresses, and the strict base of request bodies."""
+"""What every REST body shares: the error shape, the message formats (and
+:func:`parse_conversation`, a body's conversation read through the engine's format
+registry), the string types that go into text columns and addresses, and the strict base
+of request bodies."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from ninja import Schema
 from ninja.errors import HttpError
 from pydantic import AfterValidator, ConfigDict
 
+from reduction_app.engine import formats
 from reduction_app.engine.formats import FORMAT_NAMES
 
 if TYPE_CHECKING:
@@ -56,3 +59,16 @@ class ApiError(HttpError):
 
 class StrictIn(Schema):
     model_config = ConfigDict(extra="forbid")
+
+
+_SYSTEM_FORMATS = " or ".join(repr(f.name) for f in formats.FORMATS.values() if f.takes_system)
+
+
+def parse_conversation(
+    message_format: str, messages: list[Any], tools: list[Any], system: Any
+) -> tuple[list[Any], list[Any]]:
+    """The engine's messages and tools of a conversation in ``message_format``."""
+    wire = formats.get_format(message_format)
+    if system is not None and not wire.takes_system:
+        raise ApiError(422, f"system is only taken with format {_SYSTEM_FORMATS}", "system")
+    return wire.parse_messages(messages, system), wire.parse_tools(tools)

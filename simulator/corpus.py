@@ -2,7 +2,7 @@
 
 This module owns the scripted coding agent and its three tools. It does not time
 anything (:mod:`benchmarks.replay` does) and records nothing (the app's demo data,
-``reduction_app/demo.py``, does, through the engine).
+``reduction_app/demo/``, does, through the engine).
 
 The agent explores a source tree in tasks. A task is a user question, then rounds:
 an assistant message with one to three tool calls, then their results, produced by

@@ -15,7 +15,7 @@ from reduction_app.conversations.selectors import conversation_get, conversation
 from reduction_app.cursors import LIST_ERRORS, PAGE, IdCursorPagination
 from reduction_app.http import ApiRequest, api_workspace
 from reduction_app.models import Conversation
-from reduction_app.schemas import ApiError, ErrorOut
+from reduction_app.schemas import ApiError, ErrorOut, parse_conversation
 
 router = Router()
 
@@ -48,7 +48,6 @@ def list_conversations(request: ApiRequest, search: str = "") -> Any:
 )
 def create_conversation(request: ApiRequest, payload: ConversationIn) -> Status[Conversation]:
     """Record a conversation (for example a finished transcript to replay later)."""
-    from reduction_app.reductions.api import parse_conversation
 
     parse_conversation(payload.format, payload.messages, payload.tools, payload.system)
     row = services.conversation_upsert(

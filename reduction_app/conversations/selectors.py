@@ -3,14 +3,19 @@ conversation is simply not found). Lists never load transcripts."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from django.db.models import Count, OuterRef, Q, QuerySet, Subquery, Sum
 from django.db.models.functions import Coalesce
 
+from reduction_app.engine import formats
+from reduction_app.engine.inspect import offload_paths, restore_results
 from reduction_app.models import Conversation, EventRecord, OffloadedFile, Workspace
 from reduction_app.paging import digits
 from reduction_app.records.selectors import SAVING_KINDS
+from reduction_app.records.storage import read_offloads
+from simulator.importers import RecordedConversation, conversation_from_json
 
 
 def conversation_get(*, workspace: Workspace, client_id: str) -> Conversation | None:
@@ -110,3 +115,28 @@ def conversation_for(*, workspace: Workspace, value: str | None) -> Conversation
     if not digits(value):
         return None
     return Conversation.objects.filter(workspace=workspace, pk=int(value)).first()
+
+
+def recorded_conversation(
+    conversation: Conversation, *, restore: bool = True
+) -> RecordedConversation:
+    """The stored transcript, parsed by the engine's formats. With ``restore`` every
+    result the engine reduced is put back from its offload file: what the agent really
+    lived, ready to replay (a client sends its context already reduced after the first
+    clear). Without it, the transcript as received."""
+    fmt = conversation.message_format
+    # A format outside the registry (a row the model's choices would refuse) is named
+    # and refused by the importer.
+    wire = formats.FORMATS.get(fmt)
+    data: dict[str, Any] = {
+        wire.messages_key if wire else "messages": conversation.transcript,
+        "tools": conversation.tools,
+    }
+    if wire is not None and wire.takes_system and conversation.system is not None:
+        data["system"] = conversation.system
+    (recorded,) = conversation_from_json(data, fmt=fmt, name=conversation.client_id)
+    paths = offload_paths(recorded.messages) if restore else set()
+    if not paths:
+        return recorded
+    contents = read_offloads(conversation.workspace, paths)
+    return dataclasses.replace(recorded, messages=restore_results(recorded.messages, contents))

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reduction_app.charts import CONTEXT_LABEL, ContextSeries, series_from_run
+from reduction_app.conversations.selectors import recorded_conversation
 from reduction_app.engine import (
     AgenticMessage,
     AssistantGenText,
@@ -35,7 +36,6 @@ from reduction_app.engine.inspect import (
     truncation_file_path,
 )
 from reduction_app.models import Conversation
-from reduction_app.simulations.services import recorded_conversation
 from simulator.pricing import DEFAULT_PRICING, engine_measure
 from simulator.replay import replay
 

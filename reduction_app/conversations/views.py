@@ -18,6 +18,7 @@ from reduction_app.conversations.selectors import (
     conversation_counts,
     conversation_get,
     conversation_list_counted,
+    recorded_conversation,
 )
 from reduction_app.conversations.timeline import series_from_replay, timeline_rows
 from reduction_app.dashboard import render_page, workspace_view
@@ -25,7 +26,7 @@ from reduction_app.http import PageRequest
 from reduction_app.models import Conversation, Workspace
 from reduction_app.paging import int_param, pager_for, paginate
 from reduction_app.records.selectors import event_list
-from reduction_app.simulations.services import fits_inline, recorded_conversation
+from reduction_app.simulations.services import fits_inline
 
 CONVERSATIONS_PER_PAGE = 25
 MESSAGES_PER_PAGE = 50

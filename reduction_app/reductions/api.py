@@ -12,7 +12,7 @@ from reduction_app import engine
 from reduction_app.configs.selectors import config_get, config_latest
 from reduction_app.engine import formats, get_token_counter
 from reduction_app.engine.formats import parts_from_json, parts_to_json
-from reduction_app.http import ApiRequest
+from reduction_app.http import ApiRequest, api_workspace
 from reduction_app.models import ConfigVersion, Workspace
 from reduction_app.reductions.schemas import (
     ClearIn,
@@ -23,7 +23,7 @@ from reduction_app.reductions.schemas import (
     TruncateOut,
 )
 from reduction_app.reductions.services import engine_session, engine_session_record
-from reduction_app.schemas import ApiError, ErrorOut
+from reduction_app.schemas import ApiError, ErrorOut, parse_conversation
 
 router = Router(tags=["engine"])
 
@@ -62,7 +62,7 @@ def _config_version(workspace: Workspace, payload: ConfigRef) -> ConfigVersion |
 @router.post("/truncate", response={200: TruncateOut, **ERRORS}, url_name="truncate")
 def truncate(request: ApiRequest, payload: TruncateIn) -> Status[dict[str, Any]]:
     """Run the truncation phase on one tool result, as the engine does after a tool returns."""
-    workspace = request.auth.workspace
+    workspace = api_workspace(request)
     version = _config_version(workspace, payload)
     ctx = engine.ToolContext(name=payload.tool_name, call_id=payload.tool_call_id)
     with engine_session(
@@ -93,17 +93,6 @@ def truncate(request: ApiRequest, payload: TruncateIn) -> Status[dict[str, Any]]
 
 
 # The formats that take a system parameter, as the 422 for the others names them.
-_SYSTEM_FORMATS = " or ".join(repr(f.name) for f in formats.FORMATS.values() if f.takes_system)
-
-
-def parse_conversation(
-    message_format: str, messages: list[Any], tools: list[Any], system: Any
-) -> tuple[list[Any], list[Any]]:
-    """The engine's messages and tools of a conversation in ``message_format``."""
-    wire = formats.get_format(message_format)
-    if system is not None and not wire.takes_system:
-        raise ApiError(422, f"system is only taken with format {_SYSTEM_FORMATS}", "system")
-    return wire.parse_messages(messages, system), wire.parse_tools(tools)
 
 
 @router.post("/clear", response={200: ClearOut, **ERRORS}, url_name="clear")
@@ -112,7 +101,7 @@ def clear(request: ApiRequest, payload: ClearIn) -> Status[dict[str, Any]]:
 
     The messages come back in the format they were sent in, ready for that model API.
     """
-    workspace = request.auth.workspace
+    workspace = api_workspace(request)
     version = _config_version(workspace, payload)
     messages, tools = parse_conversation(
         payload.format, payload.messages, payload.tools, payload.system

@@ -5,8 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from ninja import Field, Schema
+from pydantic import create_model
 
 from reduction_app.configs.schemas import ConfigJson
+from reduction_app.engine.formats import FORMATS
 from reduction_app.records.schemas import EventOut
 from reduction_app.schemas import ConversationId, MessageFormat, StrictIn, Text
 
@@ -61,7 +63,7 @@ class ClearOut(Schema):
     events: list[EventOut]
 
 
-class ToolDefinitionOut(Schema):
-    openai: dict[str, Any]
-    anthropic: dict[str, Any]
-    responses: dict[str, Any]
+# One tool definition per wire format, under the format's key (``openai``, ``anthropic``,
+# ``responses``): the formats come from the engine's registry, so a new one appears here.
+_tool_fields: dict[str, Any] = {wire.key: (dict[str, Any], ...) for wire in FORMATS.values()}
+ToolDefinitionOut: type[Schema] = create_model("ToolDefinitionOut", __base__=Schema, **_tool_fields)

@@ -9,7 +9,6 @@ inline in the request; sweeps and big replays are handed to the task backend
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -19,12 +18,9 @@ from django.utils import timezone
 
 from reduction_app import engine
 from reduction_app.configs.selectors import config_get, config_latest
-from reduction_app.engine import formats
-from reduction_app.engine.inspect import offload_paths, restore_results
+from reduction_app.conversations.selectors import recorded_conversation
 from reduction_app.models import Conversation, Simulation, Workspace
-from reduction_app.records.storage import read_offloads
 from simulator.compare import compare, grid_configs, sweep
-from simulator.importers import RecordedConversation, conversation_from_json
 from simulator.pricing import PRESETS, pricing_for
 from simulator.replay import no_reduction
 
@@ -32,7 +28,6 @@ __all__ = [
     "INLINE_LIMIT",
     "SimulationInputError",
     "fits_inline",
-    "recorded_conversation",
     "simulation_create",
     "simulation_run",
 ]
@@ -48,31 +43,6 @@ class SimulationInputError(ValueError):
     def __init__(self, field: str, problem: str) -> None:
         self.field = field
         super().__init__(f"{field}: {problem}")
-
-
-def recorded_conversation(
-    conversation: Conversation, *, restore: bool = True
-) -> RecordedConversation:
-    """The stored transcript, parsed by the engine's formats. With ``restore`` every
-    result the engine reduced is put back from its offload file: what the agent really
-    lived, ready to replay (a client sends its context already reduced after the first
-    clear). Without it, the transcript as received."""
-    fmt = conversation.message_format
-    # A format outside the registry (a row the model's choices would refuse) is named
-    # and refused by the importer.
-    wire = formats.FORMATS.get(fmt)
-    data: dict[str, Any] = {
-        wire.messages_key if wire else "messages": conversation.transcript,
-        "tools": conversation.tools,
-    }
-    if wire is not None and wire.takes_system and conversation.system is not None:
-        data["system"] = conversation.system
-    (recorded,) = conversation_from_json(data, fmt=fmt, name=conversation.client_id)
-    paths = offload_paths(recorded.messages) if restore else set()
-    if not paths:
-        return recorded
-    contents = read_offloads(conversation.workspace, paths)
-    return dataclasses.replace(recorded, messages=restore_results(recorded.messages, contents))
 
 
 def _configs(workspace: Workspace, items: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:

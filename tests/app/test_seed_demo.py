@@ -16,12 +16,11 @@ from django.core.management import CommandError, call_command
 from django.db.models import Max, Min
 from django.test import Client
 
-from reduction_app.conversations.selectors import conversation_get
+from reduction_app.conversations.selectors import conversation_get, recorded_conversation
 from reduction_app.demo import DEMO_SLUG, LIVE, SeedReport, demo_seed, demo_tree
 from reduction_app.demo.specs import GUESTBOOK, JQUERY
 from reduction_app.models import ConfigProfile, Conversation, EventRecord, OffloadedFile, Workspace
 from reduction_app.records.storage import offload_storage, read_stored
-from reduction_app.simulations.services import recorded_conversation
 from simulator.corpus import SourceTree
 
 pytestmark = pytest.mark.django_db

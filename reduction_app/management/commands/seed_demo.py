@@ -1,5 +1,5 @@
 """``manage.py seed_demo [--user NAME --password PW] [--reset] [--small]``: fill the demo
-workspace with realistic data made through the engine (``reduction_app/demo.py``)."""
+workspace with realistic data made through the engine (``reduction_app/demo/``)."""
 
 from __future__ import annotations
 

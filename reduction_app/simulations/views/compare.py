@@ -1,9 +1,9 @@
 """Replay & compare (``/compare/``): one conversation under up to four configs.
 
 A GET form (``?conversation=ID&config=3&config=none&baseline=first&call=N``), so the
-page works without JavaScript; htmx swaps only the results. Replays of up to
-``services.services.INLINE_LIMIT`` (message × config) steps run in the request; bigger ones
-become a ``Simulation`` for the task worker, and the results poll it every second.
+page works without JavaScript; htmx swaps only the results. A replay that
+``simulations.services.fits_inline`` allows runs in the request; a bigger one becomes a
+``Simulation`` for the task worker, and the results poll it every second.
 ``call`` is the 1-based model call whose messages are shown side by side.
 """
 
@@ -19,7 +19,11 @@ from django.views.decorators.http import require_http_methods
 
 from reduction_app.charts import comparison_series, context_chart, thresholds_off_chart
 from reduction_app.configs.selectors import ConfigChoice, config_choices, resolve_config_choices
-from reduction_app.conversations.selectors import conversation_choices, conversation_for
+from reduction_app.conversations.selectors import (
+    conversation_choices,
+    conversation_for,
+    recorded_conversation,
+)
 from reduction_app.dashboard import render_page, workspace_view
 from reduction_app.engine.inspect import classify
 from reduction_app.http import PageRequest
@@ -124,7 +128,7 @@ def _run(
     base_params += [("config", v) for v in values if v]
     base_params += [("baseline", baseline)]
     try:
-        recorded = services.recorded_conversation(conversation)
+        recorded = recorded_conversation(conversation)
     except ValueError as exc:
         return {"ran": True, "error": f"The stored transcript cannot be replayed: {exc}"}
     calls = sum(1 for m in recorded.messages if classify(m) == "assistant")

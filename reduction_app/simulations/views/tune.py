@@ -26,7 +26,11 @@ from reduction_app import engine
 from reduction_app.charts import comparison_series, context_chart, thresholds_off_chart
 from reduction_app.configs.selectors import ConfigChoice, config_choices, config_profile
 from reduction_app.configs.services import config_create
-from reduction_app.conversations.selectors import conversation_choices, conversation_for
+from reduction_app.conversations.selectors import (
+    conversation_choices,
+    conversation_for,
+    recorded_conversation,
+)
 from reduction_app.dashboard import render_page, workspace_view
 from reduction_app.engine.inspect import classify
 from reduction_app.errors import ServiceError
@@ -149,7 +153,7 @@ def _run(state: dict[str, Any]) -> dict[str, Any]:
             "which replays big conversations in the background."
         }
     try:
-        recorded = services.recorded_conversation(conversation)
+        recorded = recorded_conversation(conversation)
     except ValueError as exc:
         return {"error": f"The stored transcript cannot be replayed: {exc}"}
     counter = engine.get_token_counter(str(state["tuned"].get("token_counter", "approx")))

@@ -180,8 +180,8 @@ def test_replay_command_refuses_bad_input(api: ApiClient, recorded: str, tmp_pat
 def test_recorded_conversation_puts_reduced_results_back(api: ApiClient) -> None:
     """A client sends its context already reduced after the first clear; a replay starts
     from what the agent really lived, read back from the offload files."""
+    from reduction_app.conversations.selectors import recorded_conversation
     from reduction_app.models import Conversation
-    from reduction_app.simulations.services import recorded_conversation
 
     def call(call_id: str) -> dict[str, object]:
         fn = {"name": "grep", "arguments": "{}"}
@@ -225,9 +225,9 @@ STORED = {
 def test_recorded_conversation_reads_each_format(fmt: str) -> None:
     """The stored columns reach the format's parser under its own body keys (Responses'
     ``input``, Anthropic's ``system``)."""
+    from reduction_app.conversations.selectors import recorded_conversation
     from reduction_app.conversations.services import conversation_upsert
     from reduction_app.engine import ToolInfo, formats
-    from reduction_app.simulations.services import recorded_conversation
     from reduction_app.workspaces.services import workspace_get_or_create
 
     system, transcript = STORED[fmt]

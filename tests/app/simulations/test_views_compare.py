@@ -15,6 +15,7 @@ from django.test.utils import CaptureQueriesContext
 
 from reduction_app import engine
 from reduction_app.configs.services import config_create
+from reduction_app.conversations.selectors import recorded_conversation
 from reduction_app.models import Conversation, Simulation
 from reduction_app.simulations import services
 from simulator.compare import compare
@@ -58,7 +59,7 @@ def _full(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def _expected(conversation: Conversation, baseline: str = "first") -> Any:
-    recorded = services.recorded_conversation(conversation)
+    recorded = recorded_conversation(conversation)
     return compare(
         recorded, [("tight v1", TIGHT), ("no reduction", NO_REDUCTION)], baseline=baseline
     )
@@ -130,7 +131,7 @@ def test_compare_chart_has_one_dataset_per_config_and_point_per_call(
     )
     chart = _chart(page)
     expected = compare(
-        services.recorded_conversation(conversation),
+        recorded_conversation(conversation),
         [("tight v1", TIGHT), ("no reduction", NO_REDUCTION), ("defaults", {})],
     )
     series = [d for d in chart["data"]["datasets"] if not d["label"].startswith("threshold")]
@@ -183,7 +184,7 @@ def test_compare_side_by_side_marks_placeholder_and_truncation(
         '<mark class="changed">&lt;persisted-output&gt;Tool result saved to: /tmp/clear/'
     ) in tight_cell
     assert '<span class="badge">as recorded</span>' in off_cell
-    original = services.recorded_conversation(conversation).messages[3].content
+    original = recorded_conversation(conversation).messages[3].content
     assert html_escape(original[:80]) in off_cell
     assert "<mark" not in off_cell
     # message 16: truncated under tight

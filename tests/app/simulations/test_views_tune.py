@@ -15,6 +15,7 @@ from django.test.utils import CaptureQueriesContext
 
 from reduction_app import engine
 from reduction_app.configs.services import config_create
+from reduction_app.conversations.selectors import recorded_conversation
 from reduction_app.models import ConfigProfile, Conversation
 from reduction_app.simulations import services
 from simulator import replay as replay_module
@@ -40,7 +41,7 @@ def _billed(page: str, row: str) -> str:
 
 
 def _tuned_billed(conversation: Conversation, config: dict[str, Any]) -> str:
-    recorded = services.recorded_conversation(conversation)
+    recorded = recorded_conversation(conversation)
     (result,) = compare(recorded, [("tuned", config)]).results
     return f"{result.totals.input_tokens_billed:,} tok"
 
