@@ -28,6 +28,7 @@ __all__ = [
     "INLINE_LIMIT",
     "SimulationInputError",
     "fits_inline",
+    "runs_inline",
     "simulation_create",
     "simulation_run",
 ]
