@@ -3,8 +3,9 @@ and its one-line help, validated by the engine.
 
 The fields, their help and their defaults come from the engine's spec
 (``engine.json_config_fields()``): :class:`ConfigForm` builds one form field per spec
-field, by kind, when it is made, and ``FIELD_HELP`` is the spec's help by name. Validation is the engine's own (``config_from_dict``): its
-``ConfigError`` names the field, and the form shows the message next to that field.
+field, by kind, when it is made, and ``FIELD_HELP`` is the spec's help by name.
+Validation is the engine's own (``config_from_dict``): its ``ConfigError`` names the
+field, and the form shows the message next to that field.
 Writes stay in ``configs.services``.
 """
 
