@@ -53,6 +53,7 @@ from reduction_app.engine.config_spec import (
     config_knobs,
     json_config_fields,
 )
+from reduction_app.engine.digests import Digester, default_digest
 from reduction_app.engine.errors import (
     ConfigError,
     FormatError,
@@ -124,6 +125,7 @@ __all__ = [
     "ConfigField",
     "ConfigKnob",
     "ContentBlock",
+    "Digester",
     "FormatError",
     "FunctionToolCall",
     "FunctionToolResult",
@@ -171,6 +173,7 @@ __all__ = [
     "config_knobs",
     "config_to_dict",
     "default_clear_handler",
+    "default_digest",
     "default_trunc_handler",
     "get_format",
     "get_language",

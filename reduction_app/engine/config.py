@@ -67,6 +67,9 @@ class ToolReductionConfig:
     trunc_handler: TruncHandler | None = None
     skip_clear: bool = False
     clear_handler: ClearHandler | None = None
+    clear_digester: Callable[[str], str] | None = None
+    """The digest of this tool's cleared results, when ``clear_digest_tokens > 0`` and the
+    tool has the default clear handler (see :mod:`reduction_app.engine.digests`)."""
 
 
 @dataclass(kw_only=True)
@@ -91,6 +94,7 @@ class ReductionConfig:
     clear_retention_suffix_limit: int = DEFAULT_RETENTION
     clear_at_least_tokens: int = 0
     clear_exclude_tools: Collection[str] = ()
+    clear_digest_tokens: int = 0
     clear_message_rewriter: Callable[[Any, list[Any]], list[Any] | None] | None = None
     clear_post_process: Callable[[Any], Any] | None = None
     tool_config: Mapping[str, ToolReductionConfig] = field(default_factory=dict)
@@ -214,6 +218,7 @@ def validate(config: ReductionConfig | None) -> ReductionConfig:
         _check_bool(f"{where}.skip_clear", entry.skip_clear)
         _check_callable(f"{where}.trunc_handler", entry.trunc_handler)
         _check_callable(f"{where}.clear_handler", entry.clear_handler)
+        _check_callable(f"{where}.clear_digester", entry.clear_digester)
         _check_backend(f"{where}.backend", entry.backend, needs_read=default_paths)
     return config
 

@@ -230,6 +230,16 @@ CONFIG_FIELDS: tuple[ConfigField, ...] = (
         max_chars=2000,
     ),
     ConfigField(
+        name="clear_digest_tokens",
+        kind="int",
+        default=0,
+        help=(
+            "When > 0, a cleared result's placeholder keeps a digest of it (size, files a "
+            "search matched, first lines) of at most this many tokens (characters / 4)."
+        ),
+        minimum=0,
+    ),
+    ConfigField(
         name="clear_message_rewriter",
         kind="callable",
         default=None,
@@ -247,7 +257,7 @@ CONFIG_FIELDS: tuple[ConfigField, ...] = (
         default=_NO_TOOL_CONFIG,
         help=(
             "Per-tool ToolReductionConfig(backend, skip_truncation, trunc_handler, "
-            "skip_clear, clear_handler)."
+            "skip_clear, clear_handler, clear_digester)."
         ),
     ),
     ConfigField(

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from reduction_app.engine._steps import Steps, invoke, run_sync
+from reduction_app.engine.digests import Digester, default_digest, fit_digest
 from reduction_app.engine.errors import MessageError
 from reduction_app.engine.notices import (
     Language,
@@ -155,11 +156,16 @@ class DefaultClearHandler:
         offload: bool,
         read_file_tool_name: str,
         language: Language | None = None,
+        *,
+        digest_tokens: int = 0,
+        digester: Digester | None = None,
     ) -> None:
         self.gen_path = gen_path
         self.offload = offload
         self.read_file_tool_name = read_file_tool_name
         self.language = language
+        self.digest_tokens = digest_tokens
+        self.digester = digester or default_digest
 
     def __call__(self, detail: ToolDetail) -> ClearResult:
         return run_sync(self.steps(detail))
@@ -182,7 +188,21 @@ class DefaultClearHandler:
         placeholder = clear_placeholder(
             file_path=path, read_tool_name=self.read_file_tool_name, language=self.language
         )
-        cleared = tuple(replace(p, text=placeholder) if p.type == "text" else p for p in parts)
+        texts = [p.text for p in parts if p.type == "text"]
+        first = placeholder
+        if self.digest_tokens > 0 and texts:
+            digest = fit_digest(self.digester("\n".join(texts)), self.digest_tokens)
+            first = clear_placeholder(
+                file_path=path,
+                read_tool_name=self.read_file_tool_name,
+                language=self.language,
+                digest=digest,
+            )
+        # The digest (when on) goes with the first text part; any other gets the placeholder.
+        firsts = iter([first])
+        cleared = tuple(
+            replace(p, text=next(firsts, placeholder)) if p.type == "text" else p for p in parts
+        )
         return ClearResult(
             need_clear=True,
             tool_argument=detail.tool_argument,
@@ -193,7 +213,8 @@ class DefaultClearHandler:
         )
 
     def __repr__(self) -> str:
-        return f"default_clear_handler(offload={self.offload})"
+        digest = f", digest_tokens={self.digest_tokens}" if self.digest_tokens else ""
+        return f"default_clear_handler(offload={self.offload}{digest})"
 
 
 def _truncation_file(parts: list[ToolOutputPart]) -> str | None:
@@ -211,6 +232,8 @@ def default_clear_handler(
     read_file_tool_name: str,
     *,
     language: Language | None = None,
+    digest_tokens: int = 0,
+    digester: Digester | None = None,
 ) -> DefaultClearHandler:
     """The reference's default clear handler.
 
@@ -218,5 +241,17 @@ def default_clear_handler(
     With ``offload`` the original is written to ``gen_path(detail)`` first and the
     placeholder names that file; without it the placeholder only says the content
     was cleared. The tool arguments are kept as they are.
+
+    With ``digest_tokens > 0`` (an opt-in beyond the reference) the first text part's
+    placeholder also holds a digest of the result's text, made by ``digester``
+    (:func:`~reduction_app.engine.digests.default_digest` when ``None``) and cut to
+    that many tokens (see :mod:`~reduction_app.engine.digests`).
     """
-    return DefaultClearHandler(gen_path, offload, read_file_tool_name, language)
+    return DefaultClearHandler(
+        gen_path,
+        offload,
+        read_file_tool_name,
+        language,
+        digest_tokens=digest_tokens,
+        digester=digester,
+    )

@@ -109,6 +109,7 @@ _CLEAR_OFFLOADED = {
     ),
 }
 _CLEAR_DROPPED = {"en": "[Old tool result content cleared]", "zh": "[工具输出结果已清理]"}
+_DIGEST_LABEL = {"en": "Digest: ", "zh": "摘要: "}
 
 
 def trunc_notice(
@@ -150,18 +151,36 @@ def stream_notice(
 
 
 def clear_placeholder(
-    *, file_path: str | None, read_tool_name: str, language: Language | None = None
+    *,
+    file_path: str | None,
+    read_tool_name: str,
+    language: Language | None = None,
+    digest: str = "",
 ) -> str:
-    """The text that replaces a cleared tool result; ``file_path=None`` when not offloaded."""
+    """The text that replaces a cleared tool result; ``file_path=None`` when not offloaded.
+
+    A non-empty ``digest`` (see :mod:`.digests`) follows on a line of its own, labelled,
+    inside the placeholder: the recognisers below find the placeholder with or without it.
+    """
     lang = get_language(language)
     if file_path is None:
-        return _CLEAR_DROPPED[lang]
-    return _CLEAR_OFFLOADED[lang].format(file_path=file_path, read_tool_name=read_tool_name)
+        text = _CLEAR_DROPPED[lang]
+        return f"{text}\n{_DIGEST_LABEL[lang]}{digest}" if digest else text
+    text = _CLEAR_OFFLOADED[lang].format(file_path=file_path, read_tool_name=read_tool_name)
+    if not digest:
+        return text
+    end = "</persisted-output>"
+    return f"{text.removesuffix(end)}\n{_DIGEST_LABEL[lang]}{digest}{end}"
 
 
 _CLEARED_RE = re.compile(
-    r"<persisted-output>(?:Tool result saved to: (?P<en>\S+)\nUse \S+ to view"
-    r"|工具结果已保存至: (?P<zh>\S+)\n使用 \S+ 进行查看)</persisted-output>"
+    r"<persisted-output>(?:Tool result saved to: (?P<en>\S+)\nUse \S+ to view(?:\nDigest: .*)?"
+    r"|工具结果已保存至: (?P<zh>\S+)\n使用 \S+ 进行查看(?:\n摘要: .*)?)</persisted-output>",
+    re.DOTALL,
+)
+_DROPPED_DIGEST_RE = re.compile(
+    r"\[Old tool result content cleared\]\nDigest: .*|\[工具输出结果已清理\]\n摘要: .*",
+    re.DOTALL,
 )
 # The whole buffered notice, previews and closing tag included: a tool output that only
 # starts like one is content, not a notice, and must be offloaded like any other.
@@ -184,7 +203,11 @@ _STREAM_RE = re.compile(
 
 def is_clear_placeholder(text: str) -> bool:
     """Whether ``text`` is one of the engine's own clear placeholders, in either language."""
-    return text in _CLEAR_DROPPED.values() or _CLEARED_RE.fullmatch(text) is not None
+    return (
+        text in _CLEAR_DROPPED.values()
+        or _CLEARED_RE.fullmatch(text) is not None
+        or _DROPPED_DIGEST_RE.fullmatch(text) is not None
+    )
 
 
 def clear_placeholder_path(text: str) -> str | None:

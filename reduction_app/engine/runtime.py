@@ -8,6 +8,7 @@ default handler bound to the entry's backend.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -89,7 +90,11 @@ class Runtime:
         clear = None
         if not cfg.skip_clear:
             clear = DefaultClearHandler(
-                gen_clear, backend is not None, cfg.read_file_tool_name, cfg.language
+                gen_clear,
+                backend is not None,
+                cfg.read_file_tool_name,
+                cfg.language,
+                digest_tokens=cfg.clear_digest_tokens,
             )
         pair = (Resolved(trunc, backend, True), Resolved(clear, backend, True))
         self._defaults[key] = pair
@@ -104,7 +109,14 @@ class Runtime:
         handler = entry.trunc_handler if scene == "trunc" else entry.clear_handler
         backend = entry.backend if entry.backend is not None else self.config.backend
         if not skip and handler is None:
-            return self._default_pair(backend)[index]
+            default = self._default_pair(backend)[index]
+            if scene == "clear" and entry.clear_digester is not None and default.handler:
+                # The default handler, with this tool's digester.
+                assert isinstance(default.handler, DefaultClearHandler)
+                own = copy.copy(default.handler)
+                own.digester = entry.clear_digester
+                return Resolved(own, backend, True)
+            return default
         return Resolved(handler, backend, False)
 
     def trunc_for(self, tool: str) -> Resolved | None:

@@ -55,6 +55,7 @@ def test_json_fields_are_the_spec_json_kinds() -> None:
         "clear_retention_suffix_limit",
         "clear_at_least_tokens",
         "clear_exclude_tools",
+        "clear_digest_tokens",
         "language",
     )
 

@@ -23,6 +23,7 @@ DEFAULT_CONFIG = {
     "clear_retention_suffix_limit": 1,
     "clear_at_least_tokens": 0,
     "clear_exclude_tools": [],
+    "clear_digest_tokens": 0,
     "language": None,
 }
 

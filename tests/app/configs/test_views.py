@@ -34,6 +34,7 @@ def _form(**changes: Any) -> dict[str, Any]:
         "clear_retention_suffix_limit": "1",
         "clear_at_least_tokens": "0",
         "clear_exclude_tools": "",
+        "clear_digest_tokens": "0",
         "language": "",
     }
     data.update(changes)
@@ -116,6 +117,7 @@ def test_config_new_creates_version_one() -> None:
         "clear_retention_suffix_limit": 1,
         "clear_at_least_tokens": 0,
         "clear_exclude_tools": ["grep", "ls"],
+        "clear_digest_tokens": 0,
         "language": None,
     }
 

@@ -442,6 +442,20 @@ def test_clear_openai_chat_gives_exactly_what_the_api_accepts(api: ApiClient) ->
     )
 
 
+def test_clear_with_a_digest_keeps_it_in_the_placeholder(api: ApiClient) -> None:
+    """``clear_digest_tokens`` (opt-in) works over HTTP like every config field."""
+    config = {**CLEAR_AT_100, "clear_digest_tokens": 10}
+    response = api.post("/clear", {"config": config, "conversation_id": "run-1", "messages": CHAT})
+    assert response.status_code == HTTPStatus.OK
+    assert response.json()["messages"][3]["content"] == (
+        "<persisted-output>Tool result saved to: /tmp/clear/call_a\n"
+        "Use read_file to view\n"
+        "Digest: 1 line, 200 characters</persisted-output>"
+    )
+    read = api.get("/files/raw", {"path": "/tmp/clear/call_a"})
+    assert read.content.decode() == "A" * 200
+
+
 def test_clear_below_threshold_changes_nothing(api: ApiClient, offload_dir: Path) -> None:
     response = api.post("/clear", {"messages": CHAT, "tools": [GREP_TOOL]})
     assert response.status_code == HTTPStatus.OK
