@@ -186,6 +186,7 @@ class EventRecord(models.Model):
     calls_cleared = models.IntegerField(default=0)
     reason = models.CharField(max_length=40, blank=True)
     threshold = models.BigIntegerField(default=0)
+    strategy = models.CharField(max_length=40, blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
     class Meta:

@@ -13,7 +13,7 @@ never swallows a user message, and results with no call are kept, not dropped.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,10 +41,12 @@ from reduction_app.engine.events import (
     REASON_BELOW_THRESHOLD,
     REASON_NOTHING_CLEARED,
     REASON_NOTHING_IN_RANGE,
+    STRATEGY_SUPERSEDED,
     ReductionEvent,
 )
 from reduction_app.engine.messages import ToolInfo
 from reduction_app.engine.runtime import Resolved, Runtime
+from reduction_app.engine.superseded import superseded_calls
 from reduction_app.engine.tool_io import (
     ClearResult,
     ToolArgument,
@@ -74,6 +76,8 @@ class _Cleared:
     messages: tuple[AnyMessage, AnyMessage] | None = None
     """The result message before and after, when it holds this one result and the call's
     arguments did not change: its token counts are then already in the counter's cache."""
+    strategy: str = ""
+    """The event's ``strategy``: empty for the reference's clearing."""
 
 
 def clear_range(messages: Sequence[AnyMessage], retention: int) -> tuple[int, int]:
@@ -188,13 +192,19 @@ class _Pass:
     cleared: list[_Cleared] = field(default_factory=list)
 
 
-def _group_steps(ps: _Pass, idx: int) -> Steps[None]:
-    """Clear the results of the assistant message at ``idx`` and flag it."""
+def _group_steps(ps: _Pass, idx: int, only: Collection[int] | None = None) -> Steps[None]:
+    """Clear the results of the assistant message at ``idx`` and flag it; with ``only``,
+    clear just the superseded calls at those positions and leave the message unflagged
+    (the rest of its calls are still to be gone through)."""
     edit = ps.edit
     msg = edit[idx]
     for ref, slot in call_results(edit, idx):
         resolved = ps.rt.clear_for(ref.name) if slot is not None else None
         if slot is None or resolved is None:
+            continue
+        # A tool's own handler may write something other than our placeholder, which only
+        # the flag would then mark as cleared: such tools are left to the reference's pass.
+        if only is not None and (ref.position not in only or not resolved.is_default):
             continue
         ridx, occurrence = slot
         read = read_result(edit[ridx], ref.call_id, occurrence)
@@ -233,9 +243,21 @@ def _group_steps(ps: _Pass, idx: int) -> Steps[None]:
                 # A placeholder may name a file written earlier (a truncated result).
                 result.offload_file_path,
                 (before_msg, edit[ridx]) if single else None,
+                "" if only is None else STRATEGY_SUPERSEDED,
             )
         )
-    edit[idx] = mark_processed(msg)
+    edit[idx] = msg if only is not None else mark_processed(msg)
+
+
+def _superseded_steps(ps: _Pass, start: int, end: int, tools: list[ToolInfo]) -> Steps[int | None]:
+    """Clear the superseded results in ``[start, end)`` (docs/behaviour.md §4.12); the
+    conversation's tokens afterwards, or ``None`` when none was cleared."""
+    targets = superseded_calls(ps.edit, start, end, ps.rt.readers)
+    for idx, positions in targets.items():
+        yield from _group_steps(ps, idx, positions)
+    if not ps.cleared:
+        return None
+    return _tokens((yield call(ps.rt.counter, ps.edit, tools)))
 
 
 def _figures(rt: Runtime, item: _Cleared, kind: str) -> Steps[ReductionEvent]:
@@ -248,6 +270,7 @@ def _figures(rt: Runtime, item: _Cleared, kind: str) -> Steps[ReductionEvent]:
         tool_name=item.ref.name,
         call_id=item.ref.call_id,
         offload_path=item.path,
+        strategy=item.strategy,
     )
     count_message = getattr(rt.counter, "count_message", None)
     if item.messages is None or count_message is None:
@@ -289,21 +312,28 @@ def clear_steps(rt: Runtime, state: ChatModelAgentState) -> Steps[ChatModelAgent
     if start >= end:
         yield from rt.emit(_summary(threshold, REASON_NOTHING_IN_RANGE, before, before))
         return state
-    part = messages[start:end]
-    rewritten = False
-    if cfg.clear_message_rewriter is not None:
-        new_part = yield from _rewrite_steps(rt, part, kind)
-        rewritten = len(new_part) != len(part) or any(
-            a is not b for a, b in zip(new_part, part, strict=False)
-        )
-        part = new_part
     at_least = cfg.clear_at_least_tokens
-    ps = _Pass(rt=rt, edit=messages[:start] + part + messages[end:], stash=at_least > 0)
+    ps = _Pass(rt=rt, edit=list(messages), stash=at_least > 0)
+    rewritten = False
     try:
-        for idx in range(start, start + len(part)):
-            if tool_calls_of(ps.edit[idx]) and not is_processed(ps.edit[idx]):
-                yield from _group_steps(ps, idx)
-        after = _tokens((yield call(rt.counter, ps.edit, tools)))
+        after = None
+        if cfg.clear_superseded:
+            after = yield from _superseded_steps(ps, start, end, tools)
+        # The pass stops after the superseded results only when that alone brought the
+        # conversation down to the threshold and freed what clear_at_least_tokens asks.
+        if after is None or after > threshold or before - after < at_least:
+            part = ps.edit[start:end]
+            if cfg.clear_message_rewriter is not None:
+                new_part = yield from _rewrite_steps(rt, part, kind)
+                rewritten = len(new_part) != len(part) or any(
+                    a is not b for a, b in zip(new_part, part, strict=False)
+                )
+                part = new_part
+            ps.edit[start:end] = part
+            for idx in range(start, start + len(part)):
+                if tool_calls_of(ps.edit[idx]) and not is_processed(ps.edit[idx]):
+                    yield from _group_steps(ps, idx)
+            after = _tokens((yield call(rt.counter, ps.edit, tools)))
         if at_least > 0:
             if before - after < at_least:
                 yield from rt.emit(_summary(threshold, REASON_BELOW_AT_LEAST, before, before))

@@ -70,6 +70,9 @@ class ToolReductionConfig:
     clear_digester: Callable[[str], str] | None = None
     """The digest of this tool's cleared results, when ``clear_digest_tokens > 0`` and the
     tool has the default clear handler (see :mod:`reduction_app.engine.digests`)."""
+    reads_files: bool | None = None
+    """For ``clear_superseded``: whether this tool's calls read the file their ``path``,
+    ``file_path`` or ``filename`` argument names (``None``: the built-in rule decides)."""
 
 
 @dataclass(kw_only=True)
@@ -95,6 +98,7 @@ class ReductionConfig:
     clear_at_least_tokens: int = 0
     clear_exclude_tools: Collection[str] = ()
     clear_digest_tokens: int = 0
+    clear_superseded: bool = False
     clear_message_rewriter: Callable[[Any, list[Any]], list[Any] | None] | None = None
     clear_post_process: Callable[[Any], Any] | None = None
     tool_config: Mapping[str, ToolReductionConfig] = field(default_factory=dict)
@@ -219,6 +223,8 @@ def validate(config: ReductionConfig | None) -> ReductionConfig:
         _check_callable(f"{where}.trunc_handler", entry.trunc_handler)
         _check_callable(f"{where}.clear_handler", entry.clear_handler)
         _check_callable(f"{where}.clear_digester", entry.clear_digester)
+        if entry.reads_files is not None:
+            _check_bool(f"{where}.reads_files", entry.reads_files)
         _check_backend(f"{where}.backend", entry.backend, needs_read=default_paths)
     return config
 

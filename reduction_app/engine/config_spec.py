@@ -240,6 +240,15 @@ CONFIG_FIELDS: tuple[ConfigField, ...] = (
         minimum=0,
     ),
     ConfigField(
+        name="clear_superseded",
+        kind="bool",
+        default=False,
+        help=(
+            "Beyond the reference: a clear pass first clears results shown again by a later "
+            "call (same tool and arguments, or a later read of the same file)."
+        ),
+    ),
+    ConfigField(
         name="clear_message_rewriter",
         kind="callable",
         default=None,
@@ -257,7 +266,7 @@ CONFIG_FIELDS: tuple[ConfigField, ...] = (
         default=_NO_TOOL_CONFIG,
         help=(
             "Per-tool ToolReductionConfig(backend, skip_truncation, trunc_handler, "
-            "skip_clear, clear_handler, clear_digester)."
+            "skip_clear, clear_handler, clear_digester, reads_files)."
         ),
     ),
     ConfigField(

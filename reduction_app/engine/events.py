@@ -25,6 +25,7 @@ __all__ = [
     "REASON_BELOW_THRESHOLD",
     "REASON_NOTHING_CLEARED",
     "REASON_NOTHING_IN_RANGE",
+    "STRATEGY_SUPERSEDED",
     "ReductionEvent",
 ]
 
@@ -36,6 +37,8 @@ REASON_BELOW_THRESHOLD = "below_threshold"
 REASON_NOTHING_IN_RANGE = "nothing_in_range"
 REASON_BELOW_AT_LEAST = "below_clear_at_least_tokens"
 REASON_NOTHING_CLEARED = "nothing_cleared"
+
+STRATEGY_SUPERSEDED = "superseded"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -69,6 +72,10 @@ class ReductionEvent:
     ``below_threshold``, ``nothing_in_range``, ``below_clear_at_least_tokens``."""
     threshold: int = 0
     """``summary`` only: the ``max_tokens_for_clear`` in force."""
+    strategy: str = ""
+    """A cleared call (``clear`` ``tool`` events) only: which strategy cleared it. Empty for
+    the reference's clearing of the range; ``superseded`` when ``clear_superseded`` cleared
+    it because a later call shows the same output (:data:`STRATEGY_SUPERSEDED`)."""
 
     def to_dict(self) -> dict[str, Any]:
         """The event as a JSON-ready dict."""

@@ -25,6 +25,7 @@ from reduction_app.engine.handlers import DefaultClearHandler, DefaultTruncHandl
 from reduction_app.engine.messages import Message
 from reduction_app.engine.parts import stringify
 from reduction_app.engine.paths import DefaultPathGenerator, PathRegistry
+from reduction_app.engine.superseded import Readers
 from reduction_app.engine.tokens import get_token_counter
 from reduction_app.engine.tool_io import ToolDetail
 
@@ -54,6 +55,7 @@ class Runtime:
         self.registry = PathRegistry()
         self.trunc_exclude = frozenset(config.trunc_exclude_tools)
         self.clear_exclude = frozenset(config.clear_exclude_tools)
+        self.readers = Readers.of(config.read_file_tool_name, config.tool_config)
         self._defaults: dict[int, tuple[Resolved, Resolved]] = {}
         self._trunc: dict[str, Resolved] = {}
         self._clear: dict[str, Resolved] = {}

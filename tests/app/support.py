@@ -100,6 +100,7 @@ EVENT_DEFAULTS: dict[str, Any] = {
     "calls_cleared": 0,
     "reason": "",
     "threshold": 0,
+    "strategy": "",
     "conversation_id": None,
     "config_id": None,
     "config_version": None,

@@ -56,6 +56,7 @@ def test_json_fields_are_the_spec_json_kinds() -> None:
         "clear_at_least_tokens",
         "clear_exclude_tools",
         "clear_digest_tokens",
+        "clear_superseded",
         "language",
     )
 

@@ -24,6 +24,7 @@ DEFAULT_CONFIG = {
     "clear_at_least_tokens": 0,
     "clear_exclude_tools": [],
     "clear_digest_tokens": 0,
+    "clear_superseded": False,
     "language": None,
 }
 

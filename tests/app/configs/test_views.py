@@ -118,6 +118,7 @@ def test_config_new_creates_version_one() -> None:
         "clear_at_least_tokens": 0,
         "clear_exclude_tools": ["grep", "ls"],
         "clear_digest_tokens": 0,
+        "clear_superseded": False,
         "language": None,
     }
 
