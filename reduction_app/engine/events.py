@@ -11,7 +11,8 @@ pass already made, role lines included), or the texts when that message holds
 several results or the call's arguments changed; for a summary, the whole
 conversation. ``tokens_saved`` is ``tokens_before - tokens_after`` and is negative
 when a placeholder is longer than what it replaced. Character figures measure the
-reduced texts; summaries carry none (0).
+reduced texts; summaries carry none (0). A cleared call's ``strategy`` names the opt-in
+strategy that cleared it (empty for the reference's clearing).
 """
 
 from __future__ import annotations

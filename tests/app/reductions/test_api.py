@@ -539,6 +539,68 @@ def test_clear_twice_over_http_loses_nothing(api: ApiClient) -> None:
     assert Conversation.objects.get().transcript == second["messages"]
 
 
+def test_clear_superseded_clears_only_the_repeated_call(api: ApiClient) -> None:
+    """``clear_superseded``: call_a is asked again as call_c (kept), so its result goes first;
+    that alone brings 174 tokens to 149, under 150, and call_b stays whole."""
+    messages = [
+        *CHAT[:2],
+        chat_call("call_a", arguments='{"q": "x"}'),
+        chat_result("call_a", "A" * 200),
+        chat_call("call_b"),
+        chat_result("call_b", "B" * 200),
+        chat_call("call_c", arguments='{"q":"x"}'),
+        chat_result("call_c", "C" * 200),
+    ]
+    # Calls with '{"q": "x"}' render as 27 characters → 6 tokens: 3 + 2 + 6 + 51 + 4 + 51 + 6 + 51.
+    config = {"max_tokens_for_clear": 150, "clear_superseded": True}
+    response = api.post("/clear", {"config": config, "messages": messages})
+    assert response.status_code == HTTPStatus.OK
+    body = response.json()
+    assert body["messages"] == [
+        *messages[:3],
+        chat_result("call_a", clear_placeholder("/tmp/clear/call_a")),
+        *messages[4:],
+    ]
+    assert (body["applied"], body["tokens_before"], body["tokens_after"]) == (True, 174, 149)
+    assert bare(body["events"]) == [
+        event(
+            phase="clear",
+            kind="tool",
+            tool_name="grep",
+            call_id="call_a",
+            chars_before=200,
+            chars_after=98,
+            tokens_before=51,
+            tokens_after=26,
+            tokens_saved=25,
+            offload_path="/tmp/clear/call_a",
+            strategy="superseded",
+        ),
+        event(
+            phase="clear",
+            kind="summary",
+            tokens_before=174,
+            tokens_after=149,
+            tokens_saved=25,
+            applied=True,
+            calls_cleared=1,
+            reason="applied",
+            threshold=150,
+        ),
+    ]
+    assert raw(api, "/tmp/clear/call_a") == b"A" * 200
+    assert EventRecord.objects.get(kind="tool").strategy == "superseded"
+
+    without = api.post(
+        "/clear", {"config": {**config, "clear_superseded": False}, "messages": messages}
+    )
+    assert [(e["call_id"], e["strategy"]) for e in without.json()["events"]] == [
+        ("call_a", ""),
+        ("call_b", ""),
+        ("", ""),
+    ]
+
+
 def test_clear_points_a_truncated_result_at_its_truncation_file(api: ApiClient) -> None:
     text = "T" * 300
     notice = api.post(

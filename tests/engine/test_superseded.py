@@ -1,0 +1,493 @@
+"""Tests for reduction_app.engine.superseded and the ``clear_superseded`` step of the clear
+phase (docs/behaviour.md §4.12).
+
+Counts use the one-token-per-character counter of ``clear_support.chars`` (content plus
+arguments; tool names are not counted). Every result is 200 characters and every
+offloading placeholder naming ``/tmp/clear/cN`` is 94, so each cleared result frees 106.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from typing import Any
+
+from hypothesis import given
+
+from reduction_app.engine.backends import InMemoryBackend
+from reduction_app.engine.config import ReductionConfig, ToolReductionConfig
+from reduction_app.engine.events import ReductionEvent
+from reduction_app.engine.messages import Message
+from reduction_app.engine.notices import clear_placeholder, trunc_notice
+from reduction_app.engine.superseded import Readers, superseded_calls
+from reduction_app.engine.tool_io import ClearResult, ToolDetail, ToolOutputPart, ToolResult
+from tests.engine.clear_support import (
+    agentic_call,
+    agentic_results,
+    agentic_text,
+    assert_untouched,
+    call_msg,
+    chars,
+    middleware,
+    snapshot,
+    state,
+)
+from tests.engine.test_clear_properties import (
+    CONFIGS,
+    SETTINGS,
+    Round,
+    agentic_conversation,
+    chat_conversation,
+    check_properties,
+    rounds,
+    shape,
+)
+
+FLAG = "_reduction_mw_processed"
+A, B, C, D = "A" * 200, "B" * 200, "C" * 200, "D" * 200
+KEEP = ("k", "ls", '{"d": "z"}', "kept")
+"""The retained round: 14 tokens."""
+READERS = Readers.of("read_file", {})
+
+
+def placeholder(call_id: str) -> str:
+    return clear_placeholder(file_path=f"/tmp/clear/{call_id}", read_tool_name="read_file")
+
+
+def conversation(*calls: tuple[str, str, str, str], keep: Any = KEEP) -> list[Message]:
+    """``user "q"``, then one round ``(id, tool, arguments, result)`` per call."""
+    msgs = [Message.user("q")]
+    for call_id, name, arguments, text in (*calls, keep):
+        msgs += [call_msg((call_id, name, arguments)), Message.tool(text, call_id)]
+    return msgs
+
+
+def with_results(msgs: list[Message], **texts: str) -> list[Message]:
+    """``msgs`` with the results of the given call ids replaced."""
+    return [
+        dataclasses.replace(m, content=texts[m.tool_call_id])
+        if m.role == "tool" and m.tool_call_id in texts
+        else m
+        for m in msgs
+    ]
+
+
+def flagged(msgs: list[Message], *indexes: int) -> list[Message]:
+    return [
+        dataclasses.replace(m, extra={FLAG: True}) if i in indexes else m
+        for i, m in enumerate(msgs)
+    ]
+
+
+def cleared_event(call_id: str, strategy: str, tool: str = "ls") -> ReductionEvent:
+    return ReductionEvent(
+        phase="clear",
+        kind="tool",
+        tool_name=tool,
+        call_id=call_id,
+        chars_before=200,
+        chars_after=94,
+        tokens_before=200,
+        tokens_after=94,
+        tokens_saved=106,
+        offload_path=f"/tmp/clear/{call_id}",
+        strategy=strategy,
+    )
+
+
+def summary_event(before: int, after: int, calls: int, threshold: int) -> ReductionEvent:
+    return ReductionEvent(
+        phase="clear",
+        kind="summary",
+        tokens_before=before,
+        tokens_after=after,
+        tokens_saved=before - after,
+        applied=True,
+        calls_cleared=calls,
+        reason="applied",
+        threshold=threshold,
+    )
+
+
+THREE = conversation(
+    ("c1", "ls", '{"d": "a"}', A),
+    ("c2", "ls", '{"d":"a"}', B),  # the same arguments as c1, spaced otherwise
+    ("c3", "ls", '{"d": "b"}', C),
+)
+"""1 + 210 + 209 + 210 + 14 = 644 tokens; c1 is superseded by c2, nothing else is."""
+
+
+# --- which results are superseded -------------------------------------------------------------
+
+
+def test_superseded_calls_same_tool_and_arguments_as_json() -> None:
+    assert chars(THREE, []) == 644
+    assert superseded_calls(THREE, 1, 7, READERS) == {1: [0]}
+
+
+def test_superseded_calls_different_arguments_or_tool_are_not_superseded() -> None:
+    msgs = conversation(
+        ("c1", "ls", '{"d": "a"}', A),
+        ("c2", "ls", '{"d": "b"}', B),
+        ("c3", "grep", '{"d": "a"}', C),
+        ("c4", "ls", "d a", D),
+        ("c5", "ls", '"d a"', D),  # JSON never equals raw text, even the same string
+    )
+    assert superseded_calls(msgs, 1, 11, READERS) == {}
+
+
+def test_superseded_calls_raw_text_arguments_compare_as_text() -> None:
+    msgs = conversation(("c1", "ls", "d a", A), ("c2", "ls", "d a", B), ("c3", "ls", "d  a", C))
+    assert superseded_calls(msgs, 1, 7, READERS) == {1: [0]}
+
+
+def test_superseded_calls_the_superseding_call_may_be_retained() -> None:
+    msgs = conversation(("c1", "ls", '{"d": "z"}', A), ("c2", "ls", '{"d": "b"}', B))
+    assert superseded_calls(msgs, 1, 5, READERS) == {1: [0]}
+
+
+def test_superseded_calls_a_later_call_in_the_same_message_counts() -> None:
+    msgs = [
+        Message.user("q"),
+        call_msg(("c1", "ls", "{}"), ("c2", "ls", "{}")),
+        Message.tool(A, "c1"),
+        Message.tool(B, "c2"),
+    ]
+    assert superseded_calls(msgs, 1, 4, READERS) == {1: [0]}
+
+
+def test_superseded_calls_only_a_whole_newer_copy_supersedes() -> None:
+    """A later copy that is cleared, truncated or has no result shows nothing."""
+    truncated = trunc_notice(
+        original_size=300,
+        file_path="/tmp/trunc/c2",
+        preview_size=5,
+        preview_first="AAAAA",
+        preview_last="AAAAA",
+        read_tool_name="read_file",
+    )
+    for newer in (placeholder("c2"), truncated):
+        msgs = conversation(("c1", "ls", "{}", A), ("c2", "ls", "{}", newer))
+        assert superseded_calls(msgs, 1, 5, READERS) == {}, newer
+    unanswered = [*conversation(("c1", "ls", "{}", A)), call_msg(("c2", "ls", "{}"))]
+    assert superseded_calls(unanswered, 1, 3, READERS) == {}
+
+
+def test_superseded_calls_leave_flagged_and_cleared_results_out() -> None:
+    msgs = conversation(("c1", "ls", "{}", A), ("c2", "ls", "{}", B), ("c3", "ls", "{}", C))
+    msgs = with_results(flagged(msgs, 1), c2=placeholder("c2"))
+    assert superseded_calls(msgs, 1, 7, READERS) == {}
+
+
+def test_superseded_calls_a_later_whole_read_of_the_same_file() -> None:
+    msgs = conversation(
+        ("c1", "read_file", '{"path": "a.py", "limit": 5}', A),
+        ("c2", "str_replace_editor", '{"command": "view", "path": "b.py"}', B),
+        ("c3", "cat", '{"filename": "b.py"}', C),
+        ("c4", "view_file", '{"file_path": "a.py"}', D),
+    )
+    assert superseded_calls(msgs, 1, 9, READERS) == {1: [0], 3: [0]}
+
+
+def test_superseded_calls_a_partial_read_or_an_edit_supersedes_no_read() -> None:
+    msgs = conversation(
+        ("c1", "read_file", '{"path": "a.py"}', A),
+        ("c2", "read_file", '{"path": "a.py", "offset": 10}', B),
+        ("c3", "str_replace_editor", '{"command": "view", "path": "a.py", "view_range": [1]}', C),
+        ("c4", "write_file", '{"path": "a.py"}', D),  # not a read-like tool
+        ("c5", "str_replace_editor", '{"command": "create", "path": "a.py"}', D),
+    )
+    assert superseded_calls(msgs, 1, 11, READERS) == {}
+
+
+def test_superseded_calls_read_tools_are_configurable() -> None:
+    msgs = conversation(
+        ("c1", "fetch_doc", '{"path": "a.md"}', A),
+        ("c2", "fetch_doc", '{"path": "a.md", "v": 2}', B),  # not whole: supersedes nothing
+        ("c3", "cat_file", '{"path": "b.md", "v": 1}', C),
+        ("c4", "cat_file", '{"path": "b.md"}', D),
+        ("c5", "read_file", '{"path": "c.md", "v": 1}', A),
+        ("c6", "read_file", '{"path": "c.md"}', B),
+    )
+    assert superseded_calls(msgs, 1, 13, READERS) == {9: [0]}
+    entries = {
+        "fetch_doc": ToolReductionConfig(reads_files=True),
+        "read_file": ToolReductionConfig(reads_files=False),
+    }
+    readers = Readers.of("cat_file", entries)
+    assert readers == Readers(
+        tools=frozenset({"fetch_doc", "cat_file", "view_file", "open_file", "cat"}),
+        never=frozenset({"read_file"}),
+    )
+    assert superseded_calls(msgs, 1, 13, readers) == {5: [0]}
+    msgs[3] = call_msg(("c2", "fetch_doc", '{"filename": "a.md"}'))
+    assert superseded_calls(msgs, 1, 13, READERS) == {9: [0]}
+    assert superseded_calls(msgs, 1, 13, readers) == {1: [0], 5: [0]}
+
+
+# --- the clear pass ---------------------------------------------------------------------------
+
+
+def test_clear_superseded_stops_once_under_the_threshold() -> None:
+    backend = InMemoryBackend()
+    mw, events = middleware(
+        backend, token_counter=chars, max_tokens_for_clear=540, clear_superseded=True
+    )
+    out = mw.before_model_rewrite_state(state(THREE))
+    # 644 - 106 = 538: at or under 540, so c2 and c3 stay whole and nothing is flagged.
+    assert list(out.messages) == with_results(THREE, c1=placeholder("c1"))
+    assert backend.files == {"/tmp/clear/c1": A}
+    assert events == [cleared_event("c1", "superseded"), summary_event(644, 538, 1, 540)]
+
+
+def test_clear_superseded_goes_on_like_the_reference_when_still_over() -> None:
+    backend = InMemoryBackend()
+    mw, events = middleware(
+        backend, token_counter=chars, max_tokens_for_clear=500, clear_superseded=True
+    )
+    out = mw.before_model_rewrite_state(state(THREE))
+    cleared = with_results(THREE, c1=placeholder("c1"), c2=placeholder("c2"), c3=placeholder("c3"))
+    assert list(out.messages) == flagged(cleared, 1, 3, 5)
+    assert backend.files == {"/tmp/clear/c1": A, "/tmp/clear/c2": B, "/tmp/clear/c3": C}
+    assert events == [
+        cleared_event("c1", "superseded"),
+        cleared_event("c2", ""),
+        cleared_event("c3", ""),
+        summary_event(644, 326, 3, 500),
+    ]
+
+
+def test_clear_superseded_is_off_by_default_and_then_the_reference() -> None:
+    assert ReductionConfig().clear_superseded is False
+    backend = InMemoryBackend()
+    mw, events = middleware(backend, token_counter=chars, max_tokens_for_clear=540)
+    out = mw.before_model_rewrite_state(state(THREE))
+    cleared = with_results(THREE, c1=placeholder("c1"), c2=placeholder("c2"), c3=placeholder("c3"))
+    assert list(out.messages) == flagged(cleared, 1, 3, 5)
+    assert [e.strategy for e in events] == ["", "", "", ""]
+    assert events[-1] == summary_event(644, 326, 3, 540)
+
+
+def test_clear_superseded_with_nothing_superseded_is_the_reference() -> None:
+    msgs = conversation(("c1", "ls", '{"d": "a"}', A), ("c2", "ls", '{"d": "b"}', B))
+    outputs = []
+    for on in (False, True):
+        mw, events = middleware(
+            InMemoryBackend(), token_counter=chars, max_tokens_for_clear=400, clear_superseded=on
+        )
+        outputs.append((mw.before_model_rewrite_state(state(msgs)).messages, events))
+    assert outputs[0] == outputs[1]
+
+
+def test_clear_superseded_by_a_retained_round() -> None:
+    msgs = conversation(("c1", "ls", '{"d": "z"}', A), ("c2", "ls", '{"d": "b"}', B))
+    mw, events = middleware(
+        InMemoryBackend(), token_counter=chars, max_tokens_for_clear=430, clear_superseded=True
+    )
+    out = mw.before_model_rewrite_state(state(msgs))
+    assert list(out.messages) == with_results(msgs, c1=placeholder("c1"))
+    assert events == [cleared_event("c1", "superseded"), summary_event(435, 329, 1, 430)]
+
+
+def test_clear_superseded_by_a_later_read_of_the_file() -> None:
+    msgs = conversation(
+        ("c1", "read_file", '{"path": "a.py", "limit": 5}', A),
+        ("c2", "str_replace_editor", '{"command": "view", "path": "a.py"}', B),
+    )
+    mw, events = middleware(
+        InMemoryBackend(), token_counter=chars, max_tokens_for_clear=470, clear_superseded=True
+    )
+    out = mw.before_model_rewrite_state(state(msgs))
+    assert list(out.messages) == with_results(msgs, c1=placeholder("c1"))
+    assert events[0] == cleared_event("c1", "superseded", tool="read_file")
+    assert events[1] == summary_event(1 + 228 + 235 + 14, 372, 1, 470)
+
+
+def test_clear_superseded_leaves_excluded_tools_and_own_handlers_alone() -> None:
+    """An excluded tool is never cleared; a tool with its own clear handler is left to the
+    reference's step, which this pass never reaches."""
+    called: list[str] = []
+
+    def handler(detail: ToolDetail) -> ClearResult:
+        called.append(detail.tool_context.call_id)
+        gone = ToolResult(parts=(ToolOutputPart(type="text", text="gone"),))
+        return ClearResult(need_clear=True, tool_argument=detail.tool_argument, tool_result=gone)
+
+    msgs = conversation(
+        ("c1", "grep", '{"d": "a"}', A),
+        ("c2", "grep", '{"d": "a"}', B),
+        ("c3", "own", '{"d": "a"}', C),
+        ("c4", "own", '{"d": "a"}', D),
+        ("c5", "ls", '{"d": "a"}', A),
+        ("c6", "ls", '{"d": "a"}', B),
+    )
+    assert chars(msgs, []) == 1275
+    mw, events = middleware(
+        InMemoryBackend(),
+        token_counter=chars,
+        max_tokens_for_clear=1170,
+        clear_superseded=True,
+        clear_exclude_tools=("grep",),
+        tool_config={"own": ToolReductionConfig(clear_handler=handler)},
+    )
+    out = mw.before_model_rewrite_state(state(msgs))
+    assert list(out.messages) == with_results(msgs, c5=placeholder("c5"))
+    assert called == []
+    assert events == [cleared_event("c5", "superseded"), summary_event(1275, 1169, 1, 1170)]
+
+
+def test_clear_superseded_clear_at_least_tokens_judges_the_whole_pass() -> None:
+    """The superseded step frees 106: short of 107, the pass goes on (and frees 318); short
+    of 400 in all, nothing is applied."""
+    backend = InMemoryBackend()
+    mw, events = middleware(
+        backend,
+        token_counter=chars,
+        max_tokens_for_clear=540,
+        clear_at_least_tokens=107,
+        clear_superseded=True,
+    )
+    out = mw.before_model_rewrite_state(state(THREE))
+    assert [e.strategy for e in events] == ["superseded", "", "", ""]
+    assert events[-1] == summary_event(644, 326, 3, 540)
+    assert len(backend.files) == 3 and out.messages[2].content == placeholder("c1")
+
+    backend = InMemoryBackend()
+    mw, events = middleware(
+        backend,
+        token_counter=chars,
+        max_tokens_for_clear=540,
+        clear_at_least_tokens=400,
+        clear_superseded=True,
+    )
+    s = state(THREE)
+    assert mw.before_model_rewrite_state(s) is s
+    assert backend.files == {}
+    assert [e.reason for e in events] == ["below_clear_at_least_tokens"]
+
+
+def test_clear_superseded_loses_nothing_and_runs_idempotently() -> None:
+    """The caller's state is untouched, calls keep their results, every cleared result's
+    file holds its original, and a second pass (flags or not) changes nothing."""
+    for threshold in (540, 500):
+        backend = InMemoryBackend()
+        mw, _ = middleware(
+            backend, token_counter=chars, max_tokens_for_clear=threshold, clear_superseded=True
+        )
+        s = state(THREE)
+        snap = snapshot(s)
+        out = mw.before_model_rewrite_state(s)
+        assert_untouched(s, snap)
+        assert shape(list(out.messages)) == shape(THREE)
+        for before, after in zip(THREE, out.messages, strict=True):
+            if after.content != before.content:
+                assert after.content == placeholder(before.tool_call_id)
+                assert backend.read(f"/tmp/clear/{before.tool_call_id}") == before.content
+        files = backend.files
+        again = mw.before_model_rewrite_state(out)
+        assert list(again.messages) == list(out.messages)
+        unflagged = [dataclasses.replace(m, extra={}) for m in out.messages]
+        fresh, _ = middleware(
+            backend, token_counter=chars, max_tokens_for_clear=threshold, clear_superseded=True
+        )
+        wire = fresh.before_model_rewrite_state(state(unflagged))
+        assert [m.content for m in wire.messages] == [m.content for m in out.messages]
+        assert backend.files == files
+
+
+def test_clear_superseded_agentic_parallel_results() -> None:
+    """Two identical calls in one message, answered in one message: the first is
+    superseded by the second, and only its block changes."""
+    msgs = [
+        agentic_text("user", "q"),
+        agentic_call(("c1", "ls", '{"d": "a"}'), ("c2", "ls", '{"d": "a"}')),
+        agentic_results(("c1", A), ("c2", B)),
+        agentic_call(KEEP[:3]),
+        agentic_results((KEEP[0], KEEP[3])),
+    ]
+    assert chars(msgs, []) == 435
+    backend = InMemoryBackend()
+    mw, events = middleware(
+        backend, token_counter=chars, max_tokens_for_clear=430, clear_superseded=True
+    )
+    out = mw.before_model_rewrite_state(state(msgs))
+    expected = agentic_results(("c1", placeholder("c1")), ("c2", B))
+    assert list(out.messages) == [*msgs[:2], expected, *msgs[3:]]
+    assert backend.files == {"/tmp/clear/c1": A}
+    assert events == [cleared_event("c1", "superseded"), summary_event(435, 329, 1, 430)]
+
+
+def test_clear_superseded_agentic_falls_through() -> None:
+    msgs = [
+        agentic_text("user", "q"),
+        agentic_call(("c1", "ls", '{"d": "a"}')),
+        agentic_results(("c1", A)),
+        agentic_call(("c2", "ls", '{"d": "a"}')),
+        agentic_results(("c2", B)),
+        agentic_call(KEEP[:3]),
+        agentic_results((KEEP[0], KEEP[3])),
+    ]
+    mw, events = middleware(
+        InMemoryBackend(), token_counter=chars, max_tokens_for_clear=300, clear_superseded=True
+    )
+    out = mw.before_model_rewrite_state(state(msgs))
+    assert [e.strategy for e in events if e.kind == "tool"] == ["superseded", ""]
+    assert out.messages[4] == agentic_results(("c2", placeholder("c2")))
+    assert [m.extra for m in out.messages] == [{}, {FLAG: True}, {}, {FLAG: True}, {}, {}, {}]
+
+
+def test_clear_superseded_async_twin_gives_the_same() -> None:
+    backend = InMemoryBackend()
+    mw, events = middleware(
+        backend, token_counter=chars, max_tokens_for_clear=540, clear_superseded=True
+    )
+    out = asyncio.run(mw.abefore_model_rewrite_state(state(THREE)))
+    assert list(out.messages) == with_results(THREE, c1=placeholder("c1"))
+    assert events == [cleared_event("c1", "superseded"), summary_event(644, 538, 1, 540)]
+
+
+# --- properties -------------------------------------------------------------------------------
+
+# Every call of these conversations has the same arguments, so every result but a tool's
+# last is superseded.
+
+
+@SETTINGS
+@given(rs=rounds(), config=CONFIGS)
+def test_clear_superseded_properties_chat(rs: list[Round], config: dict[str, Any]) -> None:
+    check_properties(chat_conversation(rs), {**config, "clear_superseded": True})
+
+
+@SETTINGS
+@given(rs=rounds(), config=CONFIGS)
+def test_clear_superseded_properties_agentic(rs: list[Round], config: dict[str, Any]) -> None:
+    check_properties(agentic_conversation(rs), {**config, "clear_superseded": True})
+
+
+def test_clear_superseded_truncated_result_points_at_its_truncation_file() -> None:
+    """A superseded result that was truncated gets a placeholder naming its truncation
+    file, and nothing new is written (decision 5)."""
+    truncated = trunc_notice(
+        original_size=300,
+        file_path="/tmp/trunc/c1",
+        preview_size=5,
+        preview_first="AAAAA",
+        preview_last="AAAAA",
+        read_tool_name="read_file",
+    )
+    msgs = conversation(("c1", "ls", "{}", truncated), ("c2", "ls", "{}", B))
+    assert chars(msgs, []) == 1 + 173 + 202 + 14
+    backend = InMemoryBackend()
+    # 390 - 171 + 94 = 313: the pass stops there, so c2 stays whole.
+    mw, events = middleware(
+        backend, token_counter=chars, max_tokens_for_clear=313, clear_superseded=True
+    )
+    out = mw.before_model_rewrite_state(state(msgs))
+    assert out.messages[2].content == clear_placeholder(
+        file_path="/tmp/trunc/c1", read_tool_name="read_file"
+    )
+    assert out.messages[4].content == B
+    assert backend.files == {}
+    assert [(e.strategy, e.offload_path) for e in events if e.kind == "tool"] == [
+        ("superseded", "/tmp/trunc/c1")
+    ]
