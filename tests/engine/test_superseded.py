@@ -464,6 +464,16 @@ def test_clear_superseded_properties_agentic(rs: list[Round], config: dict[str, 
     check_properties(agentic_conversation(rs), {**config, "clear_superseded": True})
 
 
+@SETTINGS
+@given(rs=rounds(), config=CONFIGS)
+def test_clear_superseded_properties_with_digest_placeholders(
+    rs: list[Round], config: dict[str, Any]
+) -> None:
+    """With ``clear_digest_tokens`` too: placeholders with digests are recognised as cleared."""
+    settings = {**config, "clear_superseded": True, "clear_digest_tokens": 8}
+    check_properties(chat_conversation(rs), settings)
+
+
 def test_clear_superseded_truncated_result_points_at_its_truncation_file() -> None:
     """A superseded result that was truncated gets a placeholder naming its truncation
     file, and nothing new is written (decision 5)."""
