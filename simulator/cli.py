@@ -28,7 +28,7 @@ from simulator.calibration import (
 from simulator.compare import compare, grid_configs, sweep
 from simulator.importers import FORMATS, ImportError_, RecordedConversation, load_conversations
 from simulator.pricing import PRESETS, Pricing, engine_measure, pricing_for
-from simulator.results import ReplayResult
+from simulator.results import REFERENCE_STRATEGY, ReplayResult
 
 __all__ = ["main"]
 
@@ -128,6 +128,19 @@ def _table(rows: Sequence[Row], out: TextIO) -> None:
         )
 
 
+def _strategy_lines(rows: Sequence[Row], out: TextIO) -> None:
+    """Which strategy cleared what, for each replay that used one beyond the reference's."""
+    for conv, result, _ in rows:
+        if set(result.strategies) <= {REFERENCE_STRATEGY}:
+            continue
+        parts = [
+            f"{name} {effect.results:,} result{'' if effect.results == 1 else 's'}, "
+            f"{effect.tokens_saved:,} tok saved"
+            for name, effect in result.strategies.items()
+        ]
+        out.write(f"strategies ({conv.name}, {result.name}): {'; '.join(parts)}\n")
+
+
 def _pricing(args: argparse.Namespace) -> Pricing:
     preset = pricing_for(args.pricing)
     return engine_measure(preset) if args.measure == "engine" else preset
@@ -173,6 +186,7 @@ def _replay(args: argparse.Namespace, out: TextIO) -> None:
         out.write("\n")
     else:
         _table(rows, out)
+        _strategy_lines(rows, out)
         _notes(pricing, out)
 
 

@@ -48,7 +48,7 @@ from simulator.metering import Meter
 from simulator.pricing import DEFAULT_PRICING, Pricing
 from simulator.recording import RecordedConversation
 from simulator.refetch import Repeats
-from simulator.results import CallRecord, ClearPass, ReplayResult, Totals
+from simulator.results import CallRecord, ClearPass, ReplayResult, Totals, strategy_effects
 from simulator.transcript import (
     Key,
     call_key,
@@ -335,4 +335,5 @@ def replay(
         contexts=replayer.contexts,
         measure=replayer.meter.describe(),
         estimate=pricing.estimate,
+        strategies=strategy_effects(events),
     )

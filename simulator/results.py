@@ -12,12 +12,21 @@ of the context against the threshold read the second.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from reduction_app.engine import ReductionEvent
 
-__all__ = ["CallRecord", "ClearPass", "ReplayResult", "Totals"]
+__all__ = [
+    "REFERENCE_STRATEGY",
+    "CallRecord",
+    "ClearPass",
+    "ReplayResult",
+    "StrategyEffect",
+    "Totals",
+    "strategy_effects",
+]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -112,6 +121,35 @@ class Totals:
 
 
 @dataclass(frozen=True, kw_only=True)
+class StrategyEffect:
+    """What one clear strategy did over a replay, from the engine's per-call events (the
+    ``strategy`` each names: ``reference`` for Eino's own clearing)."""
+
+    results: int
+    """Tool results it cleared."""
+    tokens_saved: int
+    """Tokens those clears freed, in the config's own counter (negative when placeholders
+    are longer than what they hid)."""
+
+
+def strategy_effects(events: Iterable[ReductionEvent]) -> dict[str, StrategyEffect]:
+    """Per strategy, in order of first use, the results cleared and the tokens saved."""
+    counts: dict[str, list[int]] = {}
+    for event in events:
+        if event.phase == "clear" and event.kind == "tool":
+            entry = counts.setdefault(event.strategy or REFERENCE_STRATEGY, [0, 0])
+            entry[0] += 1
+            entry[1] += event.tokens_saved
+    return {
+        name: StrategyEffect(results=n, tokens_saved=saved) for name, (n, saved) in counts.items()
+    }
+
+
+REFERENCE_STRATEGY = "reference"
+"""How :func:`strategy_effects` names the reference's own clearing (events say ``""``)."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class ReplayResult:
     """One conversation replayed under one config."""
 
@@ -128,6 +166,9 @@ class ReplayResult:
     """How tokens were counted: the tokenizer and the provider framing."""
     estimate: bool = False
     """The counts are estimates (no tokenizer of the provider is available offline)."""
+    strategies: dict[str, StrategyEffect] = field(default_factory=dict)
+    """What each clear strategy did (see :func:`strategy_effects`); empty when nothing
+    was cleared."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -137,6 +178,7 @@ class ReplayResult:
             "measure": self.measure,
             "estimate": self.estimate,
             "totals": dataclasses.asdict(self.totals),
+            "strategies": {k: dataclasses.asdict(v) for k, v in self.strategies.items()},
             "calls": [
                 {
                     "index": c.index,

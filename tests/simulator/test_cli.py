@@ -344,3 +344,22 @@ def test_cli_readme_example_runs_on_the_shipped_files() -> None:
     assert main(["sweep", runs, "--grid", grid, "--quiet"], out=StringIO(), err=err) == 0, (
         err.getvalue()
     )
+
+
+def test_main_replay_says_which_strategy_cleared_what(tmp_path: Path) -> None:
+    """A replay using a strategy beyond the reference's gets a line saying what each did."""
+    plain = tmp_path / "c20.json"
+    plain.write_text(json.dumps({"max_tokens_for_clear": 20000}), encoding="utf-8")
+    superseded = tmp_path / "sup20.json"
+    superseded.write_text(
+        json.dumps({"max_tokens_for_clear": 20000, "clear_superseded": True}), encoding="utf-8"
+    )
+    code, out, err = run("replay", OPENHANDS, "--config", plain, "--config", superseded)
+    assert (code, err) == (0, "")
+    lines = [line for line in out.splitlines() if line.startswith("strategies")]
+    assert lines == [
+        "strategies (openhands-multi-swe-bench-llama4.jsonl:1#ponylang__ponyc-4595, sup20): "
+        "superseded 2 results, 10,320 tok saved",
+        "strategies (openhands-multi-swe-bench-llama4.jsonl:3#ponylang__ponyc-4588, sup20): "
+        "superseded 1 result, 5 tok saved; reference 42 results, 10,084 tok saved",
+    ]

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 
+from reduction_app.engine import ReductionEvent
 from simulator.replay import replay
+from simulator.results import REFERENCE_STRATEGY, StrategyEffect, strategy_effects
 from tests.simulator.cases import ENGINE, HAND_CONFIG, hand_conversation
 
 TOTALS = [
@@ -29,8 +31,10 @@ def test_replay_result_to_dict_shape() -> None:
         hand_conversation(), HAND_CONFIG, name="hand", min_cacheable_prefix=10, pricing=ENGINE
     ).to_dict()
     assert list(data) == [
-        "name", "conversation", "config", "measure", "estimate", "totals", "calls"
+        "name", "conversation", "config", "measure", "estimate", "totals", "strategies", "calls"
     ]  # fmt: skip
+    # The hand conversation's clears are the reference's own: two results, 250 tokens.
+    assert data["strategies"] == {"reference": {"results": 2, "tokens_saved": 250}}
     assert (data["measure"], data["estimate"]) == (
         "approx (the config's counter, no framing)",
         False,
@@ -60,3 +64,17 @@ def test_replay_result_to_dict_shape() -> None:
 
 def test_replay_result_default_name() -> None:
     assert replay(hand_conversation(), None, pricing=ENGINE).name == "config"
+
+
+def test_strategy_effects_group_clears_by_the_strategy_events_name() -> None:
+    events = [
+        ReductionEvent(phase="clear", kind="tool", tokens_saved=40, strategy="superseded"),
+        ReductionEvent(phase="clear", kind="tool", tokens_saved=-3),
+        ReductionEvent(phase="clear", kind="tool", tokens_saved=10, strategy="superseded"),
+        ReductionEvent(phase="clear", kind="summary", tokens_saved=47),
+        ReductionEvent(phase="truncation", kind="tool", tokens_saved=500),
+    ]
+    assert strategy_effects(events) == {
+        "superseded": StrategyEffect(results=2, tokens_saved=50),
+        REFERENCE_STRATEGY: StrategyEffect(results=1, tokens_saved=-3),
+    }
