@@ -18,6 +18,7 @@ from reduction_app.engine import AgenticMessage, FunctionToolCall, FunctionToolR
 from reduction_app.engine.inspect import classify, is_clear_placeholder
 from simulator.compare import compare
 from simulator.importers import RecordedConversation
+from simulator.results import REFERENCE_STRATEGY
 from simulator.transcript import with_stable_ids
 
 __all__ = [
@@ -163,6 +164,29 @@ def totals_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
             {"name": run["name"], "is_baseline": run is base, "cells": cells, "totals": totals}
         )
     return rows
+
+
+def strategy_table(results: dict[str, Any]) -> dict[str, Any] | None:
+    """Which clear strategy removed what, per config: ``{"names": [...], "rows": [{"name",
+    "cells": [{"results", "tokens_saved"} | None, ...]}]}``, strategies in order of first
+    use. ``None`` when no config used a strategy beyond the reference's (the table would
+    only repeat the clears column), and for results stored before strategies were kept."""
+    runs = results["results"]
+    names: list[str] = []
+    for run in runs:
+        for name in run.get("strategies", {}):
+            if name not in names:
+                names.append(name)
+    if not set(names) - {REFERENCE_STRATEGY}:
+        return None
+    rows = [
+        {
+            "name": run["name"],
+            "cells": [run.get("strategies", {}).get(name) for name in names],
+        }
+        for run in runs
+    ]
+    return {"names": names, "rows": rows}
 
 
 # What the model was sent ----------------------------------------------------------------

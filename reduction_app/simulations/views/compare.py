@@ -30,7 +30,13 @@ from reduction_app.http import PageRequest
 from reduction_app.models import Conversation, Simulation
 from reduction_app.paging import digits
 from reduction_app.simulations import services
-from reduction_app.simulations.display import ReplayRun, run_comparison, side_by_side, totals_rows
+from reduction_app.simulations.display import (
+    ReplayRun,
+    run_comparison,
+    side_by_side,
+    strategy_table,
+    totals_rows,
+)
 from reduction_app.simulations.selectors import simulation_for, simulation_matching
 from reduction_app.tasks import run_simulation
 
@@ -67,6 +73,7 @@ def _results_context(
         "chart": context_chart(series, highlight=call),
         "off_chart": thresholds_off_chart(series),
         "rows": totals_rows(results),
+        "strategies": strategy_table(results),
         "baseline": results["baseline"],
         "calls": calls,
         "call": call,

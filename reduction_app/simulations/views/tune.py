@@ -38,7 +38,12 @@ from reduction_app.http import PageRequest
 from reduction_app.models import Conversation
 from reduction_app.paging import digits
 from reduction_app.simulations import services
-from reduction_app.simulations.display import message_text, run_comparison, totals_rows
+from reduction_app.simulations.display import (
+    message_text,
+    run_comparison,
+    strategy_table,
+    totals_rows,
+)
 
 KNOBS = tuple(spec.name for spec in engine.config_knobs())
 """The knobs' names, in the order the page shows them (the engine's spec says which)."""
@@ -173,6 +178,7 @@ def _run(state: dict[str, Any]) -> dict[str, Any]:
             chart=context_chart(series),
             off_chart=thresholds_off_chart(series),
             rows=totals_rows(comparison.results),
+            strategies=strategy_table(comparison.results),
             baseline=comparison.results["baseline"],
             query_pairs=_query(state),
         )

@@ -350,3 +350,43 @@ def test_compare_renders_a_simulation_stored_before_calls_carried_their_clear_pa
     assert series[0]["data"] == [c.clear.tokens_after for c in tight.calls]
     assert series[1]["data"] == [c.context_tokens for c in off.calls]
     assert series[2]["data"] == [8000] * 23
+
+
+def test_compare_says_which_strategy_removed_what(
+    setup: tuple[Client, Conversation, int],
+) -> None:
+    client, conversation, pk = setup
+    # At 20k the superseded results of this run are enough, at first, to get under the
+    # threshold (at 8k they are not found in range).
+    superseded = {"max_tokens_for_clear": 20000, "clear_superseded": True}
+    other = config_create(workspace=conversation.workspace, name="superseded", data=superseded)
+    page = html(
+        client.get(
+            f"/compare/?conversation={conversation.pk}&config={pk}&config={other.profile.pk}"
+        )
+    )
+    recorded = recorded_conversation(conversation)
+    expected = compare(recorded, [("tight v1", TIGHT), ("superseded v1", superseded)])
+    plain, chosen = (r.strategies for r in expected.results)
+    assert set(plain) == {"reference"} and "superseded" in chosen
+    table = page[page.index('<table class="totals strategies">') :]
+    table = table[: table.index("</table>")]
+    names = list(dict.fromkeys([*plain, *chosen]))
+    assert re.findall(r'<th class="num">([^<]*)</th>', table) == names
+    for row, effects in (("tight v1", plain), ("superseded v1", chosen)):
+        start = table.index(f'<th scope="row">{row}</th>')
+        cells = re.findall(
+            r'<td class="num">([^<]*)</td>', table[start : table.index("</tr>", start)]
+        )
+        assert cells == [
+            f"{effects[n].results:,} · {effects[n].tokens_saved:,} tok" if n in effects else "–"
+            for n in names
+        ]
+
+
+def test_compare_shows_no_strategy_table_when_only_the_reference_cleared(
+    setup: tuple[Client, Conversation, int],
+) -> None:
+    client, conversation, pk = setup
+    page = html(client.get(f"/compare/?conversation={conversation.pk}&config={pk}&config=none"))
+    assert "What each clear strategy removed" not in page
