@@ -23,6 +23,7 @@ from reduction_app.engine import (
     ReductionConfig,
     config_from_dict,
     config_knobs,
+    config_switches,
 )
 from simulator.importers import RecordedConversation
 from simulator.pricing import DEFAULT_PRICING, Pricing
@@ -42,8 +43,9 @@ __all__ = [
 MAX_GRID_CONFIGS = 1_000
 """The most combinations one sweep replays."""
 
-GRID_KNOBS = tuple(spec.name for spec in config_knobs())
-"""The numeric fields a grid may sweep: the engine spec's knobs, as on the Tune page."""
+GRID_KNOBS = tuple(spec.name for spec in (*config_knobs(), *config_switches()))
+"""The fields a grid may sweep: the engine spec's numeric knobs and its opt-in strategy
+switches, as on the Tune page."""
 
 
 @dataclass(frozen=True)

@@ -51,6 +51,7 @@ from reduction_app.engine.config_spec import (
     config_field,
     config_fields,
     config_knobs,
+    config_switches,
     json_config_fields,
 )
 from reduction_app.engine.digests import Digester, default_digest
@@ -171,6 +172,7 @@ __all__ = [
     "config_fields",
     "config_from_dict",
     "config_knobs",
+    "config_switches",
     "config_to_dict",
     "default_clear_handler",
     "default_digest",

@@ -36,6 +36,7 @@ __all__ = [
     "config_field",
     "config_fields",
     "config_knobs",
+    "config_switches",
     "json_config_fields",
 ]
 
@@ -103,6 +104,9 @@ class ConfigField:
     max_chars: int | None = None
     """The longest text a form offers for it; the engine itself sets no limit."""
     knob: ConfigKnob | None = None
+    switch: bool = False
+    """An opt-in strategy beyond the reference (a ``bool``): a switch on the Tune page and
+    an axis a sweep grid may take."""
 
     @property
     def json(self) -> bool:
@@ -247,6 +251,7 @@ CONFIG_FIELDS: tuple[ConfigField, ...] = (
             "Beyond the reference: a clear pass first clears results shown again by a later "
             "call (same tool and arguments, or a later read of the same file)."
         ),
+        switch=True,
     ),
     ConfigField(
         name="clear_message_rewriter",
@@ -300,6 +305,11 @@ def config_knobs() -> tuple[ConfigField, ...]:
     """The numeric fields the Tune page and a sweep grid move, in knob order."""
     knobs = [f for f in CONFIG_FIELDS if f.knob is not None]
     return tuple(sorted(knobs, key=lambda f: f.knob.order if f.knob else 0))
+
+
+def config_switches() -> tuple[ConfigField, ...]:
+    """The opt-in strategies the Tune page shows as switches, in the spec's order."""
+    return tuple(f for f in CONFIG_FIELDS if f.switch)
 
 
 def config_field(name: str) -> ConfigField:

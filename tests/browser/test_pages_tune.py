@@ -33,3 +33,21 @@ def test_slider_changes_the_totals_in_place(signed_in: Any, shoot: Any) -> None:
     page.click("form.save-as button[type=submit]")
     page.wait_for_selector("p.saved")
     assert page.inner_text("p.saved") == "Saved as tuned in the browser v1."
+
+
+def test_strategy_switch_reruns_and_shows_what_it_removed(signed_in: Any, shoot: Any) -> None:
+    page = signed_in
+    conversation = record_conversation(Workspace.objects.get(slug="demo"))
+    page.goto(
+        f"{page.base}/tune/?conversation={conversation.pk}&start=defaults"
+        "&max_tokens_for_clear=20000"
+    )
+    page.wait_for_selector("#tune-results canvas[data-rendered=true]")
+    assert page.locator("table.strategies").count() == 0
+    page.evaluate("window.notReloaded = true")
+    page.check("#switch-clear_superseded input[type=checkbox]")
+    page.wait_for_selector("table.strategies")
+    assert page.evaluate("window.notReloaded") is True
+    assert "superseded" in page.inner_text("table.strategies thead")
+    assert "clear_superseded=on" in page.url
+    shoot(page, "tune-strategy")

@@ -47,6 +47,7 @@ from reduction_app.simulations.display import (
 
 KNOBS = tuple(spec.name for spec in engine.config_knobs())
 """The knobs' names, in the order the page shows them (the engine's spec says which)."""
+SWITCH_ON, SWITCH_OFF = "on", "off"
 
 
 def _round_up(value: float, step: int) -> int:
@@ -72,6 +73,22 @@ def _knob_value(params: QueryDict, knob: str, start: int) -> tuple[int | str, bo
         return int(raw), True
     except ValueError:
         return raw, True
+
+
+def _switch_value(params: QueryDict, name: str, start: bool) -> bool:
+    """A strategy switch: a hidden ``off`` and, when ticked, a checkbox ``on`` of the same
+    name, so the last value wins; absent (a link without it) keeps the start's value."""
+    values = params.getlist(name)
+    if not values:
+        return start
+    return values[-1] == SWITCH_ON
+
+
+def _switches(values: Mapping[str, Any]) -> list[dict[str, Any]]:
+    return [
+        {"name": spec.name, "on": values[spec.name], "help": spec.help}
+        for spec in engine.config_switches()
+    ]
 
 
 def _sliders(values: Mapping[str, Any], total_tokens: int, longest: int) -> list[dict[str, Any]]:
@@ -115,6 +132,9 @@ def _state(request: PageRequest, params: QueryDict) -> dict[str, Any]:
     for spec in engine.config_knobs():
         start_knob = spec.in_force(int(start.data.get(spec.name, spec.default)))
         values[spec.name], _ = _knob_value(params, spec.name, start_knob)
+    for spec in engine.config_switches():
+        start_on = bool(start.data.get(spec.name, spec.default))
+        values[spec.name] = _switch_value(params, spec.name, start_on)
     tuned = {**start.data, **values}
     # Each config is read once per request: the tuned one is the start with the knobs
     # changed (on a backend of its own, as each replay counts its own offloads), and the
@@ -144,7 +164,11 @@ def _state(request: PageRequest, params: QueryDict) -> dict[str, Any]:
 def _query(state: Mapping[str, Any]) -> list[tuple[str, str]]:
     conversation: Conversation = state["conversation"]
     pairs = [("conversation", str(conversation.pk)), ("start", state["start"].value)]
-    return pairs + [(k, str(state["values"][k])) for k in KNOBS]
+    switches = [
+        (spec.name, SWITCH_ON if state["values"][spec.name] else SWITCH_OFF)
+        for spec in engine.config_switches()
+    ]
+    return pairs + [(k, str(state["values"][k])) for k in KNOBS] + switches
 
 
 def _run(state: dict[str, Any]) -> dict[str, Any]:
@@ -167,7 +191,10 @@ def _run(state: dict[str, Any]) -> dict[str, Any]:
         (len(message_text(m)) for m in recorded.messages if classify(m) == "tool_result"),
         default=0,
     )
-    out: dict[str, Any] = {"sliders": _sliders(state["values"], total_tokens, longest)}
+    out: dict[str, Any] = {
+        "sliders": _sliders(state["values"], total_tokens, longest),
+        "switches": _switches(state["values"]),
+    }
     if state["configs"] is not None:
         start_config, tuned_config = state["configs"]
         comparison = run_comparison(

@@ -45,7 +45,9 @@ def test_every_artefact_names_the_spec_fields() -> None:
     assert list(ReductionConfigIn.model_fields) == names
     knobs = [spec.name for spec in engine.config_knobs()]
     assert list(tune.KNOBS) == knobs
-    assert list(GRID_KNOBS) == knobs
+    switches = [spec.name for spec in engine.config_switches()]
+    assert switches == ["clear_superseded"]
+    assert list(GRID_KNOBS) == knobs + switches
 
 
 def test_help_is_the_spec_help_everywhere() -> None:

@@ -154,7 +154,7 @@ def test_tune_save_as_config_creates_a_profile(setup: tuple[Client, Conversation
     assert response["Location"] == (
         f"/tune/?conversation={conversation.pk}&start={start.pk}&max_tokens_for_clear=5000"
         "&clear_retention_suffix_limit=2&clear_at_least_tokens=100&max_length_for_trunc=50000"
-        f"&saved={saved.pk}"
+        f"&clear_superseded=off&saved={saved.pk}"
     )
     data = saved.versions.get().data
     assert (data["skip_truncation"], data["max_tokens_for_clear"]) == (True, 5000)
@@ -245,3 +245,50 @@ def test_tune_reads_the_config_once_per_move(
     url = f"/tune/?conversation={conversation.pk}&start=defaults&max_tokens_for_clear=5000"
     assert _billed(html(client.get(url)), "tuned") == "156,062 tok"
     assert reads == [{}]
+
+
+def test_tune_shows_each_strategy_as_a_switch_off_by_default(
+    setup: tuple[Client, Conversation],
+) -> None:
+    client, conversation = setup
+    page = html(client.get(f"/tune/?conversation={conversation.pk}&start=defaults"))
+    switch = page[page.index('id="switch-clear_superseded"') :]
+    switch = switch[: switch.index("</label>")]
+    assert '<input type="hidden" name="clear_superseded" value="off">' in switch
+    assert '<input type="checkbox" name="clear_superseded" value="on">' in switch  # unticked
+
+
+def test_tune_switch_turns_a_strategy_on_for_the_tuned_replay(
+    setup: tuple[Client, Conversation],
+) -> None:
+    client, conversation = setup
+    page = html(
+        client.get(
+            f"/tune/?conversation={conversation.pk}&start=defaults&max_tokens_for_clear=20000"
+            "&clear_superseded=off&clear_superseded=on"
+        )
+    )
+    assert '<input type="checkbox" name="clear_superseded" value="on" checked>' in page
+    tuned = {"max_tokens_for_clear": 20000, "clear_superseded": True}
+    assert _billed(page, "tuned") == _tuned_billed(conversation, tuned)
+    recorded = recorded_conversation(conversation)
+    (result,) = compare(recorded, [("tuned", tuned)]).results
+    superseded = result.strategies["superseded"]
+    assert superseded.results == 2
+    assert f"{superseded.results:,} · {superseded.tokens_saved:,} tok" in page
+
+
+def test_tune_save_keeps_the_switches(setup: tuple[Client, Conversation]) -> None:
+    client, conversation = setup
+    body = {
+        "conversation": str(conversation.pk),
+        "start": "defaults",
+        "max_tokens_for_clear": "20000",
+        "clear_superseded": ["off", "on"],
+        "name": "superseded at 20k",
+    }
+    response = client.post("/tune/save/", body)
+    assert response.status_code == HTTPStatus.FOUND
+    assert "&clear_superseded=on&saved=" in response["Location"]
+    data = ConfigProfile.objects.get(name="superseded at 20k").versions.get().data
+    assert (data["max_tokens_for_clear"], data["clear_superseded"]) == (20000, True)
