@@ -227,11 +227,21 @@ def _sweep(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
         rows: list[Row] = [(conv, r, None) for r in result.results]
         _table(rows, out)
         _notes(pricing, out)
-        out.write("Pareto front (billed tokens vs re-fetches):\n")
+        base = result.baseline
+        assert base is not None
+        out.write(
+            "Pareto front (cache-aware cost vs re-fetches; no reduction: "
+            f"${base.totals.cost_usd:,.4f}, {base.totals.input_tokens_billed:,} tokens):\n"
+        )
         for i in result.front:
             r = result.results[i]
             t = r.totals
-            out.write(f"  {r.name}: {t.input_tokens_billed:,} tokens, {t.refetches} re-fetches\n")
+            saved = result.saving(r)
+            share = "" if saved is None else f" (saves {100 * saved:.1f}%)"
+            out.write(
+                f"  {r.name}: ${t.cost_usd:,.4f}{share}, {t.input_tokens_billed:,} tokens, "
+                f"{t.refetches} re-fetches\n"
+            )
     if args.json:
         json.dump({"sweeps": payload}, out, ensure_ascii=False)
         out.write("\n")

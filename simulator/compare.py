@@ -2,10 +2,11 @@
 
 ``compare`` puts the totals side by side with deltas against a baseline (the first
 config, or "no reduction" when asked). ``sweep`` replays every combination of a grid
-over the numeric knobs of the engine's config spec (:data:`GRID_KNOBS`:
-``max_tokens_for_clear``, ``clear_retention_suffix_limit``, ...) and marks the Pareto
-front of billed tokens against re-fetches. Token counts of the recorded messages are cached by
-the shared counters, so they are computed once for all configs.
+over the engine spec's knobs and strategy switches (:data:`GRID_KNOBS`:
+``max_tokens_for_clear``, ``clear_retention_suffix_limit``, ``clear_superseded``, ...) and
+marks the Pareto front of cache-aware cost against re-fetches, each cost saving against
+the conversation replayed with no reduction. Token counts of the recorded messages are
+cached by the shared counters, so they are computed once for all configs.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ __all__ = [
     "Comparison",
     "SweepResult",
     "compare",
+    "cost_point",
     "grid_configs",
     "pareto_front",
     "sweep",
@@ -170,20 +172,45 @@ def pareto_front(points: Sequence[tuple[int, int]]) -> list[int]:
     return front
 
 
+def cost_point(result: ReplayResult) -> tuple[int, int]:
+    """Where a replay sits for the front: its cache-aware cost (in millionths of a dollar,
+    so that equal costs compare equal) and its re-fetches."""
+    return round(result.totals.cost_usd * 1_000_000), result.totals.refetches
+
+
 @dataclass(frozen=True)
 class SweepResult:
     results: tuple[ReplayResult, ...]
     front: tuple[int, ...]
-    """Indices into ``results`` of the Pareto front (billed tokens vs re-fetches)."""
+    """Indices into ``results`` of the Pareto front: cache-aware cost (the price preset's
+    input, cached and cache-write prices) against re-fetches."""
+    baseline: ReplayResult | None = None
+    """The conversation replayed with no reduction, what each cost saving is against."""
+
+    def saving(self, result: ReplayResult) -> float | None:
+        """The share of no reduction's cost that ``result`` saves (negative: it costs more);
+        ``None`` without a baseline or when the baseline costs nothing."""
+        if self.baseline is None or not self.baseline.totals.cost_usd:
+            return None
+        base = self.baseline.totals.cost_usd
+        return (base - result.totals.cost_usd) / base
 
     def to_dict(self) -> dict[str, Any]:
+        baseline = None
+        if self.baseline is not None:
+            baseline = {
+                "name": self.baseline.name,
+                "totals": dataclasses.asdict(self.baseline.totals),
+            }
         return {
+            "baseline": baseline,
             "results": [
                 {
                     "name": r.name,
                     "config": r.config,
                     "totals": dataclasses.asdict(r.totals),
                     "pareto": i in self.front,
+                    "cost_saved": self.saving(r),
                 }
                 for i, r in enumerate(self.results)
             ],
@@ -199,7 +226,8 @@ def sweep(
     min_cacheable_prefix: int | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> SweepResult:
-    """Replay every grid combination; ``progress(done, total)`` after each."""
+    """Replay every grid combination, and the conversation with no reduction (what the
+    savings are against); ``progress(done, total)`` after each combination."""
     configs = grid_configs(grid)
     results = []
     for done, cfg in enumerate(configs, start=1):
@@ -215,5 +243,12 @@ def sweep(
         )
         if progress is not None:
             progress(done, len(configs))
-    points = [(r.totals.input_tokens_billed, r.totals.refetches) for r in results]
-    return SweepResult(tuple(results), tuple(pareto_front(points)))
+    baseline = replay(
+        conversation,
+        None,
+        name="no reduction",
+        pricing=pricing,
+        min_cacheable_prefix=min_cacheable_prefix,
+    )
+    points = [cost_point(r) for r in results]
+    return SweepResult(tuple(results), tuple(pareto_front(points)), baseline)

@@ -195,8 +195,9 @@ def test_main_sweep_table_front_and_progress(files: dict[str, Path]) -> None:
     assert len(lines) == 6
     assert lines[3:] == [
         "tokens: each config's own counter, no provider framing (--measure engine)",
-        "Pareto front (billed tokens vs re-fetches):",
-        "  max_length_for_trunc=800,max_tokens_for_clear=300: 792 tokens, 0 re-fetches",
+        "Pareto front (cache-aware cost vs re-fetches; no reduction: $0.0047, 1,874 tokens):",
+        "  max_length_for_trunc=800,max_tokens_for_clear=300: $0.0020 (saves 57.7%), 792 tokens, "
+        "0 re-fetches",
     ]
 
 

@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from simulator.compare import compare, grid_configs, pareto_front, sweep
+from simulator.compare import compare, cost_point, grid_configs, pareto_front, sweep
 from simulator.importers import load_conversations
 from simulator.replay import replay
 from tests.conftest import CONVERSATIONS
@@ -160,7 +160,7 @@ def test_sweep_front_on_a_real_run() -> None:
     }
     result = sweep(conv, grid, pricing=ENGINE)
     assert len(result.results) == 16
-    points = [(r.totals.input_tokens_billed, r.totals.refetches) for r in result.results]
+    points = [cost_point(r) for r in result.results]
 
     def beats(p: tuple[int, int], q: tuple[int, int]) -> bool:
         return p[0] <= q[0] and p[1] <= q[1] and p != q
@@ -208,3 +208,21 @@ def test_compare_baseline_none_per_counter_under_the_engine_measure() -> None:
     assert comparison.baseline.name == "no reduction"
     # the row shown is the first config's baseline (approx): 30 + 139 + 348 + 1,357
     assert comparison.baseline.totals.input_tokens_billed == 1_874
+
+
+def test_sweep_measures_savings_against_no_reduction() -> None:
+    grid = {"max_tokens_for_clear": [300, 5000], "max_length_for_trunc": [800]}
+    result = sweep(hand_conversation(), grid, min_cacheable_prefix=10, pricing=ENGINE)
+    assert result.baseline is not None
+    base = replay(hand_conversation(), None, min_cacheable_prefix=10, pricing=ENGINE)
+    assert result.baseline.totals == base.totals
+    as_json = result.to_dict()
+    assert as_json["baseline"] == {
+        "name": "no reduction",
+        "totals": dataclasses.asdict(base.totals),
+    }
+    for row, replayed in zip(as_json["results"], result.results, strict=True):
+        expected = (base.totals.cost_usd - replayed.totals.cost_usd) / base.totals.cost_usd
+        assert row["cost_saved"] == result.saving(replayed) == expected
+    # The front is cost against re-fetches: the tighter config costs less, no more re-fetches.
+    assert result.front == (0,)
