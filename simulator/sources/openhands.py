@@ -5,6 +5,21 @@ without tool metadata are user or agent text. Tool actions carry the model's raw
 response: one assistant message per response, however many calls it made.
 Observations answer them by ``tool_call_id``. ``recall`` events and observations with
 no tool call (``error``) are left out; a ``finish`` call gets no result.
+
+Long observations are cut as OpenHands cut them before sending: when the run's
+``metadata.llm_config.max_message_chars`` (OpenHands' ``LLMConfig.max_message_chars``,
+30,000 by default) is an integer, the content of an observation longer than that keeps its
+first and last ``limit // 2`` characters around the line ``[... Observation truncated due
+to length ...]``. This applies to ``run``, ``run_ipython``, ``edit``, ``mcp``, ``think``,
+``task_tracking``, ``error``, ``user_rejected``, ``delegate``, ``condense`` and
+``download`` observations; every other type is replayed whole, ``read`` above all
+(openhands-aci has cut file reads already), and ``browse``. The rules are those of
+``_process_observation`` in ``openhands/memory/conversation_memory.py`` (0.28 on; before,
+``get_observation_message`` in ``openhands/core/message_utils.py``, the same rules for
+the types that existed then). A negative limit cuts nothing, as in OpenHands; a run with
+no limit recorded is replayed whole. OpenHands cuts a run observation together with the
+exit-code and working-directory lines it appends; we replay the recorded content alone,
+so the kept tail differs by those lines.
 """
 
 from __future__ import annotations
@@ -15,7 +30,27 @@ from typing import Any
 from simulator.recording import ImportError_
 from simulator.sources import Converted
 
-__all__ = ["openhands_to_openai", "read"]
+__all__ = ["OBSERVATION_CUT_MARKER", "openhands_to_openai", "read"]
+
+OBSERVATION_CUT_MARKER = "\n[... Observation truncated due to length ...]\n"
+"""What OpenHands puts where it cut the middle of a long observation."""
+
+# The observation types whose content OpenHands cuts to max_message_chars (see above).
+_CUT_TYPES = frozenset(
+    {
+        "run",
+        "run_ipython",
+        "edit",
+        "mcp",
+        "think",
+        "task_tracking",
+        "error",
+        "user_rejected",
+        "delegate",
+        "condense",
+        "download",
+    }
+)
 
 
 def read(data: Any, *, name: str) -> list[Converted]:
@@ -30,6 +65,7 @@ def openhands_to_openai(
     """An OpenHands event stream as OpenAI chat messages and tool schemas (see above)."""
     if not isinstance(run, Mapping) or not isinstance(run.get("history"), list):
         raise ImportError_(f"{where}: an OpenHands run needs a 'history' list")
+    limit = _max_message_chars(run, where=where)
     messages: list[dict[str, Any]] = []
     tools: list[dict[str, Any]] = []
     seen_responses: set[str] = set()
@@ -39,7 +75,7 @@ def openhands_to_openai(
                 raise TypeError(f"expected an object, got {type(event).__name__}")
             if event.get("action") == "system":
                 tools = list(event.get("args", {}).get("tools", []))
-            message = _openhands_message(event, seen_responses)
+            message = _openhands_message(event, seen_responses, limit)
         except (KeyError, IndexError, TypeError, AttributeError) as exc:
             problem = f"missing field {exc}" if isinstance(exc, KeyError) else str(exc)
             raise ImportError_(f"{where}: history[{i}]: {problem}") from exc
@@ -48,7 +84,42 @@ def openhands_to_openai(
     return messages, tools
 
 
-def _openhands_message(event: Mapping[str, Any], seen: set[str]) -> dict[str, Any] | None:
+def _max_message_chars(run: Mapping[str, Any], *, where: str) -> int | None:
+    """The run's ``metadata.llm_config.max_message_chars``; None when not recorded."""
+    metadata = run.get("metadata")
+    if metadata is None:
+        return None
+    if not isinstance(metadata, Mapping):
+        raise ImportError_(f"{where}: 'metadata' must be an object, got {metadata!r:.80}")
+    llm_config = metadata.get("llm_config")
+    if llm_config is None:
+        return None
+    if not isinstance(llm_config, Mapping):
+        raise ImportError_(
+            f"{where}: 'metadata.llm_config' must be an object, got {llm_config!r:.80}"
+        )
+    limit = llm_config.get("max_message_chars")
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)):
+        raise ImportError_(
+            f"{where}: 'metadata.llm_config.max_message_chars' must be an integer, "
+            f"got {limit!r:.80}"
+        )
+    return limit
+
+
+def _cut(content: str, limit: int | None) -> str:
+    if limit is None or limit < 0 or len(content) <= limit:
+        return content
+    half = limit // 2
+    # With a limit under 2, OpenHands' content[-0:] keeps the whole content after the
+    # marker; the replay sends what the agent sent, odd as it is.
+    tail = content[len(content) - half :] if half else content
+    return content[:half] + OBSERVATION_CUT_MARKER + tail
+
+
+def _openhands_message(
+    event: Mapping[str, Any], seen: set[str], limit: int | None
+) -> dict[str, Any] | None:
     meta = event.get("tool_call_metadata")
     action, observation = event.get("action"), event.get("observation")
     if action == "system":
@@ -81,10 +152,11 @@ def _openhands_message(event: Mapping[str, Any], seen: set[str]) -> dict[str, An
             ]
         return out
     if observation is not None:
+        content = str(event.get("content", ""))
         return {
             "role": "tool",
             "tool_call_id": meta["tool_call_id"],
             "name": meta.get("function_name", ""),
-            "content": str(event.get("content", "")),
+            "content": _cut(content, limit) if observation in _CUT_TYPES else content,
         }
     return None

@@ -17,6 +17,7 @@ from simulator.importers import (
     load_conversations,
     openhands_to_openai,
 )
+from simulator.sources.openhands import OBSERVATION_CUT_MARKER
 from tests.conftest import CONVERSATIONS
 
 TAU = CONVERSATIONS / "tau-bench-airline-gpt-4o.json"
@@ -244,6 +245,109 @@ def test_openhands_to_openai_needs_history() -> None:
     with pytest.raises(ImportError_) as info:
         conversation_from_json({"history": 3}, name="oh.jsonl:1")
     assert str(info.value) == "oh.jsonl:1: an OpenHands run needs a 'history' list"
+
+
+def _openhands_tool_run(observation: str, content: str, metadata: Any = None) -> dict[str, Any]:
+    """One model call to a tool and its observation, with the run's metadata if given."""
+    response = {
+        "id": "r1",
+        "choices": [
+            {
+                "message": {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": "t1",
+                            "type": "function",
+                            "function": {"name": "execute_bash", "arguments": "{}"},
+                        }
+                    ],
+                }
+            }
+        ],
+    }
+    meta = {"tool_call_id": "t1", "function_name": "execute_bash", "model_response": response}
+    run: dict[str, Any] = {
+        "history": [
+            {"action": "message", "source": "user", "args": {"content": "Go."}},
+            {"action": "run", "tool_call_metadata": meta},
+            {"observation": observation, "content": content, "tool_call_metadata": meta},
+        ]
+    }
+    if metadata is not None:
+        run["metadata"] = metadata
+    return run
+
+
+def _limit(chars: Any) -> dict[str, Any]:
+    return {"llm_config": {"model": "m", "max_message_chars": chars}}
+
+
+def test_openhands_to_openai_cuts_the_middle_of_a_long_run_observation() -> None:
+    chat, _ = openhands_to_openai(_openhands_tool_run("run", "0123456789abcdefghij!", _limit(10)))
+    assert chat[-1] == {
+        "role": "tool",
+        "tool_call_id": "t1",
+        "name": "execute_bash",
+        "content": "01234\n[... Observation truncated due to length ...]\nghij!",
+    }
+
+
+@pytest.mark.parametrize("observation", ["edit", "error", "run_ipython", "mcp", "think"])
+def test_openhands_to_openai_cuts_other_tool_observations(observation: str) -> None:
+    chat, _ = openhands_to_openai(_openhands_tool_run(observation, "abcdefghijk", _limit(4)))
+    assert chat[-1]["content"] == f"ab{OBSERVATION_CUT_MARKER}jk"
+
+
+def test_openhands_to_openai_keeps_an_observation_at_the_limit_whole() -> None:
+    chat, _ = openhands_to_openai(_openhands_tool_run("run", "0123456789", _limit(10)))
+    assert chat[-1]["content"] == "0123456789"
+
+
+@pytest.mark.parametrize("observation", ["read", "browse"])
+def test_openhands_to_openai_never_cuts_file_reads(observation: str) -> None:
+    """openhands-aci cut file reads already; OpenHands sends them as they are."""
+    chat, _ = openhands_to_openai(_openhands_tool_run(observation, "x" * 50, _limit(10)))
+    assert chat[-1]["content"] == "x" * 50
+
+
+@pytest.mark.parametrize(
+    "metadata",
+    [None, {}, {"llm_config": None}, {"llm_config": {"model": "m"}}, _limit(None), _limit(-1)],
+)
+def test_openhands_to_openai_cuts_nothing_without_a_limit(metadata: Any) -> None:
+    """No limit recorded (or OpenHands' negative "no limit"): the observation stays whole."""
+    chat, _ = openhands_to_openai(_openhands_tool_run("run", "x" * 50, metadata))
+    assert chat[-1]["content"] == "x" * 50
+
+
+@pytest.mark.parametrize(
+    ("metadata", "message"),
+    [
+        (
+            _limit("30000"),
+            "oh.jsonl:1: 'metadata.llm_config.max_message_chars' must be an integer, got '30000'",
+        ),
+        (
+            _limit(30000.0),
+            "oh.jsonl:1: 'metadata.llm_config.max_message_chars' must be an integer, got 30000.0",
+        ),
+        (
+            _limit(True),
+            "oh.jsonl:1: 'metadata.llm_config.max_message_chars' must be an integer, got True",
+        ),
+        (
+            {"llm_config": [30000]},
+            "oh.jsonl:1: 'metadata.llm_config' must be an object, got [30000]",
+        ),
+        ("v1", "oh.jsonl:1: 'metadata' must be an object, got 'v1'"),
+    ],
+)
+def test_openhands_to_openai_refuses_a_bad_limit(metadata: Any, message: str) -> None:
+    with pytest.raises(ImportError_) as info:
+        openhands_to_openai(_openhands_tool_run("run", "x", metadata), where="oh.jsonl:1")
+    assert str(info.value) == message
 
 
 # --- errors ------------------------------------------------------------------------------
