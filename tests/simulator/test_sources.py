@@ -1,5 +1,5 @@
-"""Real-world recordings: SWE-agent trajectories, τ²-bench files, Claude Code logs, and the
-loud failure on a file with no model call."""
+"""Real-world recordings: SWE-agent trajectories, τ²-bench files, Claude Code logs, the long
+OpenHands run, and the loud failure on a file with no model call."""
 
 from __future__ import annotations
 
@@ -12,12 +12,14 @@ import pytest
 from reduction_app.engine import AgenticMessage
 from simulator.cli import main
 from simulator.importers import ImportError_, detect_format, load_conversations
+from simulator.sources.openhands import OBSERVATION_CUT_MARKER
 from simulator.transcript import model_calls
 from tests.conftest import CONVERSATIONS
 
 SWE = CONVERSATIONS / "swe-agent"
 TAU2 = CONVERSATIONS / "tau2"
 CLAUDE = CONVERSATIONS / "claude-code"
+FASTJSON2 = CONVERSATIONS / "openhands" / "fastjson2-2775-gpt-5.jsonl"
 
 
 def test_swe_agent_1x_tool_call_history() -> None:
@@ -46,6 +48,24 @@ def test_swe_agent_old_form_actions_become_tool_calls() -> None:
     assert json.loads(call.arguments)["command"].split()[0] == call.name
     answer = conv.messages[conv.messages.index(first) + 1]
     assert (answer.role, answer.tool_call_id) == ("tool", call.id)
+
+
+def test_openhands_long_run_is_replayed_as_the_agent_sent_it() -> None:
+    """The two build logs over max_message_chars (30,000) are cut as OpenHands cut them;
+    every other output, file reads included (up to 19,111 characters), stays whole."""
+    [conv] = load_conversations(FASTJSON2)
+    assert conv.name == "fastjson2-2775-gpt-5.jsonl#alibaba__fastjson2-2775"
+    assert len(model_calls(conv.messages)) == 20
+    [run] = [json.loads(line) for line in FASTJSON2.read_text(encoding="utf-8").splitlines()]
+    assert run["metadata"]["llm_config"]["max_message_chars"] == 30000
+    recorded = [str(e["content"]) for e in run["history"] if e.get("observation")]
+    long = sorted(len(c) for c in recorded if len(c) > 30000)
+    assert long == [54997, 915640]
+    results = [str(m.content) for m in conv.messages if m.role == "tool"]
+    assert results == [
+        c if len(c) <= 30000 else c[:15000] + OBSERVATION_CUT_MARKER + c[-15000:] for c in recorded
+    ]
+    assert max(len(r) for r in results) == 30000 + len(OBSERVATION_CUT_MARKER)
 
 
 def test_swe_agent_is_not_taken_for_openhands() -> None:
