@@ -34,10 +34,17 @@ from reduction_app.engine.access import (
     write_result,
 )
 from reduction_app.engine.backends import Backend
+from reduction_app.engine.cache_aware import (
+    CacheEstimate,
+    cache_ceiling,
+    cached_end,
+    calls_so_far,
+)
 from reduction_app.engine.errors import MessageError, NoBackendError, ReductionError
 from reduction_app.engine.events import (
     REASON_APPLIED,
     REASON_BELOW_AT_LEAST,
+    REASON_BELOW_CACHE_BREAK_EVEN,
     REASON_BELOW_THRESHOLD,
     REASON_NOTHING_CLEARED,
     REASON_NOTHING_IN_RANGE,
@@ -148,6 +155,14 @@ def _check_rewritten(replaced: Any, kind: str) -> list[AnyMessage]:
     return list(replaced)
 
 
+def _first_difference(a: Sequence[AnyMessage], b: Sequence[AnyMessage]) -> int | None:
+    """The first position where ``a`` and ``b`` hold different messages (or one ends)."""
+    for i, (x, y) in enumerate(zip(a, b, strict=False)):
+        if x is not y:
+            return i
+    return None if len(a) == len(b) else min(len(a), len(b))
+
+
 def _summary(threshold: int, reason: str, before: int, after: int, **fields: Any) -> ReductionEvent:
     return ReductionEvent(
         phase="clear",
@@ -190,6 +205,12 @@ class _Pass:
     """``clear_at_least_tokens`` is set: offloads wait until the saving is known."""
     stashed: list[tuple[Backend | None, str, str]] = field(default_factory=list)
     cleared: list[_Cleared] = field(default_factory=list)
+    first_change: int | None = None
+    """The first position of the working copy whose content the pass changed."""
+
+    def changed(self, index: int) -> None:
+        if self.first_change is None or index < self.first_change:
+            self.first_change = index
 
 
 def _group_steps(ps: _Pass, idx: int, only: Collection[int] | None = None) -> Steps[None]:
@@ -234,6 +255,7 @@ def _group_steps(ps: _Pass, idx: int, only: Collection[int] | None = None) -> St
         before_msg = edit[ridx]
         edit[ridx] = write_result(edit[ridx], ref.call_id, new_parts, from_content, occurrence)
         changed = new_args != ref.arguments
+        ps.changed(idx if changed else ridx)
         single = not changed and len(result_ids(before_msg)) == 1
         ps.cleared.append(
             _Cleared(
@@ -293,6 +315,29 @@ def _tokens(count: object) -> int:
     return count
 
 
+def _cache_estimate(
+    ps: _Pass, messages: list[AnyMessage], tools: list[ToolInfo], saved: int
+) -> Steps[CacheEstimate]:
+    """What the pass saves against the cache rewrite it causes (docs/behaviour.md §4.14).
+    The tokens the cache held from the first change to the previous call's end are two
+    counts of prefixes, which a built-in counter sums from its per-message cache."""
+    cfg = ps.rt.config
+    first = len(messages) if ps.first_change is None else ps.first_change
+    end = cached_end(messages)
+    rewritten = 0
+    if first < end:
+        upto_end = _tokens((yield call(ps.rt.counter, messages[:end], tools)))
+        upto_first = _tokens((yield call(ps.rt.counter, messages[:first], tools)))
+        rewritten = upto_end - upto_first
+    return CacheEstimate(
+        saved=saved,
+        rewritten=rewritten,
+        calls_ahead=calls_so_far(messages),
+        read_percent=cfg.clear_cache_read_percent,
+        write_percent=cfg.clear_cache_write_percent,
+    )
+
+
 def clear_steps(rt: Runtime, state: ChatModelAgentState) -> Steps[ChatModelAgentState]:
     """The whole clear phase over ``state``; returns ``state`` itself when nothing applies."""
     cfg = rt.config
@@ -313,7 +358,7 @@ def clear_steps(rt: Runtime, state: ChatModelAgentState) -> Steps[ChatModelAgent
         yield from rt.emit(_summary(threshold, REASON_NOTHING_IN_RANGE, before, before))
         return state
     at_least = cfg.clear_at_least_tokens
-    ps = _Pass(rt=rt, edit=list(messages), stash=at_least > 0)
+    ps = _Pass(rt=rt, edit=list(messages), stash=at_least > 0 or cfg.clear_cache_aware)
     rewritten = False
     try:
         after = None
@@ -325,19 +370,29 @@ def clear_steps(rt: Runtime, state: ChatModelAgentState) -> Steps[ChatModelAgent
             part = ps.edit[start:end]
             if cfg.clear_message_rewriter is not None:
                 new_part = yield from _rewrite_steps(rt, part, kind)
-                rewritten = len(new_part) != len(part) or any(
-                    a is not b for a, b in zip(new_part, part, strict=False)
-                )
+                differs = _first_difference(new_part, part)
+                if differs is not None:
+                    rewritten = True
+                    ps.changed(start + differs)
                 part = new_part
             ps.edit[start:end] = part
             for idx in range(start, start + len(part)):
                 if tool_calls_of(ps.edit[idx]) and not is_processed(ps.edit[idx]):
                     yield from _group_steps(ps, idx)
             after = _tokens((yield call(rt.counter, ps.edit, tools)))
-        if at_least > 0:
-            if before - after < at_least:
-                yield from rt.emit(_summary(threshold, REASON_BELOW_AT_LEAST, before, before))
+        if at_least > 0 and before - after < at_least:
+            yield from rt.emit(_summary(threshold, REASON_BELOW_AT_LEAST, before, before))
+            return state
+        if cfg.clear_cache_aware and before <= cache_ceiling(
+            cfg.clear_cache_ceiling_tokens, threshold
+        ):
+            estimate = yield from _cache_estimate(ps, messages, tools, before - after)
+            if not estimate.pays:
+                yield from rt.emit(
+                    _summary(threshold, REASON_BELOW_CACHE_BREAK_EVEN, before, before)
+                )
                 return state
+        if ps.stash:
             while ps.stashed:
                 backend, path, content = ps.stashed.pop(0)
                 yield from rt.offload("clear", backend, path, content)

@@ -23,6 +23,8 @@ from typing import Any
 from reduction_app.engine import config_spec
 from reduction_app.engine.backends import Backend
 from reduction_app.engine.config_spec import (
+    DEFAULT_CACHE_READ_PERCENT,
+    DEFAULT_CACHE_WRITE_PERCENT,
     DEFAULT_MAX_LENGTH_FOR_TRUNC,
     DEFAULT_MAX_TOKENS_FOR_CLEAR,
     DEFAULT_RETENTION,
@@ -96,6 +98,10 @@ class ReductionConfig:
     max_tokens_for_clear: int = DEFAULT_MAX_TOKENS_FOR_CLEAR
     clear_retention_suffix_limit: int = DEFAULT_RETENTION
     clear_at_least_tokens: int = 0
+    clear_cache_aware: bool = False
+    clear_cache_read_percent: int = DEFAULT_CACHE_READ_PERCENT
+    clear_cache_write_percent: int = DEFAULT_CACHE_WRITE_PERCENT
+    clear_cache_ceiling_tokens: int = 0
     clear_exclude_tools: Collection[str] = ()
     clear_digest_tokens: int = 0
     clear_superseded: bool = False

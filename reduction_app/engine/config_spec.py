@@ -26,6 +26,8 @@ from reduction_app.engine.tokens import TOKEN_COUNTER_NAMES
 
 __all__ = [
     "CONFIG_FIELDS",
+    "DEFAULT_CACHE_READ_PERCENT",
+    "DEFAULT_CACHE_WRITE_PERCENT",
     "DEFAULT_MAX_LENGTH_FOR_TRUNC",
     "DEFAULT_MAX_TOKENS_FOR_CLEAR",
     "DEFAULT_RETENTION",
@@ -43,6 +45,8 @@ __all__ = [
 DEFAULT_MAX_LENGTH_FOR_TRUNC = 50_000
 DEFAULT_MAX_TOKENS_FOR_CLEAR = 160_000
 DEFAULT_RETENTION = 1
+DEFAULT_CACHE_READ_PERCENT = 10
+DEFAULT_CACHE_WRITE_PERCENT = 125
 
 FieldKind = Literal[
     "bool",
@@ -225,6 +229,47 @@ CONFIG_FIELDS: tuple[ConfigField, ...] = (
         help="When > 0, a clear freeing fewer tokens is not applied (protects prompt caches).",
         minimum=0,
         knob=ConfigKnob(order=2, low=0, step=100, scale="tokens"),
+    ),
+    ConfigField(
+        name="clear_cache_aware",
+        kind="bool",
+        default=False,
+        help=(
+            "Beyond the reference: a pass is applied only when the cache reads it saves over "
+            "the calls expected ahead outweigh rewriting the prompt cache after its first "
+            "change, or when the conversation is over clear_cache_ceiling_tokens."
+        ),
+        switch=True,
+    ),
+    ConfigField(
+        name="clear_cache_read_percent",
+        kind="int",
+        default=DEFAULT_CACHE_READ_PERCENT,
+        help=(
+            "For clear_cache_aware: a token read from the prompt cache, in percent of an "
+            "uncached one (Anthropic, GPT-5: 10; GPT-4.1: 25; GPT-4o: 50)."
+        ),
+        minimum=0,
+    ),
+    ConfigField(
+        name="clear_cache_write_percent",
+        kind="int",
+        default=DEFAULT_CACHE_WRITE_PERCENT,
+        help=(
+            "For clear_cache_aware: a token written to the prompt cache, in percent of an "
+            "uncached one (Anthropic: 125; OpenAI: 100)."
+        ),
+        minimum=0,
+    ),
+    ConfigField(
+        name="clear_cache_ceiling_tokens",
+        kind="int",
+        default=0,
+        help=(
+            "For clear_cache_aware: over this many tokens a pass is applied whatever the "
+            "cache (0: twice max_tokens_for_clear)."
+        ),
+        minimum=0,
     ),
     ConfigField(
         name="clear_exclude_tools",

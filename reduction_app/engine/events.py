@@ -23,6 +23,7 @@ from typing import Any, Literal
 __all__ = [
     "REASON_APPLIED",
     "REASON_BELOW_AT_LEAST",
+    "REASON_BELOW_CACHE_BREAK_EVEN",
     "REASON_BELOW_THRESHOLD",
     "REASON_NOTHING_CLEARED",
     "REASON_NOTHING_IN_RANGE",
@@ -38,6 +39,7 @@ REASON_BELOW_THRESHOLD = "below_threshold"
 REASON_NOTHING_IN_RANGE = "nothing_in_range"
 REASON_BELOW_AT_LEAST = "below_clear_at_least_tokens"
 REASON_NOTHING_CLEARED = "nothing_cleared"
+REASON_BELOW_CACHE_BREAK_EVEN = "below_cache_break_even"
 
 STRATEGY_SUPERSEDED = "superseded"
 
@@ -70,7 +72,9 @@ class ReductionEvent:
     reason: str = ""
     """``summary`` only: ``applied``; ``nothing_cleared`` (the pass ran, marked the calls
     it went through, and found nothing to clear); or why nothing happened:
-    ``below_threshold``, ``nothing_in_range``, ``below_clear_at_least_tokens``."""
+    ``below_threshold``, ``nothing_in_range``, ``below_clear_at_least_tokens``, or
+    ``below_cache_break_even`` (``clear_cache_aware``: the pass would cost more in prompt
+    cache rewrites than it saves)."""
     threshold: int = 0
     """``summary`` only: the ``max_tokens_for_clear`` in force."""
     strategy: str = ""

@@ -46,7 +46,7 @@ def test_every_artefact_names_the_spec_fields() -> None:
     knobs = [spec.name for spec in engine.config_knobs()]
     assert list(tune.KNOBS) == knobs
     switches = [spec.name for spec in engine.config_switches()]
-    assert switches == ["clear_superseded"]
+    assert switches == ["clear_cache_aware", "clear_superseded"]
     assert list(GRID_KNOBS) == knobs + switches
 
 
@@ -97,6 +97,9 @@ def test_injected_field_reaches_the_form(extra_field: engine.ConfigField) -> Non
             "max_tokens_for_clear": "160000",
             "clear_retention_suffix_limit": "1",
             "clear_at_least_tokens": "0",
+            "clear_cache_read_percent": "10",
+            "clear_cache_write_percent": "125",
+            "clear_cache_ceiling_tokens": "0",
             EXTRA.name: "-2",
         }
     )
