@@ -26,6 +26,7 @@ from simulator.calibration import (
     render_table,
 )
 from simulator.compare import compare, grid_configs, sweep
+from simulator.front import front, render_front
 from simulator.importers import FORMATS, ImportError_, RecordedConversation, load_conversations
 from simulator.pricing import PRESETS, Pricing, engine_measure, pricing_for
 from simulator.results import REFERENCE_STRATEGY, ReplayResult
@@ -264,6 +265,23 @@ def _calibrate(args: argparse.Namespace, out: TextIO) -> None:
         out.write(render_strategy_table(checks))
 
 
+def _front(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    root = Path(args.data)
+    if not root.is_dir():
+        raise InputError(f"{root}: not a folder of recordings (see --data)")
+    result = front(root, pricing_for(args.pricing), progress=None if args.quiet else _progress(err))
+    if args.json:
+        json.dump(dataclasses.asdict(result) | {"target_met_by": result.target_configs()}, out)
+        out.write("\n")
+    else:
+        out.write(render_front(result))
+    return 1 if args.check and not result.target_configs() else 0
+
+
+_DATA = str(Path(__file__).resolve().parent.parent / "data" / "conversations")
+_DATA_HELP = "the folder of shipped recordings (default: the repository's)"
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m simulator", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -315,20 +333,32 @@ def _parser() -> argparse.ArgumentParser:
         "calibrate",
         help="the simulator's counts against the provider's on the shipped recordings",
     )
-    cal.add_argument(
-        "--data",
-        default=str(Path(__file__).resolve().parent.parent / "data" / "conversations"),
-        metavar="DIR",
-        help="the folder of shipped recordings (default: the repository's)",
-    )
+    cal.add_argument("--data", default=_DATA, metavar="DIR", help=_DATA_HELP)
     cal.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    fr = sub.add_parser(
+        "front",
+        help="issue 10's target: Eino's configs and the strategies over the shipped recordings",
+    )
+    fr.add_argument("--data", default=_DATA, metavar="DIR", help=_DATA_HELP)
+    fr.add_argument(
+        "--pricing",
+        default="claude-sonnet-4.5",
+        choices=sorted(PRESETS),
+        help="price preset for cost (default: claude-sonnet-4.5, cache reads at 10%%)",
+    )
+    fr.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    fr.add_argument("--quiet", action="store_true", help="no progress bar")
+    fr.add_argument(
+        "--check", action="store_true", help="exit with 1 when no config meets the target"
+    )
     return parser
 
 
 def main(
     argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: TextIO | None = None
 ) -> int:
-    """Run the command line; returns the exit code (0 ok, 2 bad input)."""
+    """Run the command line; returns the exit code (0 ok, 1 ``front --check`` found no
+    config meeting the target, 2 bad input)."""
     out = out or sys.stdout
     err = err or sys.stderr
     try:
@@ -339,6 +369,8 @@ def main(
             _replay(args, out)
         elif args.command == "calibrate":
             _calibrate(args, out)
+        elif args.command == "front":
+            return _front(args, out, err)
         else:
             _sweep(args, out, err)
     except SystemExit as exc:

@@ -94,6 +94,7 @@ class ReductionConfig:
     gen_clear_offload_file_path: Callable[[ToolDetail], str] | None = None
     max_length_for_trunc: int = DEFAULT_MAX_LENGTH_FOR_TRUNC
     trunc_exclude_tools: Collection[str] = ()
+    trunc_only_when_shorter: bool = False
     token_counter: str | Callable[[Sequence[Any], Sequence[Any]], int] = "approx"
     max_tokens_for_clear: int = DEFAULT_MAX_TOKENS_FOR_CLEAR
     clear_retention_suffix_limit: int = DEFAULT_RETENTION

@@ -191,6 +191,16 @@ CONFIG_FIELDS: tuple[ConfigField, ...] = (
         max_chars=2000,
     ),
     ConfigField(
+        name="trunc_only_when_shorter",
+        kind="bool",
+        default=False,
+        help=(
+            "Beyond the reference: an output is truncated only when its notice (previews, "
+            "path and all) is shorter than it; streamed outputs are unaffected."
+        ),
+        switch=True,
+    ),
+    ConfigField(
         name="token_counter",
         kind="choice",
         default="approx",

@@ -12,7 +12,7 @@ and nothing new is written.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from reduction_app.engine._steps import Steps, invoke, run_sync
@@ -64,6 +64,10 @@ def joint_parts(detail: ToolDetail) -> list[ToolOutputPart] | None:
     return concat_tool_results(chunks)
 
 
+def _text_chars(parts: Sequence[ToolOutputPart]) -> int:
+    return sum(len(p.text) for p in parts if p.type == "text")
+
+
 class DefaultTruncHandler:
     """See :func:`default_trunc_handler`."""
 
@@ -73,11 +77,18 @@ class DefaultTruncHandler:
         max_length: int,
         read_file_tool_name: str,
         language: Language | None = None,
+        *,
+        only_when_shorter: bool = False,
+        release: Callable[[str], None] | None = None,
     ) -> None:
         self.gen_path = gen_path
         self.max_length = max_length
         self.read_file_tool_name = read_file_tool_name
         self.language = language
+        self.only_when_shorter = only_when_shorter
+        """``trunc_only_when_shorter``: keep an output its notice would not shorten."""
+        self.release = release
+        """Frees a path ``gen_path`` chose that will not be written (its registry's)."""
 
     def __call__(self, detail: ToolDetail) -> TruncResult:
         return run_sync(self.steps(detail))
@@ -115,6 +126,10 @@ class DefaultTruncHandler:
             else p
             for p in parts
         )
+        if self.only_when_shorter and _text_chars(new_parts) >= total:
+            if self.release is not None:
+                self.release(path)
+            return TruncResult(need_trunc=False)
         truncated = ToolResult(parts=new_parts)
         return TruncResult(
             need_trunc=True,

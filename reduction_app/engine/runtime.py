@@ -87,7 +87,13 @@ class Runtime:
         trunc = None
         if not cfg.skip_truncation:
             trunc = DefaultTruncHandler(
-                gen_trunc, cfg.max_length_for_trunc, cfg.read_file_tool_name, cfg.language
+                gen_trunc,
+                cfg.max_length_for_trunc,
+                cfg.read_file_tool_name,
+                cfg.language,
+                only_when_shorter=cfg.trunc_only_when_shorter,
+                # Only our own generator promises paths in the registry.
+                release=None if cfg.gen_trunc_offload_file_path else self.registry.release,
             )
         clear = None
         if not cfg.skip_clear:

@@ -50,6 +50,7 @@ def test_json_fields_are_the_spec_json_kinds() -> None:
         "root_dir",
         "max_length_for_trunc",
         "trunc_exclude_tools",
+        "trunc_only_when_shorter",
         "token_counter",
         "max_tokens_for_clear",
         "clear_retention_suffix_limit",

@@ -18,6 +18,7 @@ DEFAULT_CONFIG = {
     "root_dir": "/tmp",
     "max_length_for_trunc": 50000,
     "trunc_exclude_tools": [],
+    "trunc_only_when_shorter": False,
     "token_counter": "approx",
     "max_tokens_for_clear": 160000,
     "clear_retention_suffix_limit": 1,

@@ -46,7 +46,7 @@ def test_every_artefact_names_the_spec_fields() -> None:
     knobs = [spec.name for spec in engine.config_knobs()]
     assert list(tune.KNOBS) == knobs
     switches = [spec.name for spec in engine.config_switches()]
-    assert switches == ["clear_cache_aware", "clear_superseded"]
+    assert switches == ["trunc_only_when_shorter", "clear_cache_aware", "clear_superseded"]
     assert list(GRID_KNOBS) == knobs + switches
 
 

@@ -154,7 +154,7 @@ def test_tune_save_as_config_creates_a_profile(setup: tuple[Client, Conversation
     assert response["Location"] == (
         f"/tune/?conversation={conversation.pk}&start={start.pk}&max_tokens_for_clear=5000"
         "&clear_retention_suffix_limit=2&clear_at_least_tokens=100&max_length_for_trunc=50000"
-        f"&clear_cache_aware=off&clear_superseded=off&saved={saved.pk}"
+        f"&trunc_only_when_shorter=off&clear_cache_aware=off&clear_superseded=off&saved={saved.pk}"
     )
     data = saved.versions.get().data
     assert (data["skip_truncation"], data["max_tokens_for_clear"]) == (True, 5000)
