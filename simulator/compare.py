@@ -27,7 +27,7 @@ from reduction_app.engine import (
     config_switches,
 )
 from simulator.importers import RecordedConversation
-from simulator.pricing import DEFAULT_PRICING, Pricing
+from simulator.pricing import DEFAULT_PRICING, Pricing, with_cache_prices
 from simulator.replay import no_reduction, replay
 from simulator.results import ReplayResult
 
@@ -93,7 +93,7 @@ def compare(
     results = tuple(
         replay(
             conversation,
-            cfg,
+            cfg if isinstance(cfg, ReductionConfig) else with_cache_prices(cfg, pricing),
             name=name,
             pricing=pricing,
             min_cacheable_prefix=min_cacheable_prefix,
@@ -235,7 +235,7 @@ def sweep(
         results.append(
             replay(
                 conversation,
-                cfg,
+                with_cache_prices(cfg, pricing),
                 name=label,
                 pricing=pricing,
                 min_cacheable_prefix=min_cacheable_prefix,

@@ -11,8 +11,8 @@ customer-service recordings (:data:`SERVICE`, τ-bench and τ²-bench) are repla
 for that per-recording check only: their conversations (1.5k to 10k tokens) are too short
 for a coding agent's thresholds to matter.
 
-A config that sets ``clear_cache_aware`` is given the preset's cache prices (in percent of
-its input price) unless it names them: the engine then weighs what the replay bills.
+A config that sets ``clear_cache_aware`` is given the preset's cache prices unless it
+names them (:func:`~simulator.pricing.with_cache_prices`).
 This module measures; :mod:`simulator.cli` prints.
 """
 
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from simulator.importers import load_conversations
-from simulator.pricing import Pricing
+from simulator.pricing import Pricing, with_cache_prices
 from simulator.recording import RecordedConversation
 from simulator.replay import replay
 
@@ -35,7 +35,6 @@ __all__ = [
     "TARGET_SAVING",
     "ConfigTotals",
     "FrontResult",
-    "cache_percents",
     "front",
     "render_front",
 ]
@@ -99,21 +98,6 @@ TARGET_SAVING = 0.25
 """The share of no reduction's cache-aware cost the target config must save."""
 
 
-def cache_percents(pricing: Pricing) -> dict[str, int]:
-    """The preset's cache prices as ``clear_cache_read_percent`` and
-    ``clear_cache_write_percent``: a cached token's price, and a cache write's (the input
-    price where the provider bills none), in percent of the input price."""
-    write = pricing.cache_write_per_mtok
-    if write is None:
-        write = pricing.input_per_mtok
-    return {
-        "clear_cache_read_percent": round(
-            100 * pricing.cached_input_per_mtok / pricing.input_per_mtok
-        ),
-        "clear_cache_write_percent": round(100 * write / pricing.input_per_mtok),
-    }
-
-
 @dataclass
 class ConfigTotals:
     """One config over a set of recordings."""
@@ -160,12 +144,6 @@ class FrontResult:
         return [i for i in range(2, len(self.coding)) if self.meets_target(i)]
 
 
-def _with_prices(config: dict[str, Any] | None, pricing: Pricing) -> dict[str, Any] | None:
-    if config is None or not config.get("clear_cache_aware"):
-        return config
-    return {**cache_percents(pricing), **config}
-
-
 def _replay_set(
     conversations: Sequence[RecordedConversation],
     configs: Sequence[tuple[str, dict[str, Any] | None]],
@@ -175,7 +153,7 @@ def _replay_set(
     out = tuple(ConfigTotals(name, config) for name, config in configs)
     for conv in conversations:
         for totals in out:
-            result = replay(conv, _with_prices(totals.config, pricing), pricing=pricing).totals
+            result = replay(conv, with_cache_prices(totals.config, pricing), pricing=pricing).totals
             totals.cost_usd += result.cost_usd
             totals.input_tokens_billed += result.input_tokens_billed
             totals.refetches += result.refetches

@@ -21,7 +21,9 @@ itself counts.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 __all__ = [
     "ANTHROPIC_FRAMING",
@@ -32,8 +34,10 @@ __all__ = [
     "PRICES_AS_OF",
     "Framing",
     "Pricing",
+    "cache_percents",
     "engine_measure",
     "pricing_for",
+    "with_cache_prices",
 ]
 
 PRICES_AS_OF = "2025-11-24"
@@ -178,6 +182,30 @@ def pricing_for(name: str) -> Pricing:
         return PRESETS[name]
     except KeyError:
         raise ValueError(f"unknown price preset {name!r}; known: {sorted(PRESETS)}") from None
+
+
+def cache_percents(pricing: Pricing) -> dict[str, int]:
+    """The preset's cache prices as ``clear_cache_read_percent`` and
+    ``clear_cache_write_percent``: a cached token's price, and a cache write's (the input
+    price where the provider bills none), in percent of the input price."""
+    write = pricing.cache_write_per_mtok
+    if write is None:
+        write = pricing.input_per_mtok
+    return {
+        "clear_cache_read_percent": round(
+            100 * pricing.cached_input_per_mtok / pricing.input_per_mtok
+        ),
+        "clear_cache_write_percent": round(100 * write / pricing.input_per_mtok),
+    }
+
+
+def with_cache_prices(config: Mapping[str, Any] | None, pricing: Pricing) -> dict[str, Any] | None:
+    """``config`` with the preset's :func:`cache_percents` where it sets
+    ``clear_cache_aware`` without naming them, so the engine weighs the cache as the
+    replay bills it; other configs as they are."""
+    if config is None or not config.get("clear_cache_aware"):
+        return None if config is None else dict(config)
+    return {**cache_percents(pricing), **config}
 
 
 def engine_measure(pricing: Pricing) -> Pricing:

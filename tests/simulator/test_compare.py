@@ -8,6 +8,7 @@ import pytest
 
 from simulator.compare import compare, cost_point, grid_configs, pareto_front, sweep
 from simulator.importers import load_conversations
+from simulator.pricing import pricing_for
 from simulator.replay import replay
 from tests.conftest import CONVERSATIONS
 from tests.simulator.cases import ENGINE, HAND_CONFIG, hand_conversation
@@ -226,3 +227,20 @@ def test_sweep_measures_savings_against_no_reduction() -> None:
         assert row["cost_saved"] == result.saving(replayed) == expected
     # The front is cost against re-fetches: the tighter config costs less, no more re-fetches.
     assert result.front == (0,)
+
+
+def test_sweep_and_compare_give_cache_aware_configs_the_preset_cache_prices() -> None:
+    """A cache-aware config weighs the cache at the prices the replay bills: 50% to read
+    and 100% to write at gpt-4o's, unless the config names its own."""
+    gpt4o = pricing_for("gpt-4o")
+    swept = sweep(hand_conversation(), {"clear_cache_aware": [False, True]}, pricing=gpt4o)
+    off, on = swept.results
+    assert off.config["clear_cache_read_percent"] == 10  # the engine's default, unused
+    assert (on.config["clear_cache_read_percent"], on.config["clear_cache_write_percent"]) == (
+        50,
+        100,
+    )
+    own = {"clear_cache_aware": True, "clear_cache_read_percent": 25}
+    compared = compare(hand_conversation(), [("own", own)], pricing=gpt4o)
+    assert compared.results[0].config["clear_cache_read_percent"] == 25
+    assert compared.results[0].config["clear_cache_write_percent"] == 100

@@ -16,11 +16,10 @@ from simulator.front import (
     SERVICE,
     ConfigTotals,
     FrontResult,
-    cache_percents,
     front,
     render_front,
 )
-from simulator.pricing import pricing_for
+from simulator.pricing import cache_percents, pricing_for, with_cache_prices
 from tests.conftest import CONVERSATIONS, REPO
 
 SONNET = pricing_for("claude-sonnet-4.5")
@@ -76,6 +75,19 @@ def test_cache_percents_from_the_preset(preset: str, read: int, write: int) -> N
         "clear_cache_read_percent": read,
         "clear_cache_write_percent": write,
     }
+
+
+def test_with_cache_prices_fills_only_what_a_cache_aware_config_leaves_out() -> None:
+    gpt4o = pricing_for("gpt-4o")
+    assert with_cache_prices(None, gpt4o) is None
+    assert with_cache_prices({"max_tokens_for_clear": 5}, gpt4o) == {"max_tokens_for_clear": 5}
+    assert with_cache_prices({"clear_cache_aware": True}, gpt4o) == {
+        "clear_cache_read_percent": 50,
+        "clear_cache_write_percent": 100,
+        "clear_cache_aware": True,
+    }
+    named = {"clear_cache_aware": True, "clear_cache_read_percent": 20}
+    assert with_cache_prices(named, gpt4o) == {**named, "clear_cache_write_percent": 100}
 
 
 def _totals(name: str, costs: list[float], refetches: int = 0) -> ConfigTotals:

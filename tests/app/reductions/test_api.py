@@ -961,3 +961,45 @@ def test_read_file_tool_needs_a_key(api: ApiClient) -> None:
     response = api.client.get("/api/v1/tools/read_file")
     assert response.status_code == HTTPStatus.UNAUTHORIZED
     assert response.json() == error("missing or invalid API key")
+
+
+def test_truncate_only_when_shorter_keeps_an_output_its_notice_would_lengthen(
+    api: ApiClient, offload_dir: Path
+) -> None:
+    """``trunc_only_when_shorter`` over HTTP: 25 characters over a limit of 20 would become a
+    notice several times longer, so the result comes back as sent, with nothing stored."""
+    config = {**SMALL, "trunc_only_when_shorter": True}
+    response = truncate(api, "0123456789abcdefghijKLMNO", config=config)
+    assert response.status_code == HTTPStatus.OK
+    assert response.json() == {
+        "truncated": False,
+        "result": "0123456789abcdefghijKLMNO",
+        "offload_path": None,
+        "events": [],
+    }
+    assert stored_files(offload_dir) == []
+    assert OffloadedFile.objects.count() == 0
+
+
+def test_clear_cache_aware_drops_a_pass_that_does_not_pay(
+    api: ApiClient, offload_dir: Path
+) -> None:
+    """``clear_cache_aware`` over HTTP: with 2 calls so far, clearing call_a frees 25 tokens
+    but rewrites 55 (its result and call_b) in the cache: 25 × 135 < 55 × 115."""
+    config = {**CLEAR_AT_100, "clear_cache_aware": True}
+    response = api.post("/clear", {"config": config, "conversation_id": "run-1", "messages": CHAT})
+    assert response.status_code == HTTPStatus.OK
+    body = response.json()
+    assert body["messages"] == CHAT
+    assert (body["applied"], body["tokens_before"], body["tokens_after"]) == (False, 115, 115)
+    assert [(e["kind"], e["reason"]) for e in body["events"]] == [
+        ("summary", "below_cache_break_even")
+    ]
+    assert stored_files(offload_dir) == []
+    priced_as_no_cache = {
+        **config,
+        "clear_cache_read_percent": 100,
+        "clear_cache_write_percent": 100,
+    }
+    again = api.post("/clear", {"config": priced_as_no_cache, "messages": CHAT})
+    assert again.json()["applied"] is True
