@@ -45,8 +45,6 @@ from reduction_app.simulations.display import (
     totals_rows,
 )
 
-KNOBS = tuple(spec.name for spec in engine.config_knobs())
-"""The knobs' names, in the order the page shows them (the engine's spec says which)."""
 SWITCH_ON, SWITCH_OFF = "on", "off"
 
 
@@ -168,7 +166,8 @@ def _query(state: Mapping[str, Any]) -> list[tuple[str, str]]:
         (spec.name, SWITCH_ON if state["values"][spec.name] else SWITCH_OFF)
         for spec in engine.config_switches()
     ]
-    return pairs + [(k, str(state["values"][k])) for k in KNOBS] + switches
+    knobs = [(spec.name, str(state["values"][spec.name])) for spec in engine.config_knobs()]
+    return pairs + knobs + switches
 
 
 def _run(state: dict[str, Any]) -> dict[str, Any]:
