@@ -75,6 +75,9 @@ class ToolReductionConfig:
     reads_files: bool | None = None
     """For ``clear_superseded``: whether this tool's calls read the file their ``path``,
     ``file_path`` or ``filename`` argument names (``None``: the built-in rule decides)."""
+    edits_files: bool | None = None
+    """For ``clear_superseded``: whether this tool's calls change the file their ``path``,
+    ``file_path`` or ``filename`` argument names (``None``: the built-in rule decides)."""
 
 
 @dataclass(kw_only=True)
@@ -232,6 +235,8 @@ def validate(config: ReductionConfig | None) -> ReductionConfig:
         _check_callable(f"{where}.clear_digester", entry.clear_digester)
         if entry.reads_files is not None:
             _check_bool(f"{where}.reads_files", entry.reads_files)
+        if entry.edits_files is not None:
+            _check_bool(f"{where}.edits_files", entry.edits_files)
         _check_backend(f"{where}.backend", entry.backend, needs_read=default_paths)
     return config
 

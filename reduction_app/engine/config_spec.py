@@ -304,7 +304,8 @@ CONFIG_FIELDS: tuple[ConfigField, ...] = (
         default=False,
         help=(
             "Beyond the reference: a clear pass first clears results shown again by a later "
-            "call (same tool and arguments, or a later read of the same file)."
+            "call (same tool and arguments, or a later read of the same file) and reads of a "
+            "file edited since."
         ),
         switch=True,
     ),
@@ -326,7 +327,7 @@ CONFIG_FIELDS: tuple[ConfigField, ...] = (
         default=_NO_TOOL_CONFIG,
         help=(
             "Per-tool ToolReductionConfig(backend, skip_truncation, trunc_handler, "
-            "skip_clear, clear_handler, clear_digester, reads_files)."
+            "skip_clear, clear_handler, clear_digester, reads_files, edits_files)."
         ),
     ),
     ConfigField(

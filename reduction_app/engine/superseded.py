@@ -1,19 +1,27 @@
 """Which tool results a later call has superseded: the rule of the opt-in
 ``clear_superseded`` strategy (docs/behaviour.md §4.12).
 
-A result is superseded when a later call in the conversation, whose own result is in
-context whole (present, not cleared, not truncated), shows the same thing again:
+A result is superseded when a later call in the conversation makes it redundant:
 
 * the same tool with the same arguments (equal as parsed JSON when both parse, else as
-  text); or
-* for a call that reads a file, a later call that reads the whole of that file.
+  text), or, for a call that reads a file, a call that reads the whole of that file,
+  whose own result is in context whole (present, not cleared, not truncated): the model
+  sees the same thing again; or
+* for a call that reads a file, a call that edits that file and has a result, whatever
+  it says (cleared and truncated ones too): the read shows the file as it was, and the
+  model must read it again to see it as it is. The edit's own result is never cleared
+  by this rule.
 
-A call reads a file when its arguments are a JSON object naming it in exactly one of
-``path``, ``file_path`` or ``filename`` and either its tool reads files (the names in
-:data:`READ_TOOLS`, the config's ``read_file_tool_name``, or a ``tool_config`` entry
-with ``reads_files=True``) or it is a text editor's ``"command": "view"``. It reads the
-whole file when it has no other argument (besides that ``command``). A tool whose entry
-says ``reads_files=False`` never reads a file. Paths compare as given, character for
+A call names a file when its arguments are a JSON object naming it in exactly one of
+``path``, ``file_path`` or ``filename``. It reads that file when its tool reads files
+(the names in :data:`READ_TOOLS`, the config's ``read_file_tool_name``, or a
+``tool_config`` entry with ``reads_files=True``) or it is a text editor's ``"command":
+"view"``; it reads the whole file when it has no other argument (besides that
+``command``). It edits that file when its tool edits files (the names in
+:data:`EDIT_TOOLS`, or an entry with ``edits_files=True``) or its ``command`` is one of
+a text editor's edits (:data:`EDIT_COMMANDS`), whatever the tool's name, as for
+``"view"``. A tool whose entry says ``reads_files=False`` never reads a file, one that
+says ``edits_files=False`` never edits one. Paths compare as given, character for
 character.
 
 This module only finds the superseded calls, in one pass over the conversation from the
@@ -40,34 +48,60 @@ from reduction_app.engine.access import (
 from reduction_app.engine.notices import truncation_file_path
 from reduction_app.engine.tool_io import ToolResult
 
-__all__ = ["PATH_KEYS", "READ_TOOLS", "Readers", "superseded_calls"]
+__all__ = [
+    "EDIT_COMMANDS",
+    "EDIT_TOOLS",
+    "PATH_KEYS",
+    "READ_TOOLS",
+    "Readers",
+    "superseded_calls",
+]
 
-READ_TOOLS: frozenset[str] = frozenset({"read_file", "view_file", "open_file", "cat"})
-"""Tools that read files whatever their other arguments say."""
+READ_TOOLS: frozenset[str] = frozenset({"read_file", "view_file", "open_file", "cat", "Read"})
+"""Tools that read files whatever their other arguments say (``Read`` is Claude Code's)."""
+EDIT_TOOLS: frozenset[str] = frozenset(
+    {"write_file", "edit_file", "create_file", "Write", "Edit", "MultiEdit"}
+)
+"""Tools that change the file they name whatever their other arguments say (``Write``,
+``Edit`` and ``MultiEdit`` are Claude Code's, naming it in ``file_path``)."""
 PATH_KEYS: tuple[str, ...] = ("path", "file_path", "filename")
-"""The arguments that name the file a read-like call reads."""
+"""The arguments that name the file a call reads or edits."""
 _VIEW = "view"
 """The ``command`` of a text editor tool (OpenHands' and SWE-agent's
-``str_replace_editor``, Anthropic's text editor) that reads a file."""
+``str_replace_editor``, Anthropic's ``str_replace_based_edit_tool``) that reads a file."""
+EDIT_COMMANDS: frozenset[str] = frozenset({"create", "str_replace", "insert", "undo_edit"})
+"""The ``command`` values with which those text editor tools change a file."""
 
 Key = tuple[str, str, str]
 
 
 @dataclass(frozen=True, slots=True)
 class Readers:
-    """Which tools read files, from a config."""
+    """Which tools read files and which edit them, from a config."""
 
     tools: frozenset[str]
     """Tools whose calls read the file they name."""
     never: frozenset[str]
     """Tools whose calls never read a file, not even as ``"command": "view"``."""
+    edit_tools: frozenset[str] = EDIT_TOOLS
+    """Tools whose calls edit the file they name."""
+    never_edit: frozenset[str] = frozenset()
+    """Tools whose calls never edit a file, not even with an edit ``command``."""
 
     @classmethod
     def of(cls, read_file_tool_name: str, tool_config: Mapping[str, Any]) -> Readers:
-        own = {name: getattr(entry, "reads_files", None) for name, entry in tool_config.items()}
-        never = frozenset(name for name, reads in own.items() if reads is False)
-        tools = (READ_TOOLS | {read_file_tool_name} | {n for n, r in own.items() if r}) - never
-        return cls(tools=frozenset(tools), never=never)
+        reads = {name: getattr(entry, "reads_files", None) for name, entry in tool_config.items()}
+        never = frozenset(name for name, says in reads.items() if says is False)
+        tools = (READ_TOOLS | {read_file_tool_name} | {n for n, r in reads.items() if r}) - never
+        edits = {name: getattr(entry, "edits_files", None) for name, entry in tool_config.items()}
+        never_edit = frozenset(name for name, says in edits.items() if says is False)
+        edit_tools = (EDIT_TOOLS | {n for n, e in edits.items() if e}) - never_edit
+        return cls(
+            tools=frozenset(tools),
+            never=never,
+            edit_tools=frozenset(edit_tools),
+            never_edit=never_edit,
+        )
 
 
 def _arguments(text: str) -> tuple[str, str, Any]:
@@ -80,31 +114,50 @@ def _arguments(text: str) -> tuple[str, str, Any]:
     return "json", json.dumps(parsed, sort_keys=True, ensure_ascii=False), parsed
 
 
-def _file_read(name: str, parsed: Any, readers: Readers) -> tuple[str, bool] | None:
-    """The file a call reads and whether it reads all of it; ``None`` when it reads none."""
-    if not isinstance(parsed, dict) or name in readers.never:
+def _file_named(parsed: Any) -> str | None:
+    """The file a call's parsed arguments name in exactly one of :data:`PATH_KEYS`."""
+    if not isinstance(parsed, dict):
         return None
     named = [key for key in PATH_KEYS if key in parsed]
     path = parsed[named[0]] if len(named) == 1 else None
-    if not isinstance(path, str) or not path:
+    return path if isinstance(path, str) and path else None
+
+
+def _reads_whole(name: str, parsed: dict[str, Any], readers: Readers) -> bool | None:
+    """Whether a call naming a file reads all of it; ``None`` when it reads none of it."""
+    if name in readers.never:
         return None
     others = len(parsed) - 1
     if parsed.get("command") == _VIEW:
         others -= 1
     elif name not in readers.tools:
         return None
-    return path, others == 0
+    return others == 0
 
 
-def _keys(ref: CallRef, readers: Readers) -> tuple[tuple[Key, ...], tuple[Key, ...]]:
-    """What a call can be superseded on, and what it supersedes earlier calls on."""
+def _edits(name: str, parsed: dict[str, Any], readers: Readers) -> bool:
+    """Whether a call naming a file changes it."""
+    if name in readers.never_edit:
+        return False
+    return name in readers.edit_tools or parsed.get("command") in EDIT_COMMANDS
+
+
+def _keys(ref: CallRef, readers: Readers) -> tuple[tuple[Key, ...], tuple[Key, ...], Key | None]:
+    """What a call can be superseded on, what it supersedes earlier calls on when its
+    result is whole, and what it supersedes earlier calls on as soon as it has a result
+    (the file it edits)."""
     tag, arguments, parsed = _arguments(ref.arguments)
     same: Key = ("same-" + tag, ref.name, arguments)
-    read = _file_read(ref.name, parsed, readers)
-    if read is None:
-        return (same,), (same,)
-    file: Key = ("file", "", read[0])
-    return (same, file), ((same, file) if read[1] else (same,))
+    path = _file_named(parsed)
+    if path is None:
+        return (same,), (same,), None
+    # A whole read and an edit end the same thing: what earlier reads of the file showed.
+    file: Key = ("file", "", path)
+    edit = file if _edits(ref.name, parsed, readers) else None
+    whole = _reads_whole(ref.name, parsed, readers)
+    if whole is None:
+        return (same,), (same,), edit
+    return (same, file), ((same, file) if whole else (same,)), edit
 
 
 def _uncut(result: ToolResult) -> bool:
@@ -126,7 +179,8 @@ def superseded_calls(
 
     Flagged messages are left out (the clear phase went through them). One pass from
     ``start`` to the end of the conversation, so the superseding call may sit in the
-    retained rounds; a map keeps, per key, the latest call whose result is whole.
+    retained rounds; a map keeps, per key, the latest call whose result is whole (or, for
+    an edit, present).
     """
     latest: dict[Key, int] = {}
     candidates: list[tuple[int, int, int, tuple[Key, ...]]] = []
@@ -140,10 +194,14 @@ def superseded_calls(
             if slot is None:
                 continue
             read = read_result(messages[slot[0]], ref.call_id, slot[1])
-            if read is None or is_cleared(read[0]):
+            if read is None:
                 continue
             order += 1
-            old_keys, new_keys = _keys(ref, readers)
+            old_keys, new_keys, edit = _keys(ref, readers)
+            if edit is not None:
+                latest[edit] = order
+            if is_cleared(read[0]):
+                continue
             if _uncut(read[0]):
                 for key in new_keys:
                     latest[key] = order

@@ -13,8 +13,10 @@ import dataclasses
 from typing import Any
 
 from hypothesis import given
+from hypothesis import strategies as st
 
 from reduction_app.engine.backends import InMemoryBackend
+from reduction_app.engine.blocks import FunctionToolCall
 from reduction_app.engine.config import ReductionConfig, ToolReductionConfig
 from reduction_app.engine.events import ReductionEvent
 from reduction_app.engine.messages import Message
@@ -189,15 +191,14 @@ def test_superseded_calls_a_later_whole_read_of_the_same_file() -> None:
     assert superseded_calls(msgs, 1, 9, READERS) == {1: [0], 3: [0]}
 
 
-def test_superseded_calls_a_partial_read_or_an_edit_supersedes_no_read() -> None:
+def test_superseded_calls_a_partial_read_supersedes_no_read() -> None:
     msgs = conversation(
         ("c1", "read_file", '{"path": "a.py"}', A),
         ("c2", "read_file", '{"path": "a.py", "offset": 10}', B),
         ("c3", "str_replace_editor", '{"command": "view", "path": "a.py", "view_range": [1]}', C),
-        ("c4", "write_file", '{"path": "a.py"}', D),  # not a read-like tool
-        ("c5", "str_replace_editor", '{"command": "create", "path": "a.py"}', D),
+        ("c4", "Read", '{"file_path": "a.py", "offset": 1, "limit": 9}', D),
     )
-    assert superseded_calls(msgs, 1, 11, READERS) == {}
+    assert superseded_calls(msgs, 1, 9, READERS) == {}
 
 
 def test_superseded_calls_read_tools_are_configurable() -> None:
@@ -216,13 +217,168 @@ def test_superseded_calls_read_tools_are_configurable() -> None:
     }
     readers = Readers.of("cat_file", entries)
     assert readers == Readers(
-        tools=frozenset({"fetch_doc", "cat_file", "view_file", "open_file", "cat"}),
+        tools=frozenset({"fetch_doc", "cat_file", "view_file", "open_file", "cat", "Read"}),
         never=frozenset({"read_file"}),
     )
     assert superseded_calls(msgs, 1, 13, readers) == {5: [0]}
     msgs[3] = call_msg(("c2", "fetch_doc", '{"filename": "a.md"}'))
     assert superseded_calls(msgs, 1, 13, READERS) == {9: [0]}
     assert superseded_calls(msgs, 1, 13, readers) == {1: [0], 5: [0]}
+
+
+# --- reads of a file edited since -------------------------------------------------------------
+
+EDIT = '{"path": "a.py", "old_str": "x", "new_str": "y"}'
+"""The arguments of an edit of ``a.py``."""
+
+
+def test_superseded_calls_a_read_then_an_edit_of_the_file() -> None:
+    """The read is cleared; the edit's own result never is."""
+    msgs = conversation(
+        ("c1", "read_file", '{"path": "a.py"}', A),
+        ("c2", "edit_file", EDIT, B),
+    )
+    assert superseded_calls(msgs, 1, 5, READERS) == {1: [0]}
+
+
+def test_superseded_calls_an_edit_then_a_read_supersedes_nothing() -> None:
+    msgs = conversation(
+        ("c1", "edit_file", EDIT, A),
+        ("c2", "read_file", '{"path": "a.py"}', B),
+    )
+    assert superseded_calls(msgs, 1, 5, READERS) == {}
+
+
+def test_superseded_calls_a_partial_read_then_an_edit() -> None:
+    msgs = conversation(
+        ("c1", "read_file", '{"path": "a.py", "offset": 10}', A),
+        ("c2", "str_replace_editor", '{"command": "view", "path": "a.py", "view_range": [1]}', B),
+        ("c3", "write_file", '{"path": "a.py", "content": "new"}', C),
+    )
+    assert superseded_calls(msgs, 1, 7, READERS) == {1: [0], 3: [0]}
+
+
+def test_superseded_calls_an_edit_of_another_file_keeps_the_read() -> None:
+    """Paths compare as given: ``./a.py`` is another file."""
+    msgs = conversation(
+        ("c1", "read_file", '{"path": "a.py"}', A),
+        ("c2", "edit_file", '{"path": "b.py", "old_str": "x"}', B),
+        ("c3", "edit_file", '{"path": "./a.py", "old_str": "x"}', C),
+        ("c4", "edit_file", '{"file_path": "a.py", "path": "a.py"}', D),  # names two: none
+    )
+    assert superseded_calls(msgs, 1, 9, READERS) == {}
+
+
+def test_superseded_calls_an_edit_keeps_its_own_result() -> None:
+    """Edits are not reads: a later edit of the same file clears no earlier edit."""
+    msgs = conversation(
+        ("c1", "edit_file", EDIT, A),
+        ("c2", "str_replace_editor", '{"command": "create", "path": "a.py", "file_text": ""}', B),
+        ("c3", "write_file", '{"path": "a.py", "content": "new"}', C),
+    )
+    assert superseded_calls(msgs, 1, 7, READERS) == {}
+
+
+def test_superseded_calls_an_edit_later_in_the_same_message() -> None:
+    read = ("c1", "read_file", '{"path": "a.py"}')
+    change = ("c2", "edit_file", EDIT)
+    for calls, expected in (((read, change), {1: [0]}), ((change, read), {})):
+        msgs = [Message.user("q"), call_msg(*calls), Message.tool(A, "c1"), Message.tool(B, "c2")]
+        assert superseded_calls(msgs, 1, 4, READERS) == expected
+
+
+def test_superseded_calls_text_editor_view_then_an_edit_command() -> None:
+    """OpenHands' and SWE-agent's ``str_replace_editor``, Anthropic's
+    ``str_replace_based_edit_tool``: create, str_replace, insert and undo_edit edit."""
+    view = '{"command": "view", "path": "/r/a.py"}'
+    for tool in ("str_replace_editor", "str_replace_based_edit_tool"):
+        for command in ("create", "str_replace", "insert", "undo_edit"):
+            arguments = f'{{"command": "{command}", "path": "/r/a.py", "new_str": "y"}}'
+            msgs = conversation(("c1", tool, view, A), ("c2", tool, arguments, B))
+            assert superseded_calls(msgs, 1, 5, READERS) == {1: [0]}, (tool, command)
+        for command in ("view", "delete"):  # a view is a read; an unknown command is neither
+            arguments = f'{{"command": "{command}", "path": "/r/a.py", "view_range": [1, 9]}}'
+            msgs = conversation(("c1", tool, view, A), ("c2", tool, arguments, B))
+            assert superseded_calls(msgs, 1, 5, READERS) == {}, (tool, command)
+
+
+def test_superseded_calls_claude_code_read_then_edit() -> None:
+    """Claude Code's ``Read`` reads (the whole file with ``file_path`` alone, part of it
+    with ``offset`` or ``limit``); its ``Edit``, ``MultiEdit`` and ``Write`` edit."""
+    whole = '{"file_path": "/p/a.py"}'
+    part = '{"file_path": "/p/a.py", "offset": 40, "limit": 20}'
+    edits = (
+        ("Edit", '{"file_path": "/p/a.py", "old_string": "x", "new_string": "y"}'),
+        ("MultiEdit", '{"file_path": "/p/a.py", "edits": [{"old_string": "x"}]}'),
+        ("Write", '{"file_path": "/p/a.py", "content": "z"}'),
+    )
+    for name, arguments in edits:
+        for read in (whole, part):
+            msgs = conversation(("c1", "Read", read, A), ("c2", name, arguments, B))
+            assert superseded_calls(msgs, 1, 5, READERS) == {1: [0]}, (name, read)
+    msgs = conversation(("c1", "Read", part, A), ("c2", "Read", whole, B))
+    assert superseded_calls(msgs, 1, 5, READERS) == {1: [0]}
+
+
+def test_superseded_calls_an_edit_needs_a_result_whatever_it_says() -> None:
+    """An edit with no result supersedes nothing; a cleared or truncated result is still
+    the edit's result, so it does."""
+    unanswered = [
+        *conversation(("c1", "read_file", '{"path": "a.py"}', A)),
+        call_msg(("c2", "edit_file", EDIT)),
+    ]
+    assert superseded_calls(unanswered, 1, 3, READERS) == {}
+    truncated = trunc_notice(
+        original_size=300,
+        file_path="/tmp/trunc/c2",
+        preview_size=5,
+        preview_first="BBBBB",
+        preview_last="BBBBB",
+        read_tool_name="read_file",
+    )
+    for result in (placeholder("c2"), truncated, "ERROR: no replacement was performed"):
+        msgs = conversation(
+            ("c1", "read_file", '{"path": "a.py"}', A), ("c2", "edit_file", EDIT, result)
+        )
+        assert superseded_calls(msgs, 1, 5, READERS) == {1: [0]}, result
+
+
+def test_superseded_calls_edit_tools_are_configurable() -> None:
+    msgs = conversation(
+        ("c1", "read_file", '{"path": "a.md"}', A),
+        ("c2", "edit_file", '{"path": "a.md", "old_str": "x"}', B),
+        ("c3", "read_file", '{"path": "b.md", "offset": 1}', C),
+        ("c4", "str_replace_editor", '{"command": "insert", "path": "b.md"}', D),
+        ("c5", "read_file", '{"path": "c.md", "offset": 1}', A),
+        ("c6", "save_doc", '{"path": "c.md", "text": "new"}', B),
+    )
+    assert superseded_calls(msgs, 1, 13, READERS) == {1: [0], 5: [0]}
+    entries = {
+        "edit_file": ToolReductionConfig(edits_files=False),
+        "str_replace_editor": ToolReductionConfig(edits_files=False),
+        "save_doc": ToolReductionConfig(edits_files=True),
+    }
+    readers = Readers.of("read_file", entries)
+    assert readers == Readers(
+        tools=frozenset({"read_file", "view_file", "open_file", "cat", "Read"}),
+        never=frozenset(),
+        edit_tools=frozenset(
+            {"write_file", "create_file", "Write", "Edit", "MultiEdit", "save_doc"}
+        ),
+        never_edit=frozenset({"edit_file", "str_replace_editor"}),
+    )
+    assert superseded_calls(msgs, 1, 13, readers) == {9: [0]}
+
+
+def test_superseded_calls_agentic_read_then_edit() -> None:
+    msgs = [
+        agentic_text("user", "q"),
+        agentic_call(("c1", "str_replace_editor", '{"command": "view", "path": "a.py"}')),
+        agentic_results(("c1", A)),
+        agentic_call(("c2", "str_replace_editor", '{"command": "str_replace", "path": "a.py"}')),
+        agentic_results(("c2", B)),
+    ]
+    assert superseded_calls(msgs, 1, 5, READERS) == {1: [0]}
 
 
 # --- the clear pass ---------------------------------------------------------------------------
@@ -446,6 +602,54 @@ def test_clear_superseded_async_twin_gives_the_same() -> None:
     assert events == [cleared_event("c1", "superseded"), summary_event(644, 538, 1, 540)]
 
 
+def test_clear_superseded_clears_a_read_of_a_file_edited_since() -> None:
+    """Nothing is lost (the offload holds the read), every call keeps its result, the
+    edit's result stays whole, and a second pass changes nothing."""
+    msgs = conversation(
+        ("c1", "read_file", '{"path": "a.py"}', A),
+        ("c2", "edit_file", EDIT, B),
+    )
+    assert chars(msgs, []) == 1 + 216 + 248 + 14
+    backend = InMemoryBackend()
+    mw, events = middleware(
+        backend, token_counter=chars, max_tokens_for_clear=400, clear_superseded=True
+    )
+    out = mw.before_model_rewrite_state(state(msgs))
+    assert list(out.messages) == with_results(msgs, c1=placeholder("c1"))
+    assert shape(list(out.messages)) == shape(msgs)
+    assert backend.files == {"/tmp/clear/c1": A}
+    assert events == [
+        cleared_event("c1", "superseded", tool="read_file"),
+        summary_event(479, 373, 1, 400),
+    ]
+    again = mw.before_model_rewrite_state(out)
+    assert list(again.messages) == list(out.messages)
+    assert backend.files == {"/tmp/clear/c1": A}
+
+
+def test_clear_superseded_agentic_read_of_a_file_edited_in_a_retained_round() -> None:
+    msgs = [
+        agentic_text("user", "q"),
+        agentic_call(("c1", "Read", '{"file_path": "a.py"}')),
+        agentic_results(("c1", A)),
+        agentic_call(("c2", "Edit", '{"file_path": "a.py"}')),
+        agentic_results(("c2", "ok")),
+    ]
+    assert chars(msgs, []) == 1 + 21 + 200 + 21 + 2
+    backend = InMemoryBackend()
+    mw, events = middleware(
+        backend, token_counter=chars, max_tokens_for_clear=200, clear_superseded=True
+    )
+    out = mw.before_model_rewrite_state(state(msgs))
+    assert list(out.messages) == [*msgs[:2], agentic_results(("c1", placeholder("c1"))), *msgs[3:]]
+    assert shape(list(out.messages)) == shape(msgs)
+    assert backend.files == {"/tmp/clear/c1": A}
+    assert events == [
+        cleared_event("c1", "superseded", tool="Read"),
+        summary_event(245, 139, 1, 200),
+    ]
+
+
 # --- properties -------------------------------------------------------------------------------
 
 # Every call of these conversations has the same arguments, so every result but a tool's
@@ -472,6 +676,74 @@ def test_clear_superseded_properties_with_digest_placeholders(
     """With ``clear_digest_tokens`` too: placeholders with digests are recognised as cleared."""
     settings = {**config, "clear_superseded": True, "clear_digest_tokens": 8}
     check_properties(chat_conversation(rs), settings)
+
+
+FILE_CALLS = {
+    "t": ("t", "{}"),
+    "u": ("u", '{"path": "a.py"}'),
+    "read a": ("read_file", '{"path": "a.py"}'),
+    "read part of a": ("read_file", '{"path": "a.py", "offset": 5}'),
+    "edit a": ("edit_file", '{"path": "a.py", "old_str": "x"}'),
+    "view b": ("str_replace_editor", '{"command": "view", "path": "b.py"}'),
+    "edit b": ("str_replace_editor", '{"command": "str_replace", "path": "b.py"}'),
+    "Read b": ("Read", '{"file_path": "b.py", "limit": 9}'),
+    "Edit b": ("Edit", '{"file_path": "b.py", "old_string": "x"}'),
+}
+"""Calls that read and edit two files, by a key the random rounds name them with."""
+
+
+@st.composite
+def file_rounds(draw: st.DrawFn) -> list[Round]:
+    """:func:`rounds` whose calls are :data:`FILE_CALLS` keys."""
+    return [
+        dataclasses.replace(
+            r,
+            calls=[
+                (cid, draw(st.sampled_from(list(FILE_CALLS))), text) for cid, _, text in r.calls
+            ],
+        )
+        for r in draw(rounds())
+    ]
+
+
+def file_calls(msgs: list[Any]) -> list[Any]:
+    """``msgs`` with each call's key replaced by the :data:`FILE_CALLS` tool and arguments."""
+    out: list[Any] = []
+    for m in msgs:
+        if isinstance(m, Message):
+            calls = tuple(
+                dataclasses.replace(
+                    tc, name=FILE_CALLS[tc.name][0], arguments=FILE_CALLS[tc.name][1]
+                )
+                for tc in m.tool_calls
+            )
+            out.append(dataclasses.replace(m, tool_calls=calls))
+        else:
+            blocks = tuple(
+                dataclasses.replace(b, name=FILE_CALLS[b.name][0], arguments=FILE_CALLS[b.name][1])
+                if isinstance(b, FunctionToolCall)
+                else b
+                for b in m.content_blocks
+            )
+            out.append(dataclasses.replace(m, content_blocks=blocks))
+    return out
+
+
+@SETTINGS
+@given(rs=file_rounds(), config=CONFIGS)
+def test_clear_superseded_properties_with_reads_and_edits_chat(
+    rs: list[Round], config: dict[str, Any]
+) -> None:
+    """Reads superseded by later reads or edits of the same file, among other calls."""
+    check_properties(file_calls(chat_conversation(rs)), {**config, "clear_superseded": True})
+
+
+@SETTINGS
+@given(rs=file_rounds(), config=CONFIGS)
+def test_clear_superseded_properties_with_reads_and_edits_agentic(
+    rs: list[Round], config: dict[str, Any]
+) -> None:
+    check_properties(file_calls(agentic_conversation(rs)), {**config, "clear_superseded": True})
 
 
 def test_clear_superseded_truncated_result_points_at_its_truncation_file() -> None:

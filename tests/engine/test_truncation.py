@@ -166,6 +166,14 @@ class NoWrite:
             "tool_config['grep'].skip_truncation must be true or false, got 1",
         ),
         (
+            {"tool_config": {"grep": ToolReductionConfig(reads_files="yes")}},  # type: ignore[arg-type]
+            "tool_config['grep'].reads_files must be true or false, got 'yes'",
+        ),
+        (
+            {"tool_config": {"grep": ToolReductionConfig(edits_files=0)}},  # type: ignore[arg-type]
+            "tool_config['grep'].edits_files must be true or false, got 0",
+        ),
+        (
             {"tool_config": {"grep": ToolReductionConfig(backend=NoWrite())}},  # type: ignore[arg-type]
             "tool_config['grep'].backend must have a write(request) method, got NoWrite()",
         ),

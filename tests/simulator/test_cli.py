@@ -355,12 +355,24 @@ def test_main_replay_says_which_strategy_cleared_what(tmp_path: Path) -> None:
     superseded.write_text(
         json.dumps({"max_tokens_for_clear": 20000, "clear_superseded": True}), encoding="utf-8"
     )
-    code, out, err = run("replay", OPENHANDS, "--config", plain, "--config", superseded)
+    # At 10,000 tokens the superseded results alone are not enough: the reference's
+    # clearing runs too, and the line names both in order of first use.
+    lower = tmp_path / "sup10.json"
+    lower.write_text(
+        json.dumps({"max_tokens_for_clear": 10000, "clear_superseded": True}), encoding="utf-8"
+    )
+    code, out, err = run(
+        "replay", OPENHANDS, "--config", plain, "--config", superseded, "--config", lower
+    )
     assert (code, err) == (0, "")
     lines = [line for line in out.splitlines() if line.startswith("strategies")]
     assert lines == [
         "strategies (openhands-multi-swe-bench-llama4.jsonl:1#ponylang__ponyc-4595, sup20): "
         "superseded 2 results, 10,320 tok saved",
+        "strategies (openhands-multi-swe-bench-llama4.jsonl:2#ponylang__ponyc-4593, sup10): "
+        "superseded 4 results, 4,594 tok saved; reference 16 results, 2,505 tok saved",
         "strategies (openhands-multi-swe-bench-llama4.jsonl:3#ponylang__ponyc-4588, sup20): "
-        "superseded 1 result, 5 tok saved; reference 42 results, 10,084 tok saved",
+        "superseded 6 results, 6,475 tok saved",
+        "strategies (openhands-multi-swe-bench-llama4.jsonl:3#ponylang__ponyc-4588, sup10): "
+        "reference 43 results, 9,078 tok saved; superseded 4 results, 1,388 tok saved",
     ]

@@ -14,12 +14,16 @@ from reduction_app.engine import (
     Message,
     ReductionConfig,
     ReductionEvent,
+    ToolReductionConfig,
     get_token_counter,
 )
+from reduction_app.engine.access import tool_calls_of
+from reduction_app.engine.clear import clear_range
+from reduction_app.engine.superseded import Readers, superseded_calls
 from simulator.importers import RecordedConversation, load_conversations
 from simulator.pricing import Pricing
 from simulator.replay import no_reduction, replay
-from simulator.results import CallRecord, ClearPass
+from simulator.results import CallRecord, ClearPass, StrategyEffect
 from tests.conftest import CONVERSATIONS
 from tests.simulator.cases import ENGINE, HAND_CONFIG, call, hand_conversation
 from tests.simulator.cases import result as result_msg
@@ -532,3 +536,63 @@ def test_replay_minimum_cacheable_prefix_comes_from_the_preset() -> None:
     assert (haiku.totals.cached_tokens, haiku.totals.cache_write_tokens) == (0, 0)
     sonnet = replay(hand_conversation(), None, pricing=pricing_for("claude-sonnet-4.5"))
     assert sonnet.totals.input_tokens_billed == haiku.totals.input_tokens_billed
+
+
+@pytest.mark.parametrize(
+    ("recording", "without_edits", "with_edits"),
+    [
+        ("claude-code/1af7fc5e-8455-4414-9ccd-011d40f70b2a.jsonl", 0, 0),
+        ("claude-code/5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl", 0, 1),
+        ("claude-code/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl", 0, 0),
+        ("openhands/fastjson2-2775-gpt-5.jsonl", 1, 3),
+        ("openhands-multi-swe-bench-llama4.jsonl", 9, 22),
+        ("swe-agent/gpt-4o-test-repo-1c2844.traj", 0, 0),
+        ("swe-agent/gpt4-pydicom-1458.traj", 2, 2),
+        ("swe-agent/gpt4-test-repo-1c2844-old.traj", 1, 1),
+        ("swe-agent/gpt4-test-repo-i1.traj", 0, 0),
+        ("tau-bench-airline-gpt-4o.json", 32, 32),
+        ("tau2/airline-gpt-4.1-mini.json", 0, 0),
+        ("tau2/retail-gpt-4.1-mini.json", 0, 0),
+        ("tau2/telecom-gpt-4.1-mini.json", 0, 0),
+    ],
+)
+def test_superseded_reads_of_files_edited_since_on_the_shipped_recordings(
+    recording: str, without_edits: int, with_edits: int
+) -> None:
+    """What ``clear_superseded`` finds at the end of each shipped run (every round in range),
+    without the edited-since rule (every tool ``edits_files=False``) and with it: 16 more
+    results, all file views or reads an edit of the same file followed (OpenHands'
+    ``str_replace_editor``, Claude Code's ``Read`` then ``MultiEdit``). SWE-agent's edits
+    name no file and τ-bench's tools touch none."""
+    counts = [0, 0]
+    for conversation in load_conversations(CONVERSATIONS / recording):
+        messages = list(conversation.messages)
+        names = {ref.name for message in messages for ref in tool_calls_of(message)}
+        off = {name: ToolReductionConfig(edits_files=False) for name in names}
+        start, end = clear_range(messages, -1)
+        for i, readers in enumerate((Readers.of("read_file", off), Readers.of("read_file", {}))):
+            found = superseded_calls(messages, start, end, readers)
+            counts[i] += sum(len(positions) for positions in found.values())
+    assert counts == [without_edits, with_edits]
+
+
+def test_replay_superseded_reads_of_an_edited_file_on_the_fastjson2_run() -> None:
+    """The gpt-5 OpenHands run views JSON.java whole, then lines of it, then inserts into it:
+    under a 20,000-token threshold the pass before call 12 clears both views as superseded.
+    Without ``clear_superseded`` (and with it before the edited-since rule, which found
+    nothing here) the reference's passes clear 11 results and the run bills 72,486 more."""
+    conv = load_conversations(CONVERSATIONS / "openhands" / "fastjson2-2775-gpt-5.jsonl")[0]
+    plain = replay(conv, {"max_tokens_for_clear": 20000})
+    result = replay(conv, {"max_tokens_for_clear": 20000, "clear_superseded": True})
+    assert plain.strategies == {"reference": StrategyEffect(results=11, tokens_saved=16594)}
+    assert result.strategies == {
+        "superseded": StrategyEffect(results=2, tokens_saved=9284),
+        "reference": StrategyEffect(results=10, tokens_saved=14797),
+    }
+    cleared = [
+        (c.index, e.call_id) for c in result.calls for e in c.events if e.strategy == "superseded"
+    ]
+    assert cleared == [(12, "toolu_02"), (12, "toolu_04")]
+    totals = (result.totals.input_tokens_billed, result.totals.peak_context_tokens)
+    assert totals == (267367, 21634)
+    assert (plain.totals.input_tokens_billed, plain.totals.peak_context_tokens) == (339853, 26504)
