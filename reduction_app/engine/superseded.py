@@ -7,10 +7,10 @@ A result is superseded when a later call in the conversation makes it redundant:
   text), or, for a call that reads a file, a call that reads the whole of that file,
   whose own result is in context whole (present, not cleared, not truncated): the model
   sees the same thing again; or
-* for a call that reads a file, a call that edits that file and has a result, whatever
-  it says (cleared and truncated ones too): the read shows the file as it was, and the
-  model must read it again to see it as it is. The edit's own result is never cleared
-  by this rule.
+* for a call that reads a file, a call that edits that file and has a result that does
+  not say the edit failed (one starting with :data:`FAILED_EDIT_PREFIXES`; a cleared or
+  truncated result counts): the read shows the file as it was, and the model must read
+  it again to see it as it is. The edit's own result is never cleared by this rule.
 
 A call names a file when its arguments are a JSON object naming it in exactly one of
 ``path``, ``file_path`` or ``filename``. It reads that file when its tool reads files
@@ -51,6 +51,7 @@ from reduction_app.engine.tool_io import ToolResult
 __all__ = [
     "EDIT_COMMANDS",
     "EDIT_TOOLS",
+    "FAILED_EDIT_PREFIXES",
     "PATH_KEYS",
     "READ_TOOLS",
     "Readers",
@@ -71,6 +72,10 @@ _VIEW = "view"
 ``str_replace_editor``, Anthropic's ``str_replace_based_edit_tool``) that reads a file."""
 EDIT_COMMANDS: frozenset[str] = frozenset({"create", "str_replace", "insert", "undo_edit"})
 """The ``command`` values with which those text editor tools change a file."""
+FAILED_EDIT_PREFIXES: tuple[str, ...] = ("ERROR:", "<tool_use_error>")
+"""How the output of an edit that changed nothing starts: OpenHands' editor (``ERROR:``,
+e.g. "No replacement was performed") and Claude Code's tools (``<tool_use_error>``).
+The file is as the earlier read showed it, so such an edit supersedes no read."""
 
 Key = tuple[str, str, str]
 
@@ -171,6 +176,12 @@ def _uncut(result: ToolResult) -> bool:
     )
 
 
+def _failed(result: ToolResult) -> bool:
+    """Whether an edit's result says it changed nothing (its first text)."""
+    text = next((p.text for p in result.parts if p.type == "text"), "")
+    return text.lstrip().startswith(FAILED_EDIT_PREFIXES)
+
+
 def superseded_calls(
     messages: Sequence[AnyMessage], start: int, end: int, readers: Readers
 ) -> dict[int, Collection[int]]:
@@ -198,7 +209,7 @@ def superseded_calls(
                 continue
             order += 1
             old_keys, new_keys, edit = _keys(ref, readers)
-            if edit is not None:
+            if edit is not None and not _failed(read[0]):
                 latest[edit] = order
             if is_cleared(read[0]):
                 continue

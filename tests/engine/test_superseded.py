@@ -320,9 +320,9 @@ def test_superseded_calls_claude_code_read_then_edit() -> None:
     assert superseded_calls(msgs, 1, 5, READERS) == {1: [0]}
 
 
-def test_superseded_calls_an_edit_needs_a_result_whatever_it_says() -> None:
+def test_superseded_calls_an_edit_needs_a_result_that_does_not_say_it_failed() -> None:
     """An edit with no result supersedes nothing; a cleared or truncated result is still
-    the edit's result, so it does."""
+    the edit's result, so it does; one saying the edit failed changed nothing."""
     unanswered = [
         *conversation(("c1", "read_file", '{"path": "a.py"}', A)),
         call_msg(("c2", "edit_file", EDIT)),
@@ -336,11 +336,20 @@ def test_superseded_calls_an_edit_needs_a_result_whatever_it_says() -> None:
         preview_last="BBBBB",
         read_tool_name="read_file",
     )
-    for result in (placeholder("c2"), truncated, "ERROR: no replacement was performed"):
+    for result in (placeholder("c2"), truncated, "Replaced. ERROR: none"):
         msgs = conversation(
             ("c1", "read_file", '{"path": "a.py"}', A), ("c2", "edit_file", EDIT, result)
         )
         assert superseded_calls(msgs, 1, 5, READERS) == {1: [0]}, result
+    failed = (
+        "ERROR:\nNo replacement was performed, old_str `x` did not appear verbatim in a.py.",
+        "  <tool_use_error>File has not been read yet.</tool_use_error>",
+    )
+    for result in failed:
+        msgs = conversation(
+            ("c1", "read_file", '{"path": "a.py"}', A), ("c2", "edit_file", EDIT, result)
+        )
+        assert superseded_calls(msgs, 1, 5, READERS) == {}, result
 
 
 def test_superseded_calls_edit_tools_are_configurable() -> None:
