@@ -44,6 +44,7 @@ from reduction_app.engine.events import (
     STRATEGY_SUPERSEDED,
     ReductionEvent,
 )
+from reduction_app.engine.manifest import with_manifest
 from reduction_app.engine.messages import ToolInfo
 from reduction_app.engine.runtime import Resolved, Runtime
 from reduction_app.engine.superseded import superseded_calls
@@ -190,6 +191,12 @@ class _Pass:
     """``clear_at_least_tokens`` is set: offloads wait until the saving is known."""
     stashed: list[tuple[Backend | None, str, str]] = field(default_factory=list)
     cleared: list[_Cleared] = field(default_factory=list)
+    out: list[AnyMessage] = field(init=False)
+    """What the pass returns: ``edit`` itself, or under ``clear_offload_manifest`` a copy
+    with the manifest in place, as last counted (:func:`_count_steps`)."""
+
+    def __post_init__(self) -> None:
+        self.out = self.edit
 
 
 def _group_steps(ps: _Pass, idx: int, only: Collection[int] | None = None) -> Steps[None]:
@@ -257,7 +264,21 @@ def _superseded_steps(ps: _Pass, start: int, end: int, tools: list[ToolInfo]) ->
         yield from _group_steps(ps, idx, positions)
     if not ps.cleared:
         return None
-    return _tokens((yield call(ps.rt.counter, ps.edit, tools)))
+    return (yield from _count_steps(ps, tools))
+
+
+def _count_steps(ps: _Pass, tools: list[ToolInfo]) -> Steps[int]:
+    """The tokens of what the pass would return now (kept as ``ps.out``): the working copy,
+    with the offload manifest right before the retained rounds when the config asks for
+    one (docs/behaviour.md §4.13), so thresholds and events count it."""
+    cfg = ps.rt.config
+    ps.out = ps.edit
+    if cfg.clear_offload_manifest:
+        _, end = clear_range(ps.edit, cfg.clear_retention_suffix_limit)
+        ps.out = with_manifest(
+            ps.edit, end, read_tool_name=cfg.read_file_tool_name, language=cfg.language
+        )
+    return _tokens((yield call(ps.rt.counter, ps.out, tools)))
 
 
 def _figures(rt: Runtime, item: _Cleared, kind: str) -> Steps[ReductionEvent]:
@@ -333,7 +354,7 @@ def clear_steps(rt: Runtime, state: ChatModelAgentState) -> Steps[ChatModelAgent
             for idx in range(start, start + len(part)):
                 if tool_calls_of(ps.edit[idx]) and not is_processed(ps.edit[idx]):
                     yield from _group_steps(ps, idx)
-            after = _tokens((yield call(rt.counter, ps.edit, tools)))
+            after = yield from _count_steps(ps, tools)
         if at_least > 0:
             if before - after < at_least:
                 yield from rt.emit(_summary(threshold, REASON_BELOW_AT_LEAST, before, before))
@@ -346,7 +367,7 @@ def clear_steps(rt: Runtime, state: ChatModelAgentState) -> Steps[ChatModelAgent
         # the ones it wrote), so a later pass picks the same paths a fresh middleware would.
         for _, path, _ in ps.stashed:
             rt.registry.release(path)
-    new_state = dataclasses.replace(state, messages=ps.edit)
+    new_state = dataclasses.replace(state, messages=ps.out)
     if cfg.clear_post_process is not None:
         yield call(cfg.clear_post_process, new_state)
     if cfg.on_event is not None:

@@ -88,7 +88,7 @@ def test_grid_configs_every_combination_with_fixed_fields() -> None:
             {},
             "grid: name at least one of ['max_tokens_for_clear', "
             "'clear_retention_suffix_limit', 'clear_at_least_tokens', 'max_length_for_trunc', "
-            "'clear_superseded']",
+            "'clear_superseded', 'clear_offload_manifest']",
         ),
         (
             {"max_tokens_for_clear": []},

@@ -46,7 +46,7 @@ def test_every_artefact_names_the_spec_fields() -> None:
     knobs = [spec.name for spec in engine.config_knobs()]
     assert list(tune.KNOBS) == knobs
     switches = [spec.name for spec in engine.config_switches()]
-    assert switches == ["clear_superseded"]
+    assert switches == ["clear_superseded", "clear_offload_manifest"]
     assert list(GRID_KNOBS) == knobs + switches
 
 
