@@ -16,6 +16,7 @@ from reduction_app.engine import (
     ReductionEvent,
     get_token_counter,
 )
+from reduction_app.engine.inspect import is_offload_manifest
 from simulator.importers import RecordedConversation, load_conversations
 from simulator.pricing import Pricing
 from simulator.replay import no_reduction, replay
@@ -532,3 +533,19 @@ def test_replay_minimum_cacheable_prefix_comes_from_the_preset() -> None:
     assert (haiku.totals.cached_tokens, haiku.totals.cache_write_tokens) == (0, 0)
     sonnet = replay(hand_conversation(), None, pricing=pricing_for("claude-sonnet-4.5"))
     assert sonnet.totals.input_tokens_billed == haiku.totals.input_tokens_billed
+
+
+def test_replay_offload_manifest_on_a_shipped_recording() -> None:
+    """The OpenHands fastjson2 run cleared at 10,000 tokens with the manifest on: from the
+    first applied pass on, every call sends exactly one manifest, listing every result
+    cleared so far (3 + 7 + 1 + 1 + 1 = 13 at the last call, 417 approximate tokens)."""
+    [conv] = load_conversations(CONVERSATIONS / "openhands" / "fastjson2-2775-gpt-5.jsonl")
+    config = {"max_tokens_for_clear": 10000, "clear_offload_manifest": True}
+    result = replay(conv, config, contexts=range(20))
+    cleared = [c.clear.calls_cleared for c in result.calls]
+    assert cleared == [0, 0, 0, 0, 3, *[0] * 6, 7, 1, 1, 1, *[0] * 5]
+    manifests = [[m for m in result.contexts[i] if is_offload_manifest(m)] for i in range(20)]
+    assert [len(found) for found in manifests] == [0] * 4 + [1] * 16
+    listed = [len(found[0].content.splitlines()) - 3 if found else 0 for found in manifests]
+    assert listed == [0] * 4 + [3] * 7 + [10, 11, 12] + [13] * 6
+    assert get_token_counter("approx")(manifests[19], []) == 417
