@@ -51,6 +51,7 @@ from reduction_app.engine.events import (
     STRATEGY_SUPERSEDED,
     ReductionEvent,
 )
+from reduction_app.engine.manifest import with_manifest
 from reduction_app.engine.messages import ToolInfo
 from reduction_app.engine.runtime import Resolved, Runtime
 from reduction_app.engine.superseded import superseded_calls
@@ -207,6 +208,12 @@ class _Pass:
     cleared: list[_Cleared] = field(default_factory=list)
     first_change: int | None = None
     """The first position of the working copy whose content the pass changed."""
+    out: list[AnyMessage] = field(init=False)
+    """What the pass returns: ``edit`` itself, or under ``clear_offload_manifest`` a copy
+    with the manifest in place, as last counted (:func:`_count_steps`)."""
+
+    def __post_init__(self) -> None:
+        self.out = self.edit
 
     def changed(self, index: int) -> None:
         if self.first_change is None or index < self.first_change:
@@ -279,7 +286,21 @@ def _superseded_steps(ps: _Pass, start: int, end: int, tools: list[ToolInfo]) ->
         yield from _group_steps(ps, idx, positions)
     if not ps.cleared:
         return None
-    return _tokens((yield call(ps.rt.counter, ps.edit, tools)))
+    return (yield from _count_steps(ps, tools))
+
+
+def _count_steps(ps: _Pass, tools: list[ToolInfo]) -> Steps[int]:
+    """The tokens of what the pass would return now (kept as ``ps.out``): the working copy,
+    with the offload manifest right before the retained rounds when the config asks for
+    one (docs/behaviour.md §4.13), so thresholds and events count it."""
+    cfg = ps.rt.config
+    ps.out = ps.edit
+    if cfg.clear_offload_manifest:
+        _, end = clear_range(ps.edit, cfg.clear_retention_suffix_limit)
+        ps.out = with_manifest(
+            ps.edit, end, read_tool_name=cfg.read_file_tool_name, language=cfg.language
+        )
+    return _tokens((yield call(ps.rt.counter, ps.out, tools)))
 
 
 def _figures(rt: Runtime, item: _Cleared, kind: str) -> Steps[ReductionEvent]:
@@ -323,6 +344,9 @@ def _cache_estimate(
     counts of prefixes, which a built-in counter sums from its per-message cache."""
     cfg = ps.rt.config
     first = len(messages) if ps.first_change is None else ps.first_change
+    if ps.out is not ps.edit:  # the offload manifest moved (or appeared) too
+        moved = _first_difference(ps.edit, ps.out)
+        first = min(first, len(messages) if moved is None else moved)
     end = cached_end(messages)
     rewritten = 0
     if first < end:
@@ -379,7 +403,7 @@ def clear_steps(rt: Runtime, state: ChatModelAgentState) -> Steps[ChatModelAgent
             for idx in range(start, start + len(part)):
                 if tool_calls_of(ps.edit[idx]) and not is_processed(ps.edit[idx]):
                     yield from _group_steps(ps, idx)
-            after = _tokens((yield call(rt.counter, ps.edit, tools)))
+            after = yield from _count_steps(ps, tools)
         if at_least > 0 and before - after < at_least:
             yield from rt.emit(_summary(threshold, REASON_BELOW_AT_LEAST, before, before))
             return state
@@ -401,7 +425,7 @@ def clear_steps(rt: Runtime, state: ChatModelAgentState) -> Steps[ChatModelAgent
         # the ones it wrote), so a later pass picks the same paths a fresh middleware would.
         for _, path, _ in ps.stashed:
             rt.registry.release(path)
-    new_state = dataclasses.replace(state, messages=ps.edit)
+    new_state = dataclasses.replace(state, messages=ps.out)
     if cfg.clear_post_process is not None:
         yield call(cfg.clear_post_process, new_state)
     if cfg.on_event is not None:

@@ -109,6 +109,7 @@ class ReductionConfig:
     clear_exclude_tools: Collection[str] = ()
     clear_digest_tokens: int = 0
     clear_superseded: bool = False
+    clear_offload_manifest: bool = False
     clear_message_rewriter: Callable[[Any, list[Any]], list[Any] | None] | None = None
     clear_post_process: Callable[[Any], Any] | None = None
     tool_config: Mapping[str, ToolReductionConfig] = field(default_factory=dict)

@@ -310,6 +310,17 @@ CONFIG_FIELDS: tuple[ConfigField, ...] = (
         switch=True,
     ),
     ConfigField(
+        name="clear_offload_manifest",
+        kind="bool",
+        default=False,
+        help=(
+            "Beyond the reference: after a clear pass, one user message lists the offloaded "
+            "results (tool, arguments, file) so the model reads a file back instead of "
+            "re-running the tool."
+        ),
+        switch=True,
+    ),
+    ConfigField(
         name="clear_message_rewriter",
         kind="callable",
         default=None,

@@ -8,8 +8,9 @@ re-derives them and never drifts from the engine.
 - Messages: :func:`classify` a message of either style, list the :func:`tool_calls_of`
   an assistant message (as :class:`CallRef`), :func:`read_result` and
   :func:`write_result` a tool result (new values; nothing is changed in place).
-- Notices: :func:`is_clear_placeholder` recognises the clear phase's placeholders and
-  :func:`truncation_file_path` pulls the offload path out of a truncation notice.
+- Notices: :func:`is_clear_placeholder` recognises the clear phase's placeholders,
+  :func:`truncation_file_path` pulls the offload path out of a truncation notice, and
+  :func:`is_offload_manifest` recognises the message ``clear_offload_manifest`` adds.
 - Offloads: :func:`offload_paths` lists the files a reduced conversation names and
   :func:`restore_results` puts the original results back from them.
 - Counting: :func:`count_text`, :func:`render_message` and :func:`render_tool` measure
@@ -23,6 +24,7 @@ checks).
 from __future__ import annotations
 
 from reduction_app.engine.access import CallRef, classify, read_result, tool_calls_of, write_result
+from reduction_app.engine.manifest import is_offload_manifest
 from reduction_app.engine.notices import is_clear_placeholder, truncation_file_path
 from reduction_app.engine.restore import offload_paths, restore_results
 from reduction_app.engine.tokens import count_text, render_message, render_tool
@@ -32,6 +34,7 @@ __all__ = [
     "classify",
     "count_text",
     "is_clear_placeholder",
+    "is_offload_manifest",
     "offload_paths",
     "read_result",
     "render_message",

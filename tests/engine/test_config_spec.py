@@ -62,6 +62,7 @@ def test_json_fields_are_the_spec_json_kinds() -> None:
         "clear_exclude_tools",
         "clear_digest_tokens",
         "clear_superseded",
+        "clear_offload_manifest",
         "language",
     )
 

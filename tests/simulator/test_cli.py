@@ -370,7 +370,7 @@ def test_main_replay_says_which_strategy_cleared_what(tmp_path: Path) -> None:
         "strategies (openhands-multi-swe-bench-llama4.jsonl:1#ponylang__ponyc-4595, sup20): "
         "superseded 2 results, 10,320 tok saved",
         "strategies (openhands-multi-swe-bench-llama4.jsonl:2#ponylang__ponyc-4593, sup10): "
-        "superseded 4 results, 4,594 tok saved; reference 16 results, 2,505 tok saved",
+        "superseded 2 results, 1,206 tok saved; reference 18 results, 5,893 tok saved",
         "strategies (openhands-multi-swe-bench-llama4.jsonl:3#ponylang__ponyc-4588, sup20): "
         "superseded 6 results, 6,475 tok saved",
         "strategies (openhands-multi-swe-bench-llama4.jsonl:3#ponylang__ponyc-4588, sup10): "

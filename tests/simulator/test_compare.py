@@ -89,7 +89,8 @@ def test_grid_configs_every_combination_with_fixed_fields() -> None:
             {},
             "grid: name at least one of ['max_tokens_for_clear', "
             "'clear_retention_suffix_limit', 'clear_at_least_tokens', 'max_length_for_trunc', "
-            "'trunc_only_when_shorter', 'clear_cache_aware', 'clear_superseded']",
+            "'trunc_only_when_shorter', 'clear_cache_aware', 'clear_superseded', "
+            "'clear_offload_manifest']",
         ),
         (
             {"max_tokens_for_clear": []},

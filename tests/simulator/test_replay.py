@@ -19,6 +19,7 @@ from reduction_app.engine import (
 )
 from reduction_app.engine.access import tool_calls_of
 from reduction_app.engine.clear import clear_range
+from reduction_app.engine.inspect import is_offload_manifest
 from reduction_app.engine.superseded import Readers, superseded_calls
 from simulator.importers import RecordedConversation, load_conversations
 from simulator.pricing import Pricing
@@ -596,3 +597,19 @@ def test_replay_superseded_reads_of_an_edited_file_on_the_fastjson2_run() -> Non
     totals = (result.totals.input_tokens_billed, result.totals.peak_context_tokens)
     assert totals == (267367, 21634)
     assert (plain.totals.input_tokens_billed, plain.totals.peak_context_tokens) == (339853, 26504)
+
+
+def test_replay_offload_manifest_on_a_shipped_recording() -> None:
+    """The OpenHands fastjson2 run cleared at 10,000 tokens with the manifest on: from the
+    first applied pass on, every call sends exactly one manifest, listing every result
+    cleared so far (3 + 7 + 1 + 1 + 1 = 13 at the last call, 417 approximate tokens)."""
+    [conv] = load_conversations(CONVERSATIONS / "openhands" / "fastjson2-2775-gpt-5.jsonl")
+    config = {"max_tokens_for_clear": 10000, "clear_offload_manifest": True}
+    result = replay(conv, config, contexts=range(20))
+    cleared = [c.clear.calls_cleared for c in result.calls]
+    assert cleared == [0, 0, 0, 0, 3, *[0] * 6, 7, 1, 1, 1, *[0] * 5]
+    manifests = [[m for m in result.contexts[i] if is_offload_manifest(m)] for i in range(20)]
+    assert [len(found) for found in manifests] == [0] * 4 + [1] * 16
+    listed = [len(found[0].content.splitlines()) - 3 if found else 0 for found in manifests]
+    assert listed == [0] * 4 + [3] * 7 + [10, 11, 12] + [13] * 6
+    assert get_token_counter("approx")(manifests[19], []) == 417

@@ -30,6 +30,7 @@ DEFAULT_CONFIG = {
     "clear_exclude_tools": [],
     "clear_digest_tokens": 0,
     "clear_superseded": False,
+    "clear_offload_manifest": False,
     "language": None,
 }
 

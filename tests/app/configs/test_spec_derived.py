@@ -45,7 +45,12 @@ def test_every_artefact_names_the_spec_fields() -> None:
     assert list(ReductionConfigIn.model_fields) == names
     knobs = [spec.name for spec in engine.config_knobs()]
     switches = [spec.name for spec in engine.config_switches()]
-    assert switches == ["trunc_only_when_shorter", "clear_cache_aware", "clear_superseded"]
+    assert switches == [
+        "trunc_only_when_shorter",
+        "clear_cache_aware",
+        "clear_superseded",
+        "clear_offload_manifest",
+    ]
     assert list(GRID_KNOBS) == knobs + switches
 
 

@@ -127,6 +127,7 @@ def test_config_new_creates_version_one() -> None:
         "clear_exclude_tools": ["grep", "ls"],
         "clear_digest_tokens": 0,
         "clear_superseded": False,
+        "clear_offload_manifest": False,
         "language": None,
     }
 

@@ -805,6 +805,85 @@ def test_clear_openai_responses_gives_exactly_what_the_api_accepts(api: ApiClien
     assert raw(api, "/tmp/clear/fc_1") == b"A" * 200
 
 
+# /clear with clear_offload_manifest ------------------------------------------------------
+
+MANIFEST_HEAD = (
+    "<offload-manifest>\nThese tool results were moved out of the context. To see one again, "
+    "read its file with read_file(path) instead of re-running the tool:"
+)
+
+
+def manifest(*lines: str) -> str:
+    return "\n".join([MANIFEST_HEAD, *lines, "</offload-manifest>"])
+
+
+def test_clear_offload_manifest_openai_chat_is_a_user_message(api: ApiClient) -> None:
+    config = {**CLEAR_AT_100, "clear_offload_manifest": True}
+    response = api.post("/clear", {"config": config, "messages": CHAT})
+    assert response.status_code == HTTPStatus.OK
+    body = response.json()
+    text = manifest("- grep({}) -> /tmp/clear/call_a")
+    assert body["messages"] == [
+        *CHAT[:3],
+        chat_result("call_a", clear_placeholder("/tmp/clear/call_a")),
+        {"role": "user", "content": text},
+        *CHAT[4:],
+    ]
+    # 115 - 51 + 26 for the placeholder, plus the manifest: "user\n\n" + 205 + "\n" → 53.
+    assert len(text) == 205
+    assert (body["applied"], body["tokens_before"], body["tokens_after"]) == (True, 115, 143)
+    assert [(e["kind"], e["call_id"]) for e in body["events"]] == [
+        ("tool", "call_a"),
+        ("summary", ""),
+    ]
+
+
+def test_clear_offload_manifest_anthropic_is_a_user_message(api: ApiClient) -> None:
+    config = {**CLEAR_AT_100, "clear_offload_manifest": True}
+    body = {"config": config, "format": "anthropic", "system": SYSTEM, "messages": ANTHROPIC}
+    response = api.post("/clear", body)
+    assert response.status_code == HTTPStatus.OK
+    out = response.json()
+    assert out["system"] == SYSTEM
+    assert out["messages"][3] == {
+        "role": "user",
+        "content": [{"type": "text", "text": manifest('- grep({"q": "a"}) -> /tmp/clear/tu_1')}],
+    }
+    assert out["messages"][4:] == ANTHROPIC[3:]
+    # After the results of tu_1 and before the retained call: two user turns in a row,
+    # which the Messages API joins into one.
+    roles = [m["role"] for m in out["messages"]]
+    assert roles == ["user", "assistant", "user", "user", "assistant", "user"]
+    # Sent back (the wire keeps no flags), the manifest is recognised: still only one.
+    again = api.post("/clear", {**body, "messages": out["messages"]}).json()
+    assert again["messages"] == out["messages"]
+
+
+def test_clear_offload_manifest_openai_responses_is_a_user_message(api: ApiClient) -> None:
+    config = {**CLEAR_AT_100, "clear_offload_manifest": True}
+    body = {"config": config, "format": "openai_responses", "messages": RESPONSES}
+    response = api.post("/clear", body)
+    assert response.status_code == HTTPStatus.OK
+    out = response.json()
+    assert out["messages"] == [
+        *RESPONSES[:2],
+        {
+            "type": "function_call_output",
+            "call_id": "fc_1",
+            "output": clear_placeholder("/tmp/clear/fc_1"),
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "input_text", "text": manifest('- grep({"q":"a"}) -> /tmp/clear/fc_1')}
+            ],
+        },
+        *RESPONSES[3:],
+    ]
+    again = api.post("/clear", {**body, "messages": out["messages"]}).json()
+    assert again["messages"] == out["messages"]
+
+
 # Atomicity -------------------------------------------------------------------------------
 
 

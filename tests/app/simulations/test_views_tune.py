@@ -154,7 +154,8 @@ def test_tune_save_as_config_creates_a_profile(setup: tuple[Client, Conversation
     assert response["Location"] == (
         f"/tune/?conversation={conversation.pk}&start={start.pk}&max_tokens_for_clear=5000"
         "&clear_retention_suffix_limit=2&clear_at_least_tokens=100&max_length_for_trunc=50000"
-        f"&trunc_only_when_shorter=off&clear_cache_aware=off&clear_superseded=off&saved={saved.pk}"
+        "&trunc_only_when_shorter=off&clear_cache_aware=off&clear_superseded=off"
+        f"&clear_offload_manifest=off&saved={saved.pk}"
     )
     data = saved.versions.get().data
     assert (data["skip_truncation"], data["max_tokens_for_clear"]) == (True, 5000)
@@ -289,6 +290,6 @@ def test_tune_save_keeps_the_switches(setup: tuple[Client, Conversation]) -> Non
     }
     response = client.post("/tune/save/", body)
     assert response.status_code == HTTPStatus.FOUND
-    assert "&clear_superseded=on&saved=" in response["Location"]
+    assert "&clear_superseded=on&clear_offload_manifest=off&saved=" in response["Location"]
     data = ConfigProfile.objects.get(name="superseded at 20k").versions.get().data
     assert (data["max_tokens_for_clear"], data["clear_superseded"]) == (20000, True)
