@@ -81,14 +81,27 @@ FRONT_CONFIGS: tuple[tuple[str, dict[str, Any] | None], ...] = (
         },
     ),
     (
-        "strategies: the same, superseded + cache-aware + only when shorter",
+        "strategies: the same, only when shorter, cache-aware, superseded",
         {
             "max_tokens_for_clear": 12_000,
             "max_length_for_trunc": 4_000,
             "trunc_exclude_tools": list(FILE_READS),
             "trunc_only_when_shorter": True,
-            "clear_superseded": True,
             "clear_cache_aware": True,
+            "clear_superseded": True,
+        },
+    ),
+    (
+        "strategies: and a manifest, 50-token digests",
+        {
+            "max_tokens_for_clear": 12_000,
+            "max_length_for_trunc": 4_000,
+            "trunc_exclude_tools": list(FILE_READS),
+            "trunc_only_when_shorter": True,
+            "clear_cache_aware": True,
+            "clear_superseded": True,
+            "clear_offload_manifest": True,
+            "clear_digest_tokens": 50,
         },
     ),
 )
@@ -111,6 +124,13 @@ class ConfigTotals:
     """Per recording, in the order of :attr:`FrontResult.recordings`."""
     run_refetches: list[int] = field(default_factory=list)
     """Per recording, as :attr:`costs`."""
+    visible_shares: list[float] = field(default_factory=list)
+    """Per recording, its mean share of tool output the model saw whole."""
+
+    @property
+    def visible(self) -> float:
+        """The mean of :attr:`visible_shares` (each recording weighs the same)."""
+        return sum(self.visible_shares) / len(self.visible_shares) if self.visible_shares else 1.0
 
     def saving(self, baseline: ConfigTotals) -> float:
         return 1 - self.cost_usd / baseline.cost_usd if baseline.cost_usd else 0.0
@@ -159,6 +179,7 @@ def _replay_set(
             totals.refetches += result.refetches
             totals.costs.append(result.cost_usd)
             totals.run_refetches.append(result.refetches)
+            totals.visible_shares.append(result.mean_visible_tool_share)
             tick()
     return out
 
@@ -208,9 +229,9 @@ def render_front(result: FrontResult) -> str:
         f"shipped coding-agent runs (no reduction: ${base.cost_usd:,.4f}, "
         f"{base.input_tokens_billed:,} input tokens):",
         "",
-        "| config | cost | saved | re-fetches | input tokens "
+        "| config | cost | saved | re-fetches | visible | input tokens "
         "| costs more than no reduction on | target |",
-        "|---|---:|---:|---:|---:|---|---|",
+        "|---|---:|---:|---:|---:|---:|---|---|",
     ]
     for i, totals in enumerate(result.coding):
         worse = totals.worse_than(base) + [
@@ -218,10 +239,16 @@ def render_front(result: FrontResult) -> str:
         ]
         lines.append(
             f"| {totals.name} | ${totals.cost_usd:,.4f} | {100 * totals.saving(base):.1f}% "
-            f"| {totals.refetches} | {totals.input_tokens_billed:,} "
+            f"| {totals.refetches} | {100 * totals.visible:.1f}% | {totals.input_tokens_billed:,} "
             f"| {_worse_text(result, worse)} | {_verdict(result, i)} |"
         )
-    lines += ["", "Per run, cost as a share of no reduction's (re-fetches):", ""]
+    lines += [
+        "",
+        "`visible`: the mean, over the runs, of the share of tool output the model saw whole.",
+        "",
+        "Per run, cost as a share of no reduction's (re-fetches):",
+        "",
+    ]
     lines += _per_run(result)
     met = result.target_configs()
     lines.append("")
