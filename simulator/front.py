@@ -64,6 +64,19 @@ FILE_READS = ("str_replace_editor", "Read", "read_file", "open")
 Claude Code's reader, SWE-agent 0.x's viewer): agents read a file again when they see it
 cut, so the strategies' configs leave these whole at truncation."""
 
+_CODING_KNOBS: dict[str, Any] = {
+    "max_tokens_for_clear": 12_000,
+    "max_length_for_trunc": 4_000,
+    "trunc_exclude_tools": list(FILE_READS),
+}
+"""Eino's knobs set for the shipped coding agents."""
+_STRATEGIES: dict[str, Any] = {
+    **_CODING_KNOBS,
+    "trunc_only_when_shorter": True,
+    "clear_cache_aware": True,
+    "clear_superseded": True,
+}
+
 FRONT_CONFIGS: tuple[tuple[str, dict[str, Any] | None], ...] = (
     ("no reduction", None),
     ("Eino: clear at 40k", {"max_tokens_for_clear": 40_000}),
@@ -72,37 +85,14 @@ FRONT_CONFIGS: tuple[tuple[str, dict[str, Any] | None], ...] = (
         "Eino: clear at 10k, truncate at 8k",
         {"max_tokens_for_clear": 10_000, "max_length_for_trunc": 8_000},
     ),
-    (
-        "Eino: clear at 12k, truncate commands at 4k",
-        {
-            "max_tokens_for_clear": 12_000,
-            "max_length_for_trunc": 4_000,
-            "trunc_exclude_tools": list(FILE_READS),
-        },
-    ),
+    ("Eino: clear at 12k, truncate commands at 4k", _CODING_KNOBS),
     (
         "strategies: the same, only when shorter, cache-aware, superseded",
-        {
-            "max_tokens_for_clear": 12_000,
-            "max_length_for_trunc": 4_000,
-            "trunc_exclude_tools": list(FILE_READS),
-            "trunc_only_when_shorter": True,
-            "clear_cache_aware": True,
-            "clear_superseded": True,
-        },
+        _STRATEGIES,
     ),
     (
         "strategies: and a manifest, 50-token digests",
-        {
-            "max_tokens_for_clear": 12_000,
-            "max_length_for_trunc": 4_000,
-            "trunc_exclude_tools": list(FILE_READS),
-            "trunc_only_when_shorter": True,
-            "clear_cache_aware": True,
-            "clear_superseded": True,
-            "clear_offload_manifest": True,
-            "clear_digest_tokens": 50,
-        },
+        {**_STRATEGIES, "clear_offload_manifest": True, "clear_digest_tokens": 50},
     ),
 )
 """Named configs, in the order the table shows them; the first is the baseline and the

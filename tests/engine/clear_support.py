@@ -25,6 +25,7 @@ from reduction_app.engine.config import ReductionConfig
 from reduction_app.engine.events import ReductionEvent
 from reduction_app.engine.messages import Message, ToolCall
 from reduction_app.engine.middleware import ReductionMiddleware, new
+from reduction_app.engine.notices import clear_placeholder
 
 ARGS = '{"location": "London, UK", "unit": "c"}'
 QUESTION = (
@@ -209,3 +210,23 @@ def ending(text: str) -> str:
 
 def containing(text: str) -> str:
     return re.escape(text)
+
+
+def offload_placeholder(call_id: str) -> str:
+    """The default placeholder of a result cleared to ``/tmp/clear/<call_id>``."""
+    return clear_placeholder(file_path=f"/tmp/clear/{call_id}", read_tool_name="read_file")
+
+
+def applied_summary(before: int, after: int, calls: int, threshold: int) -> ReductionEvent:
+    """The summary event of an applied pass."""
+    return ReductionEvent(
+        phase="clear",
+        kind="summary",
+        tokens_before=before,
+        tokens_after=after,
+        tokens_saved=before - after,
+        applied=True,
+        calls_cleared=calls,
+        reason="applied",
+        threshold=threshold,
+    )

@@ -26,7 +26,6 @@ from reduction_app.engine.cache_aware import (
 from reduction_app.engine.config import config_from_dict
 from reduction_app.engine.errors import ConfigError
 from reduction_app.engine.messages import Message
-from reduction_app.engine.notices import clear_placeholder
 from tests.engine.clear_support import (
     agentic_call,
     agentic_results,
@@ -35,6 +34,7 @@ from tests.engine.clear_support import (
     call_msg,
     chars,
     middleware,
+    offload_placeholder,
     snapshot,
     state,
     summary,
@@ -53,10 +53,6 @@ ARGS = '{"d": "a"}'
 R200 = "r" * 200
 
 
-def placeholder(call_id: str) -> str:
-    return clear_placeholder(file_path=f"/tmp/clear/{call_id}", read_tool_name="read_file")
-
-
 def rounds_of(count: int, *, cleared: int = 0) -> list[Message]:
     """``user "q"`` then ``count`` rounds ``cN``; the first ``cleared`` already hold their
     placeholder (as an earlier pass left them, flagged)."""
@@ -65,7 +61,10 @@ def rounds_of(count: int, *, cleared: int = 0) -> list[Message]:
         call = call_msg((f"c{n}", "ls", ARGS))
         if n <= cleared:
             call = dataclasses.replace(call, extra={"_reduction_mw_processed": True})
-        msgs += [call, Message.tool(placeholder(f"c{n}") if n <= cleared else R200, f"c{n}")]
+        msgs += [
+            call,
+            Message.tool(offload_placeholder(f"c{n}") if n <= cleared else R200, f"c{n}"),
+        ]
     return msgs
 
 
@@ -152,7 +151,7 @@ def test_a_pass_that_does_not_pay_is_dropped_and_writes_nothing() -> None:
 def test_off_by_default_the_same_pass_is_applied() -> None:
     mw, events = middleware(InMemoryBackend(), token_counter=chars, max_tokens_for_clear=300)
     out = mw.before_model_rewrite_state(state(TWO))
-    assert out.messages[2].content == placeholder("c1")
+    assert out.messages[2].content == offload_placeholder("c1")
     assert summary(events).reason == "applied"
 
 
@@ -165,7 +164,7 @@ def test_a_pass_pays_with_enough_calls_behind_it() -> None:
         backend, token_counter=chars, max_tokens_for_clear=2000, clear_cache_aware=True
     )
     out = mw.before_model_rewrite_state(state(msgs))
-    assert out.messages[38].content == placeholder("c19")
+    assert out.messages[38].content == offload_placeholder("c19")
     assert summary(events).reason == "applied"
     assert backend.read("/tmp/clear/c19") == R200
 
@@ -219,7 +218,7 @@ def test_results_that_arrived_since_the_last_call_rewrite_nothing() -> None:
         clear_cache_aware=True,
     )
     out = mw.before_model_rewrite_state(state(msgs))
-    assert out.messages[2].content == placeholder("c1")
+    assert out.messages[2].content == offload_placeholder("c1")
     assert summary(events).reason == "applied"
 
 

@@ -37,10 +37,12 @@ from tests.engine.clear_support import (
     agentic_call,
     agentic_results,
     agentic_text,
+    applied_summary,
     assert_untouched,
     call_msg,
     chars,
     middleware,
+    offload_placeholder,
     snapshot,
     state,
     summary,
@@ -73,10 +75,6 @@ def manifest(*lines: str, head: str = EN) -> str:
     return "\n".join(["<offload-manifest>", head, *lines, "</offload-manifest>"])
 
 
-def placeholder(call_id: str) -> str:
-    return clear_placeholder(file_path=f"/tmp/clear/{call_id}", read_tool_name="read_file")
-
-
 def flagged(msg: Any) -> Any:
     return dataclasses.replace(msg, extra={FLAG: True})
 
@@ -94,9 +92,9 @@ CHAT = [
 CHAT_CLEARED = [
     CHAT[0],
     flagged(CHAT[1]),
-    Message.tool(placeholder("c1"), "c1"),
+    Message.tool(offload_placeholder("c1"), "c1"),
     flagged(CHAT[3]),
-    Message.tool(placeholder("c2"), "c2"),
+    Message.tool(offload_placeholder("c2"), "c2"),
 ]
 """CHAT's first two rounds once a pass cleared them."""
 AGENTIC = [
@@ -127,20 +125,6 @@ def tool_event(call_id: str, tool: str) -> ReductionEvent:
         tokens_after=94,
         tokens_saved=306,
         offload_path=f"/tmp/clear/{call_id}",
-    )
-
-
-def summary_event(before: int, after: int, calls: int, threshold: int) -> ReductionEvent:
-    return ReductionEvent(
-        phase="clear",
-        kind="summary",
-        tokens_before=before,
-        tokens_after=after,
-        tokens_saved=before - after,
-        applied=True,
-        calls_cleared=calls,
-        reason="applied",
-        threshold=threshold,
     )
 
 
@@ -231,7 +215,7 @@ def test_manifest_entries_only_cleared_results_naming_a_file() -> None:
     digest = clear_placeholder(file_path="/tmp/clear/c3", read_tool_name="read_file", digest="x")
     trunc = clear_placeholder(file_path="/tmp/trunc/c4", read_tool_name="read_file")
     msgs = [
-        Message.tool(placeholder("c0"), "c0"),  # no call before it
+        Message.tool(offload_placeholder("c0"), "c0"),  # no call before it
         call_msg(("c1", "a", "1"), ("c2", "b", "2")),
         Message.tool(DROPPED, "c1"),
         Message.tool(A, "c2"),
@@ -285,7 +269,7 @@ def test_clear_offload_manifest_chat_right_before_the_retained_round() -> None:
     assert events == [
         tool_event("c1", "grep"),
         tool_event("c2", "ls"),
-        summary_event(835, 466, 2, 800),
+        applied_summary(835, 466, 2, 800),
     ]
 
 
@@ -300,13 +284,13 @@ def test_clear_offload_manifest_agentic_is_a_user_text_block() -> None:
     assert list(out.messages) == [
         AGENTIC[0],
         flagged(AGENTIC[1]),
-        agentic_results(("c1", placeholder("c1"))),
+        agentic_results(("c1", offload_placeholder("c1"))),
         flagged(AGENTIC[3]),
-        agentic_results(("c2", placeholder("c2"))),
+        agentic_results(("c2", offload_placeholder("c2"))),
         user_block(manifest(LINE_C1, LINE_C2)),
         *AGENTIC[5:],
     ]
-    assert events[-1] == summary_event(835, 466, 2, 800)
+    assert events[-1] == applied_summary(835, 466, 2, 800)
 
 
 def test_clear_offload_manifest_is_off_by_default() -> None:
@@ -316,7 +300,7 @@ def test_clear_offload_manifest_is_off_by_default() -> None:
     mw, events = middleware(InMemoryBackend(), token_counter=chars, max_tokens_for_clear=800)
     out = mw.before_model_rewrite_state(state(CHAT))
     assert list(out.messages) == [*CHAT_CLEARED, *CHAT[5:]]
-    assert events[-1] == summary_event(835, 223, 2, 800)
+    assert events[-1] == applied_summary(835, 223, 2, 800)
     old = Message.user(manifest("- old"))
     grown = [*CHAT[:3], old, *CHAT[3:]]
     mw, _ = middleware(InMemoryBackend(), token_counter=chars, max_tokens_for_clear=800)
@@ -343,9 +327,9 @@ def test_clear_offload_manifest_second_pass_replaces_it() -> None:
     assert list(out.messages) == [
         *CHAT_CLEARED,
         flagged(CHAT[5]),
-        Message.tool(placeholder("k"), "k"),
+        Message.tool(offload_placeholder("k"), "k"),
         flagged(later[0]),
-        Message.tool(placeholder("c3"), "c3"),
+        Message.tool(offload_placeholder("c3"), "c3"),
         Message.user(manifest(LINE_C1, LINE_C2, line_k, line_c3)),
         *later[2:],
     ]
@@ -399,7 +383,7 @@ def test_clear_offload_manifest_with_no_round_retained_goes_last() -> None:
     assert out.messages[-1] == Message.user(
         manifest(LINE_C1, LINE_C2, '- ls({"d": "z"}) -> /tmp/clear/k')
     )
-    assert out.messages[-2] == Message.tool(placeholder("k"), "k")
+    assert out.messages[-2] == Message.tool(offload_placeholder("k"), "k")
 
 
 def test_clear_offload_manifest_in_chinese() -> None:
@@ -488,7 +472,7 @@ def test_clear_offload_manifest_is_counted_when_superseded_results_stop_the_pass
     assert list(out.messages) == [
         msgs[0],
         msgs[1],
-        Message.tool(placeholder("c1"), "c1"),
+        Message.tool(offload_placeholder("c1"), "c1"),
         *msgs[3:5],
         Message.user(manifest(LINE_C1)),
         *msgs[5:],
@@ -516,7 +500,7 @@ def test_clear_offload_manifest_async_twin_gives_the_same() -> None:
     )
     out = asyncio.run(mw.abefore_model_rewrite_state(state(AGENTIC)))
     assert out.messages[5] == user_block(manifest(LINE_C1, LINE_C2))
-    assert events[-1] == summary_event(835, 466, 2, 800)
+    assert events[-1] == applied_summary(835, 466, 2, 800)
 
 
 # --- properties -------------------------------------------------------------------------------

@@ -27,10 +27,12 @@ from tests.engine.clear_support import (
     agentic_call,
     agentic_results,
     agentic_text,
+    applied_summary,
     assert_untouched,
     call_msg,
     chars,
     middleware,
+    offload_placeholder,
     snapshot,
     state,
 )
@@ -50,10 +52,6 @@ A, B, C, D = "A" * 200, "B" * 200, "C" * 200, "D" * 200
 KEEP = ("k", "ls", '{"d": "z"}', "kept")
 """The retained round: 14 tokens."""
 READERS = Readers.of("read_file", {})
-
-
-def placeholder(call_id: str) -> str:
-    return clear_placeholder(file_path=f"/tmp/clear/{call_id}", read_tool_name="read_file")
 
 
 def conversation(*calls: tuple[str, str, str, str], keep: Any = KEEP) -> list[Message]:
@@ -94,20 +92,6 @@ def cleared_event(call_id: str, strategy: str, tool: str = "ls") -> ReductionEve
         tokens_saved=106,
         offload_path=f"/tmp/clear/{call_id}",
         strategy=strategy,
-    )
-
-
-def summary_event(before: int, after: int, calls: int, threshold: int) -> ReductionEvent:
-    return ReductionEvent(
-        phase="clear",
-        kind="summary",
-        tokens_before=before,
-        tokens_after=after,
-        tokens_saved=before - after,
-        applied=True,
-        calls_cleared=calls,
-        reason="applied",
-        threshold=threshold,
     )
 
 
@@ -168,7 +152,7 @@ def test_superseded_calls_only_a_whole_newer_copy_supersedes() -> None:
         preview_last="AAAAA",
         read_tool_name="read_file",
     )
-    for newer in (placeholder("c2"), truncated):
+    for newer in (offload_placeholder("c2"), truncated):
         msgs = conversation(("c1", "ls", "{}", A), ("c2", "ls", "{}", newer))
         assert superseded_calls(msgs, 1, 5, READERS) == {}, newer
     unanswered = [*conversation(("c1", "ls", "{}", A)), call_msg(("c2", "ls", "{}"))]
@@ -177,7 +161,7 @@ def test_superseded_calls_only_a_whole_newer_copy_supersedes() -> None:
 
 def test_superseded_calls_leave_flagged_and_cleared_results_out() -> None:
     msgs = conversation(("c1", "ls", "{}", A), ("c2", "ls", "{}", B), ("c3", "ls", "{}", C))
-    msgs = with_results(flagged(msgs, 1), c2=placeholder("c2"))
+    msgs = with_results(flagged(msgs, 1), c2=offload_placeholder("c2"))
     assert superseded_calls(msgs, 1, 7, READERS) == {}
 
 
@@ -336,7 +320,7 @@ def test_superseded_calls_an_edit_needs_a_result_that_does_not_say_it_failed() -
         preview_last="BBBBB",
         read_tool_name="read_file",
     )
-    for result in (placeholder("c2"), truncated, "Replaced. ERROR: none"):
+    for result in (offload_placeholder("c2"), truncated, "Replaced. ERROR: none"):
         msgs = conversation(
             ("c1", "read_file", '{"path": "a.py"}', A), ("c2", "edit_file", EDIT, result)
         )
@@ -400,9 +384,9 @@ def test_clear_superseded_stops_once_under_the_threshold() -> None:
     )
     out = mw.before_model_rewrite_state(state(THREE))
     # 644 - 106 = 538: at or under 540, so c2 and c3 stay whole and nothing is flagged.
-    assert list(out.messages) == with_results(THREE, c1=placeholder("c1"))
+    assert list(out.messages) == with_results(THREE, c1=offload_placeholder("c1"))
     assert backend.files == {"/tmp/clear/c1": A}
-    assert events == [cleared_event("c1", "superseded"), summary_event(644, 538, 1, 540)]
+    assert events == [cleared_event("c1", "superseded"), applied_summary(644, 538, 1, 540)]
 
 
 def test_clear_superseded_goes_on_like_the_reference_when_still_over() -> None:
@@ -411,14 +395,19 @@ def test_clear_superseded_goes_on_like_the_reference_when_still_over() -> None:
         backend, token_counter=chars, max_tokens_for_clear=500, clear_superseded=True
     )
     out = mw.before_model_rewrite_state(state(THREE))
-    cleared = with_results(THREE, c1=placeholder("c1"), c2=placeholder("c2"), c3=placeholder("c3"))
+    cleared = with_results(
+        THREE,
+        c1=offload_placeholder("c1"),
+        c2=offload_placeholder("c2"),
+        c3=offload_placeholder("c3"),
+    )
     assert list(out.messages) == flagged(cleared, 1, 3, 5)
     assert backend.files == {"/tmp/clear/c1": A, "/tmp/clear/c2": B, "/tmp/clear/c3": C}
     assert events == [
         cleared_event("c1", "superseded"),
         cleared_event("c2", ""),
         cleared_event("c3", ""),
-        summary_event(644, 326, 3, 500),
+        applied_summary(644, 326, 3, 500),
     ]
 
 
@@ -427,10 +416,15 @@ def test_clear_superseded_is_off_by_default_and_then_the_reference() -> None:
     backend = InMemoryBackend()
     mw, events = middleware(backend, token_counter=chars, max_tokens_for_clear=540)
     out = mw.before_model_rewrite_state(state(THREE))
-    cleared = with_results(THREE, c1=placeholder("c1"), c2=placeholder("c2"), c3=placeholder("c3"))
+    cleared = with_results(
+        THREE,
+        c1=offload_placeholder("c1"),
+        c2=offload_placeholder("c2"),
+        c3=offload_placeholder("c3"),
+    )
     assert list(out.messages) == flagged(cleared, 1, 3, 5)
     assert [e.strategy for e in events] == ["", "", "", ""]
-    assert events[-1] == summary_event(644, 326, 3, 540)
+    assert events[-1] == applied_summary(644, 326, 3, 540)
 
 
 def test_clear_superseded_with_nothing_superseded_is_the_reference() -> None:
@@ -450,8 +444,8 @@ def test_clear_superseded_by_a_retained_round() -> None:
         InMemoryBackend(), token_counter=chars, max_tokens_for_clear=430, clear_superseded=True
     )
     out = mw.before_model_rewrite_state(state(msgs))
-    assert list(out.messages) == with_results(msgs, c1=placeholder("c1"))
-    assert events == [cleared_event("c1", "superseded"), summary_event(435, 329, 1, 430)]
+    assert list(out.messages) == with_results(msgs, c1=offload_placeholder("c1"))
+    assert events == [cleared_event("c1", "superseded"), applied_summary(435, 329, 1, 430)]
 
 
 def test_clear_superseded_by_a_later_read_of_the_file() -> None:
@@ -463,9 +457,9 @@ def test_clear_superseded_by_a_later_read_of_the_file() -> None:
         InMemoryBackend(), token_counter=chars, max_tokens_for_clear=470, clear_superseded=True
     )
     out = mw.before_model_rewrite_state(state(msgs))
-    assert list(out.messages) == with_results(msgs, c1=placeholder("c1"))
+    assert list(out.messages) == with_results(msgs, c1=offload_placeholder("c1"))
     assert events[0] == cleared_event("c1", "superseded", tool="read_file")
-    assert events[1] == summary_event(1 + 228 + 235 + 14, 372, 1, 470)
+    assert events[1] == applied_summary(1 + 228 + 235 + 14, 372, 1, 470)
 
 
 def test_clear_superseded_leaves_excluded_tools_and_own_handlers_alone() -> None:
@@ -496,9 +490,9 @@ def test_clear_superseded_leaves_excluded_tools_and_own_handlers_alone() -> None
         tool_config={"own": ToolReductionConfig(clear_handler=handler)},
     )
     out = mw.before_model_rewrite_state(state(msgs))
-    assert list(out.messages) == with_results(msgs, c5=placeholder("c5"))
+    assert list(out.messages) == with_results(msgs, c5=offload_placeholder("c5"))
     assert called == []
-    assert events == [cleared_event("c5", "superseded"), summary_event(1275, 1169, 1, 1170)]
+    assert events == [cleared_event("c5", "superseded"), applied_summary(1275, 1169, 1, 1170)]
 
 
 def test_clear_superseded_clear_at_least_tokens_judges_the_whole_pass() -> None:
@@ -514,8 +508,8 @@ def test_clear_superseded_clear_at_least_tokens_judges_the_whole_pass() -> None:
     )
     out = mw.before_model_rewrite_state(state(THREE))
     assert [e.strategy for e in events] == ["superseded", "", "", ""]
-    assert events[-1] == summary_event(644, 326, 3, 540)
-    assert len(backend.files) == 3 and out.messages[2].content == placeholder("c1")
+    assert events[-1] == applied_summary(644, 326, 3, 540)
+    assert len(backend.files) == 3 and out.messages[2].content == offload_placeholder("c1")
 
     backend = InMemoryBackend()
     mw, events = middleware(
@@ -546,7 +540,7 @@ def test_clear_superseded_loses_nothing_and_runs_idempotently() -> None:
         assert shape(list(out.messages)) == shape(THREE)
         for before, after in zip(THREE, out.messages, strict=True):
             if after.content != before.content:
-                assert after.content == placeholder(before.tool_call_id)
+                assert after.content == offload_placeholder(before.tool_call_id)
                 assert backend.read(f"/tmp/clear/{before.tool_call_id}") == before.content
         files = backend.files
         again = mw.before_model_rewrite_state(out)
@@ -576,10 +570,10 @@ def test_clear_superseded_agentic_parallel_results() -> None:
         backend, token_counter=chars, max_tokens_for_clear=430, clear_superseded=True
     )
     out = mw.before_model_rewrite_state(state(msgs))
-    expected = agentic_results(("c1", placeholder("c1")), ("c2", B))
+    expected = agentic_results(("c1", offload_placeholder("c1")), ("c2", B))
     assert list(out.messages) == [*msgs[:2], expected, *msgs[3:]]
     assert backend.files == {"/tmp/clear/c1": A}
-    assert events == [cleared_event("c1", "superseded"), summary_event(435, 329, 1, 430)]
+    assert events == [cleared_event("c1", "superseded"), applied_summary(435, 329, 1, 430)]
 
 
 def test_clear_superseded_agentic_falls_through() -> None:
@@ -597,7 +591,7 @@ def test_clear_superseded_agentic_falls_through() -> None:
     )
     out = mw.before_model_rewrite_state(state(msgs))
     assert [e.strategy for e in events if e.kind == "tool"] == ["superseded", ""]
-    assert out.messages[4] == agentic_results(("c2", placeholder("c2")))
+    assert out.messages[4] == agentic_results(("c2", offload_placeholder("c2")))
     assert [m.extra for m in out.messages] == [{}, {FLAG: True}, {}, {FLAG: True}, {}, {}, {}]
 
 
@@ -607,8 +601,8 @@ def test_clear_superseded_async_twin_gives_the_same() -> None:
         backend, token_counter=chars, max_tokens_for_clear=540, clear_superseded=True
     )
     out = asyncio.run(mw.abefore_model_rewrite_state(state(THREE)))
-    assert list(out.messages) == with_results(THREE, c1=placeholder("c1"))
-    assert events == [cleared_event("c1", "superseded"), summary_event(644, 538, 1, 540)]
+    assert list(out.messages) == with_results(THREE, c1=offload_placeholder("c1"))
+    assert events == [cleared_event("c1", "superseded"), applied_summary(644, 538, 1, 540)]
 
 
 def test_clear_superseded_clears_a_read_of_a_file_edited_since() -> None:
@@ -624,12 +618,12 @@ def test_clear_superseded_clears_a_read_of_a_file_edited_since() -> None:
         backend, token_counter=chars, max_tokens_for_clear=400, clear_superseded=True
     )
     out = mw.before_model_rewrite_state(state(msgs))
-    assert list(out.messages) == with_results(msgs, c1=placeholder("c1"))
+    assert list(out.messages) == with_results(msgs, c1=offload_placeholder("c1"))
     assert shape(list(out.messages)) == shape(msgs)
     assert backend.files == {"/tmp/clear/c1": A}
     assert events == [
         cleared_event("c1", "superseded", tool="read_file"),
-        summary_event(479, 373, 1, 400),
+        applied_summary(479, 373, 1, 400),
     ]
     again = mw.before_model_rewrite_state(out)
     assert list(again.messages) == list(out.messages)
@@ -650,12 +644,16 @@ def test_clear_superseded_agentic_read_of_a_file_edited_in_a_retained_round() ->
         backend, token_counter=chars, max_tokens_for_clear=200, clear_superseded=True
     )
     out = mw.before_model_rewrite_state(state(msgs))
-    assert list(out.messages) == [*msgs[:2], agentic_results(("c1", placeholder("c1"))), *msgs[3:]]
+    assert list(out.messages) == [
+        *msgs[:2],
+        agentic_results(("c1", offload_placeholder("c1"))),
+        *msgs[3:],
+    ]
     assert shape(list(out.messages)) == shape(msgs)
     assert backend.files == {"/tmp/clear/c1": A}
     assert events == [
         cleared_event("c1", "superseded", tool="Read"),
-        summary_event(245, 139, 1, 200),
+        applied_summary(245, 139, 1, 200),
     ]
 
 
