@@ -23,7 +23,6 @@ from reduction_app.engine.access import (
     CallRef,
     call_results,
     classify,
-    conversation_kind,
     is_cleared,
     is_processed,
     mark_processed,
@@ -51,6 +50,7 @@ from reduction_app.engine.events import (
     STRATEGY_SUPERSEDED,
     ReductionEvent,
 )
+from reduction_app.engine.landmarks import find_landmarks
 from reduction_app.engine.manifest import with_manifest
 from reduction_app.engine.messages import ToolInfo
 from reduction_app.engine.runtime import Resolved, Runtime
@@ -91,16 +91,18 @@ class _Cleared:
 def clear_range(messages: Sequence[AnyMessage], retention: int) -> tuple[int, int]:
     """``[start, end)``: from the first unprocessed assistant message up to (not
     including) the ``retention``-th latest assistant message with tool calls."""
-    start = next(
-        (i for i, m in enumerate(messages) if m.role == "assistant" and not is_processed(m)),
-        len(messages),
-    )
+    return find_landmarks(messages, None).start, _range_end(messages, retention)
+
+
+def _range_end(messages: Sequence[AnyMessage], retention: int) -> int:
+    """Where the retained rounds begin: the ``retention``-th latest assistant message with
+    tool calls (the end of the list when ``retention`` keeps none)."""
     end, left = len(messages), retention
     while left > 0 and end > 0:
         if tool_calls_of(messages[end - 1]):
             left -= 1
         end -= 1
-    return start, end
+    return end
 
 
 def _group_done(part: Sequence[AnyMessage], index: int) -> bool:
@@ -296,7 +298,7 @@ def _count_steps(ps: _Pass, tools: list[ToolInfo]) -> Steps[int]:
     cfg = ps.rt.config
     ps.out = ps.edit
     if cfg.clear_offload_manifest:
-        _, end = clear_range(ps.edit, cfg.clear_retention_suffix_limit)
+        end = _range_end(ps.edit, cfg.clear_retention_suffix_limit)
         ps.out = with_manifest(
             ps.edit, end, read_tool_name=cfg.read_file_tool_name, language=cfg.language
         )
@@ -370,14 +372,18 @@ def clear_steps(rt: Runtime, state: ChatModelAgentState) -> Steps[ChatModelAgent
     if isinstance(state.messages, str) or not isinstance(state.messages, Sequence):
         raise MessageError(f"state.messages must be a list of messages, got {state.messages!r}")
     messages = list(state.messages)
-    kind = conversation_kind(messages) or "chat"
+    # The style, the range's start and, past call groups already gone through, where its
+    # work starts: found from what the last pass left, so only what arrived since is read.
+    marks = find_landmarks(messages, rt.landmarks)
+    rt.landmarks = marks
+    kind = marks.kind or "chat"
     tools = list(state.tool_infos)
     threshold = cfg.max_tokens_for_clear
     before = _tokens((yield call(rt.counter, messages, tools)))
     if before <= threshold:
         yield from rt.emit(_summary(threshold, REASON_BELOW_THRESHOLD, before, before))
         return state
-    start, end = clear_range(messages, cfg.clear_retention_suffix_limit)
+    start, end = marks.start, _range_end(messages, cfg.clear_retention_suffix_limit)
     if start >= end:
         yield from rt.emit(_summary(threshold, REASON_NOTHING_IN_RANGE, before, before))
         return state
@@ -387,20 +393,21 @@ def clear_steps(rt: Runtime, state: ChatModelAgentState) -> Steps[ChatModelAgent
     try:
         after = None
         if cfg.clear_superseded:
-            after = yield from _superseded_steps(ps, start, end, tools)
+            after = yield from _superseded_steps(ps, max(start, marks.calls_from), end, tools)
         # The pass stops after the superseded results only when that alone brought the
         # conversation down to the threshold and freed what clear_at_least_tokens asks.
         if after is None or after > threshold or before - after < at_least:
-            part = ps.edit[start:end]
+            work_from, work_to = max(start, marks.calls_from), end
             if cfg.clear_message_rewriter is not None:
+                part = ps.edit[start:end]
                 new_part = yield from _rewrite_steps(rt, part, kind)
                 differs = _first_difference(new_part, part)
                 if differs is not None:
                     rewritten = True
                     ps.changed(start + differs)
-                part = new_part
-            ps.edit[start:end] = part
-            for idx in range(start, start + len(part)):
+                ps.edit[start:end] = new_part
+                work_from, work_to = start, start + len(new_part)
+            for idx in range(work_from, work_to):
                 if tool_calls_of(ps.edit[idx]) and not is_processed(ps.edit[idx]):
                     yield from _group_steps(ps, idx)
             after = yield from _count_steps(ps, tools)
@@ -426,6 +433,9 @@ def clear_steps(rt: Runtime, state: ChatModelAgentState) -> Steps[ChatModelAgent
         for _, path, _ in ps.stashed:
             rt.registry.release(path)
     new_state = dataclasses.replace(state, messages=ps.out)
+    # Positions carry over when no message moved (a rewriter or a manifest may move them).
+    same_places = cfg.clear_message_rewriter is None and ps.out is ps.edit
+    rt.landmarks = marks.after_pass(ps.out) if same_places else None
     if cfg.clear_post_process is not None:
         yield call(cfg.clear_post_process, new_state)
     if cfg.on_event is not None:

@@ -22,6 +22,7 @@ from reduction_app.engine.config import ReductionConfig, filled
 from reduction_app.engine.errors import NoBackendError, OffloadError
 from reduction_app.engine.events import ReductionEvent
 from reduction_app.engine.handlers import DefaultClearHandler, DefaultTruncHandler
+from reduction_app.engine.landmarks import Landmarks
 from reduction_app.engine.messages import Message
 from reduction_app.engine.parts import stringify
 from reduction_app.engine.paths import DefaultPathGenerator, PathRegistry
@@ -60,6 +61,8 @@ class Runtime:
         self._trunc: dict[str, Resolved] = {}
         self._clear: dict[str, Resolved] = {}
         self.default_trunc, self.default_clear = self._default_pair(config.backend)
+        self.landmarks: Landmarks | None = None
+        """Where the last clear pass's work stood (see :mod:`~reduction_app.engine.landmarks`)."""
         self.clear_enabled = not config.skip_clear or any(
             entry.clear_handler is not None for entry in config.tool_config.values()
         )

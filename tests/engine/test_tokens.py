@@ -303,10 +303,25 @@ def test_cache_recounts_only_after_first_changed_message() -> None:
 
 def test_cache_keys_by_identity_not_value() -> None:
     counter = TiktokenCounter("cl100k_base")
-    counter(c2(), [])
-    counter(c2(), [])  # equal values, new objects: counted again
+    for msg in [*c2(), *c2()]:  # equal values, new objects: counted again
+        counter.count_message(msg)
     assert counter.cache_info().message_hits == 0
     assert counter.cache_info().message_misses == 12
+
+
+def test_a_list_equal_to_the_last_one_reuses_its_totals() -> None:
+    """The running totals of the last list counted serve the leading messages a new list
+    shares with it, as the same objects or equal ones (a client sending the conversation
+    again); only what follows is counted."""
+    counter = TiktokenCounter("cl100k_base")
+    first = c2()
+    total = counter(first, [])
+    again = c2()
+    assert counter(again, []) == total
+    assert counter.cache_info().message_misses == 6
+    longer = [*c2(), Message.user("and one more")]
+    assert counter(longer, []) == total + counter.count_message(longer[-1])
+    assert counter.cache_info().message_misses == 7
 
 
 def test_cache_drops_collected_messages() -> None:
@@ -499,8 +514,10 @@ def test_exact_counter_encodes_equal_long_texts_once() -> None:
     big = "def handler(request):\n    return render(request)\n" * 200
     first = counter([Message.tool(big, "c1")], [])
     assert (counter.texts.hits, counter.texts.misses) == (0, 1)
-    again = counter([Message.tool(big, "c1")], [])  # equal value, new object
-    assert again == first
+    # Equal value, new object, behind a new first message (an equal list as a whole would
+    # reuse the last list's totals and count nothing).
+    again = counter([Message.user("q"), Message.tool(big, "c1")], [])
+    assert again == first + counter.count_message(Message.user("q"))
     assert (counter.texts.hits, counter.texts.misses) == (1, 1)
     counter([Message.tool("short", "c2")], [])
     assert (counter.texts.hits, counter.texts.misses) == (1, 1)

@@ -1,0 +1,114 @@
+"""Time per call against conversation length, with every call doing the same work.
+
+``python -m benchmarks.flat [--rounds 2000] [--runs 3]``
+
+In the replay benchmark (``benchmarks.replay``) a call's time follows what it brings: a
+call that clears a 100 KB file costs more than one that adds a short ``list_dir``. To see
+how the clear phase's cost grows with the *length* of the conversation alone, this one
+runs an agent whose rounds are all alike: one tool call with a 2,000-character result,
+a plain-text answer and a new question every 10 rounds. The threshold (20,000 tokens,
+about 40 rounds) is passed early, so from then on every call clears the round that
+leaves the retained one: the same work at every length. It prints the median time per
+call around given calls, and the last against the 100th (issue 11: flat from the 100th
+call to the last).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from reduction_app.engine import (
+    ApproxTokenCounter,
+    ChatModelAgentState,
+    InMemoryBackend,
+    Message,
+    ReductionConfig,
+    TiktokenCounter,
+    ToolCall,
+    new,
+)
+
+__all__ = ["main", "run"]
+
+THRESHOLD = 20_000
+RESULT = "def handler(request):\n    return render(request, 'page.html')\n" * 32
+"""2,016 characters of code, about 500 tokens."""
+WINDOW = 50
+"""Calls on each side of a position whose median is shown."""
+
+
+def _round(i: int) -> list[Message]:
+    call = ToolCall(id=f"call_{i:05d}", name="grep", arguments=f'{{"pattern": "p{i}"}}')
+    out = [Message.assistant(tool_calls=(call,)), Message.tool(RESULT, call.id, "grep")]
+    if i % 10 == 9:
+        out += [Message.assistant("Found it."), Message.user(f"Next question {i}?")]
+    return out
+
+
+def run(rounds: int, counter_name: str) -> list[float]:
+    """Seconds per call, for ``rounds`` calls (a new middleware and a cold counter)."""
+    counter: Any = (
+        ApproxTokenCounter() if counter_name == "approx" else TiktokenCounter(counter_name)
+    )
+    mw = new(
+        ReductionConfig(
+            backend=InMemoryBackend(),
+            skip_truncation=True,
+            token_counter=counter,
+            max_tokens_for_clear=THRESHOLD,
+            clear_retention_suffix_limit=1,
+        )
+    )
+    carried: list[Message] = [Message.system("You are a coding agent."), Message.user("Go.")]
+    times = []
+    for i in range(rounds):
+        state = ChatModelAgentState(messages=carried + _round(i))
+        start = time.perf_counter()
+        out = mw.before_model_rewrite_state(state)
+        times.append(time.perf_counter() - start)
+        carried = list(out.messages)
+    return times
+
+
+def _medians(times: Sequence[float], positions: Sequence[int]) -> list[float]:
+    return [statistics.median(times[max(0, p - WINDOW) : p + WINDOW]) for p in positions]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=2000)
+    parser.add_argument("--runs", type=int, default=3, help="runs; the median per call is shown")
+    args = parser.parse_args(argv)
+    last = args.rounds - WINDOW
+    positions = sorted({p for p in (100, 250, 500, 1000, 1500, last) if 100 <= p <= last})
+    print(
+        f"{args.rounds} calls, the same work each; median µs per call around each call "
+        f"(±{WINDOW}), median of {args.runs} runs:"
+    )
+    header = ["counter", *(f"call {p}" for p in positions), "last / 100th"]
+    rows = []
+    for name in ("approx", "cl100k_base"):
+        per_run = []
+        for _ in range(args.runs):
+            gc.collect()
+            per_run.append(_medians(run(args.rounds, name), positions))
+        medians = [statistics.median(col) for col in zip(*per_run, strict=True)]
+        rows.append(
+            [name, *(f"{1e6 * m:.0f}" for m in medians), f"{medians[-1] / medians[0]:.2f}x"]
+        )
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    for row in [header, *rows]:
+        print("  ".join(str(c).rjust(w) for c, w in zip(row, widths, strict=True)))
+    messages = 2 + sum(len(_round(i)) for i in range(args.rounds))
+    print(f"(the conversation ends with {messages:,} messages)", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
