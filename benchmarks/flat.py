@@ -36,7 +36,7 @@ from reduction_app.engine import (
 
 __all__ = ["main", "run"]
 
-THRESHOLD = 20_000
+THRESHOLD = 2_000
 RESULT = "def handler(request):\n    return render(request, 'page.html')\n" * 32
 """2,016 characters of code, about 500 tokens."""
 WINDOW = 50

@@ -55,6 +55,7 @@ from reduction_app.engine.manifest import with_manifest
 from reduction_app.engine.messages import ToolInfo
 from reduction_app.engine.runtime import Resolved, Runtime
 from reduction_app.engine.superseded import superseded_calls
+from reduction_app.engine.tokens import CachingCounter
 from reduction_app.engine.tool_io import (
     ClearResult,
     ToolArgument,
@@ -210,6 +211,10 @@ class _Pass:
     cleared: list[_Cleared] = field(default_factory=list)
     first_change: int | None = None
     """The first position of the working copy whose content the pass changed."""
+    counted: tuple[AnyMessage, ...] | None = None
+    """The caller's messages as the built-in counter last counted them (its ``known``)."""
+    snapshot: tuple[AnyMessage, ...] = ()
+    """``out`` as last counted, a tuple the counter and the next landmarks keep."""
     out: list[AnyMessage] = field(init=False)
     """What the pass returns: ``edit`` itself, or under ``clear_offload_manifest`` a copy
     with the manifest in place, as last counted (:func:`_count_steps`)."""
@@ -302,7 +307,36 @@ def _count_steps(ps: _Pass, tools: list[ToolInfo]) -> Steps[int]:
         ps.out = with_manifest(
             ps.edit, end, read_tool_name=cfg.read_file_tool_name, language=cfg.language
         )
-    return _tokens((yield call(ps.rt.counter, ps.out, tools)))
+    ps.snapshot = tuple(ps.out)
+    if ps.out is not ps.edit:
+        return (yield from _counted(ps.rt, ps.out, tools, snapshot=ps.snapshot))
+    # Before the first change the counts are the caller's list's: flags are not measured.
+    same = len(ps.edit) if ps.first_change is None else ps.first_change
+    return (
+        yield from _counted(ps.rt, ps.out, tools, snapshot=ps.snapshot, known=ps.counted, same=same)
+    )
+
+
+def _counted(
+    rt: Runtime,
+    messages: Sequence[AnyMessage],
+    tools: list[ToolInfo],
+    *,
+    snapshot: tuple[AnyMessage, ...],
+    known: tuple[AnyMessage, ...] | None = None,
+    same: int = 0,
+) -> Steps[int]:
+    """The tokens of ``messages``. A built-in counter keeps the tuple it counted, and
+    running totals for it; told which list it last counted (``known``) and how many
+    leading messages count as there (``same``), it needs no search for what they share;
+    it keeps ``snapshot`` (``messages`` as a tuple), never copying it. A counter of the
+    caller's is simply called with ``messages``."""
+    counter = rt.counter
+    if not isinstance(counter, CachingCounter):
+        return _tokens((yield call(counter, messages, tools)))
+    if known is None:
+        return counter(snapshot, tools)
+    return counter.count_after(snapshot, tools, known=known, same=same)
 
 
 def _figures(rt: Runtime, item: _Cleared, kind: str) -> Steps[ReductionEvent]:
@@ -379,7 +413,9 @@ def clear_steps(rt: Runtime, state: ChatModelAgentState) -> Steps[ChatModelAgent
     kind = marks.kind or "chat"
     tools = list(state.tool_infos)
     threshold = cfg.max_tokens_for_clear
-    before = _tokens((yield call(rt.counter, messages, tools)))
+    before = yield from _counted(
+        rt, messages, tools, snapshot=marks.messages, known=marks.found_from, same=marks.shared
+    )
     if before <= threshold:
         yield from rt.emit(_summary(threshold, REASON_BELOW_THRESHOLD, before, before))
         return state
@@ -389,6 +425,7 @@ def clear_steps(rt: Runtime, state: ChatModelAgentState) -> Steps[ChatModelAgent
         return state
     at_least = cfg.clear_at_least_tokens
     ps = _Pass(rt=rt, edit=list(messages), stash=at_least > 0 or cfg.clear_cache_aware)
+    ps.counted = marks.messages
     rewritten = False
     try:
         after = None
@@ -435,7 +472,7 @@ def clear_steps(rt: Runtime, state: ChatModelAgentState) -> Steps[ChatModelAgent
     new_state = dataclasses.replace(state, messages=ps.out)
     # Positions carry over when no message moved (a rewriter or a manifest may move them).
     same_places = cfg.clear_message_rewriter is None and ps.out is ps.edit
-    rt.landmarks = marks.after_pass(ps.out) if same_places else None
+    rt.landmarks = marks.after_pass(ps.snapshot) if same_places else None
     if cfg.clear_post_process is not None:
         yield call(cfg.clear_post_process, new_state)
     if cfg.on_event is not None:

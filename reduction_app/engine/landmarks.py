@@ -22,7 +22,7 @@ This module owns the positions, not the phase: ``clear.py`` uses them.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from reduction_app.engine._caches import shared_prefix
@@ -45,6 +45,10 @@ class Landmarks:
     """The conversation's style (``access.conversation_kind``)."""
     start: int
     calls_from: int
+    shared: int = field(default=0, compare=False)
+    """How many leading messages are those of the landmarks these were found from."""
+    found_from: tuple[AnyMessage, ...] | None = field(default=None, compare=False)
+    """The messages of those landmarks."""
 
     def after_pass(self, output: Sequence[AnyMessage]) -> Landmarks:
         """The positions in ``output``, a pass's result with the same indices (no message
@@ -71,7 +75,14 @@ def find_landmarks(messages: Sequence[Any], last: Landmarks | None) -> Landmarks
         start = _first_unprocessed(current, shared, calls_only=False)
     if calls_from is None:
         calls_from = _first_unprocessed(current, shared, calls_only=True)
-    return Landmarks(messages=current, kind=kind, start=start, calls_from=calls_from)
+    return Landmarks(
+        messages=current,
+        kind=kind,
+        start=start,
+        calls_from=calls_from,
+        shared=shared,
+        found_from=None if last is None else last.messages,
+    )
 
 
 def _kind(

@@ -42,6 +42,7 @@ __all__ = [
     "TOKEN_COUNTER_NAMES",
     "ApproxTokenCounter",
     "CacheInfo",
+    "CachingCounter",
     "TiktokenCounter",
     "TokenCounter",
     "count_text",
@@ -169,7 +170,7 @@ def render_tool(tool: ToolInfo) -> str:
 # --- counters ----------------------------------------------------------------------------
 
 
-class _CachingCounter:
+class CachingCounter:
     """Sums the cached per-message and per-tool counts; subclasses measure one string."""
 
     name: str
@@ -204,7 +205,34 @@ class _CachingCounter:
     ) -> int:
         current = tuple(messages)
         previous, running = self._last
-        shared = shared_prefix(previous, current)
+        return self._sum(current, tool_infos, running, shared_prefix(previous, current))
+
+    def count_after(
+        self,
+        messages: tuple[AnyMessage, ...],
+        tool_infos: Sequence[ToolInfo],
+        *,
+        known: tuple[AnyMessage, ...],
+        same: int,
+    ) -> int:
+        """As a call, when the caller knows that the first ``same`` of ``messages`` count as
+        those of ``known`` do (the same or equal messages, or ones that differ only in what
+        is not measured, such as flags). While ``known`` is still the last list counted, no
+        search for the shared prefix is needed; otherwise (another caller counted since)
+        this is a plain call."""
+        previous, running = self._last
+        if previous is not known:
+            return self._sum(messages, tool_infos, running, shared_prefix(previous, messages))
+        return self._sum(messages, tool_infos, running, min(same, len(previous)))
+
+    def _sum(
+        self,
+        current: tuple[AnyMessage | None, ...],
+        tool_infos: Sequence[ToolInfo],
+        running: list[int],
+        shared: int,
+    ) -> int:
+        shared = min(shared, len(current))
         totals = running[: shared + 1]
         total = totals[-1]
         for msg in current[shared:]:
@@ -223,7 +251,7 @@ class _CachingCounter:
         return f"{type(self).__name__}({self.name!r})"
 
 
-class ApproxTokenCounter(_CachingCounter):
+class ApproxTokenCounter(CachingCounter):
     """The default: the reference's estimate, characters // 4 per rendered string."""
 
     name = "approx"
@@ -232,7 +260,7 @@ class ApproxTokenCounter(_CachingCounter):
         return len(text) // 4
 
 
-class TiktokenCounter(_CachingCounter):
+class TiktokenCounter(CachingCounter):
     """Exact token counts with a tiktoken encoding, loaded lazily and offline."""
 
     TEXT_CACHE_MIN_CHARS = 512
@@ -260,7 +288,7 @@ class TiktokenCounter(_CachingCounter):
         return len(self.encoding.encode(text, disallowed_special=()))
 
 
-_SHARED: dict[str, _CachingCounter] = {}
+_SHARED: dict[str, CachingCounter] = {}
 _SHARED_LOCK = threading.Lock()
 
 

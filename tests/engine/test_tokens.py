@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import hashlib
 import os
@@ -534,3 +535,29 @@ def test_text_cache_stays_within_its_character_budget() -> None:
     assert cache.get_or_count("aaaa", lambda t: 99) == 99  # counted again
     assert cache.get_or_count("x" * 11, len) == 11  # longer than the budget: not kept
     assert "x" * 11 not in cache._entries
+
+
+def test_count_after_trusts_what_the_caller_says_is_unchanged() -> None:
+    """The clear phase tells the counter which list it counted last and how many leading
+    messages still count the same (a flag is not measured): no prefix search, and the
+    flagged copy is not counted again."""
+    counter = ApproxTokenCounter()
+    first = tuple(c2())
+    total = counter(first, [])
+    flagged = (*first[:2], dataclasses.replace(first[2], extra={"_reduction_mw_processed": True}))
+    after = (*flagged, *first[3:])
+    misses = counter.cache_info().message_misses
+    assert counter.count_after(after, [], known=first, same=len(first)) == total
+    assert counter.cache_info().message_misses == misses
+    # The last list counted is now ``after``; a caller naming another list gets a search.
+    other = tuple(c2())
+    assert counter.count_after(other, [], known=first, same=len(first)) == total
+
+
+def test_count_after_counts_from_the_first_change() -> None:
+    counter = ApproxTokenCounter()
+    first = tuple(c2())
+    counter(first, [])
+    changed = (*first[:3], Message.tool("x" * 400, first[3].tool_call_id), *first[4:])
+    fresh = ApproxTokenCounter()(changed, [])
+    assert counter.count_after(changed, [], known=first, same=3) == fresh
