@@ -7,7 +7,11 @@ default that runs on a laptop with nothing installed (SQLite, a local media fold
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
+
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -148,17 +152,51 @@ STATIC_ROOT = BASE_DIR / "staticfiles"
 MEDIA_URL = "media/"
 MEDIA_ROOT = Path(os.environ.get("REDUCTION_MEDIA_ROOT", BASE_DIR / "media"))
 
-# Offloaded tool output goes through the "offload" storage: a folder under MEDIA_ROOT by
-# default; S3 or GCS through django-storages is a change of BACKEND and OPTIONS here.
+
+# Offloaded tool output goes through the "offload" storage (reduction_app/records/storage.py):
+# a folder under MEDIA_ROOT by default; OFFLOAD_STORAGE=s3 puts it in an S3 bucket, or on
+# any S3-compatible server (MinIO, Ceph, R2), through django-storages. The AWS_* names are
+# django-storages' own; credentials (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, a profile,
+# an instance role) are found by boto3 as usual. README: "Offloaded files on S3".
+def _offload_storage(environ: Mapping[str, str]) -> dict[str, Any]:
+    """The ``offload`` entry of STORAGES that ``environ`` asks for."""
+    kind = environ.get("OFFLOAD_STORAGE", "").strip().lower() or "local"
+    if kind == "local":
+        return {
+            "BACKEND": "django.core.files.storage.FileSystemStorage",
+            "OPTIONS": {"location": MEDIA_ROOT / "offload"},
+        }
+    if kind != "s3":
+        raise ImproperlyConfigured(f"OFFLOAD_STORAGE must be 'local' or 's3', not {kind!r}")
+    bucket = environ.get("AWS_STORAGE_BUCKET_NAME", "").strip()
+    if not bucket:
+        raise ImproperlyConfigured(
+            "OFFLOAD_STORAGE=s3 needs AWS_STORAGE_BUCKET_NAME, the bucket offloaded files go to"
+        )
+    options: dict[str, Any] = {
+        "bucket_name": bucket,
+        # Keys are <location>/ws<id>/<ab>/<sha256>.txt; S3 keys take no leading slash.
+        "location": environ.get("AWS_LOCATION", "offload").strip("/"),
+        # A stored file is downloaded whole when opened: above 1 MB into a temporary
+        # file rather than memory.
+        "max_memory_size": 1024 * 1024,
+    }
+    for option, variable in (
+        ("endpoint_url", "AWS_S3_ENDPOINT_URL"),
+        ("region_name", "AWS_S3_REGION_NAME"),
+        ("addressing_style", "AWS_S3_ADDRESSING_STYLE"),
+    ):
+        if environ.get(variable, "").strip():
+            options[option] = environ[variable].strip()
+    return {"BACKEND": "reduction_app.records.s3.OffloadS3Storage", "OPTIONS": options}
+
+
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     # whitenoise serves collected static files (htmx from django-htmx, Chart.js from
     # chartkick); in DEBUG it serves them straight from the apps.
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
-    "offload": {
-        "BACKEND": "django.core.files.storage.FileSystemStorage",
-        "OPTIONS": {"location": MEDIA_ROOT / "offload"},
-    },
+    "offload": _offload_storage(os.environ),
 }
 
 # The REST API refuses request bodies larger than this (bytes); 32 MB by default.

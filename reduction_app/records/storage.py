@@ -5,11 +5,15 @@ content is stored once) as soon as the engine writes it; the database rows that
 make it visible are created by ``reductions.services`` in one transaction with the events,
 after the engine succeeded. If anything fails, :meth:`discard` removes what this
 backend stored and nothing is recorded.
+
+Only the Storage API is used (``open``, ``save``, ``exists``, ``delete``), never a local
+path, so the ``offload`` storage may be the local folder or a bucket (``records/s3.py``).
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 from dataclasses import dataclass
 
 from django.core.files.base import ContentFile
@@ -26,12 +30,16 @@ __all__ = [
     "storage_name_for",
 ]
 
+logger = logging.getLogger(__name__)
+
 
 def offload_storage() -> Storage:
     return storages["offload"]
 
 
 def storage_name_for(workspace_id: int, digest: str) -> str:
+    """Relative and ``/``-separated, so it is an S3 key (under the storage's location) as
+    it is a path under the local folder."""
     return f"ws{workspace_id}/{digest[:2]}/{digest}.txt"
 
 
@@ -88,13 +96,22 @@ class DjangoStorageBackend:
         return read_stored(self.storage, row.storage_name)
 
     def discard(self) -> None:
-        """Remove what this backend stored and no recorded file uses."""
+        """Remove what this backend stored and no recorded file uses.
+
+        It runs while another error is on its way out: a storage failing here as well (an
+        unreachable S3 fails every call) is logged, so that error is the one reported.
+        """
         for staged in self.staged.values():
             if (
                 staged.created
                 and not OffloadedFile.objects.filter(storage_name=staged.storage_name).exists()
             ):
-                self.storage.delete(staged.storage_name)
+                try:
+                    self.storage.delete(staged.storage_name)
+                except OSError:
+                    logger.warning(
+                        "could not remove staged offload %s", staged.storage_name, exc_info=True
+                    )
         self.staged.clear()
 
 

@@ -37,6 +37,7 @@ def test_lists_refuse_a_cursor_they_did_not_make(
     )
 
 
+@pytest.mark.usefixtures("offloads")
 def test_other_workspace_gets_404_for_everything(api: ApiClient, other_api: ApiClient) -> None:
     path = offload(api, "secret" * 5, conversation="run-1")
     config_id = api.post("/configs", {"name": "mine"}).json()["id"]
@@ -66,6 +67,7 @@ def test_other_workspace_gets_404_for_everything(api: ApiClient, other_api: ApiC
     assert OffloadedFile.objects.get(path=path).read_count == 1
 
 
+@pytest.mark.usefixtures("offloads")
 def test_workspaces_use_the_same_ids_and_paths_apart(api: ApiClient, other_api: ApiClient) -> None:
     mine = offload(api, "mine" * 5, conversation="run-1")
     theirs = offload(other_api, "theirs" * 5, conversation="run-1")

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from reduction_app.models import Conversation
-from tests.app.support import ApiClient, error, follow, offload, stored_files
+from tests.app.support import ApiClient, error, follow, offload
+from tests.offload_stores import OffloadStore
 
 pytestmark = pytest.mark.django_db
 
@@ -100,11 +101,11 @@ def test_conversation_unknown_is_404(api: ApiClient) -> None:
 
 
 def test_conversation_delete_removes_its_events_files_and_content(
-    api: ApiClient, offload_dir: Path, django_capture_on_commit_callbacks: Any
+    api: ApiClient, offloads: OffloadStore, django_capture_on_commit_callbacks: Any
 ) -> None:
     gone = offload(api, "a" * 20, call_id="c1", conversation="run-1")
     kept = offload(api, "b" * 20, call_id="c2", conversation="run-2")
-    assert len(stored_files(offload_dir)) == 2
+    assert len(offloads.names()) == 2
     # The content goes once the deletion is committed.
     with django_capture_on_commit_callbacks(execute=True):
         response = api.delete("/conversations/run-1")
@@ -114,8 +115,8 @@ def test_conversation_delete_removes_its_events_files_and_content(
     assert api.get("/files/raw", {"path": gone}).status_code == HTTPStatus.NOT_FOUND
     assert [e["conversation_id"] for e in api.get("/events").json()["results"]] == ["run-2"]
     assert [f["path"] for f in api.get("/files").json()["results"]] == [kept]
-    [left] = stored_files(offload_dir)
-    assert left.read_bytes() == b"b" * 20
+    [left] = offloads.names()
+    assert offloads.read_bytes(left) == b"b" * 20
 
 
 def test_conversation_delete_is_done_even_when_the_storage_fails_to_remove_content(

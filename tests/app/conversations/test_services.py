@@ -3,7 +3,6 @@ content once committed."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,7 +10,8 @@ import pytest
 from reduction_app.conversations.services import conversation_delete, conversation_upsert
 from reduction_app.models import Conversation, EventRecord, OffloadedFile, Workspace
 from reduction_app.reductions.services import engine_session_record
-from tests.app.support import session_for, stored_files, truncate_in
+from tests.app.support import session_for, truncate_in
+from tests.offload_stores import OffloadStore
 
 pytestmark = pytest.mark.django_db
 
@@ -36,7 +36,7 @@ def test_conversation_upsert_keeps_the_longest_transcript(workspace: Workspace) 
 
 
 def test_conversation_delete_removes_content_on_commit(
-    workspace: Workspace, offload_dir: Path, django_capture_on_commit_callbacks: Any
+    workspace: Workspace, offloads: OffloadStore, django_capture_on_commit_callbacks: Any
 ) -> None:
     with session_for(workspace, max_length_for_trunc=4) as session:
         truncate_in(session, "abcdefgh")
@@ -45,7 +45,7 @@ def test_conversation_delete_removes_content_on_commit(
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
         conversation_delete(conversation=conversation)
     assert OffloadedFile.objects.count() == EventRecord.objects.count() == 0
-    assert len(stored_files(offload_dir)) == 1  # not before the commit
+    assert len(offloads.names()) == 1  # not before the commit
     for callback in callbacks:
         callback()
-    assert stored_files(offload_dir) == []
+    assert offloads.names() == []

@@ -6,13 +6,13 @@ from __future__ import annotations
 import hashlib
 from datetime import UTC, datetime
 from http import HTTPStatus
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from reduction_app.models import EventRecord, OffloadedFile
-from tests.app.support import SMALL, ApiClient, error, follow, offload, stored_files
+from tests.app.support import SMALL, ApiClient, error, follow, offload
+from tests.offload_stores import OffloadStore
 
 pytestmark = pytest.mark.django_db
 
@@ -109,6 +109,7 @@ def test_files_list_pages_with_cursors(api: ApiClient) -> None:
 LINES = "alpha\nbeta\ngamma\ndelta\nepsilon\n"
 
 
+@pytest.mark.usefixtures("offloads")
 def test_files_read_gives_numbered_lines(api: ApiClient) -> None:
     path = offload(api, LINES)
     response = api.get("/files/read", {"path": path, "offset": 1, "limit": 2})
@@ -153,6 +154,7 @@ def test_files_read_shows_crlf_lines_without_the_cr(api: ApiClient) -> None:
     assert (body["content"], body["total_lines"]) == ("1\tfirst line\n2\tsecond line\n", 2)
 
 
+@pytest.mark.usefixtures("offloads")
 def test_files_raw_is_the_exact_original(api: ApiClient) -> None:
     text = "héllo wörld — 世界 🌍\r\nsecond\rline\r\n\ttabbed\n\n"
     path = offload(api, text)
@@ -163,6 +165,7 @@ def test_files_raw_is_the_exact_original(api: ApiClient) -> None:
     assert response["X-Content-SHA256"] == hashlib.sha256(text.encode()).hexdigest()
 
 
+@pytest.mark.usefixtures("offloads")
 def test_files_reads_are_counted(api: ApiClient) -> None:
     path = offload(api, LINES)
     api.get("/files/read", {"path": path})
@@ -214,11 +217,11 @@ def test_files_read_bad_parameters_are_422(
 
 @pytest.mark.parametrize("endpoint", ["/files/read", "/files/raw"])
 def test_files_lost_content_is_503_without_server_paths(
-    api: ApiClient, offload_dir: Path, endpoint: str
+    api: ApiClient, offloads: OffloadStore, endpoint: str
 ) -> None:
     path = offload(api, LINES)
-    [stored] = stored_files(offload_dir)
-    stored.unlink()
+    [stored] = offloads.names()
+    offloads.remove(stored)
     response = api.get(endpoint, {"path": path})
     assert response.status_code == HTTPStatus.SERVICE_UNAVAILABLE
     assert response.json() == error("the offload storage failed (FileNotFoundError)")

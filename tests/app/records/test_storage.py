@@ -1,9 +1,10 @@
-"""DjangoStorageBackend: the engine's Backend on Django's Storage API, per workspace."""
+"""DjangoStorageBackend: the engine's Backend on Django's Storage API, per workspace; every
+test runs on the local folder and on S3 (moto's server on loopback)."""
 
 from __future__ import annotations
 
 import hashlib
-from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,9 +17,9 @@ from reduction_app.records.storage import (
     storage_name_for,
 )
 from reduction_app.workspaces.services import workspace_get_or_create
-from tests.app.support import stored_files
+from tests.offload_stores import OffloadStore
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("offloads")]
 
 
 @pytest.fixture
@@ -47,13 +48,16 @@ def test_storage_backend_is_an_engine_backend(workspace: Workspace) -> None:
     assert isinstance(DjangoStorageBackend(workspace), Backend)
 
 
-def test_storage_write_stores_by_digest_and_stages(workspace: Workspace, offload_dir: Path) -> None:
+def test_storage_write_stores_by_digest_and_stages(
+    workspace: Workspace, offloads: OffloadStore
+) -> None:
     backend = DjangoStorageBackend(workspace)
     text = "naïve\r\ncontent 🌍\n"
     backend.write(WriteRequest(file_path="/tmp/trunc/c1", content=text))
     name = storage_name_for(workspace.pk, digest(text))
     assert name == f"ws{workspace.pk}/{digest(text)[:2]}/{digest(text)}.txt"
-    assert (offload_dir / name).read_bytes() == text.encode()
+    assert offloads.names() == [name]
+    assert offloads.read_bytes(name) == text.encode()
     staged = backend.staged["/tmp/trunc/c1"]
     assert (staged.content, staged.digest, staged.storage_name, staged.created) == (
         text,
@@ -86,36 +90,36 @@ def test_storage_read_is_scoped_to_the_workspace(workspace: Workspace) -> None:
         other.read("/p")
 
 
-def test_storage_same_content_is_stored_once(workspace: Workspace, offload_dir: Path) -> None:
+def test_storage_same_content_is_stored_once(workspace: Workspace, offloads: OffloadStore) -> None:
     first = DjangoStorageBackend(workspace)
     first.write(WriteRequest(file_path="/a", content="same"))
     record(first, "/a")
     second = DjangoStorageBackend(workspace)
     second.write(WriteRequest(file_path="/b", content="same"))
     assert second.staged["/b"].created is False
-    assert len(stored_files(offload_dir)) == 1
+    assert len(offloads.names()) == 1
     # Discarding the second write keeps the content the first one recorded.
     second.discard()
-    assert len(stored_files(offload_dir)) == 1
+    assert len(offloads.names()) == 1
 
 
 def test_storage_discard_removes_only_unrecorded_content(
-    workspace: Workspace, offload_dir: Path
+    workspace: Workspace, offloads: OffloadStore
 ) -> None:
     backend = DjangoStorageBackend(workspace)
     backend.write(WriteRequest(file_path="/a", content="kept"))
     record(backend, "/a")
     backend.write(WriteRequest(file_path="/b", content="dropped"))
     backend.discard()
-    assert [p.read_bytes() for p in stored_files(offload_dir)] == [b"kept"]
+    assert [offloads.read_bytes(name) for name in offloads.names()] == [b"kept"]
     assert backend.staged == {}
 
 
 @pytest.mark.parametrize("path", ["", "a\x00b", "/" + "x" * 500])
-def test_storage_refuses_bad_paths(workspace: Workspace, path: str, offload_dir: Path) -> None:
+def test_storage_refuses_bad_paths(workspace: Workspace, path: str, offloads: OffloadStore) -> None:
     with pytest.raises(PathEscapeError):
         DjangoStorageBackend(workspace).write(WriteRequest(file_path=path, content="x"))
-    assert stored_files(offload_dir) == []
+    assert offloads.names() == []
 
 
 def test_storage_keeps_lone_surrogates(workspace: Workspace) -> None:
@@ -125,3 +129,21 @@ def test_storage_keeps_lone_surrogates(workspace: Workspace) -> None:
     backend.write(WriteRequest(file_path="/s", content=text))
     record(backend, "/s")
     assert DjangoStorageBackend(workspace).read("/s") == text
+
+
+def test_storage_discard_goes_on_when_the_storage_fails_too(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A storage that fails the removal as well is logged: the error that made the session
+    fail stays the one reported."""
+    backend = DjangoStorageBackend(workspace)
+    backend.write(WriteRequest(file_path="/a", content="left behind"))
+    name = backend.staged["/a"].storage_name
+
+    def refuse(self: Any, stored: str) -> None:
+        raise PermissionError(stored)
+
+    monkeypatch.setattr(type(backend.storage), "delete", refuse)
+    backend.discard()
+    assert backend.staged == {}
+    assert [r.getMessage() for r in caplog.records] == [f"could not remove staged offload {name}"]

@@ -1,4 +1,5 @@
-"""The files list, a file's page (lines, search, paging, provenance) and its raw content."""
+"""The files list, a file's page (lines, search, paging, provenance) and its raw content;
+the tests that read stored content run on the local folder and on S3."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 
 from reduction_app.conversations.services import conversation_upsert
 from tests.app.dashboard_data import HX, event_row, member_client, stored_file
+from tests.offload_stores import OffloadStore
 
 pytestmark = pytest.mark.django_db
 
@@ -118,6 +120,7 @@ def test_file_list_query_count_is_constant(django_assert_num_queries: Any) -> No
 # A file's page ---------------------------------------------------------------------------
 
 
+@pytest.mark.usefixtures("offloads")
 def test_file_page_numbers_lines_and_shows_where_it_came_from() -> None:
     client, ws = member_client()
     conv = conversation_upsert(
@@ -146,6 +149,7 @@ def test_file_page_numbers_lines_and_shows_where_it_came_from() -> None:
     assert '<a href="/files/raw/?path=/tmp/trunc/call_3" download>Download raw</a>' in page
 
 
+@pytest.mark.usefixtures("offloads")
 def test_file_page_pages_a_large_file() -> None:
     client, ws = member_client()
     _big(ws)
@@ -171,6 +175,7 @@ def test_file_page_pages_a_large_file() -> None:
     assert _line_numbers(part) == list(range(18_001, 18_501))
 
 
+@pytest.mark.usefixtures("offloads")
 def test_file_page_search_lists_and_highlights_matches() -> None:
     client, ws = member_client()
     _big(ws)
@@ -204,6 +209,7 @@ def test_file_page_escapes_the_content() -> None:
     assert "match “&lt;script&gt;”" in page
 
 
+@pytest.mark.usefixtures("offloads")
 def test_file_of_another_workspace_is_404() -> None:
     client, _ = member_client()
     _, other = member_client("bob", "Other")
@@ -214,6 +220,7 @@ def test_file_of_another_workspace_is_404() -> None:
         assert client.get(url).status_code == HTTPStatus.NOT_FOUND
 
 
+@pytest.mark.usefixtures("offloads")
 def test_file_raw_is_the_exact_content_as_an_attachment() -> None:
     client, ws = member_client()
     content = "ünïcode ✓\r\nline two\n\n"
@@ -223,6 +230,15 @@ def test_file_raw_is_the_exact_content_as_an_attachment() -> None:
     assert response["Content-Type"] == "text/plain; charset=utf-8"
     assert response["Content-Disposition"] == 'attachment; filename="call_9.txt"'
     assert b"".join(response.streaming_content) == content.encode("utf-8")
+
+
+def test_file_pages_of_lost_content_are_404(offloads: OffloadStore) -> None:
+    """The row is there, its stored content is not (removed behind the app's back)."""
+    client, ws = member_client()
+    row = stored_file(ws, "/f/lost", "gone")
+    offloads.remove(row.storage_name)
+    for url in ("/files/view/", "/files/raw/"):
+        assert client.get(url, {"path": "/f/lost"}).status_code == HTTPStatus.NOT_FOUND
 
 
 def test_file_page_query_count_is_constant(django_assert_num_queries: Any) -> None:

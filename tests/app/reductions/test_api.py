@@ -1,5 +1,6 @@
 """The engine over HTTP: ``/truncate``, ``/clear`` and ``/tools/read_file``, through the
-real URLs, the real database and the real storage on a temporary folder.
+real URLs, the real database and the real storage on a temporary folder (and, for the
+tests that take ``offloads``, on S3 too).
 
 Token figures use the default ``approx`` counter: a chat message is
 ``role\\nreasoning\\ncontent\\n`` (plus ``name\\narguments`` per tool call) floored to
@@ -14,9 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError
 from django.core.files.storage import FileSystemStorage
+from storages.backends.s3 import S3Storage
 
 from reduction_app.models import Conversation, EventRecord, OffloadedFile
+from reduction_app.records.s3 import OffloadS3Storage
 from tests.app.support import (
     ApiClient,
     bare,
@@ -26,6 +30,7 @@ from tests.app.support import (
     stored_files,
     trunc_notice,
 )
+from tests.offload_stores import OffloadStore
 
 pytestmark = pytest.mark.django_db
 
@@ -46,6 +51,7 @@ def raw(api: ApiClient, path: str) -> bytes:
 # /truncate ------------------------------------------------------------------------------
 
 
+@pytest.mark.usefixtures("offloads")
 def test_truncate_string_result_is_offloaded_and_recorded(api: ApiClient) -> None:
     text = "0123456789abcdefghijKLMNO"
     response = truncate(api, text, conversation_id="run-1")
@@ -98,6 +104,7 @@ def test_truncate_short_result_passes_untouched(api: ApiClient, offload_dir: Pat
     assert OffloadedFile.objects.count() == 0
 
 
+@pytest.mark.usefixtures("offloads")
 def test_truncate_parts_result_comes_back_as_parts(api: ApiClient) -> None:
     image = {
         "type": "image",
@@ -130,6 +137,7 @@ def test_truncate_short_parts_result_is_returned_as_sent(api: ApiClient) -> None
     }
 
 
+@pytest.mark.usefixtures("offloads")
 def test_truncate_reused_call_id_with_other_content_gets_a_new_file(api: ApiClient) -> None:
     first, second = "a" * 30, "b" * 30
     assert truncate(api, first).json()["offload_path"] == "/tmp/trunc/call_1"
@@ -442,6 +450,7 @@ def test_clear_openai_chat_gives_exactly_what_the_api_accepts(api: ApiClient) ->
     )
 
 
+@pytest.mark.usefixtures("offloads")
 def test_clear_with_a_digest_keeps_it_in_the_placeholder(api: ApiClient) -> None:
     """``clear_digest_tokens`` (opt-in) works over HTTP like every config field."""
     config = {**CLEAR_AT_100, "clear_digest_tokens": 10}
@@ -601,6 +610,7 @@ def test_clear_superseded_clears_only_the_repeated_call(api: ApiClient) -> None:
     ]
 
 
+@pytest.mark.usefixtures("offloads")
 def test_clear_points_a_truncated_result_at_its_truncation_file(api: ApiClient) -> None:
     text = "T" * 300
     notice = api.post(
@@ -619,6 +629,22 @@ def test_clear_points_a_truncated_result_at_its_truncation_file(api: ApiClient) 
     assert response["messages"][3] == chat_result("call_a", clear_placeholder("/tmp/trunc/call_a"))
     assert OffloadedFile.objects.count() == 1
     assert raw(api, "/tmp/trunc/call_a") == text.encode()
+
+
+@pytest.mark.usefixtures("offloads")
+def test_clear_offloads_non_ascii_content_byte_for_byte(api: ApiClient) -> None:
+    """A cleared result in several scripts, with an emoji and CRLF endings, reads back
+    exactly: raw, and as numbered lines."""
+    text = "Résumé — 世界\r\n🌍 naïve\n" * 20
+    messages = [*CHAT[:3], chat_result("call_a", text), *CHAT[4:]]
+    response = api.post("/clear", {"config": CLEAR_AT_100, "messages": messages})
+    assert response.status_code == HTTPStatus.OK
+    assert response.json()["messages"][3] == chat_result(
+        "call_a", clear_placeholder("/tmp/clear/call_a")
+    )
+    assert raw(api, "/tmp/clear/call_a") == text.encode()
+    body = api.get("/files/read", {"path": "/tmp/clear/call_a", "limit": 2}).json()
+    assert (body["content"], body["total_lines"]) == ("1\tRésumé — 世界\n2\t🌍 naïve\n", 40)
 
 
 @pytest.mark.parametrize(
@@ -887,50 +913,83 @@ def test_clear_offload_manifest_openai_responses_is_a_user_message(api: ApiClien
 # Atomicity -------------------------------------------------------------------------------
 
 
-class FailingStorage(FileSystemStorage):
-    """A folder storage whose writes fail, from the ``fail_from``-th write on."""
+class WriteFailures:
+    """When the offload storage's writes fail: from the ``fail_from``-th write on."""
 
     fail_from = 1
     saves = 0
 
+    @classmethod
+    def next_fails(cls) -> bool:
+        cls.saves += 1
+        return cls.saves >= cls.fail_from
+
+
+class FailingStorage(FileSystemStorage):
+    """A folder storage whose writes fail as a full disk does."""
+
     def _save(self, name: str, content: Any) -> str:
-        type(self).saves += 1
-        if type(self).saves >= self.fail_from:
+        if WriteFailures.next_fails():
             raise OSError(28, "No space left on device", name)
         return super()._save(name, content)
 
 
+class _FailingS3Writes(S3Storage):
+    def _save(self, name: str, content: Any) -> str:
+        if WriteFailures.next_fails():
+            raise ClientError(
+                {
+                    "Error": {"Code": "SlowDown", "Message": "Please reduce your request rate."},
+                    "ResponseMetadata": {"HTTPStatusCode": 503},
+                },
+                "PutObject",
+            )
+        saved: str = super()._save(name, content)
+        return saved
+
+
+class FailingS3Storage(OffloadS3Storage, _FailingS3Writes):
+    """A bucket whose writes fail as a busy S3 answers them (beneath the app's storage, so
+    the failure is turned into an OSError as a real one would be)."""
+
+
+FAILED_BECAUSE = {"local": "OSError", "s3": "S3StorageError"}
+"""The type of a write failure, as the 503 names it."""
+
+
 @pytest.fixture
-def failing_storage(settings: Any, offload_dir: Path) -> type[FailingStorage]:
-    FailingStorage.saves = 0
-    FailingStorage.fail_from = 1
+def failing_storage(settings: Any, offloads: OffloadStore) -> type[WriteFailures]:
+    WriteFailures.saves = 0
+    WriteFailures.fail_from = 1
+    backend = {"local": FailingStorage, "s3": FailingS3Storage}[offloads.kind]
     settings.STORAGES = {
         **settings.STORAGES,
-        "offload": {"BACKEND": f"{__name__}.FailingStorage", "OPTIONS": {"location": offload_dir}},
+        "offload": {**offloads.entry, "BACKEND": f"{__name__}.{backend.__name__}"},
     }
-    return FailingStorage
+    return WriteFailures
 
 
-def assert_nothing_recorded(offload_dir: Path) -> None:
+def assert_nothing_recorded(offloads: OffloadStore) -> None:
     assert OffloadedFile.objects.count() == 0
     assert EventRecord.objects.count() == 0
     assert Conversation.objects.count() == 0
-    assert stored_files(offload_dir) == []
+    assert offloads.names() == []
 
 
 def test_truncate_storage_failure_records_nothing(
-    api: ApiClient, failing_storage: type[FailingStorage], offload_dir: Path
+    api: ApiClient, failing_storage: type[WriteFailures], offloads: OffloadStore
 ) -> None:
     response = truncate(api, "q" * 30, conversation_id="run-1")
     assert response.status_code == HTTPStatus.SERVICE_UNAVAILABLE
     assert response.json() == error(
-        "truncation: failed to write /tmp/trunc/call_1: the offload storage failed (OSError)"
+        "truncation: failed to write /tmp/trunc/call_1: the offload storage failed "
+        f"({FAILED_BECAUSE[offloads.kind]})"
     )
-    assert_nothing_recorded(offload_dir)
+    assert_nothing_recorded(offloads)
 
 
 def test_clear_storage_failure_part_way_records_nothing(
-    api: ApiClient, failing_storage: type[FailingStorage], offload_dir: Path
+    api: ApiClient, failing_storage: type[WriteFailures], offloads: OffloadStore
 ) -> None:
     """The first offload is written, the second fails: the first is removed again."""
     failing_storage.fail_from = 2
@@ -940,14 +999,15 @@ def test_clear_storage_failure_part_way_records_nothing(
     )
     assert response.status_code == HTTPStatus.SERVICE_UNAVAILABLE
     assert response.json() == error(
-        "clear: failed to write /tmp/clear/call_b: the offload storage failed (OSError)"
+        "clear: failed to write /tmp/clear/call_b: the offload storage failed "
+        f"({FAILED_BECAUSE[offloads.kind]})"
     )
     assert failing_storage.saves == 2
-    assert_nothing_recorded(offload_dir)
+    assert_nothing_recorded(offloads)
 
 
 def test_truncate_storage_failure_keeps_earlier_records(
-    api: ApiClient, failing_storage: type[FailingStorage], offload_dir: Path
+    api: ApiClient, failing_storage: type[WriteFailures], offloads: OffloadStore
 ) -> None:
     failing_storage.fail_from = 2
     assert truncate(api, "q" * 30, conversation_id="run-1").status_code == HTTPStatus.OK
@@ -957,7 +1017,7 @@ def test_truncate_storage_failure_keeps_earlier_records(
     )
     assert list(OffloadedFile.objects.values_list("path", flat=True)) == ["/tmp/trunc/call_1"]
     assert EventRecord.objects.count() == 1
-    assert len(stored_files(offload_dir)) == 1
+    assert len(offloads.names()) == 1
     assert raw(api, "/tmp/trunc/call_1") == b"q" * 30
 
 

@@ -2,20 +2,19 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from reduction_app.errors import ServiceError
 from reduction_app.models import Conversation, EventRecord, OffloadedFile, Workspace
 from reduction_app.reductions.services import engine_session_record
-from tests.app.support import session_for, stored_files, truncate_in
+from tests.app.support import session_for, truncate_in
+from tests.offload_stores import OffloadStore
 
 pytestmark = pytest.mark.django_db
 
 
 def test_engine_session_record_writes_files_events_and_conversation(
-    workspace: Workspace, offload_dir: Path
+    workspace: Workspace, offloads: OffloadStore
 ) -> None:
     with session_for(workspace, max_length_for_trunc=4) as session:
         truncate_in(session, "abcdefgh")
@@ -34,25 +33,25 @@ def test_engine_session_record_writes_files_events_and_conversation(
         2,
         "call_1",
     )
-    assert [p.read_bytes() for p in stored_files(offload_dir)] == [b"abcdefgh"]
+    assert [offloads.read_bytes(name) for name in offloads.names()] == [b"abcdefgh"]
 
 
 def test_engine_session_failure_in_the_block_removes_staged_content(
-    workspace: Workspace, offload_dir: Path
+    workspace: Workspace, offloads: OffloadStore
 ) -> None:
     with (
         pytest.raises(RuntimeError, match="agent crashed"),
         session_for(workspace, max_length_for_trunc=4) as session,
     ):
         truncate_in(session, "abcdefgh")
-        assert len(stored_files(offload_dir)) == 1
+        assert len(offloads.names()) == 1
         raise RuntimeError("agent crashed")
-    assert stored_files(offload_dir) == []
+    assert offloads.names() == []
     assert OffloadedFile.objects.count() == 0
 
 
 def test_engine_session_record_never_overwrites_a_recorded_offload(
-    workspace: Workspace, offload_dir: Path
+    workspace: Workspace, offloads: OffloadStore
 ) -> None:
     """Two requests given the same free path: the second to record fails, and nothing of
     it is kept."""
@@ -67,7 +66,7 @@ def test_engine_session_record_never_overwrites_a_recorded_offload(
             engine_session_record(session=racing, conversation_id="run-1")
     row = OffloadedFile.objects.get()
     assert row.conversation is not None and row.conversation.client_id == "run-2"
-    assert [p.read_bytes() for p in stored_files(offload_dir)] == [b"other content"]
+    assert [offloads.read_bytes(name) for name in offloads.names()] == [b"other content"]
     assert EventRecord.objects.count() == 1
     assert list(Conversation.objects.values_list("client_id", flat=True)) == ["run-2"]
 

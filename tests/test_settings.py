@@ -1,0 +1,95 @@
+"""config/settings.py: the offload storage chosen from the environment."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+
+from config.settings import MEDIA_ROOT, _offload_storage
+
+ROOT = Path(__file__).resolve().parent.parent
+LOCAL = {
+    "BACKEND": "django.core.files.storage.FileSystemStorage",
+    "OPTIONS": {"location": MEDIA_ROOT / "offload"},
+}
+
+
+@pytest.mark.parametrize("environ", [{}, {"OFFLOAD_STORAGE": ""}, {"OFFLOAD_STORAGE": "Local"}])
+def test_offload_storage_is_the_local_folder_by_default(environ: dict[str, str]) -> None:
+    assert _offload_storage(environ) == LOCAL
+
+
+def test_offload_storage_s3_takes_the_django_storages_variables() -> None:
+    environ = {
+        "OFFLOAD_STORAGE": "s3",
+        "AWS_STORAGE_BUCKET_NAME": "agent-offloads",
+        "AWS_S3_ENDPOINT_URL": "http://127.0.0.1:9000",
+        "AWS_S3_REGION_NAME": "eu-west-1",
+        "AWS_S3_ADDRESSING_STYLE": "path",
+        "AWS_LOCATION": "/lab/offload/",
+        "AWS_ACCESS_KEY_ID": "left to boto3",
+    }
+    assert _offload_storage(environ) == {
+        "BACKEND": "reduction_app.records.s3.OffloadS3Storage",
+        "OPTIONS": {
+            "bucket_name": "agent-offloads",
+            "location": "lab/offload",
+            "max_memory_size": 1024 * 1024,
+            "endpoint_url": "http://127.0.0.1:9000",
+            "region_name": "eu-west-1",
+            "addressing_style": "path",
+        },
+    }
+
+
+def test_offload_storage_s3_on_aws_needs_only_a_bucket() -> None:
+    assert _offload_storage({"OFFLOAD_STORAGE": "s3", "AWS_STORAGE_BUCKET_NAME": "b1"}) == {
+        "BACKEND": "reduction_app.records.s3.OffloadS3Storage",
+        "OPTIONS": {"bucket_name": "b1", "location": "offload", "max_memory_size": 1024 * 1024},
+    }
+
+
+@pytest.mark.parametrize("bucket", [None, "", "  "])
+def test_offload_storage_s3_without_a_bucket_is_refused(bucket: str | None) -> None:
+    environ = {"OFFLOAD_STORAGE": "s3"}
+    if bucket is not None:
+        environ["AWS_STORAGE_BUCKET_NAME"] = bucket
+    with pytest.raises(ImproperlyConfigured) as caught:
+        _offload_storage(environ)
+    assert str(caught.value) == (
+        "OFFLOAD_STORAGE=s3 needs AWS_STORAGE_BUCKET_NAME, the bucket offloaded files go to"
+    )
+
+
+def test_offload_storage_unknown_kind_is_refused() -> None:
+    with pytest.raises(ImproperlyConfigured) as caught:
+        _offload_storage({"OFFLOAD_STORAGE": "gcs"})
+    assert str(caught.value) == "OFFLOAD_STORAGE must be 'local' or 's3', not 'gcs'"
+
+
+def test_offload_storage_s3_without_a_bucket_stops_the_server_starting() -> None:
+    """The error comes when the settings load, before any request, naming the variable."""
+    environ = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in {"DATABASE_URL", "TEST_DATABASE_URL", "AWS_STORAGE_BUCKET_NAME"}
+    }
+    environ["OFFLOAD_STORAGE"] = "s3"
+    done = subprocess.run(
+        [sys.executable, "manage.py", "check"],
+        cwd=ROOT,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode != 0
+    assert done.stderr.rstrip().splitlines()[-1] == (
+        "django.core.exceptions.ImproperlyConfigured: OFFLOAD_STORAGE=s3 needs "
+        "AWS_STORAGE_BUCKET_NAME, the bucket offloaded files go to"
+    )
