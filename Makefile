@@ -95,6 +95,8 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
 	$(BIN)/python -m benchmarks.replay
+	$(BIN)/python -m benchmarks.truncation
+	$(BIN)/python -m benchmarks.memory
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -26,10 +26,7 @@ import argparse
 import copy
 import gc
 import json
-import os
-import platform
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -37,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchmarks.common import engine_revision, load_average, machine, table, versions
 from benchmarks.corpus import build_conversation, conversation_chars
 from reduction_app.engine import (
     ApproxTokenCounter,
@@ -316,20 +314,6 @@ def flatness(run: Run) -> dict[str, float] | None:
     }
 
 
-def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    cells = [[str(h) for h in headers], *[[str(c) for c in row] for row in rows]]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
-    lines = [
-        "  ".join(
-            c.rjust(w) if i else c.ljust(w)
-            for i, (c, w) in enumerate(zip(row, widths, strict=True))
-        )
-        for row in cells
-    ]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
-
-
 def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description="Replay a long agent session through the clear phase."
@@ -392,6 +376,7 @@ def _figures(run: Run, totals: list[float]) -> dict[str, Any]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parse(argv)
+    host = machine()
     print("building the corpus...", file=sys.stderr)
     corpus = build_conversation(args.min_messages, args.min_chars)
     results = measure(corpus, args.runs, pause_gc=args.pause_gc, threshold=args.threshold)
@@ -399,13 +384,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     figures = {name: _figures(run, totals) for name, (run, totals) in results.items()}
     approx = figures["ours_approx"]["total_s"]
     report = {
-        "machine": {
-            "python": platform.python_version(),
-            "platform": platform.platform(),
-            "cpus": os.cpu_count(),
-        },
-        "engine": _engine_revision(),
-        "versions": _versions(),
+        "machine": host,
+        "engine": engine_revision(),
+        "versions": versions(("tiktoken", "langchain", "langchain-core", "pydantic")),
         "corpus": {
             "messages": len(corpus),
             "chars": conversation_chars(corpus),
@@ -437,40 +418,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             ),
         },
     }
+    report["machine"]["load_average_at_end"] = load_average()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     print_report(report)
     print(f"\nwrote {args.out}")
     return 0
-
-
-def _engine_revision() -> dict[str, Any]:
-    """The commit and the engine files changed since it, so a figure can be traced."""
-    root = Path(__file__).resolve().parent.parent
-
-    def git(*args: str) -> str:
-        try:
-            done = subprocess.run(
-                ["git", *args], cwd=root, capture_output=True, text=True, check=True
-            )
-        except (OSError, subprocess.CalledProcessError):
-            return ""
-        return done.stdout.strip()
-
-    changed = git("status", "--porcelain", "--", "reduction_app/engine").splitlines()
-    return {"commit": git("rev-parse", "HEAD"), "engine_changes": changed}
-
-
-def _versions() -> dict[str, str]:
-    from importlib.metadata import PackageNotFoundError, version
-
-    out = {}
-    for name in ("tiktoken", "langchain", "langchain-core", "pydantic"):
-        try:
-            out[name] = version(name)
-        except PackageNotFoundError:
-            out[name] = "not installed"
-    return out
 
 
 def print_report(report: dict[str, Any]) -> None:
@@ -479,7 +432,12 @@ def print_report(report: dict[str, Any]) -> None:
         f"\nCorpus: {c['messages']} messages, {c['chars']:,} characters, {c['calls']} model calls, "
         f"{c['tool_results']} tool results. Threshold {report['config']['max_tokens_for_clear']:,} "
         f"tokens; median of {report['runs']} runs; garbage collector "
-        f"{'paused' if report['gc_paused'] else 'on'}.\n"
+        f"{'paused' if report['gc_paused'] else 'on'}."
+    )
+    m = report["machine"]
+    print(
+        f"Machine: {m['cpus']} CPUs, Python {m['python']}; load average (1, 5, 15 min) "
+        f"{m['load_average_at_start']} at the start, {m['load_average_at_end']} at the end.\n"
     )
     rows = [
         [
@@ -507,7 +465,7 @@ def print_report(report: dict[str, Any]) -> None:
         ]
     )
     print(
-        _table(
+        table(
             [
                 "replay",
                 "total s",
@@ -523,7 +481,7 @@ def print_report(report: dict[str, Any]) -> None:
     )
     print()
     print(
-        _table(
+        table(
             ["ratio", "value", "target"],
             [
                 [
@@ -551,7 +509,7 @@ def print_report(report: dict[str, Any]) -> None:
         row = [d + 1, f[names[0]]["deciles"][d]["context_messages_at_end"]]
         row += [f"{f[n]['deciles'][d]['mean_ms']:.3f}" for n in names]
         rows.append(row)
-    print(_table(["decile", "context msgs", *names], rows))
+    print(table(["decile", "context msgs", *names], rows))
     flat = [(n, f[n]["flatness"]) for n in names if n.startswith("ours") and f[n]["flatness"]]
     if flat:
         print(f"\nMedian ms per call, calls {FLAT_FROM}+ (a tenth) and the last tenth:")
@@ -559,7 +517,7 @@ def print_report(report: dict[str, Any]) -> None:
             [n, f"{v['early_median_ms']:.3f}", f"{v['last_median_ms']:.3f}", f"{v['ratio']:.2f}x"]
             for n, v in flat
         ]
-        print(_table(["replay", f"from call {FLAT_FROM}", "last tenth", "ratio"], rows))
+        print(table(["replay", f"from call {FLAT_FROM}", "last tenth", "ratio"], rows))
 
 
 if __name__ == "__main__":

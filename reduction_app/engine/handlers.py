@@ -197,8 +197,10 @@ class DefaultClearHandler:
             if path is None:
                 if detail.tool_result is None:
                     detail = replace(detail, tool_result=ToolResult(parts=tuple(parts)))
-                path = yield from invoke(self.gen_path, detail)
+                # Before the path, as in the trunc handler: content that cannot be
+                # serialised fails here, before a path is promised to it.
                 content = stringify(parts)
+                path = yield from invoke(self.gen_path, detail)
                 need_offload = True
         placeholder = clear_placeholder(
             file_path=path, read_tool_name=self.read_file_tool_name, language=self.language

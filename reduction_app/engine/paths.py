@@ -8,6 +8,12 @@ been promised to) different content, the next free ``…-2``, ``…-3`` is used;
 identical content reuses the path. The check reads the backend, so it holds
 across processes, and remembers what it promised in this process, so two calls
 in one pass never get the same path for different content.
+
+Contents are compared as strings, not through a digest: ``==`` on two strings stops
+at a different length or at the first different character, where a digest is a full
+pass over an output that may be tens of megabytes. A content is only worked out
+(``content_of``, which may serialise a multi-part result) when another content asks
+for the same path; a fresh path costs nothing.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from reduction_app.engine._steps import Steps, call, run_sync
 from reduction_app.engine.backends import Backend
 from reduction_app.engine.tool_io import ToolDetail
 
-__all__ = ["DefaultPathGenerator", "PathRegistry", "safe_id"]
+__all__ = ["Content", "DefaultPathGenerator", "PathRegistry", "safe_id"]
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 _MAX_ID = 120
@@ -45,39 +51,69 @@ def safe_id(call_id: str) -> str:
     return cleaned
 
 
-def _digest(content: str) -> str:
-    return hashlib.sha256(content.encode("utf-8", "surrogatepass")).hexdigest()
+class Content:
+    """The content a detail will be offloaded as, worked out on first use and kept.
+
+    Equal to another :class:`Content` or to a ``str`` holding the same text.
+    """
+
+    __slots__ = ("_content_of", "_detail", "_text")
+
+    def __init__(self, content_of: Callable[[ToolDetail], str], detail: ToolDetail) -> None:
+        self._content_of = content_of
+        self._detail = detail
+        self._text: str | None = None
+
+    @property
+    def text(self) -> str:
+        if self._text is None:
+            self._text = self._content_of(self._detail)
+        return self._text
+
+    def __eq__(self, other: object) -> bool:
+        if other is self:
+            return True
+        if isinstance(other, Content):
+            return self.text == other.text
+        if isinstance(other, str):
+            return self.text == other
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 class PathRegistry:
-    """Paths handed out but not yet written, with a digest of the content each will hold.
+    """Paths handed out but not yet written, with the content each will hold.
 
     A promise lasts from the path's choice until its write (or until the pass that chose
     it is given up): after the write the backend itself answers for the path, so the
     same conversation gets the same paths from any middleware, old or new. Promises of
     the same content by concurrent passes are counted, and the path stays promised until
-    the last of them releases it.
+    the last of them releases it. A promise holds its content (or what makes it), which
+    the pass that chose the path holds anyway until it writes it.
     """
 
     def __init__(self) -> None:
-        self._promised: dict[str, tuple[str, int]] = {}
+        self._promised: dict[str, tuple[str | Content, int]] = {}
         self._lock = threading.Lock()
 
-    def promised(self, path: str) -> str | None:
+    def promised(self, path: str) -> str | Content | None:
+        """The content ``path`` is promised to, if it is."""
         with self._lock:
             held = self._promised.get(path)
             return held[0] if held is not None else None
 
-    def promise(self, path: str, digest: str) -> bool:
-        """Promise ``path`` for ``digest``; False when it is promised to other content."""
+    def promise(self, path: str, content: str | Content) -> bool:
+        """Promise ``path`` for ``content``; False when it is promised to other content."""
         with self._lock:
             held = self._promised.get(path)
             if held is None:
-                self._promised[path] = (digest, 1)
+                self._promised[path] = (content, 1)
                 return True
-            if held[0] != digest:
+            # Works out the contents (see Content) only when two passes race for a path.
+            if held[0] != content:
                 return False
-            self._promised[path] = (digest, held[1] + 1)
+            self._promised[path] = (held[0], held[1] + 1)
             return True
 
     def release(self, path: str) -> None:
@@ -124,13 +160,13 @@ class DefaultPathGenerator:
 
     def steps(self, detail: ToolDetail) -> Steps[str]:
         base = self.base_path(detail)
-        digest = _digest(self.content_of(detail))
+        content = Content(self.content_of, detail)
         read = getattr(self.backend, "read", None)
         for n in range(1, 10_000):
             candidate = base if n == 1 else f"{base}-{n}"
             held = self.registry.promised(candidate)
             if held is not None:
-                if held == digest:
+                if content == held:
                     return candidate
                 continue
             if read is not None:
@@ -139,8 +175,8 @@ class DefaultPathGenerator:
                     existing = yield call(read, candidate)
                 except FileNotFoundError:
                     existing = None
-                if existing is not None and _digest(existing) != digest:
+                if existing is not None and content.text != existing:
                     continue
-            if self.registry.promise(candidate, digest):
+            if self.registry.promise(candidate, content):
                 return candidate
         raise RuntimeError(f"no free offload path after 10000 candidates for {base}")

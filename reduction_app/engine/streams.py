@@ -46,6 +46,10 @@ __all__ = [
 ]
 
 
+ALL_HELD: Any = object()
+"""What :meth:`StreamCut.hold` returns when every chunk was held."""
+
+
 @dataclass
 class StreamCut:
     """Incremental truncation of one stream of chunks: ``str``, or :class:`ToolResult`
@@ -81,6 +85,43 @@ class StreamCut:
         budget = self.limit - self.forwarded
         self.prefix = text_prefix(chunk, budget) if self.enhanced else chunk[:budget]
         return False
+
+    def hold(self, source: Iterator[Any]) -> Any:
+        """Record every chunk left in ``source``, once the limit is reached.
+
+        What :meth:`feed` does past the limit, without its per-chunk calls: a stream of
+        tens of megabytes in small chunks spends most of its time here. A chunk of the
+        wrong type stops the walk and is returned, for the caller to refuse outside its
+        handling of source errors; :data:`ALL_HELD` when the source ran out.
+        """
+        append = self.chunks.append
+        if self.enhanced:
+            for chunk in source:
+                if chunk is not None and not isinstance(chunk, ToolResult):
+                    return chunk
+                append(chunk)
+            return ALL_HELD
+        for chunk in source:
+            if chunk == "":
+                continue
+            if not isinstance(chunk, str):
+                return chunk
+            append(chunk)
+        return ALL_HELD
+
+    async def ahold(self, source: AsyncIterator[Any]) -> Any:
+        """:meth:`hold` for an asynchronous stream."""
+        append = self.chunks.append
+        async for chunk in source:
+            if self.enhanced:
+                if chunk is not None and not isinstance(chunk, ToolResult):
+                    return chunk
+            elif chunk == "":
+                continue
+            elif not isinstance(chunk, str):
+                return chunk
+            append(chunk)
+        return ALL_HELD
 
 
 def check_output(output: Any, tool: str, enhanced: bool, *, chunk: bool = False) -> None:
@@ -150,12 +191,17 @@ def finish_stream_steps(
     if cut.enhanced:
         head = cut.prefix.parts if cut.prefix is not None else ()
         last = ToolResult(parts=(*head, ToolOutputPart.of_text(notice)))
-        seen = chunks_text(cut.chunks[: cut.trigger], enhanced=True) + text_of(last.parts)
     else:
         last = cut.prefix + notice
-        seen = content[: cut.forwarded] + last
-    before = chunks_text(cut.chunks, enhanced=cut.enhanced)
-    yield from event_steps(rt, ctx, before, seen, path, streamed=True)
+    # The event's texts are the whole output again: made only for a listener.
+    if cfg.on_event is not None:
+        if cut.enhanced:
+            seen = chunks_text(cut.chunks[: cut.trigger], enhanced=True) + text_of(last.parts)
+            before = chunks_text(cut.chunks, enhanced=True)
+        else:
+            seen = content[: cut.forwarded] + last
+            before = content
+        yield from event_steps(rt, ctx, before, seen, path, streamed=True)
     return last
 
 
@@ -170,23 +216,25 @@ def incremental(
 ) -> Iterator[Any]:
     """The default streaming truncation of a synchronous stream."""
     cut = StreamCut(limit=rt.config.max_length_for_trunc, enhanced=enhanced, tool=ctx.name)
-    while True:
-        try:
-            chunk = next(source)
-        except StopIteration:
-            break
-        except Exception:
-            if not cut.reached:
-                raise
-            yield replay(cut)
-            raise
+    # Under the limit a source error passes through as it is.
+    for chunk in source:
         # Empty string chunks carry nothing; the reference drops them too.
         if not enhanced and chunk == "":
             continue
         if cut.feed(chunk):
             yield chunk
-    if cut.reached:
-        yield run_sync(finish_stream_steps(rt, resolved, ctx, arguments, cut))
+        if cut.reached:
+            break
+    if not cut.reached:
+        return
+    try:
+        refused = cut.hold(source)
+    except Exception:
+        yield replay(cut)
+        raise
+    if refused is not ALL_HELD:
+        check_output(refused, cut.tool, enhanced, chunk=True)
+    yield run_sync(finish_stream_steps(rt, resolved, ctx, arguments, cut))
 
 
 async def aincremental(
@@ -200,22 +248,23 @@ async def aincremental(
 ) -> AsyncIterator[Any]:
     """The default streaming truncation of an asynchronous stream."""
     cut = StreamCut(limit=rt.config.max_length_for_trunc, enhanced=enhanced, tool=ctx.name)
-    while True:
-        try:
-            chunk = await source.__anext__()
-        except StopAsyncIteration:
-            break
-        except Exception:
-            if not cut.reached:
-                raise
-            yield replay(cut)
-            raise
+    async for chunk in source:
         if not enhanced and chunk == "":
             continue
         if cut.feed(chunk):
             yield chunk
-    if cut.reached:
-        yield await run_async(finish_stream_steps(rt, resolved, ctx, arguments, cut))
+        if cut.reached:
+            break
+    if not cut.reached:
+        return
+    try:
+        refused = await cut.ahold(source)
+    except Exception:
+        yield replay(cut)
+        raise
+    if refused is not ALL_HELD:
+        check_output(refused, cut.tool, enhanced, chunk=True)
+    yield await run_async(finish_stream_steps(rt, resolved, ctx, arguments, cut))
 
 
 def drain(source: Iterable[Any]) -> tuple[list[Any], Exception | None]:

@@ -12,7 +12,7 @@ import pytest
 
 from reduction_app.engine.backends import InMemoryBackend, WriteRequest
 from reduction_app.engine.config import ReductionConfig, ToolReductionConfig
-from reduction_app.engine.errors import NoBackendError, OffloadError
+from reduction_app.engine.errors import NoBackendError, OffloadError, ReductionError
 from reduction_app.engine.events import ReductionEvent
 from reduction_app.engine.handlers import default_trunc_handler
 from reduction_app.engine.middleware import new
@@ -332,6 +332,35 @@ async def test_awrap_streamable_source_error_after_the_limit_replays_and_raises(
         agen(["abc", "x" * 20, "tail"], error), ToolContext(name="t")
     )
     assert await acollect(stream(ARGS)) == (["abc", "x" * 20 + "tail"], error)
+    assert backend.files == {}
+
+
+async def test_awrap_streamable_after_the_limit_drops_empty_chunks_and_refuses_bad_ones() -> None:
+    backend = AsyncBackend()
+    mw = new(ReductionConfig(backend=backend, max_length_for_trunc=10))
+    wrap = mw.awrap_streamable_tool_call
+    out = await acollect(
+        wrap(agen(["abc", "x" * 20, "", "tail"]), ToolContext(name="t", call_id="c1"))(ARGS)
+    )
+    assert out == (["abc", "x" * 7 + saved(10, "/tmp/trunc/c1")], None)
+    assert backend.files == {"/tmp/trunc/c1": "abc" + "x" * 20 + "tail"}
+    chunks, error = await acollect(
+        wrap(agen(["abc", "x" * 20, None, "tail"]), ToolContext(name="t", call_id="c2"))(ARGS)
+    )
+    assert chunks == ["abc"]
+    assert isinstance(error, ReductionError)
+    assert str(error) == "tool 't' produced a chunk of type NoneType, not a str"
+    assert list(backend.files) == ["/tmp/trunc/c1"]
+
+
+async def test_awrap_enhanced_streamable_after_the_limit_replays_a_source_error() -> None:
+    error = ConnectionError("mock error")
+    backend = AsyncBackend()
+    mw = new(ReductionConfig(backend=backend, max_length_for_trunc=10))
+    chunks = [ToolResult.of_text("x" * 20), None, ToolResult.of_text("tail")]
+    stream = mw.awrap_enhanced_streamable_tool_call(agen(chunks, error), ToolContext(name="t"))
+    out = await acollect(stream(ToolArgument(text=ARGS)))
+    assert out == ([ToolResult(parts=(text("x" * 20), text("tail")))], error)
     assert backend.files == {}
 
 

@@ -418,3 +418,12 @@ def test_text_prefix_counts_characters() -> None:
 def test_text_prefix_zero_budget_keeps_leading_media() -> None:
     """With the strict trigger a stream can sit exactly at the limit; media before the cut pass."""
     assert text_prefix(ToolResult(parts=(IMAGE, text("a"), AUDIO)), 0) == ToolResult(parts=(IMAGE,))
+
+
+def test_default_clear_handler_fails_on_unserialisable_parts_before_choosing_a_path() -> None:
+    """The offload content is made first, so no path is promised to content never written."""
+    paths = PathLog()
+    odd = ToolOutputPart(type="tool_search_result", tool_search_result=object())
+    with pytest.raises(TypeError, match="not JSON serializable"):
+        default_clear_handler(paths, True, "read_file")(detail(text("x"), odd))
+    assert paths.seen == []

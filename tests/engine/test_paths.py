@@ -10,7 +10,7 @@ import pytest
 
 from reduction_app.engine.backends import InMemoryBackend, LocalFileBackend, WriteRequest
 from reduction_app.engine.parts import stringify
-from reduction_app.engine.paths import DefaultPathGenerator, PathRegistry, safe_id
+from reduction_app.engine.paths import Content, DefaultPathGenerator, PathRegistry, safe_id
 from reduction_app.engine.tool_io import ToolContext, ToolDetail, ToolResult
 
 SAFE = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")
@@ -181,3 +181,32 @@ def test_path_registry_promise() -> None:
     assert registry.promise("/p", "d1") is True
     assert registry.promise("/p", "d2") is False
     assert registry.promised("/p") == "d1"
+
+
+def test_default_path_works_out_the_content_only_when_a_path_is_contested() -> None:
+    """A fresh path costs no pass over the output; a promised or stored one compares it."""
+    asked: list[str] = []
+
+    def counting(d: ToolDetail) -> str:
+        content = content_of(d)
+        asked.append(content)
+        return content
+
+    backend = InMemoryBackend()
+    gen = DefaultPathGenerator(
+        root_dir="/tmp", kind="trunc", backend=backend, registry=PathRegistry(), content_of=counting
+    )
+    assert gen(detail("c", "a")) == "/tmp/trunc/c"
+    assert asked == []
+    assert gen(detail("c", "b")) == "/tmp/trunc/c-2"
+    assert asked == ["b", "a"]
+    backend.write(WriteRequest(file_path="/tmp/trunc/d", content="stored"))
+    assert gen(detail("d", "stored")) == "/tmp/trunc/d"
+    assert asked == ["b", "a", "stored"]
+
+
+def test_content_equals_the_same_text_by_value() -> None:
+    first, second = Content(content_of, detail("c", "x")), Content(content_of, detail("d", "x"))
+    assert first == second == "x"
+    assert first != Content(content_of, detail("c", "y"))
+    assert first != "y"

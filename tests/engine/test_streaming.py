@@ -11,12 +11,13 @@ import pytest
 
 from reduction_app.engine.backends import InMemoryBackend, WriteRequest
 from reduction_app.engine.config import ReductionConfig, ToolReductionConfig
-from reduction_app.engine.errors import MessageError, NoBackendError, OffloadError
+from reduction_app.engine.errors import MessageError, NoBackendError, OffloadError, ReductionError
 from reduction_app.engine.events import ReductionEvent
 from reduction_app.engine.handlers import default_trunc_handler
 from reduction_app.engine.messages import Media
 from reduction_app.engine.middleware import ReductionMiddleware, new
 from reduction_app.engine.notices import get_language, set_language
+from reduction_app.engine.parts import stringify
 from reduction_app.engine.tool_io import (
     ToolArgument,
     ToolContext,
@@ -240,6 +241,26 @@ def test_stream_source_error_after_the_limit_replays_and_raises() -> None:
     out = string_stream(mw, ["abc", "x" * 20, "tail"], "c1", error)
     assert out == (["abc", "x" * 20 + "tail"], error)
     assert (backend.files, events) == ({}, [])
+
+
+def test_stream_after_the_limit_drops_empty_chunks_and_offloads_the_rest() -> None:
+    """§3.6 steps 1-2 past the limit: held back, empty chunks dropped, all offloaded."""
+    backend = InMemoryBackend()
+    mw = new(ReductionConfig(backend=backend, max_length_for_trunc=10))
+    out = string_stream(mw, ["abc", "x" * 20, "", "tail", ""], "c1")
+    assert out == (["abc", "x" * 7 + saved(10, "/tmp/trunc/c1")], None)
+    assert backend.files == {"/tmp/trunc/c1": "abc" + "x" * 20 + "tail"}
+
+
+def test_stream_refuses_a_chunk_of_the_wrong_type_after_the_limit() -> None:
+    """Refused as before the limit: no replay, nothing offloaded."""
+    backend = InMemoryBackend()
+    mw = new(ReductionConfig(backend=backend, max_length_for_trunc=10))
+    chunks, error = string_stream(mw, ["abc", "x" * 20, 7, "tail"], "c1")  # type: ignore[list-item]
+    assert chunks == ["abc"]
+    assert isinstance(error, ReductionError)
+    assert str(error) == "tool 't' produced a chunk of type int, not a str"
+    assert backend.files == {}
 
 
 def test_stream_counts_characters_of_chinese_text_in_a_chinese_notice() -> None:
@@ -514,6 +535,18 @@ def test_enhanced_stream_source_error_after_the_limit_replays_one_result() -> No
     out = enhanced_stream(mw, chunks, "c1", error)
     assert out == ([chunks[0], result(text("x" * 20), AUDIO_A, text("tail"))], error)
     assert backend.files == {}
+
+
+def test_enhanced_stream_after_the_limit_holds_null_chunks_and_refuses_strings() -> None:
+    backend = InMemoryBackend()
+    mw = new(ReductionConfig(backend=backend, max_length_for_trunc=10))
+    out = enhanced_stream(mw, [result(text("x" * 20)), None, result(text("yz"))], "c1")
+    assert out == ([result(text("x" * 10), text(saved(10, "/tmp/trunc/c1")))], None)
+    assert backend.files == {"/tmp/trunc/c1": stringify([text("x" * 20), text("yz")])}
+    chunks, error = enhanced_stream(mw, [result(text("x" * 20)), None, "yz"], "c2")  # type: ignore[list-item]
+    assert chunks == []
+    assert isinstance(error, ReductionError)
+    assert str(error) == "tool 't' produced a chunk of type str, not a ToolResult"
 
 
 def test_enhanced_stream_of_exactly_the_limit_passes_untouched() -> None:

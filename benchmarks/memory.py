@@ -1,0 +1,427 @@
+"""The memory benchmark: how much memory a 1 M-token conversation takes to parse from
+JSON and to run through the clear phase, next to the size of its JSON.
+
+The conversation is the benchmark corpus (:mod:`benchmarks.corpus`: a scripted agent
+reading, listing and grepping the installed Django package), grown until it holds at
+least ``--tokens`` cl100k_base tokens, then dumped as compact OpenAI chat JSON
+(``ensure_ascii=False``, no spaces: the smallest JSON, so the strictest ratio).
+
+Each measurement runs in a fresh Python process, after its imports and a warm-up on a
+small conversation (which also loads the tiktoken encoding), so nothing from the build
+or an earlier measurement is in its figures. In that process:
+
+1. the JSON file is read into a ``str`` (the text an API or a command holds);
+2. **parse**: ``messages_from_openai(json.loads(text))``; the loaded JSON objects are
+   dropped afterwards, the messages kept (their strings are the JSON's, not copies);
+3. **clear**: one ``before_model_rewrite_state`` over the whole conversation, as a REST
+   client's call would make, with ``max_tokens_for_clear`` (``--threshold``, default
+   100,000: it fires), an ``InMemoryBackend``, the other fields at their defaults, and
+   the counter ``"approx"`` or ``"cl100k_base"`` (the process's shared one, as a config
+   naming it gets).
+
+The text stays alive throughout. Memory is measured two ways, in separate processes:
+
+- ``tracemalloc``: the peak of memory allocated through Python's allocators (every
+  ``str``, list and object), taken above the point just before the file is read
+  (so the JSON text counts) and above the point just after (the engine's own share);
+- resident set size (Linux ``VmRSS`` and ``VmHWM``; ``getrusage``'s ``ru_maxrss`` would
+  start at the parent's peak): the same points, in a process without tracemalloc, so
+  what the operating system saw, allocator slack included. Memory freed after reading
+  may be reused by parsing, so "above the text" can read low here.
+
+Prints a table and writes ``benchmarks/results/memory.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import tracemalloc
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from benchmarks.common import ROOT, engine_revision, load_average, machine, table, versions
+from benchmarks.corpus import build_conversation, conversation_chars, dump_openai
+from reduction_app.engine import (
+    ChatModelAgentState,
+    InMemoryBackend,
+    Message,
+    ReductionConfig,
+    TiktokenCounter,
+    ToolCall,
+    get_token_counter,
+    messages_from_openai,
+    new,
+)
+from reduction_app.engine.inspect import is_clear_placeholder
+
+__all__ = ["build", "main", "measure_child"]
+
+TOKENS = 1_000_000
+"""cl100k_base tokens the conversation holds at least: the issue's 1 M."""
+THRESHOLD = 100_000
+COUNTERS = ("approx", "cl100k_base")
+CHARS_PER_TOKEN = 4.8
+"""The corpus's characters per cl100k token (4,167,663 / 867,520): the first guess of
+how many characters make ``--tokens``; the build grows until the count is reached."""
+TARGET = 3.0
+"""Peak memory of parsing and clearing, at most this many times the JSON's size."""
+RESULTS = Path(__file__).parent / "results" / "memory.json"
+MB = 1_000_000
+
+
+# The conversation -------------------------------------------------------------------------
+
+
+def build(tokens: int, min_messages: int) -> tuple[list[Message], int]:
+    """The corpus grown to at least ``tokens`` cl100k_base tokens, and its count."""
+    min_chars = int(tokens * CHARS_PER_TOKEN)
+    while True:
+        messages = build_conversation(min_messages, min_chars)
+        counted = TiktokenCounter("cl100k_base")(messages, [])
+        if counted >= tokens:
+            return messages, counted
+        min_chars = int(min_chars * tokens / counted * 1.01) + 1
+
+
+ENCODINGS = {"utf-8": False, "ascii": True}
+"""The JSON as most clients send it (``ensure_ascii=False``), and with every non-ASCII
+character escaped (``ensure_ascii=True``, Python's default)."""
+
+
+def dump(messages: Sequence[Message], *, ensure_ascii: bool = False) -> bytes:
+    """Compact OpenAI chat JSON, UTF-8."""
+    text = json.dumps(dump_openai(messages), ensure_ascii=ensure_ascii, separators=(",", ":"))
+    return text.encode("utf-8")
+
+
+# One measurement, in a fresh process ------------------------------------------------------
+
+
+def _warm_up(counter: str, threshold: int) -> None:
+    """Run the whole path once on a small conversation: lazy imports, the encoding."""
+    small = [
+        Message.system("You are a coding agent."),
+        Message.user("Read the file."),
+        Message.assistant(
+            "", tool_calls=(ToolCall(id="w1", name="read_file", arguments='{"path": "a"}'),)
+        ),
+        Message.tool("x" * 4000, "w1"),
+        Message.assistant("Done."),
+    ]
+    from reduction_app.engine import messages_to_openai
+
+    parsed = messages_from_openai(json.loads(json.dumps(messages_to_openai(small))))
+    config = ReductionConfig(
+        backend=InMemoryBackend(), max_tokens_for_clear=min(threshold, 100), token_counter=counter
+    )
+    new(config).before_model_rewrite_state(ChatModelAgentState(messages=parsed))
+
+
+def _rss() -> tuple[int, int]:
+    """The resident set size now and at its peak, in bytes (``VmRSS``, ``VmHWM``).
+
+    Not ``getrusage``: on Linux a child's ``ru_maxrss`` starts at its parent's peak (it
+    survives fork and exec), so a fresh process started by a large parent shows no growth.
+    ``VmHWM`` belongs to the process's own address space, new at exec.
+    """
+    found = {}
+    with open("/proc/self/status", encoding="ascii") as status:
+        for line in status:
+            key, _, value = line.partition(":")
+            if key in ("VmRSS", "VmHWM"):
+                found[key] = int(value.split()[0]) * 1024
+    return found["VmRSS"], found["VmHWM"]
+
+
+def _reset_rss_peak() -> None:
+    """Bring ``VmHWM`` down to ``VmRSS`` (Linux 4.0 and later)."""
+    with open("/proc/self/clear_refs", "w", encoding="ascii") as refs:
+        refs.write("5")
+
+
+def rss_measurable() -> bool:
+    """Whether this system shows a process's resident set size and lets it reset the peak."""
+    try:
+        _rss()
+        _reset_rss_peak()
+    except (OSError, KeyError):
+        return False
+    return True
+
+
+def _clear(messages: list[Message], counter: str, threshold: int) -> tuple[int, int]:
+    """One clear call over ``messages``: results cleared, files offloaded."""
+    backend = InMemoryBackend()
+    config = ReductionConfig(backend=backend, max_tokens_for_clear=threshold, token_counter=counter)
+    state = new(config).before_model_rewrite_state(ChatModelAgentState(messages=messages))
+    cleared = sum(
+        1
+        for m in state.messages
+        if isinstance(m, Message) and m.role == "tool" and is_clear_placeholder(m.content)
+    )
+    return cleared, len(backend)
+
+
+def measure_child(path: Path, counter: str, threshold: int, how: str) -> dict[str, Any]:
+    """Read, parse and clear the conversation in ``path``, measuring ``how``
+    (``tracemalloc`` or ``rss``); meant for a fresh process (see :func:`_run_child`)."""
+    _warm_up(counter, threshold)
+    get_token_counter(counter)  # the shared instance, as a config naming it gets
+    gc.collect()
+    figures: dict[str, Any] = {"how": how, "counter": counter}
+    if how == "rss":
+        _reset_rss_peak()
+        start, _ = _rss()
+        t0 = time.perf_counter()
+        text = path.read_text(encoding="utf-8")
+        t1 = time.perf_counter()
+        with_text, read_peak = _rss()
+        _reset_rss_peak()
+        messages = messages_from_openai(json.loads(text))
+        t2 = time.perf_counter()
+        cleared, files = _clear(messages, counter, threshold)
+        t3 = time.perf_counter()
+        _, peak = _rss()
+        figures |= {
+            "rss_text": with_text - start,
+            "rss_read_peak": read_peak - start,
+            "rss_peak_above_text": peak - with_text,
+            "rss_peak_with_text": peak - start,
+            "read_s": t1 - t0,
+            "parse_s": t2 - t1,
+            "clear_s": t3 - t2,
+        }
+    else:
+        tracemalloc.start()
+        start = tracemalloc.get_traced_memory()[0]
+        text = path.read_text(encoding="utf-8")
+        current, peak = tracemalloc.get_traced_memory()
+        with_text = current
+        # Reading briefly holds the file's bytes, and CPython's decoder a narrower draft,
+        # beside the text: the reading's cost, so the peaks below start from the text.
+        figures |= {"text_in_memory": current - start, "read_peak": peak - start}
+        tracemalloc.reset_peak()
+        messages = messages_from_openai(json.loads(text))
+        gc.collect()
+        current, peak = tracemalloc.get_traced_memory()
+        figures |= {"parse_peak": peak - with_text, "parsed_kept": current - with_text}
+        cleared, files = _clear(messages, counter, threshold)
+        current, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        figures |= {
+            "peak_above_text": peak - with_text,
+            "peak_with_text": peak - start,
+            "kept_at_end": current - start,
+        }
+    figures |= {"messages": len(messages), "results_cleared": cleared, "offloaded_files": files}
+    return figures
+
+
+def _run_child(path: Path, counter: str, threshold: int, how: str) -> dict[str, Any]:
+    """:func:`measure_child` in a fresh interpreter that imports this checkout's code."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.memory",
+            "--child",
+            str(path),
+            "--counters",
+            counter,
+            "--threshold",
+            str(threshold),
+            "--how",
+            how,
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    figures: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return figures
+
+
+# Driving and reporting ----------------------------------------------------------------------
+
+
+def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description="Measure the memory of parsing and clearing a 1 M-token conversation."
+    )
+    parser.add_argument("--tokens", type=int, default=TOKENS, help="cl100k_base tokens at least")
+    parser.add_argument("--min-messages", type=int, default=1000)
+    parser.add_argument("--threshold", type=int, default=THRESHOLD, help="max_tokens_for_clear")
+    parser.add_argument("--counters", nargs="+", choices=COUNTERS, default=list(COUNTERS))
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--how", choices=("tracemalloc", "rss"), help=argparse.SUPPRESS)
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parse(argv)
+    if args.child is not None:
+        figures = measure_child(args.child, args.counters[0], args.threshold, args.how)
+        print(json.dumps(figures))
+        return 0
+    host = machine()
+    print("building the conversation...", file=sys.stderr)
+    messages, tokens = build(args.tokens, args.min_messages)
+    bodies = {name: dump(messages, ensure_ascii=flag) for name, flag in ENCODINGS.items()}
+    conversation = {
+        "messages": len(messages),
+        "chars": conversation_chars(messages),
+        "cl100k_tokens": tokens,
+        "tool_results": sum(1 for m in messages if m.role == "tool"),
+        "json_bytes": {name: len(body) for name, body in bodies.items()},
+        "non_ascii_chars": sum(1 for c in bodies["utf-8"].decode("utf-8") if not c.isascii()),
+    }
+    del messages
+    # Resident set sizes need Linux's /proc; elsewhere only tracemalloc is measured.
+    hows = ("tracemalloc", "rss") if rss_measurable() else ("tracemalloc",)
+    runs: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory() as folder:
+        for name, body in bodies.items():
+            path = Path(folder) / f"conversation-{name}.json"
+            path.write_bytes(body)
+            for counter in args.counters:
+                for how in hows:
+                    print(f"{name} JSON, {counter}: {how}...", file=sys.stderr)
+                    run = _run_child(path, counter, args.threshold, how)
+                    runs.append({"json": name, "json_bytes": len(body), **run})
+    host["load_average_at_end"] = load_average()
+    report = {
+        "machine": host,
+        "engine": engine_revision(),
+        "versions": versions(("tiktoken",)),
+        "conversation": conversation,
+        "config": {
+            "max_tokens_for_clear": args.threshold,
+            "backend": "InMemoryBackend",
+            "other_fields": "defaults",
+        },
+        "target_peak_over_json": TARGET,
+        "runs": runs,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    print_report(report)
+    print(f"\nwrote {args.out}")
+    return 0
+
+
+def _mb(x: int, size: int) -> str:
+    return f"{x / MB:.2f} ({x / size:.2f}x)"
+
+
+def print_report(report: dict[str, Any]) -> None:
+    c, m = report["conversation"], report["machine"]
+    sizes = ", ".join(f"{n} {b:,} bytes" for n, b in c["json_bytes"].items())
+    print(
+        f"\nConversation: {c['messages']:,} messages, {c['chars']:,} characters, "
+        f"{c['cl100k_tokens']:,} cl100k_base tokens, {c['tool_results']} tool results, "
+        f"{c['non_ascii_chars']} non-ASCII characters.\nCompact JSON: {sizes}.\n"
+        f"Clear: one call over the whole conversation, max_tokens_for_clear="
+        f"{report['config']['max_tokens_for_clear']:,}, InMemoryBackend, other fields at "
+        f"their defaults.\nMachine: {m['cpus']} CPUs, Python {m['python']}; load average "
+        f"(1, 5, 15 min) {m['load_average_at_start']} at the start, "
+        f"{m['load_average_at_end']} at the end.\n"
+    )
+    target = report["target_peak_over_json"]
+    print(
+        "tracemalloc, MB (times the JSON's size): the JSON text as a str; the peak while"
+        " reading the file;\nabove the text: the peak of parsing, what parsing keeps, the"
+        " peak of parsing and clearing;\nand that last peak with the text."
+        f" Target: <= {target:g}x."
+    )
+    rows = []
+    for r in report["runs"]:
+        if r["how"] != "tracemalloc":
+            continue
+        size = r["json_bytes"]
+        rows.append(
+            [
+                r["json"],
+                r["counter"],
+                _mb(r["text_in_memory"], size),
+                _mb(r["read_peak"], size),
+                _mb(r["parse_peak"], size),
+                _mb(r["parsed_kept"], size),
+                _mb(r["peak_above_text"], size),
+                _mb(r["peak_with_text"], size),
+                r["results_cleared"],
+            ]
+        )
+    print(
+        table(
+            [
+                "JSON",
+                "counter",
+                "text",
+                "reading peak",
+                "parse peak",
+                "parse keeps",
+                "peak above text",
+                "peak with text",
+                "cleared",
+            ],
+            rows,
+        )
+    )
+    rows = []
+    for r in report["runs"]:
+        if r["how"] != "rss":
+            continue
+        size = r["json_bytes"]
+        rows.append(
+            [
+                r["json"],
+                r["counter"],
+                _mb(r["rss_text"], size),
+                _mb(r["rss_read_peak"], size),
+                _mb(r["rss_peak_above_text"], size),
+                _mb(r["rss_peak_with_text"], size),
+                f"{r['read_s']:.3f}",
+                f"{r['parse_s']:.3f}",
+                f"{r['clear_s']:.3f}",
+            ]
+        )
+    if not rows:
+        print("\nResident set size: not measured (needs Linux's /proc/self).")
+        return
+    print(
+        "\nResident set size (VmRSS, VmHWM) in a process without tracemalloc, MB above the"
+        " RSS before reading\n(times the JSON's size), and seconds:"
+    )
+    print(
+        table(
+            [
+                "JSON",
+                "counter",
+                "text",
+                "reading peak",
+                "peak above text",
+                "peak with text",
+                "read s",
+                "parse s",
+                "clear s",
+            ],
+            rows,
+        )
+    )
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

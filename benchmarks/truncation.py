@@ -1,0 +1,481 @@
+"""The truncation benchmark: what the truncation phase costs on one very large tool
+output, buffered and streamed, next to one copy of the output and to consuming the
+stream without the middleware.
+
+The output (``--size``, default 50,000,000 bytes of UTF-8) is real text, in two kinds:
+
+- ``ascii``: Django's pure-ASCII ``.py`` files in sorted order, each headed
+  ``==> path <==`` as ``tail`` heads several files, repeated until the size is reached;
+- ``non-ascii``: Django's translation catalogues (``.po`` files, about 100 languages)
+  whose characters all lie in the Basic Multilingual Plane (CPython then stores 2 bytes a
+  character), the same way, cut to at most the size in UTF-8 bytes. Lengths are
+  characters (decision 1), so this output has fewer characters than bytes.
+
+Measured, each the median of ``--runs`` runs, contenders of a table row interleaved run
+by run so that a change of load hits them alike; a full ``gc.collect()`` before each
+timed call, the collector on (an agent pays for the garbage a middleware makes):
+
+- **Buffered**: the string tool wrapper (``wrap_invokable_tool_call``) and the enhanced
+  one, default handler, an ``InMemoryBackend``, default ``max_length_for_trunc``: the
+  time from the tool's return to the wrapper's return, against **one copy** of the
+  output, ``text + "\\n"``: a new ``str`` of the same kind, one allocation and one
+  ``memcpy`` of its characters, the plainest full copy CPython makes. One UTF-8 encode
+  (what a file or socket write needs) is shown beside it.
+- **Streamed**: the output yielded in chunks of ``--chunks`` characters by a generator
+  that slices it (the cheapest producer a stream can have: each chunk is a new ``str``)
+  and read to its end through ``wrap_streamable_tool_call`` (or the enhanced wrapper, with
+  one-part ``ToolResult`` chunks), against the same stream read without the middleware,
+  by the same consumer: ``join`` keeps what arrives (as an agent building the tool
+  message does), ``count`` only counts its characters. Through the middleware the stream
+  is cut at the limit (decision 8); the chunks after it are still read, held and
+  offloaded whole, which is the cost measured.
+
+Prints tables and writes ``benchmarks/results/truncation.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import itertools
+import json
+import statistics
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from benchmarks.common import engine_revision, load_average, machine, table, versions
+from benchmarks.corpus import django_root
+from reduction_app.engine import (
+    InMemoryBackend,
+    ReductionConfig,
+    ReductionMiddleware,
+    ToolArgument,
+    ToolContext,
+    ToolResult,
+    new,
+)
+from reduction_app.engine.inspect import truncation_file_path
+
+__all__ = ["consume_count", "consume_join", "enhanced_source", "main", "output_text", "str_source"]
+
+SIZE = 50_000_000
+"""Bytes of UTF-8 in the output: the issue's 50 MB."""
+CHUNKS = (65_536, 4_096)
+"""Characters per streamed chunk: 64 KiB and 4 KiB of ASCII."""
+KINDS = ("ascii", "non-ascii")
+RUNS = 5
+RESULTS = Path(__file__).parent / "results" / "truncation.json"
+BUFFERED_TARGET = 2.0
+"""Truncating a buffered output costs at most this many copies of it."""
+STREAM_TARGET = 0.10
+"""Streaming truncation adds at most this share to consuming the stream."""
+ARGUMENTS = '{"command": "make all"}'
+
+
+# The output -----------------------------------------------------------------------------
+
+
+def _files(kind: str) -> Iterator[tuple[str, str]]:
+    """The files an output of ``kind`` is made of, in sorted order: (shown path, text)."""
+    root = django_root()
+    for path in sorted(root.rglob("*.py" if kind == "ascii" else "*.po")):
+        text = path.read_text(encoding="utf-8")
+        if text.isascii() if kind == "ascii" else max(map(ord, text), default=0) <= 0xFFFF:
+            yield path.relative_to(root.parent).as_posix(), text
+
+
+def output_text(size: int, kind: str) -> str:
+    """A tool output of at most ``size`` UTF-8 bytes (exactly ``size`` characters for
+    ``ascii``): real files laid end to end, as a build log or a ``cat`` of a tree."""
+    pieces: list[str] = []
+    total = 0
+    for shown, text in itertools.cycle(_files(kind)):
+        piece = f"==> {shown} <==\n{text}\n"
+        pieces.append(piece)
+        total += len(piece) if kind == "ascii" else len(piece.encode("utf-8"))
+        if total >= size:
+            break
+    else:
+        raise RuntimeError(f"no {kind} files under {django_root()}")
+    joined = "".join(pieces)
+    if kind == "ascii":
+        return joined[:size]
+    # Cut at a byte boundary; a character split by the cut is dropped.
+    return joined.encode("utf-8")[:size].decode("utf-8", errors="ignore")
+
+
+# Timing ---------------------------------------------------------------------------------
+
+Thunk = Callable[[], object]
+
+
+def interleaved(makers: dict[str, Callable[[], Thunk]], runs: int) -> dict[str, list[float]]:
+    """Seconds per run of each contender. Each run sets up every contender (untimed), then
+    times one call of it after a full collection; contenders alternate within a run."""
+    times: dict[str, list[float]] = {name: [] for name in makers}
+    for _ in range(runs):
+        for name, make in makers.items():
+            thunk = make()
+            gc.collect()
+            start = time.perf_counter()
+            result = thunk()
+            times[name].append(time.perf_counter() - start)
+            # Freed after the clock stops, on every side alike.
+            del result, thunk
+    return times
+
+
+def _median_ms(seconds: list[float]) -> float:
+    return 1000 * statistics.median(seconds)
+
+
+# Buffered ---------------------------------------------------------------------------------
+
+
+def _middleware(max_length: int | None) -> tuple[ReductionMiddleware, InMemoryBackend]:
+    backend = InMemoryBackend()
+    # 0 is the engine's default (zero_means_default).
+    return new(ReductionConfig(backend=backend, max_length_for_trunc=max_length or 0)), backend
+
+
+def limit_of(max_length: int | None) -> int:
+    """The ``max_length_for_trunc`` in force."""
+    return _middleware(max_length)[0].config.max_length_for_trunc
+
+
+_CALLS = iter(range(1, sys.maxsize))
+
+
+def _context() -> ToolContext:
+    """A new call id per call, as a model gives: no call finds an earlier offload."""
+    return ToolContext(name="run_build", call_id=f"call_{next(_CALLS):06d}")
+
+
+def _invokable(text: str, max_length: int | None) -> Thunk:
+    mw, _ = _middleware(max_length)
+    wrapped = mw.wrap_invokable_tool_call(lambda arguments: text, _context())
+    return lambda: wrapped(ARGUMENTS)
+
+
+def _enhanced_invokable(result: ToolResult, max_length: int | None) -> Thunk:
+    mw, _ = _middleware(max_length)
+    wrapped = mw.wrap_enhanced_invokable_tool_call(lambda argument: result, _context())
+    return lambda: wrapped(ToolArgument(text=ARGUMENTS))
+
+
+def check_buffered(text: str, max_length: int | None) -> None:
+    """The wrappers truncate and offload the whole output (checked once, untimed)."""
+    mw, backend = _middleware(max_length)
+    notice = mw.wrap_invokable_tool_call(lambda arguments: text, _context())(ARGUMENTS)
+    path = truncation_file_path(notice)
+    if path is None or backend.read(path) != text or len(notice) >= len(text):
+        raise AssertionError("the invokable wrapper did not truncate and offload the output")
+
+
+def measure_buffered(text: str, runs: int, max_length: int | None) -> dict[str, list[float]]:
+    check_buffered(text, max_length)
+    result = ToolResult.of_text(text)
+    return interleaved(
+        {
+            "one_copy": lambda: lambda: text + "\n",
+            "utf8_encode": lambda: lambda: text.encode("utf-8"),
+            "invokable": lambda: _invokable(text, max_length),
+            "enhanced_invokable": lambda: _enhanced_invokable(result, max_length),
+        },
+        runs,
+    )
+
+
+# Streamed ---------------------------------------------------------------------------------
+
+
+def str_source(text: str, chunk: int) -> Iterator[str]:
+    for i in range(0, len(text), chunk):
+        yield text[i : i + chunk]
+
+
+def enhanced_source(text: str, chunk: int) -> Iterator[ToolResult]:
+    for i in range(0, len(text), chunk):
+        yield ToolResult.of_text(text[i : i + chunk])
+
+
+def _texts(stream: Iterator[Any], enhanced: bool) -> Iterator[str]:
+    if not enhanced:
+        return stream
+    return (p.text for c in stream if c is not None for p in c.parts if p.type == "text")
+
+
+def consume_join(stream: Iterator[Any], enhanced: bool) -> str:
+    """Keep everything the stream delivers, joined: what an agent does to build the message."""
+    return "".join(_texts(stream, enhanced))
+
+
+def consume_count(stream: Iterator[Any], enhanced: bool) -> int:
+    """Read the stream to its end, counting characters and keeping nothing."""
+    return sum(map(len, _texts(stream, enhanced)))
+
+
+Consumer = Callable[[Iterator[Any], bool], object]
+
+
+def _wrapped_stream(
+    text: str, chunk: int, enhanced: bool, max_length: int | None
+) -> tuple[Callable[[], Iterator[Any]], InMemoryBackend]:
+    mw, backend = _middleware(max_length)
+    ctx = _context()
+    if enhanced:
+        enhanced_wrapped = mw.wrap_enhanced_streamable_tool_call(
+            lambda argument: enhanced_source(text, chunk), ctx
+        )
+        return lambda: iter(enhanced_wrapped(ToolArgument(text=ARGUMENTS))), backend
+    wrapped = mw.wrap_streamable_tool_call(lambda arguments: str_source(text, chunk), ctx)
+    return lambda: iter(wrapped(ARGUMENTS)), backend
+
+
+def check_stream(text: str, chunk: int, enhanced: bool, max_length: int | None) -> None:
+    """The stream is cut at the limit and the whole output offloaded (checked once, untimed)."""
+    open_stream, backend = _wrapped_stream(text, chunk, enhanced, max_length)
+    seen = consume_join(open_stream(), enhanced)
+    path = truncation_file_path(seen)
+    limit = limit_of(max_length)
+    if path is None or not seen.startswith(text[:limit]) or len(seen) >= len(text):
+        raise AssertionError("the stream was not cut at the limit")
+    stored = backend.read(path)
+    if enhanced:
+        stored = "".join(p["text"] for p in json.loads(stored))
+    if stored != text:
+        raise AssertionError("the offload does not hold the whole stream")
+
+
+def measure_stream(
+    text: str, chunk: int, enhanced: bool, runs: int, max_length: int | None
+) -> dict[str, list[float]]:
+    check_stream(text, chunk, enhanced, max_length)
+    source = enhanced_source if enhanced else str_source
+
+    def raw(consume: Consumer) -> Callable[[], Thunk]:
+        return lambda: lambda: consume(source(text, chunk), enhanced)
+
+    def wrapped(consume: Consumer) -> Callable[[], Thunk]:
+        def make() -> Thunk:
+            open_stream, _ = _wrapped_stream(text, chunk, enhanced, max_length)
+            return lambda: consume(open_stream(), enhanced)
+
+        return make
+
+    return interleaved(
+        {
+            "raw_join": raw(consume_join),
+            "wrapped_join": wrapped(consume_join),
+            "raw_count": raw(consume_count),
+            "wrapped_count": wrapped(consume_count),
+        },
+        runs,
+    )
+
+
+# Driving and reporting ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Args:
+    size: int
+    kinds: tuple[str, ...]
+    chunks: tuple[int, ...]
+    runs: int
+    max_length: int | None
+    out: Path
+
+
+def _parse(argv: Sequence[str] | None) -> Args:
+    parser = argparse.ArgumentParser(
+        description="Time the truncation phase on one very large tool output."
+    )
+    parser.add_argument("--size", type=int, default=SIZE, help="bytes of UTF-8 in the output")
+    parser.add_argument("--kinds", nargs="+", choices=KINDS, default=list(KINDS))
+    parser.add_argument(
+        "--chunks", type=int, nargs="+", default=list(CHUNKS), help="characters per chunk"
+    )
+    parser.add_argument("--runs", type=int, default=RUNS, help="runs per figure; the median")
+    parser.add_argument(
+        "--max-length",
+        type=int,
+        default=None,
+        help="max_length_for_trunc (default: the engine's default)",
+    )
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    ns = parser.parse_args(argv)
+    return Args(
+        size=ns.size,
+        kinds=tuple(ns.kinds),
+        chunks=tuple(ns.chunks),
+        runs=ns.runs,
+        max_length=ns.max_length,
+        out=ns.out,
+    )
+
+
+def _overhead(raw: list[float], wrapped: list[float]) -> float:
+    return statistics.median(wrapped) / statistics.median(raw) - 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parse(argv)
+    host = machine()
+    limit = limit_of(args.max_length)
+    outputs: dict[str, Any] = {}
+    for kind in args.kinds:
+        print(f"building the {kind} output...", file=sys.stderr)
+        text = output_text(args.size, kind)
+        figures: dict[str, Any] = {
+            "chars": len(text),
+            "utf8_bytes": len(text.encode("utf-8")),
+            "bytes_in_memory": sys.getsizeof(text),
+        }
+        print(f"{kind}: buffered...", file=sys.stderr)
+        buffered = measure_buffered(text, args.runs, args.max_length)
+        copy = statistics.median(buffered["one_copy"])
+        figures["buffered"] = {
+            name: {
+                "median_ms": _median_ms(times),
+                "runs_ms": [1000 * t for t in times],
+                "copies": statistics.median(times) / copy,
+            }
+            for name, times in buffered.items()
+        }
+        streams: dict[str, Any] = {}
+        for enhanced in (False, True):
+            for chunk in args.chunks:
+                label = f"{'enhanced' if enhanced else 'str'}/{chunk}"
+                print(f"{kind}: stream {label}...", file=sys.stderr)
+                times = measure_stream(text, chunk, enhanced, args.runs, args.max_length)
+                streams[label] = {
+                    "wrapper": (
+                        "wrap_enhanced_streamable_tool_call"
+                        if enhanced
+                        else "wrap_streamable_tool_call"
+                    ),
+                    "chunk_chars": chunk,
+                    "chunks": -(-len(text) // chunk),
+                    **{f"{n}_median_ms": _median_ms(t) for n, t in times.items()},
+                    "runs_ms": {n: [1000 * x for x in t] for n, t in times.items()},
+                    "join_overhead": _overhead(times["raw_join"], times["wrapped_join"]),
+                    "count_overhead": _overhead(times["raw_count"], times["wrapped_count"]),
+                }
+        figures["streams"] = streams
+        outputs[kind] = figures
+        del text
+    host["load_average_at_end"] = load_average()
+    report = {
+        "machine": host,
+        "engine": engine_revision(),
+        "versions": versions(("tiktoken",)),
+        "size_utf8_bytes": args.size,
+        "max_length_for_trunc": limit,
+        "runs": args.runs,
+        "targets": {"buffered_copies": BUFFERED_TARGET, "stream_overhead": STREAM_TARGET},
+        "outputs": outputs,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    print_report(report)
+    print(f"\nwrote {args.out}")
+    return 0
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:+.1f}%"
+
+
+def print_report(report: dict[str, Any]) -> None:
+    m = report["machine"]
+    print(
+        f"\nOne tool output of at most {report['size_utf8_bytes']:,} UTF-8 bytes; "
+        f"max_length_for_trunc={report['max_length_for_trunc']:,}; InMemoryBackend; median "
+        f"of {report['runs']} runs, garbage collector on.\nMachine: {m['cpus']} CPUs, Python "
+        f"{m['python']}; load average (1, 5, 15 min) {m['load_average_at_start']} at the "
+        f"start, {m['load_average_at_end']} at the end.\n"
+    )
+    outputs = report["outputs"]
+    print("Buffered: ms from the tool's return to the wrapper's, against one copy (text + '\\n')")
+    rows = []
+    for kind, f in outputs.items():
+        b = f["buffered"]
+        rows.append(
+            [
+                kind,
+                f"{f['chars']:,}",
+                f"{f['utf8_bytes']:,}",
+                f"{b['one_copy']['median_ms']:.1f}",
+                f"{b['utf8_encode']['median_ms']:.1f}",
+                f"{b['invokable']['median_ms']:.2f}",
+                f"{b['invokable']['copies']:.2f}x",
+                f"{b['enhanced_invokable']['median_ms']:.2f}",
+                f"{b['enhanced_invokable']['copies']:.2f}x",
+                f"<= {report['targets']['buffered_copies']:g}x",
+            ]
+        )
+    print(
+        table(
+            [
+                "output",
+                "chars",
+                "UTF-8 bytes",
+                "one copy ms",
+                "UTF-8 encode ms",
+                "invokable ms",
+                "/ copy",
+                "enhanced ms",
+                "/ copy",
+                "target",
+            ],
+            rows,
+        )
+    )
+    target = report["targets"]["stream_overhead"]
+    print(
+        "\nStreamed: ms to read the whole stream, without the middleware (raw) and through "
+        f"it; what the middleware adds (target <= {100 * target:g}%)"
+    )
+    rows = []
+    for kind, f in outputs.items():
+        for s in f["streams"].values():
+            rows.append(
+                [
+                    kind,
+                    s["wrapper"].removeprefix("wrap_").removesuffix("_tool_call"),
+                    f"{s['chunk_chars']:,}",
+                    f"{s['chunks']:,}",
+                    f"{s['raw_join_median_ms']:.1f}",
+                    f"{s['wrapped_join_median_ms']:.1f}",
+                    _pct(s["join_overhead"]),
+                    f"{s['raw_count_median_ms']:.1f}",
+                    f"{s['wrapped_count_median_ms']:.1f}",
+                    _pct(s["count_overhead"]),
+                ]
+            )
+    print(
+        table(
+            [
+                "output",
+                "wrapper",
+                "chunk chars",
+                "chunks",
+                "raw join ms",
+                "wrapped join ms",
+                "added",
+                "raw count ms",
+                "wrapped count ms",
+                "added",
+            ],
+            rows,
+        )
+    )
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,37 @@
+"""The memory benchmark runs end to end on a small conversation and prints its tables
+(figures are not checked beyond being there)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from benchmarks import memory
+
+
+def test_build_reaches_the_token_count() -> None:
+    messages, tokens = memory.build(3000, 5)
+    assert tokens >= 3000
+    assert len(messages) >= 5
+
+
+def test_main_measures_in_fresh_processes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "memory.json"
+    argv = ["--tokens", "3000", "--min-messages", "5", "--threshold", "500"]
+    assert memory.main([*argv, "--counters", "approx", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "cl100k_base tokens" in printed
+    assert "load average" in printed
+    assert "tracemalloc, MB" in printed
+    report = json.loads(out.read_text(encoding="utf-8"))
+    traced = [r for r in report["runs"] if r["how"] == "tracemalloc"]
+    assert [r["json"] for r in traced] == ["utf-8", "ascii"]
+    for run in traced:
+        assert run["results_cleared"] > 0
+        assert run["peak_with_text"] >= run["peak_above_text"] > 0
+    if memory.rss_measurable():
+        assert "Resident set size (VmRSS, VmHWM)" in printed

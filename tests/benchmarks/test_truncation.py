@@ -1,0 +1,48 @@
+"""The truncation benchmark runs end to end on a small output and prints its tables
+(figures are not checked: timings are not unit tests)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from benchmarks import truncation
+
+
+def test_output_text_fits_the_size_in_utf8_bytes() -> None:
+    ascii_text = truncation.output_text(5000, "ascii")
+    assert len(ascii_text) == 5000
+    assert ascii_text.isascii()
+    assert ascii_text.startswith("==> django/")
+    other = truncation.output_text(5000, "non-ascii")
+    assert 4990 < len(other.encode("utf-8")) <= 5000
+    assert not other.isascii()
+    assert max(map(ord, other)) <= 0xFFFF
+
+
+def test_consumers_read_strings_and_results_alike() -> None:
+    chunks = ["ab", "cde"]
+    assert truncation.consume_join(iter(chunks), False) == "abcde"
+    assert truncation.consume_count(iter(chunks), False) == 5
+    results = truncation.enhanced_source("abcde", 2)
+    assert truncation.consume_join(results, True) == "abcde"
+
+
+def test_main_prints_both_tables(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "truncation.json"
+    argv = ["--size", "6000", "--max-length", "1000", "--chunks", "256"]
+    assert truncation.main([*argv, "--runs", "1", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "max_length_for_trunc=1,000" in printed
+    assert "load average" in printed
+    assert "Buffered: ms from the tool's return" in printed
+    assert "Streamed: ms to read the whole stream" in printed
+    for kind in ("ascii", "non-ascii"):
+        assert any(line.startswith(kind) for line in printed.splitlines())
+    report = json.loads(out.read_text(encoding="utf-8"))
+    assert set(report["outputs"]) == {"ascii", "non-ascii"}
+    streams = report["outputs"]["ascii"]["streams"]
+    assert set(streams) == {"str/256", "enhanced/256"}
+    assert streams["str/256"]["chunks"] == 24
