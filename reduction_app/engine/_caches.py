@@ -95,7 +95,9 @@ class TextCache:
 
     The per-message cache goes by identity, which a REST client defeats: it sends the
     whole conversation again on every call, parsed into new objects. Hashing a text is
-    far cheaper than encoding it, so equal texts are encoded once.
+    far cheaper than encoding it, so equal texts are encoded once. A text may be given as
+    the tuple of the pieces it is joined from (:meth:`get_or_count_pieces`): the entry
+    then holds the pieces the messages already hold, never a joined copy.
     """
 
     def __init__(self, max_chars: int) -> None:
@@ -103,23 +105,33 @@ class TextCache:
         self.chars = 0
         self.hits = 0
         self.misses = 0
-        self._entries: OrderedDict[str, int] = OrderedDict()
+        self._entries: OrderedDict[str | tuple[str, ...], tuple[int, int]] = OrderedDict()
+        """Key -> (count, characters)."""
         self._lock = threading.Lock()
 
     def get_or_count(self, text: str, count: Callable[[str], int]) -> int:
+        return self._get_or_count(text, len(text), lambda: count(text))
+
+    def get_or_count_pieces(self, pieces: tuple[str, ...], count: Callable[[str], int]) -> int:
+        """The count of ``"".join(pieces)``, joined only when it has to be counted."""
+        return self._get_or_count(pieces, sum(map(len, pieces)), lambda: count("".join(pieces)))
+
+    def _get_or_count(
+        self, key: str | tuple[str, ...], size: int, count: Callable[[], int]
+    ) -> int:
         with self._lock:
-            value = self._entries.get(text)
-            if value is not None:
-                self._entries.move_to_end(text)
+            entry = self._entries.get(key)
+            if entry is not None:
+                self._entries.move_to_end(key)
                 self.hits += 1
-                return value
-        value = count(text)
+                return entry[0]
+        value = count()
         with self._lock:
             self.misses += 1
-            if text not in self._entries and len(text) <= self.max_chars:
-                self._entries[text] = value
-                self.chars += len(text)
+            if key not in self._entries and size <= self.max_chars:
+                self._entries[key] = (value, size)
+                self.chars += size
                 while self.chars > self.max_chars:
-                    old, _ = self._entries.popitem(last=False)
-                    self.chars -= len(old)
+                    _, (_, old_size) = self._entries.popitem(last=False)
+                    self.chars -= old_size
         return value

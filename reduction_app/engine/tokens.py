@@ -151,6 +151,11 @@ def render_message(msg: AnyMessage) -> list[str]:
     block for an agentic message (the reference floors each separately)."""
     if isinstance(msg, blocks.AgenticMessage):
         return [msg.role, *(render_block(block) for block in msg.content_blocks)]
+    return ["".join(_chat_pieces(msg))]
+
+
+def _chat_pieces(msg: Message) -> tuple[str, ...]:
+    """The pieces a chat message's one string is joined from."""
     parts = [msg.role, "\n", msg.reasoning_content, "\n", msg.content, "\n"]
     if msg.role == ROLE_ASSISTANT:
         for call in msg.tool_calls:
@@ -158,7 +163,7 @@ def render_message(msg: AnyMessage) -> list[str]:
     for part in (*msg.user_input_multi_content, *msg.assistant_gen_multi_content):
         if part.type == "text":
             parts += [part.text, "\n"]
-    return ["".join(parts)]
+    return tuple(parts)
 
 
 def render_tool(tool: ToolInfo) -> str:
@@ -282,6 +287,16 @@ class TiktokenCounter(CachingCounter):
         if len(text) < self.TEXT_CACHE_MIN_CHARS:
             return self._encode_count(text)
         return self.texts.get_or_count(text, self._encode_count)
+
+    def _count_message(self, msg: AnyMessage) -> int:
+        if isinstance(msg, blocks.AgenticMessage):
+            return super()._count_message(msg)
+        # A chat message's text is cached by its pieces: the cache then keeps the strings
+        # the message holds, not a joined copy of a long tool output.
+        pieces = _chat_pieces(msg)
+        if sum(map(len, pieces)) < self.TEXT_CACHE_MIN_CHARS:
+            return self._encode_count("".join(pieces))
+        return self.texts.get_or_count_pieces(pieces, self._encode_count)
 
     def _encode_count(self, text: str) -> int:
         # Tool output may contain "<|endoftext|>"; it is counted as the text it is.
