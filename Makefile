@@ -95,6 +95,7 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
 	$(BIN)/python -m benchmarks.replay
+	$(BIN)/python -m benchmarks.flat
 	$(BIN)/python -m benchmarks.truncation
 	$(BIN)/python -m benchmarks.memory
 

@@ -292,28 +292,6 @@ def deciles(run: Run) -> list[dict[str, float]]:
     return rows
 
 
-FLAT_FROM = 100
-"""The call from which time per call should stay flat (issue 11)."""
-
-
-def flatness(run: Run) -> dict[str, float] | None:
-    """Median ms per call over the tenth of the replay that starts at call
-    :data:`FLAT_FROM`, and over the last tenth, and their ratio; ``None`` for short
-    replays. Medians, because a call that clears or brings a long file costs more."""
-    n = len(run.per_call)
-    width = n // DECILES
-    if width == 0 or n < FLAT_FROM + 2 * width:
-        return None
-    early = 1000 * statistics.median(run.per_call[FLAT_FROM : FLAT_FROM + width])
-    late = 1000 * statistics.median(run.per_call[n - width :])
-    return {
-        "from_call": FLAT_FROM,
-        "early_median_ms": early,
-        "last_median_ms": late,
-        "ratio": late / early,
-    }
-
-
 def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description="Replay a long agent session through the clear phase."
@@ -369,7 +347,6 @@ def _figures(run: Run, totals: list[float]) -> dict[str, Any]:
         "final_context_tokens": run.final_tokens,
         "final_placeholders": run.final_placeholders,
         "deciles": deciles(run),
-        "flatness": flatness(run),
         **run.extra,
     }
 
@@ -510,14 +487,6 @@ def print_report(report: dict[str, Any]) -> None:
         row += [f"{f[n]['deciles'][d]['mean_ms']:.3f}" for n in names]
         rows.append(row)
     print(table(["decile", "context msgs", *names], rows))
-    flat = [(n, f[n]["flatness"]) for n in names if n.startswith("ours") and f[n]["flatness"]]
-    if flat:
-        print(f"\nMedian ms per call, calls {FLAT_FROM}+ (a tenth) and the last tenth:")
-        rows = [
-            [n, f"{v['early_median_ms']:.3f}", f"{v['last_median_ms']:.3f}", f"{v['ratio']:.2f}x"]
-            for n, v in flat
-        ]
-        print(table(["replay", f"from call {FLAT_FROM}", "last tenth", "ratio"], rows))
 
 
 if __name__ == "__main__":
