@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run serve test test-sqlite test-postgres setup lint bench clean
+.PHONY: run serve test test-sqlite test-postgres setup lint bench bench-api clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required")'
@@ -38,7 +38,8 @@ serve: export DJANGO_DEBUG = 0
 serve: $(STAMP)
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py collectstatic --noinput --verbosity 0
-	@trap 'kill 0' EXIT INT TERM; \
+	@# The trap is reset before `kill 0`, which signals this shell too.
+	@trap 'trap - EXIT INT TERM; kill 0' EXIT INT TERM; \
 	$(BIN)/python manage.py db_worker --no-reload & \
 	$(BIN)/gunicorn --config config/gunicorn_conf.py config.wsgi
 
@@ -108,6 +109,12 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
 	$(BIN)/python -m benchmarks.replay
+
+# /api/v1/clear under load, through gunicorn on loopback (benchmarks/README.md).
+# BENCH_ARGS goes to the benchmark, e.g. `make bench-api BENCH_ARGS='--seconds 60'`.
+BENCH_ARGS ?=
+bench-api: $(STAMP)
+	$(BIN)/python -m benchmarks.api_load $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache
