@@ -62,7 +62,7 @@ from reduction_app.engine import (
 )
 from simulator.corpus import TOOLS_OPENAI
 
-__all__ = ["PAYLOADS", "Payload", "conversation", "in_process_seconds", "main"]
+__all__ = ["PAYLOADS", "Payload", "conversation", "in_process", "in_process_seconds", "main"]
 
 RESULTS = Path(__file__).parent / "results" / "api_load.json"
 PATH = "/api/v1/clear"
@@ -105,8 +105,8 @@ def body_for(wire: list[dict[str, Any]], payload: Payload, conversation_id: str 
     return json.dumps(body).encode()
 
 
-def in_process_seconds(body: bytes, backend: InMemoryBackend) -> float:
-    """One in-process run of what ``/clear`` computes for ``body``."""
+def in_process(body: bytes, backend: InMemoryBackend) -> tuple[float, dict[str, Any]]:
+    """What ``/clear`` computes for ``body``, in this process: seconds, and the answer."""
     start = time.perf_counter()
     data = json.loads(body)
     messages = formats.parse("openai_chat", data["messages"])
@@ -119,7 +119,11 @@ def in_process_seconds(body: bytes, backend: InMemoryBackend) -> float:
     system, out = formats.dump("openai_chat", state.messages)
     answer = {"messages": out, "system": system, "events": [e.to_dict() for e in events]}
     json.dumps(answer)
-    return time.perf_counter() - start
+    return time.perf_counter() - start, answer
+
+
+def in_process_seconds(body: bytes, backend: InMemoryBackend) -> float:
+    return in_process(body, backend)[0]
 
 
 def median_of(run: Callable[[], float], repeat: int, warmup: int = 3) -> tuple[float, list[float]]:
@@ -166,12 +170,18 @@ class DjangoClient:
 
 
 def check_answer(server: Server, body: bytes) -> dict[str, Any]:
-    """One request, checked: 200, and the figures the report shows."""
+    """One request, checked: 200, and the messages the engine gives in-process (so both
+    sides do the same work); the figures the report shows."""
     host, port = _address(server)
     status, _, data = post_once(host, port, PATH, body, _headers(server))
     if status != 200:
         raise RuntimeError(f"{PATH} answered {status}: {data[:500]!r}\n{server.log.read_text()}")
     answer = json.loads(data)
+    _, expected = in_process(body, InMemoryBackend())
+    if answer["messages"] != expected["messages"] or len(answer["events"]) != len(
+        expected["events"]
+    ):
+        raise RuntimeError(f"{PATH} answered other messages or events than the engine in-process")
     return {
         "applied": answer["applied"],
         "tokens_before": answer["tokens_before"],
