@@ -62,3 +62,26 @@ def test_readme_python_examples_run(tmp_path, monkeypatch) -> None:  # type: ign
     assert len(blocks) >= 2
     for index, block in enumerate(blocks):
         exec(compile(block, f"README.md python block {index}", "exec"), {})
+
+
+_ENV_READ = re.compile(r"""(?:os\.environ(?:\.get)?[\[(]|_env_bool\()\s*"([A-Z][A-Z0-9_]*)\"""")
+_ENV_ROW = re.compile(r"^\| `([A-Z][A-Z0-9_]*)` \|", re.M)
+
+
+def environment_variables_read() -> set[str]:
+    """Every variable the settings and gunicorn's config read from the environment."""
+    config = README.parent / "config"
+    return {
+        name
+        for source in ("settings.py", "gunicorn_conf.py")
+        for name in _ENV_READ.findall((config / source).read_text(encoding="utf-8"))
+    }
+
+
+def test_readme_deploying_lists_every_environment_variable() -> None:
+    """The table of the "Deploying" section names each variable the code reads, and
+    only those (besides gunicorn's own GUNICORN_CMD_ARGS)."""
+    text = README.read_text(encoding="utf-8")
+    section = text.split("\n## Deploying\n", 1)[1].split("\n## ", 1)[0]
+    listed = set(_ENV_ROW.findall(section))
+    assert listed == environment_variables_read() | {"GUNICORN_CMD_ARGS"}
