@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from benchmarks.api_report import print_report
 from benchmarks.corpus import build_conversation, dump_openai
 from benchmarks.loadgen import LoadResult, percentile, post_once, run_load
 from benchmarks.server import Server, production_server
@@ -291,101 +292,6 @@ def measure(server: Server, wire: list[dict[str, Any]], args: argparse.Namespace
         print(f"\ncProfile of {args.profile} test-client requests ({chosen[0].name}):")
         django_client.profile(body_for(wire, chosen[0], "load-profile"), args.profile)
     return figures
-
-
-# Report -------------------------------------------------------------------------------
-
-
-def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    cells = [[str(h) for h in headers], *[[str(c) for c in row] for row in rows]]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
-    lines = [
-        "  ".join(
-            c.rjust(w) if i else c.ljust(w)
-            for i, (c, w) in enumerate(zip(row, widths, strict=True))
-        )
-        for row in cells
-    ]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
-
-
-def _load(values: Sequence[float]) -> str:
-    return " ".join(f"{v:.2f}" for v in values)
-
-
-def print_report(report: dict[str, Any]) -> None:
-    c, s = report["conversation"], report["server"]
-    print(
-        f"\nConversation: {c['messages']} messages ({c['tool_results']} tool results), "
-        f"{c['cl100k_tokens']:,} cl100k tokens ({c['approx_tokens']:,} by the API's default "
-        f"approx counter), {c['body_bytes']:,} bytes of JSON per request.\n"
-        f"Server: gunicorn {s['gunicorn']}, {s['workers']} sync workers, DEBUG off, SQLite; "
-        f"{report['machine']['cpus']} CPUs, Python {report['machine']['python']}; "
-        f"conversation_id {'left out' if not report['conversation_id'] else 'one per client'}.\n"
-        f"Load average (1, 5, 15 min): {_load(report['load_before'])} before, "
-        f"{_load(report['load_after'])} after.\n"
-    )
-    f = report["figures"]
-    print("One request at a time (ms; in-process and test client: median):")
-    rows = []
-    for name, v in f.items():
-        a, one = v["answer"], v["one_client"]
-        rows.append(
-            [
-                name,
-                "yes" if a["applied"] else "no",
-                a["events"],
-                f"{v['in_process_ms']:.1f}",
-                f"{v['test_client_ms']:.1f}",
-                f"{one['p50_ms']:.1f}",
-                f"{one['p99_ms']:.1f}",
-                one["requests"],
-                f"{v['overhead_ms']:.1f}",
-                f"{v['overhead_ratio']:.2f}x",
-            ]
-        )
-    print(
-        _table(
-            [
-                "payload",
-                "cleared",
-                "events",
-                "in-process",
-                "test client",
-                "HTTP p50",
-                "HTTP p99",
-                "requests",
-                "overhead ms",
-                "HTTP p50 / in-process",
-            ],
-            rows,
-        )
-    )
-    clients = next(iter(f.values()))["loaded"]["clients"] if f else 0
-    print(f"\n{clients} concurrent clients:")
-    rows = [
-        [
-            name,
-            f"{v['loaded']['p50_ms']:.1f}",
-            f"{v['loaded']['p99_ms']:.1f}",
-            f"{v['loaded']['max_ms']:.1f}",
-            f"{v['loaded']['throughput_rps']:.1f}",
-            v["loaded"]["requests"],
-            v["loaded"]["errors"],
-            f"{v['loaded']['seconds']:.1f}",
-            f"{v['loaded']['load_generator_cpu_share']:.2f}",
-        ]
-        for name, v in f.items()
-    ]
-    headers = ["payload", "p50 ms", "p99 ms", "max ms", "requests/s", "requests", "errors", "s"]
-    print(_table([*headers, "load generator, cores"], rows))
-    print(
-        "\nin-process: json.loads + parse + clear (InMemoryBackend) + dump + json.dumps of the "
-        "answer, single-threaded.\ntest client: the same request through Django in this "
-        "process (no HTTP). HTTP: through gunicorn over loopback, one client.\n"
-        "overhead = HTTP p50 - in-process; target HTTP p50 / in-process <= 1.5x."
-    )
 
 
 # Driving ------------------------------------------------------------------------------
