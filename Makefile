@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test test-sqlite test-postgres setup lint bench clean
+.PHONY: run serve test test-sqlite test-postgres setup lint bench bench-api clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required")'
@@ -28,6 +28,20 @@ run: setup
 	@trap 'kill 0' EXIT INT TERM; \
 	$(BIN)/python manage.py db_worker --no-reload --no-startup-delay & \
 	$(BIN)/python manage.py runserver 127.0.0.1:8000
+
+# The production server (README, "Deploying"): DEBUG off, static files collected for
+# whitenoise, gunicorn with WEB_CONCURRENCY sync workers (default: one per core, at
+# least 2) on GUNICORN_BIND (default 127.0.0.1:8000), and the task worker beside it;
+# Ctrl-C stops both. DJANGO_SECRET_KEY must be set (DJANGO_ALLOW_INSECURE_KEY=1 runs on
+# the development key, for a server only this machine reaches).
+serve: export DJANGO_DEBUG = 0
+serve: $(STAMP)
+	$(BIN)/python manage.py migrate --noinput
+	$(BIN)/python manage.py collectstatic --noinput --verbosity 0
+	@# The trap is reset before `kill 0`, which signals this shell too.
+	@trap 'trap - EXIT INT TERM; kill 0' EXIT INT TERM; \
+	$(BIN)/python manage.py db_worker --no-reload & \
+	$(BIN)/gunicorn --config config/gunicorn_conf.py config.wsgi
 
 # `make test` runs the whole suite on SQLite, then on PostgreSQL. PostgreSQL is the
 # server TEST_DATABASE_URL names, or else the one scripts/ensure_postgres.sh finds or
@@ -98,6 +112,12 @@ bench: $(STAMP)
 	$(BIN)/python -m benchmarks.flat
 	$(BIN)/python -m benchmarks.truncation
 	$(BIN)/python -m benchmarks.memory
+
+# /api/v1/clear under load, through gunicorn on loopback (benchmarks/README.md).
+# BENCH_ARGS goes to the benchmark, e.g. `make bench-api BENCH_ARGS='--seconds 60'`.
+BENCH_ARGS ?=
+bench-api: $(STAMP)
+	$(BIN)/python -m benchmarks.api_load $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache

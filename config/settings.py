@@ -13,6 +13,8 @@ from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
 
+from django.core.exceptions import ImproperlyConfigured
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
@@ -25,13 +27,35 @@ def _env_bool(name: str, default: bool) -> bool:
 
 DEBUG = _env_bool("DJANGO_DEBUG", True)
 # The development default is only for 127.0.0.1; any real deployment sets its own.
-SECRET_KEY = os.environ.get(
-    "DJANGO_SECRET_KEY", "insecure-development-key-set-DJANGO_SECRET_KEY-in-production"
-)
+DEVELOPMENT_SECRET_KEY = "insecure-development-key-set-DJANGO_SECRET_KEY-in-production"
+SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY") or DEVELOPMENT_SECRET_KEY
+# With DEBUG off the app is taken to be serving for real: sessions, CSRF tokens and password
+# reset links signed with a key printed in this file could be forged by anyone. Starting on
+# the development key takes an explicit opt-in, for a production-like server on one's own
+# machine.
+if (
+    not DEBUG
+    and SECRET_KEY == DEVELOPMENT_SECRET_KEY
+    and not _env_bool("DJANGO_ALLOW_INSECURE_KEY", False)
+):
+    raise ImproperlyConfigured(
+        "DJANGO_SECRET_KEY is not set and DEBUG is off (DJANGO_DEBUG=0). Set DJANGO_SECRET_KEY "
+        "to a long random value and keep it (sessions are signed with it), for example "
+        "DJANGO_SECRET_KEY=\"$(python3 -c 'import secrets; print(secrets.token_urlsafe(50))')\"; "
+        "or, for a server only you reach on this machine, set DJANGO_ALLOW_INSECURE_KEY=1 to "
+        "run on the development key."
+    )
 ALLOWED_HOSTS = [
     host.strip()
     for host in os.environ.get("DJANGO_ALLOWED_HOSTS", "127.0.0.1,localhost,testserver").split(",")
     if host.strip()
+]
+# Behind a proxy that terminates TLS, the browser's Origin (https://...) differs from what
+# Django sees (http://...): list the public origins here, e.g. https://lab.example.com.
+CSRF_TRUSTED_ORIGINS = [
+    origin.strip()
+    for origin in os.environ.get("DJANGO_CSRF_TRUSTED_ORIGINS", "").split(",")
+    if origin.strip()
 ]
 
 INSTALLED_APPS = [
@@ -86,7 +110,9 @@ TEMPLATES = [
 ]
 
 WSGI_APPLICATION = "config.wsgi.application"
-WHITENOISE_USE_FINDERS = True
+# In development whitenoise serves static files straight from the apps; with DEBUG off it
+# serves what collectstatic put in STATIC_ROOT (`make serve` runs it first).
+WHITENOISE_USE_FINDERS = DEBUG
 ASGI_APPLICATION = "config.asgi.application"
 
 
@@ -132,6 +158,26 @@ DATABASES = {
 if os.environ.get("TEST_DATABASE_URL"):
     DATABASES["default"] = _database_from_url(os.environ["TEST_DATABASE_URL"])
 
+# SQLite under several web workers and the task worker: write-ahead logging lets readers
+# run beside the one writer, and synchronous=NORMAL syncs the log at checkpoints rather
+# than at every commit (a commit stays atomic; a power cut may lose the last few). BEGIN
+# IMMEDIATE takes the write lock when a transaction starts, so two transactions that read
+# and then write wait for each other (up to `timeout` seconds) instead of one failing
+# with "database is locked".
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    DATABASES["default"]["OPTIONS"] = {
+        "transaction_mode": "IMMEDIATE",
+        "timeout": 20,
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL",
+    }
+# Sync gunicorn workers serve one request at a time, so a worker keeps its connection
+# between requests (checked before reuse) rather than opening one per request. The
+# development server opens a thread per request, where this would gain nothing.
+DATABASES["default"]["CONN_MAX_AGE"] = int(
+    os.environ.get("DJANGO_CONN_MAX_AGE", "0" if DEBUG else "60")
+)
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -148,7 +194,7 @@ STATIC_URL = "static/"
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "overview"
 LOGOUT_REDIRECT_URL = "login"
-STATIC_ROOT = BASE_DIR / "staticfiles"
+STATIC_ROOT = Path(os.environ.get("DJANGO_STATIC_ROOT", BASE_DIR / "staticfiles"))
 MEDIA_URL = "media/"
 MEDIA_ROOT = Path(os.environ.get("REDUCTION_MEDIA_ROOT", BASE_DIR / "media"))
 
@@ -194,8 +240,14 @@ def _offload_storage(environ: Mapping[str, str]) -> dict[str, Any]:
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     # whitenoise serves collected static files (htmx from django-htmx, Chart.js from
-    # chartkick); in DEBUG it serves them straight from the apps.
-    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+    # chartkick); in DEBUG it serves them straight from the apps. With DEBUG off, names
+    # carry a hash of the content, so browsers may cache them for good (whitenoise says
+    # so, "immutable"), and a page never gets a stale script after an upgrade.
+    "staticfiles": {
+        "BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"
+        if DEBUG
+        else "whitenoise.storage.CompressedManifestStaticFilesStorage"
+    },
     "offload": _offload_storage(os.environ),
 }
 
@@ -204,3 +256,15 @@ REDUCTION_MAX_REQUEST_BYTES = int(os.environ.get("REDUCTION_MAX_REQUEST_BYTES", 
 DATA_UPLOAD_MAX_MEMORY_SIZE = REDUCTION_MAX_REQUEST_BYTES + 1024
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# Django logs unhandled errors (and 4xx answers, as warnings) to the "django" logger; its
+# default handler prints only in DEBUG. This one prints to stderr always, so a server's
+# 500s land in gunicorn's (or the service manager's) log.
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"stderr": {"class": "logging.StreamHandler"}},
+    "loggers": {
+        "django": {"handlers": ["stderr"], "level": os.environ.get("DJANGO_LOG_LEVEL", "INFO")}
+    },
+}

@@ -62,3 +62,28 @@ def test_readme_python_examples_run(tmp_path, monkeypatch) -> None:  # type: ign
     assert len(blocks) >= 2
     for index, block in enumerate(blocks):
         exec(compile(block, f"README.md python block {index}", "exec"), {})
+
+
+_ENV_READ = re.compile(
+    r"""(?:(?:os\.)?environ(?:\.get)?[\[(]|_env_bool\()\s*"([A-Z][A-Z0-9_]*)\""""
+)
+_AWS_NAME = re.compile(r'"(AWS_[A-Z0-9_]+)"')
+_ENV_SOURCES = ("settings.py", "gunicorn_conf.py")
+_ENV_ROW = re.compile(r"^\| `([A-Z][A-Z0-9_]*)` \|", re.M)
+
+
+def environment_variables_read() -> set[str]:
+    """Every variable the settings and gunicorn's config read from the environment."""
+    config = README.parent / "config"
+    texts = [(config / source).read_text(encoding="utf-8") for source in _ENV_SOURCES]
+    # The S3 options are read in a loop over (option, "AWS_...") pairs.
+    return {name for text in texts for name in _ENV_READ.findall(text) + _AWS_NAME.findall(text)}
+
+
+def test_readme_deploying_lists_every_environment_variable() -> None:
+    """The table of the "Deploying" section names each variable the code reads, and
+    only those (besides gunicorn's own GUNICORN_CMD_ARGS)."""
+    text = README.read_text(encoding="utf-8")
+    section = text.split("\n## Deploying\n", 1)[1].split("\n## ", 1)[0]
+    listed = set(_ENV_ROW.findall(section))
+    assert listed == environment_variables_read() | {"GUNICORN_CMD_ARGS"}

@@ -25,11 +25,18 @@ def conversation_upsert(
     system: Any = None,
 ) -> Conversation:
     """Create the conversation or update it; a transcript at least as long as the stored
-    one replaces it (a client sends its whole context each time)."""
+    one replaces it (a client sends its whole context each time).
+
+    The stored transcript, tools and system are not loaded to be replaced: reading a long
+    transcript back costs as much as writing it. (An update that keeps them leaves them
+    deferred; reading one then loads it.)"""
     for _ in range(2):
         try:
             with transaction.atomic():
-                conversation, created = Conversation.objects.select_for_update().get_or_create(
+                rows = Conversation.objects.select_for_update().defer(
+                    "transcript", "tools", "system"
+                )
+                conversation, created = rows.get_or_create(
                     workspace=workspace,
                     client_id=client_id,
                     defaults={

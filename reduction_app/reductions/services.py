@@ -80,15 +80,22 @@ def engine_session_record(
                     tools=tools,
                     system=system,
                 )
-            for staged in session.backend.staged.values():
-                event = by_path.get(staged.path)
-                existing = (
+            staged_writes = list(session.backend.staged.values())
+            # One query for the paths already recorded, one insert for the new ones,
+            # however many results the pass offloaded (and none when it offloaded none).
+            recorded = (
+                dict(
                     OffloadedFile.objects.select_for_update()
-                    .filter(workspace=session.workspace, path=staged.path)
-                    .first()
+                    .filter(workspace=session.workspace, path__in=[w.path for w in staged_writes])
+                    .values_list("path", "sha256")
                 )
-                if existing is not None:
-                    if existing.sha256 == staged.digest:
+                if staged_writes
+                else {}
+            )
+            new_files = []
+            for staged in staged_writes:
+                if staged.path in recorded:
+                    if recorded[staged.path] == staged.digest:
                         # The engine reuses a path for identical content; the first record
                         # (its conversation, its call) stands.
                         continue
@@ -98,18 +105,22 @@ def engine_session_record(
                         f"offload path {staged.path} was taken by another request; "
                         "send this request again"
                     )
-                OffloadedFile.objects.create(
-                    workspace=session.workspace,
-                    path=staged.path,
-                    conversation=conversation,
-                    storage_name=staged.storage_name,
-                    size_chars=len(staged.content),
-                    tokens=count_text(counter, staged.content),
-                    sha256=staged.digest,
-                    phase=event.phase if event else "",
-                    tool_name=event.tool_name if event else "",
-                    call_id=event.call_id if event else "",
+                event = by_path.get(staged.path)
+                new_files.append(
+                    OffloadedFile(
+                        workspace=session.workspace,
+                        path=staged.path,
+                        conversation=conversation,
+                        storage_name=staged.storage_name,
+                        size_chars=len(staged.content),
+                        tokens=count_text(counter, staged.content),
+                        sha256=staged.digest,
+                        phase=event.phase if event else "",
+                        tool_name=event.tool_name if event else "",
+                        call_id=event.call_id if event else "",
+                    )
                 )
+            OffloadedFile.objects.bulk_create(new_files)
             rows = EventRecord.objects.bulk_create(
                 [
                     EventRecord(

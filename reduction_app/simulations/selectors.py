@@ -19,10 +19,11 @@ def simulation_get(*, workspace: Workspace, simulation_id: int) -> Simulation | 
 
 
 def simulation_list(*, workspace: Workspace) -> QuerySet[Simulation]:
+    """Newest first, with their conversations and their results (the API's list shows
+    both: deferring the results would cost a query per row)."""
     return (
         Simulation.objects.filter(workspace=workspace)
         .select_related("conversation")
-        .defer("results")
         .order_by("-id")
     )
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from reduction_app.conversations.services import conversation_delete, conversation_upsert
 from reduction_app.models import Conversation, EventRecord, OffloadedFile, Workspace
@@ -33,6 +35,32 @@ def test_conversation_upsert_keeps_the_longest_transcript(workspace: Workspace) 
     # Without a transcript (a truncate call), the stored one stays.
     same = conversation_upsert(workspace=workspace, client_id="c", message_format="openai_chat")
     assert (same.transcript, same.title) == (long, "T")
+
+
+def test_conversation_upsert_does_not_read_back_what_it_replaces(workspace: Workspace) -> None:
+    """A client sends its whole context on every call: the stored transcript, tools and
+    system are written, never loaded to be overwritten."""
+    first = [{"role": "user", "content": "a" * 1000}]
+    conversation_upsert(
+        workspace=workspace, client_id="c", message_format="openai_chat", transcript=first
+    )
+    with CaptureQueriesContext(connection) as queries:
+        conversation_upsert(
+            workspace=workspace,
+            client_id="c",
+            message_format="openai_chat",
+            transcript=[*first, {"role": "assistant", "content": "b"}],
+            tools=[{"type": "function"}],
+        )
+    [select] = [q["sql"] for q in queries if q["sql"].startswith("SELECT")]
+    for column in ("transcript", "tools", "system"):
+        assert f'"{column}"' not in select
+    stored = Conversation.objects.get()
+    assert (stored.message_count, stored.transcript[1], stored.tools) == (
+        2,
+        {"role": "assistant", "content": "b"},
+        [{"type": "function"}],
+    )
 
 
 def test_conversation_delete_removes_content_on_commit(

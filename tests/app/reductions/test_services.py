@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
+from reduction_app.conversations.services import conversation_upsert
 from reduction_app.errors import ServiceError
 from reduction_app.models import Conversation, EventRecord, OffloadedFile, Workspace
 from reduction_app.reductions.services import engine_session_record
@@ -79,3 +82,22 @@ def test_engine_session_record_same_content_keeps_the_first_record(workspace: Wo
     row = OffloadedFile.objects.get()
     assert row.conversation is not None and row.conversation.client_id == "run-1"
     assert EventRecord.objects.count() == 2
+
+
+def test_engine_session_record_queries_do_not_grow_with_the_offloads(
+    workspace: Workspace,
+) -> None:
+    """The recorded paths are looked up at once and the new files and events inserted at
+    once: recording 12 offloads takes as many queries as recording one."""
+    conversation_upsert(workspace=workspace, client_id="run-1", message_format="openai_chat")
+    counts = []
+    for count, first in ((1, 0), (12, 100)):
+        with session_for(workspace, max_length_for_trunc=4) as session:
+            for n in range(first, first + count):
+                truncate_in(session, f"output {n}", call_id=f"call_{n}")
+            with CaptureQueriesContext(connection) as queries:
+                rows = engine_session_record(session=session, conversation_id="run-1")
+        assert len(rows) == count
+        counts.append(len(queries))
+    assert counts[0] == counts[1]
+    assert OffloadedFile.objects.count() == 13

@@ -1,0 +1,377 @@
+"""``POST /api/v1/clear`` on a 100k-token conversation: latency and throughput of the
+production server, and what the API costs over the engine run in-process.
+
+The server is :mod:`benchmarks.server`'s: gunicorn with ``--workers`` sync workers (2 by
+default), DEBUG off, on a temporary SQLite database, started and stopped here. The
+conversation is a prefix of :mod:`benchmarks.corpus` (real ``read_file``, ``grep`` and
+``list_dir`` outputs over the Django package) that ends before a model call, cut at
+about ``--tokens`` cl100k tokens. It is posted as an agent posts it before a model call
+(OpenAI chat format, with a ``conversation_id`` per client, so the transcript is recorded
+too), under two configs:
+
+- ``below-threshold``: the defaults (``max_tokens_for_clear`` 160,000): the conversation is
+  counted, nothing is cleared, one summary event is recorded. Most calls are like this.
+- ``clearing``: ``max_tokens_for_clear`` 50,000: every tool result but the last round's is
+  offloaded and replaced by a placeholder, one event each. After the first request the
+  files are already stored, so the engine finds the same content at each path.
+
+For each config, measured one after another:
+
+1. **in-process**: ``json.loads`` of the request body, the format's parse, the clear
+   phase with an ``InMemoryBackend``, the format's dump and ``json.dumps`` of the answer
+   (messages and events): the same JSON in and out as the API, minus HTTP,
+   authentication, the database and the offload storage. Median of ``--repeat`` runs.
+2. **test client**: the same request through Django's test client in this process, on the
+   server's database: the whole Django layer, without HTTP and gunicorn.
+3. **1 client**: one request at a time over loopback for ``--solo-seconds``.
+4. **N clients** (``--clients``, 8): concurrent requests for ``--seconds``; p50 and p99
+   latency, answered requests per second, errors.
+
+The **overhead ratio** is the 1-client p50 over the in-process median. Load averages
+are printed before and after: the figures only mean something on an idle machine.
+Writes ``benchmarks/results/api_load.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from benchmarks.api_report import print_report
+from benchmarks.corpus import build_conversation, dump_openai
+from benchmarks.loadgen import LoadResult, percentile, post_once, run_load
+from benchmarks.server import Server, production_server
+from reduction_app.engine import (
+    ChatModelAgentState,
+    InMemoryBackend,
+    Message,
+    config_from_dict,
+    formats,
+    get_token_counter,
+    new,
+)
+from simulator.corpus import TOOLS_OPENAI
+
+__all__ = ["PAYLOADS", "Payload", "conversation", "in_process", "in_process_seconds", "main"]
+
+RESULTS = Path(__file__).parent / "results" / "api_load.json"
+PATH = "/api/v1/clear"
+
+
+@dataclass(frozen=True)
+class Payload:
+    name: str
+    config: dict[str, Any]
+    """The body's engine config."""
+    what: str
+
+
+PAYLOADS = (
+    Payload("below-threshold", {}, "defaults: counted, nothing cleared"),
+    Payload("clearing", {"max_tokens_for_clear": 50_000}, "all but the last round offloaded"),
+)
+
+
+def conversation(tokens: int) -> list[Message]:
+    """The longest prefix of the corpus that ends before a model call (an assistant
+    message) and holds at most ``tokens`` cl100k tokens."""
+    counter = get_token_counter("cl100k_base")
+    min_chars = tokens * 6
+    while True:
+        messages = build_conversation(0, min_chars)
+        if counter(messages, []) > tokens:
+            break
+        min_chars *= 2
+    points = [i for i, m in enumerate(messages) if m.role == "assistant" and i > 0]
+    end = max(i for i in points if counter(messages[:i], []) <= tokens)
+    return messages[:end]
+
+
+def body_for(wire: list[dict[str, Any]], payload: Payload, conversation_id: str | None) -> bytes:
+    """The request body: the config, the messages and the agent's tools."""
+    body: dict[str, Any] = {"config": payload.config, "messages": wire, "tools": list(TOOLS_OPENAI)}
+    if conversation_id is not None:
+        body["conversation_id"] = conversation_id
+    return json.dumps(body).encode()
+
+
+def in_process(body: bytes, backend: InMemoryBackend) -> tuple[float, dict[str, Any]]:
+    """What ``/clear`` computes for ``body``, in this process: seconds, and the answer."""
+    start = time.perf_counter()
+    data = json.loads(body)
+    messages = formats.parse("openai_chat", data["messages"])
+    tools = formats.parse_tools("openai_chat", data["tools"])
+    events: list[Any] = []
+    config = config_from_dict(data["config"], backend=backend, on_event=events.append)
+    state = new(config).before_model_rewrite_state(
+        ChatModelAgentState(messages=messages, tool_infos=tools)
+    )
+    system, out = formats.dump("openai_chat", state.messages)
+    answer = {"messages": out, "system": system, "events": [e.to_dict() for e in events]}
+    json.dumps(answer)
+    return time.perf_counter() - start, answer
+
+
+def in_process_seconds(body: bytes, backend: InMemoryBackend) -> float:
+    return in_process(body, backend)[0]
+
+
+def median_of(run: Callable[[], float], repeat: int, warmup: int = 3) -> tuple[float, list[float]]:
+    for _ in range(warmup):
+        run()
+    times = [run() for _ in range(repeat)]
+    return statistics.median(times), times
+
+
+class DjangoClient:
+    """Django's test client in this process, on the server's database and settings."""
+
+    def __init__(self, server: Server) -> None:
+        os.environ.update(server.env)
+        os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings"
+        import django
+
+        django.setup()
+        from django.test import Client
+
+        self.client = Client()
+        self.headers = {"Authorization": f"Bearer {server.api_key}"}
+
+    def post(self, body: bytes) -> float:
+        start = time.perf_counter()
+        response = self.client.post(
+            PATH, body, content_type="application/json", headers=self.headers
+        )
+        elapsed = time.perf_counter() - start
+        if response.status_code != 200:
+            raise RuntimeError(f"test client: {response.status_code} {response.content[:300]!r}")
+        return elapsed
+
+    def profile(self, body: bytes, requests: int) -> None:
+        import cProfile
+        import pstats
+
+        profiler = cProfile.Profile()
+        profiler.enable()
+        for _ in range(requests):
+            self.post(body)
+        profiler.disable()
+        pstats.Stats(profiler, stream=sys.stdout).sort_stats("cumulative").print_stats(30)
+
+
+def check_answer(server: Server, body: bytes) -> dict[str, Any]:
+    """One request, checked: 200, and the messages the engine gives in-process (so both
+    sides do the same work); the figures the report shows."""
+    host, port = _address(server)
+    status, _, data = post_once(host, port, PATH, body, _headers(server))
+    if status != 200:
+        raise RuntimeError(f"{PATH} answered {status}: {data[:500]!r}\n{server.log.read_text()}")
+    answer = json.loads(data)
+    _, expected = in_process(body, InMemoryBackend())
+    if answer["messages"] != expected["messages"] or len(answer["events"]) != len(
+        expected["events"]
+    ):
+        raise RuntimeError(f"{PATH} answered other messages or events than the engine in-process")
+    return {
+        "applied": answer["applied"],
+        "tokens_before": answer["tokens_before"],
+        "tokens_after": answer["tokens_after"],
+        "events": len(answer["events"]),
+        "answer_bytes": len(data),
+    }
+
+
+def _address(server: Server) -> tuple[str, int]:
+    parts = urlsplit(server.url)
+    assert parts.hostname is not None and parts.port is not None
+    return parts.hostname, parts.port
+
+
+def _headers(server: Server) -> dict[str, str]:
+    return {"Authorization": f"Bearer {server.api_key}", "Content-Type": "application/json"}
+
+
+def _load_figures(result: LoadResult) -> dict[str, Any]:
+    return {
+        "clients": result.clients,
+        "seconds": result.seconds,
+        "requests": result.requests,
+        "errors": result.errors,
+        "statuses": result.statuses,
+        "p50_ms": 1000 * result.p(50),
+        "p99_ms": 1000 * result.p(99),
+        "max_ms": 1000 * max(result.latencies, default=float("nan")),
+        "throughput_rps": result.throughput,
+        "load_generator_cpu_share": result.client_cpu_seconds / result.seconds,
+    }
+
+
+def measure_payload(
+    server: Server,
+    wire: list[dict[str, Any]],
+    payload: Payload,
+    django_client: DjangoClient,
+    args: argparse.Namespace,
+) -> dict[str, Any]:
+    """Every figure of one payload (the module docstring lists them)."""
+    host, port = _address(server)
+    headers = _headers(server)
+
+    def body(client: str) -> bytes:
+        # One conversation per client: eight agents, not one agent eight times over.
+        conversation_id = None if args.no_conversation_id else f"load-{payload.name}-{client}"
+        return body_for(wire, payload, conversation_id)
+
+    solo_body = body("solo")
+    checked = check_answer(server, solo_body)
+    backend = InMemoryBackend()
+    in_process, in_process_all = median_of(
+        lambda: in_process_seconds(solo_body, backend), args.repeat
+    )
+    client_body = body("test-client")
+    test_client, _ = median_of(lambda: django_client.post(client_body), args.repeat)
+    bodies = [body(str(c)) for c in range(args.clients)]
+    # Every worker answers a few requests before anything is timed.
+    run_load(
+        host,
+        port,
+        PATH,
+        clients=args.clients,
+        seconds=args.warmup_seconds,
+        request_for=lambda c: (bodies[c], headers),
+    )
+    solo = run_load(
+        host,
+        port,
+        PATH,
+        clients=1,
+        seconds=args.solo_seconds,
+        request_for=lambda _: (solo_body, headers),
+    )
+    loaded = run_load(
+        host,
+        port,
+        PATH,
+        clients=args.clients,
+        seconds=args.seconds,
+        request_for=lambda c: (bodies[c], headers),
+    )
+    return {
+        "config": payload.config,
+        "what": payload.what,
+        "answer": checked,
+        "in_process_ms": 1000 * in_process,
+        "in_process_p99_ms": 1000 * percentile(in_process_all, 99),
+        "test_client_ms": 1000 * test_client,
+        "one_client": _load_figures(solo),
+        "loaded": _load_figures(loaded),
+        "overhead_ratio": solo.p(50) / in_process,
+        "overhead_ms": 1000 * (solo.p(50) - in_process),
+    }
+
+
+def measure(server: Server, wire: list[dict[str, Any]], args: argparse.Namespace) -> dict[str, Any]:
+    django_client = DjangoClient(server)
+    figures: dict[str, Any] = {}
+    chosen = [p for p in PAYLOADS if p.name in args.payloads]
+    for payload in chosen:
+        print(f"{payload.name}...", file=sys.stderr)
+        figures[payload.name] = measure_payload(server, wire, payload, django_client, args)
+    if args.profile:
+        print(f"\ncProfile of {args.profile} test-client requests ({chosen[0].name}):")
+        django_client.profile(body_for(wire, chosen[0], "load-profile"), args.profile)
+    return figures
+
+
+# Driving ------------------------------------------------------------------------------
+
+
+def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workers", type=int, default=2, help="gunicorn sync workers")
+    parser.add_argument("--clients", type=int, default=8, help="concurrent clients")
+    parser.add_argument("--seconds", type=float, default=20.0, help="concurrent phase, each")
+    parser.add_argument("--solo-seconds", type=float, default=5.0, help="1-client phase, each")
+    parser.add_argument("--warmup-seconds", type=float, default=2.0)
+    parser.add_argument("--repeat", type=int, default=30, help="in-process and test-client runs")
+    parser.add_argument("--tokens", type=int, default=100_000, help="cl100k tokens, at most")
+    parser.add_argument(
+        "--payloads",
+        type=lambda v: v.split(","),
+        default=[p.name for p in PAYLOADS],
+        help="comma-separated: " + ", ".join(p.name for p in PAYLOADS),
+    )
+    parser.add_argument(
+        "--no-conversation-id",
+        action="store_true",
+        help="send no conversation_id (the transcript is then not recorded)",
+    )
+    parser.add_argument(
+        "--profile", type=int, default=0, metavar="N", help="cProfile N test-client requests"
+    )
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+    unknown = set(args.payloads) - {p.name for p in PAYLOADS}
+    if unknown:
+        parser.error(f"unknown payloads: {sorted(unknown)}")
+    return args
+
+
+def _gunicorn_version() -> str:
+    from importlib.metadata import version
+
+    return version("gunicorn")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parse(argv)
+    print("building the conversation...", file=sys.stderr)
+    messages = conversation(args.tokens)
+    wire = dump_openai(messages)
+    load_before = list(os.getloadavg())
+    with (
+        tempfile.TemporaryDirectory(prefix="api-load-") as folder,
+        production_server(Path(folder), workers=args.workers) as server,
+    ):
+        print(f"server on {server.url}", file=sys.stderr)
+        figures = measure(server, wire, args)
+    report = {
+        "machine": {
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "cpus": os.cpu_count(),
+        },
+        "server": {"gunicorn": _gunicorn_version(), "workers": args.workers},
+        "conversation": {
+            "messages": len(messages),
+            "tool_results": sum(1 for m in messages if m.role == "tool"),
+            "cl100k_tokens": get_token_counter("cl100k_base")(messages, []),
+            "approx_tokens": get_token_counter("approx")(messages, []),
+            "body_bytes": len(body_for(wire, PAYLOADS[0], "load-x")),
+        },
+        "conversation_id": not args.no_conversation_id,
+        "load_before": load_before,
+        "load_after": list(os.getloadavg()),
+        "args": {k: v for k, v in vars(args).items() if k != "out"},
+        "figures": figures,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    print_report(report)
+    print(f"\nwrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,160 @@
+"""A production server in a temporary folder, as ``make serve`` runs it: DEBUG off, a
+secret key of its own, a migrated SQLite database, static files collected for whitenoise,
+an offload folder, and gunicorn with ``config/gunicorn_conf.py`` on a free loopback port.
+
+:mod:`benchmarks.api_load` measures this server and ``tests/app/test_production_server.py``
+checks it, so the figures are those of the server the test vouches for. Every process
+started here is stopped on the way out, whatever happened.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["GUNICORN_ARGS", "ROOT", "Server", "production_server", "server_env"]
+
+ROOT = Path(__file__).resolve().parent.parent
+START_TIMEOUT = 60.0
+"""Seconds for gunicorn to listen and boot every worker."""
+STOP_TIMEOUT = 10.0
+"""Seconds for a graceful stop before the process group is killed."""
+GUNICORN_ARGS = ("--config", "config/gunicorn_conf.py", "config.wsgi")
+"""What ``make serve`` passes to gunicorn."""
+
+# What the server must not inherit: another database (TEST_DATABASE_URL wins over
+# DATABASE_URL in the settings), another key, or gunicorn flags meant for another server.
+_NOT_INHERITED = (
+    "DATABASE_URL",
+    "TEST_DATABASE_URL",
+    "DJANGO_SECRET_KEY",
+    "DJANGO_ALLOW_INSECURE_KEY",
+    "DJANGO_SETTINGS_MODULE",
+    "GUNICORN_CMD_ARGS",
+)
+
+
+@dataclass(frozen=True)
+class Server:
+    url: str
+    """``http://127.0.0.1:<port>``, no trailing slash."""
+    api_key: str
+    """A key of workspace ``bench``."""
+    folder: Path
+    env: dict[str, str]
+    log: Path
+    """gunicorn's output and the app's log (stderr)."""
+    workers: int
+
+    def manage(self, *args: str) -> str:
+        """Run ``manage.py`` on this server's settings; its standard output."""
+        return manage(self.env, *args)
+
+
+def server_env(folder: Path, *, workers: int) -> dict[str, str]:
+    """The environment of a production server whose data all lives in ``folder``."""
+    env = {k: v for k, v in os.environ.items() if k not in _NOT_INHERITED}
+    env.update(
+        DJANGO_DEBUG="0",
+        DJANGO_SECRET_KEY=secrets.token_urlsafe(50),
+        # sqlite:////abs/path: the settings read the path after the third slash.
+        DATABASE_URL=f"sqlite:///{folder.resolve() / 'db.sqlite3'}",
+        DJANGO_STATIC_ROOT=str(folder / "static"),
+        REDUCTION_MEDIA_ROOT=str(folder / "media"),
+        WEB_CONCURRENCY=str(workers),
+        # Port 0: the system picks a free port, and gunicorn says which in its log.
+        GUNICORN_BIND="127.0.0.1:0",
+        PYTHONUNBUFFERED="1",
+    )
+    return env
+
+
+def manage(env: dict[str, str], *args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"manage.py {' '.join(args)} failed:\n{done.stderr}")
+    return done.stdout
+
+
+@contextmanager
+def production_server(folder: Path, *, workers: int = 2) -> Iterator[Server]:
+    """Migrate, collect static files, make an API key, start gunicorn; stop it on exit."""
+    folder.mkdir(parents=True, exist_ok=True)
+    env = server_env(folder, workers=workers)
+    manage(env, "migrate", "--noinput")
+    manage(env, "collectstatic", "--noinput", "--verbosity", "0")
+    api_key = manage(env, "create_api_key", "load", "--workspace", "bench").splitlines()[-1]
+    log = folder / "gunicorn.log"
+    with log.open("wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "gunicorn", *GUNICORN_ARGS],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            # Its own process group, so the master and its workers are stopped together.
+            start_new_session=True,
+        )
+    try:
+        url = _wait_until_serving(process, log, workers)
+        yield Server(url, api_key, folder, env, log, workers)
+    finally:
+        _stop(process)
+
+
+_LISTENING = re.compile(r"Listening at: (http://127\.0\.0\.1:\d+)")
+
+
+def _wait_until_serving(process: subprocess.Popen[bytes], log: Path, workers: int) -> str:
+    """The server's URL, once every worker has booted and a request was answered."""
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"gunicorn exited with {process.returncode}:\n{log.read_text()}")
+        text = log.read_text(errors="replace")
+        found = _LISTENING.search(text)
+        if found and text.count("Booting worker") >= workers and _answers(found.group(1)):
+            return found.group(1)
+        time.sleep(0.1)
+    raise RuntimeError(f"gunicorn did not start in {START_TIMEOUT:.0f} s:\n{log.read_text()}")
+
+
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{url}/accounts/login/", timeout=5) as response:
+            return bool(response.status == 200)
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM (gunicorn's graceful stop); SIGKILL to its process group if it lingers."""
+    if process.poll() is not None:
+        return
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=STOP_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        # The master is still running, so its group is still this server's: the master
+        # and its workers go together.
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=STOP_TIMEOUT)

@@ -1,0 +1,25 @@
+"""How gunicorn serves the app: ``make serve``, the production-server test and the API
+load benchmark all start ``gunicorn --config config/gunicorn_conf.py config.wsgi``, and a
+deployment does the same.
+
+Two settings come from the environment; any other gunicorn flag goes in
+``GUNICORN_CMD_ARGS`` (``"--access-logfile - --timeout 120"``), which wins over this file.
+"""
+
+from __future__ import annotations
+
+import os
+
+# Loopback unless told otherwise: a reverse proxy (nginx, a load balancer) in front
+# terminates TLS and buffers slow clients, which sync workers must not wait for.
+bind = [os.environ.get("GUNICORN_BIND", "127.0.0.1:8000")]
+
+# Sync workers, one request each at a time. The API's work is CPU-bound (JSON, parsing,
+# counting, clearing), so workers beyond the number of cores only queue for the same
+# cores; two at least, so one slow request never stalls the site.
+workers = int(os.environ.get("WEB_CONCURRENCY") or max(2, os.cpu_count() or 1))
+
+# gunicorn 25 and later open a control socket at one path per user (for `gunicornc`),
+# which two servers on one machine would fight over; nothing here uses it. Older gunicorn
+# ignores the name.
+control_socket_disable = True

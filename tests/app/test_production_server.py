@@ -1,0 +1,190 @@
+"""The production server as ``make serve`` runs it: real gunicorn with two sync workers,
+DEBUG off, a migrated temporary SQLite database, static files collected for whitenoise.
+
+``benchmarks.server`` starts it (the API load benchmark measures the same server); every
+request has a time limit and the server is stopped after the last test, whatever
+happened."""
+
+from __future__ import annotations
+
+import gzip
+import http.client
+import json
+import re
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from http import HTTPStatus
+from http.cookiejar import CookieJar
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchmarks.server import Server, production_server
+from tests.app.support import clear_placeholder
+
+TIMEOUT = 30
+"""Seconds any one request may take."""
+PASSWORD = "correct horse battery staple"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    with production_server(tmp_path_factory.mktemp("server"), workers=2) as running:
+        running.manage(
+            "shell",
+            "-c",
+            "from django.contrib.auth.models import User; "
+            "from reduction_app.workspaces.services import workspace_get_or_create; "
+            f"user = User.objects.create_user('ada', password={PASSWORD!r}); "
+            "workspace_get_or_create(name='bench', user=user)",
+        )
+        yield running
+
+
+@dataclass
+class Answer:
+    status: int
+    headers: http.client.HTTPMessage
+    body: bytes
+
+    def text(self) -> str:
+        return self.body.decode("utf-8")
+
+
+def request(
+    server: Server,
+    path: str,
+    *,
+    method: str = "GET",
+    body: bytes | None = None,
+    headers: dict[str, str] | None = None,
+) -> Answer:
+    """One request on a fresh connection (sync workers close each one), never redirected."""
+    connection = http.client.HTTPConnection(
+        urllib.parse.urlsplit(server.url).netloc, timeout=TIMEOUT
+    )
+    try:
+        connection.request(method, path, body=body, headers=headers or {})
+        response = connection.getresponse()
+        return Answer(response.status, response.headers, response.read())
+    finally:
+        connection.close()
+
+
+def test_production_server_runs_two_workers_with_debug_off(server: Server) -> None:
+    log = server.log.read_text()
+    assert log.count("Booting worker") == 2
+    assert "Using worker: sync" in log
+
+
+def test_production_server_signs_in_and_shows_the_dashboard(server: Server) -> None:
+    jar = CookieJar()
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+    with opener.open(f"{server.url}/accounts/login/", timeout=TIMEOUT) as response:
+        page = response.read().decode()
+    assert response.status == HTTPStatus.OK
+    assert "<h1>Sign in</h1>" in page
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page)
+    assert token is not None
+    form = urllib.parse.urlencode(
+        {"username": "ada", "password": PASSWORD, "csrfmiddlewaretoken": token.group(1)}
+    ).encode()
+    # The sign-in redirects to the overview; the opener follows with the session cookie.
+    with opener.open(f"{server.url}/accounts/login/", data=form, timeout=TIMEOUT) as response:
+        overview = response.read().decode()
+    assert (response.status, response.url) == (HTTPStatus.OK, f"{server.url}/")
+    assert "<h1>Overview</h1>" in overview
+
+
+def test_production_server_serves_hashed_static_files_for_good(server: Server) -> None:
+    page = request(server, "/accounts/login/").text()
+    # The manifest storage names each file after its content.
+    script = re.search(r'<script src="(/static/django_htmx/htmx[^"]*\.[0-9a-f]{12}\.js)"', page)
+    assert script is not None, page
+    answer = request(server, script.group(1), headers={"Accept-Encoding": "gzip"})
+    assert answer.status == HTTPStatus.OK
+    assert answer.headers["Cache-Control"] == "max-age=315360000, public, immutable"
+    assert answer.headers["Content-Encoding"] == "gzip"
+    assert answer.headers["Content-Type"].startswith("text/javascript")
+    assert b"htmx" in gzip.decompress(answer.body)
+    assert request(server, "/static/django_htmx/no-such-file.js").status == HTTPStatus.NOT_FOUND
+
+
+def test_production_server_clear_with_a_real_key(server: Server) -> None:
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": "sys"},
+        {"role": "user", "content": "hi"},
+        _call("call_a"),
+        {"role": "tool", "tool_call_id": "call_a", "content": "A" * 200},
+        _call("call_b"),
+        {"role": "tool", "tool_call_id": "call_b", "content": "B" * 200},
+    ]
+    body = {
+        "config": {"max_tokens_for_clear": 100},
+        "conversation_id": "run-1",
+        "messages": messages,
+    }
+    headers = {"Authorization": f"Bearer {server.api_key}", "Content-Type": "application/json"}
+    answer = request(
+        server, "/api/v1/clear", method="POST", body=json.dumps(body).encode(), headers=headers
+    )
+    assert answer.status == HTTPStatus.OK, answer.body
+    cleared = json.loads(answer.body)
+    # The figures of tests/app/reductions/test_api.py, which runs the same request in-process.
+    assert (cleared["applied"], cleared["tokens_before"], cleared["tokens_after"]) == (
+        True,
+        115,
+        90,
+    )
+    assert cleared["messages"] == [
+        *messages[:3],
+        {
+            "role": "tool",
+            "tool_call_id": "call_a",
+            "content": clear_placeholder("/tmp/clear/call_a"),
+        },
+        *messages[4:],
+    ]
+    assert [(e["kind"], e["call_id"]) for e in cleared["events"]] == [
+        ("tool", "call_a"),
+        ("summary", ""),
+    ]
+    # The offloaded result went to the server's own media folder and reads back whole.
+    raw = request(server, "/api/v1/files/raw?path=/tmp/clear/call_a", headers=headers)
+    assert (raw.status, raw.body) == (HTTPStatus.OK, b"A" * 200)
+    assert list(Path(server.env["REDUCTION_MEDIA_ROOT"]).rglob("*.txt"))
+
+
+def test_production_server_refuses_a_missing_key(server: Server) -> None:
+    answer = request(server, "/api/v1/events")
+    assert answer.status == HTTPStatus.UNAUTHORIZED
+    assert json.loads(answer.body) == {"detail": "missing or invalid API key", "field": None}
+
+
+def test_production_server_404_is_not_the_debug_page(server: Server) -> None:
+    answer = request(server, "/no-such-page/")
+    assert answer.status == HTTPStatus.NOT_FOUND
+    page = answer.text()
+    assert "<h1>Not Found</h1>" in page
+    # The DEBUG page lists the URL patterns it tried and says how to turn it off.
+    for debug_text in ("URLconf", "DEBUG = True", "Traceback", "config.urls"):
+        assert debug_text not in page
+
+
+def test_production_server_refuses_an_unknown_host(server: Server) -> None:
+    answer = request(server, "/accounts/login/", headers={"Host": "evil.example"})
+    assert answer.status == HTTPStatus.BAD_REQUEST
+    assert "DisallowedHost" not in answer.text()
+
+
+def _call(call_id: str) -> dict[str, Any]:
+    return {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": call_id, "type": "function", "function": {"name": "grep", "arguments": "{}"}}
+        ],
+    }

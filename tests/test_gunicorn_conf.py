@@ -1,0 +1,35 @@
+"""``config/gunicorn_conf.py``: gunicorn's settings, read from the environment."""
+
+from __future__ import annotations
+
+import os
+import runpy
+from typing import Any
+
+import pytest
+
+from tests.conftest import REPO
+
+
+def conf() -> dict[str, Any]:
+    return runpy.run_path(str(REPO / "config" / "gunicorn_conf.py"))
+
+
+def test_gunicorn_conf_defaults_to_loopback_and_a_worker_per_core(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("GUNICORN_BIND", raising=False)
+    monkeypatch.delenv("WEB_CONCURRENCY", raising=False)
+    settings = conf()
+    assert settings["bind"] == ["127.0.0.1:8000"]
+    assert settings["workers"] == max(2, os.cpu_count() or 1)
+    assert settings["control_socket_disable"] is True
+
+
+def test_gunicorn_conf_takes_workers_and_address_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("GUNICORN_BIND", "0.0.0.0:9000")
+    monkeypatch.setenv("WEB_CONCURRENCY", "5")
+    settings = conf()
+    assert (settings["bind"], settings["workers"]) == (["0.0.0.0:9000"], 5)
