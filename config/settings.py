@@ -13,8 +13,6 @@ from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
 
-from django.core.exceptions import ImproperlyConfigured
-
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 

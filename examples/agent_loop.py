@@ -169,7 +169,7 @@ class ScriptedModel:
     ) -> dict[str, Any]:
         self.turn += 1
         if self.turn == 1:
-            return self._call("read_file", {"path": "pyproject.toml"})
+            return self._call("read_file", {"path": "manage.py"})
         if self.turn == 2:
             return self._call("read_file", {"path": "reduction_app/engine/clear.py"})
         if self.turn == 3:

@@ -116,9 +116,7 @@ class TextCache:
         """The count of ``"".join(pieces)``, joined only when it has to be counted."""
         return self._get_or_count(pieces, sum(map(len, pieces)), lambda: count("".join(pieces)))
 
-    def _get_or_count(
-        self, key: str | tuple[str, ...], size: int, count: Callable[[], int]
-    ) -> int:
+    def _get_or_count(self, key: str | tuple[str, ...], size: int, count: Callable[[], int]) -> int:
         with self._lock:
             entry = self._entries.get(key)
             if entry is not None:

@@ -46,12 +46,12 @@ def raw_key(transactional_db: None) -> str:
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     """A repository with the files the scripted model asks for, of sizes fixed here (the
-    real ones change with every commit): a small pyproject.toml, a clear.py over the
+    real ones change with every commit): a small manage.py, a clear.py over the
     truncation limit, and 300 functions to grep. With the demo config, the conversation
     goes over 2,000 tokens before the fourth model call (about 2,500), not before (1,500)."""
     root = tmp_path / "repo"
     (root / "reduction_app" / "engine").mkdir(parents=True)
-    (root / "pyproject.toml").write_text('[project]\nname = "fixture"\n' + "# padding\n" * 30)
+    (root / "manage.py").write_text('"""A fixture."""\nimport sys\n' + "# padding\n" * 30)
     (root / "reduction_app" / "engine" / "clear.py").write_text(
         "".join(f"CLEAR_{n:04} = {n}  # a module constant\n" for n in range(400))
     )
@@ -84,8 +84,8 @@ def test_agent_loop_calls_tools_in_order_and_answers(report: Any) -> None:
 
 
 def test_agent_loop_tools_read_and_grep_the_repository(report: Any, repo: Path) -> None:
-    pyproject = (repo / "pyproject.toml").read_text(encoding="utf-8")
-    assert report.tool_outputs[CALLS[0]] == agent_loop.numbered(pyproject, 0, 2000)[0]
+    manage = (repo / "manage.py").read_text(encoding="utf-8")
+    assert report.tool_outputs[CALLS[0]] == agent_loop.numbered(manage, 0, 2000)[0]
     grep = report.tool_outputs[CALLS[2]].splitlines()
     assert len(grep) == 300
     assert grep[0] == "reduction_app/functions.py:1:def function_000() -> int:"
