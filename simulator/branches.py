@@ -136,11 +136,13 @@ class Branch:
         ``{root_dir}/clear/``, than truncation's ``{root_dir}/trunc/``). Later branches of
         the key take the same message object, so its counts are shared too."""
         arrivals = self.prepared.arrivals[index]
-        memo = self.prepared.truncated
-        done = memo.get((self.key, index)) if self.files is not None else None
+        memo = None
+        if self.files is not None and self.prepared.share_truncation:
+            memo = self.prepared.truncated
+        done = memo.get((self.key, index)) if memo is not None else None
         if done is None:
             done = self._run_truncation(msg, arrivals)
-            if self.files is not None:
+            if memo is not None:
                 memo[(self.key, index)] = done
         elif self.files is not None:
             for path, content in done.writes:

@@ -62,9 +62,14 @@ class Truncated:
 class Prepared:
     """A recorded conversation made ready for replays under any number of configs."""
 
-    def __init__(self, conversation: RecordedConversation, pricing: Pricing) -> None:
+    def __init__(
+        self, conversation: RecordedConversation, pricing: Pricing, *, share_truncation: bool = True
+    ) -> None:
         self.conversation = conversation
         self.pricing = pricing
+        self.share_truncation = share_truncation
+        """Branches of one truncation key take the first one's truncated messages (see
+        :mod:`simulator.branches`); off only to measure what that buys."""
         self.tools = list(conversation.tools)
         self.messages: list[Any] = with_stable_ids(conversation.messages)
         self.kinds = [classify(m) for m in self.messages]
