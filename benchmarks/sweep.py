@@ -20,12 +20,13 @@ the clock starts), a process pool's start is. Measured:
 - **the sweep**: ``sweep(workers=W, share=True)`` for 1 and 2 processes, and the plain
   loop over 2 processes.
 
-Each row says the 1-minute load average when it started: on a machine where others
-work, rerun when it is low. ``--before DIR`` also times one replay and the plain sweep
-with the code in ``DIR`` (a checkout of an earlier commit). ``--tasks`` measures sweeps
-on django-tasks workers instead: the same grid as one task per combination, on 1 then 2
-``manage.py db_worker`` processes (:mod:`benchmarks.taskworkers`), against a SQLite file
-or ``--database-url``.
+Each row says the 1-minute load average when it started and, from ``/proc/stat``, how
+many CPUs other processes kept busy while it ran (``others``): on a machine where
+others work, rerun when that is near 0 (``--runs 3`` keeps the best of three).
+``--before DIR`` also times one replay and the plain sweep with the code in ``DIR`` (a
+checkout of an earlier commit). ``--tasks`` measures sweeps on django-tasks workers
+instead: the same grid as one task per combination, on 1 then 2 ``manage.py db_worker``
+processes (:mod:`benchmarks.taskworkers`), against a SQLite file or ``--database-url``.
 
 Every sweep's results are hashed; the benchmark says whether all ways gave the same.
 Prints tables and writes ``benchmarks/results/sweep.json``.
@@ -110,8 +111,10 @@ else:
     check = digest(alone(mode == "alone, truncation shared"))
 seconds = time.perf_counter() - clock
 children = resource.getrusage(resource.RUSAGE_CHILDREN)
+me = resource.getrusage(resource.RUSAGE_SELF)
 cpu = time.process_time() - cpu + children.ru_utime + children.ru_stime
-print(json.dumps({"seconds": seconds, "cpu": cpu, "check": check}))
+total = me.ru_utime + me.ru_stime + children.ru_utime + children.ru_stime
+print(json.dumps({"seconds": seconds, "cpu": cpu, "process_cpu": total, "check": check}))
 """
 
 
@@ -119,10 +122,34 @@ def _load() -> float:
     return round(os.getloadavg()[0], 2)
 
 
+def _busy_seconds() -> float | None:
+    """CPU seconds every process of the machine has used since boot (Linux only)."""
+    try:
+        fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+    except OSError:
+        return None
+    ticks = [int(f) for f in fields]
+    idle = ticks[3] + ticks[4]  # idle, iowait
+    return (sum(ticks[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+def _children_cpu() -> float:
+    """CPU seconds of this process's finished children (workers and shells included)."""
+    import resource
+
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
 def child(job: dict[str, Any], *, tree: Path = REPO) -> dict[str, Any]:
-    """Run one measure in a fresh process with the code in ``tree``."""
+    """Run one measure in a fresh process with the code in ``tree``.
+
+    Beside the figures: ``load``, the 1-minute load average as it started (which this
+    benchmark's previous measure still weighs on), and ``others``, how many CPUs other
+    processes kept busy on average while it ran (from /proc/stat, less its own time)."""
     env = {**os.environ, "PYTHONPATH": str(tree)}
     load = _load()
+    busy, clock = _busy_seconds(), time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-c", _CHILD, json.dumps(job)],
         cwd=tree,
@@ -131,9 +158,15 @@ def child(job: dict[str, Any], *, tree: Path = REPO) -> dict[str, Any]:
         text=True,
         check=False,
     )
+    wall = time.perf_counter() - clock
     if done.returncode != 0:
         raise RuntimeError(f"measure {job['mode']} failed:\n{done.stderr[-3000:]}")
-    return {**json.loads(done.stdout.splitlines()[-1]), "load": load}
+    out = json.loads(done.stdout.splitlines()[-1])
+    after = _busy_seconds()
+    others = None
+    if busy is not None and after is not None:
+        others = round(max(0.0, after - busy - out["process_cpu"]) / wall, 2)
+    return {**out, "load": load, "others": others}
 
 
 def _conversation(scale: int, folder: Path) -> tuple[Path, dict[str, Any]]:
@@ -178,10 +211,12 @@ def measure_scale(scale: int, folder: Path, runs: int, before: Path | None) -> d
     singles = [child({**base, "mode": "replay", "combination": c}) for c in SINGLES]
     one = statistics.mean(s["seconds"] for s in singles)
     report: dict[str, Any] = {"scale": scale, "conversation": info, "singles": singles}
+    others = [s["others"] for s in singles if s["others"] is not None]
     print(
         f"one replay (mean of {k}, each in a fresh process): {one:.3f} s "
         f"(min {min(s['seconds'] for s in singles):.3f}, "
-        f"max {max(s['seconds'] for s in singles):.3f}; load {singles[0]['load']})",
+        f"max {max(s['seconds'] for s in singles):.3f}; load {singles[0]['load']}, "
+        f"others {max(others, default=None)} at most)",
         flush=True,
     )
     rows = []
@@ -198,13 +233,15 @@ def measure_scale(scale: int, folder: Path, runs: int, before: Path | None) -> d
     combinations = 50
     plain = next(r for r in rows if r["label"] == "plain loop, 1 process")["seconds"]
     print(
-        f"\n| sweep of {combinations} combinations | s | CPU s | × one replay | vs plain | load |"
+        f"\n| sweep of {combinations} combinations | s | CPU s | × one replay | vs plain "
+        "| load | others |"
     )
-    print("|---|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|")
     for row in rows:
         print(
             f"| {row['label']} | {row['seconds']:.2f} | {row['cpu']:.2f} | "
-            f"{row['seconds'] / one:.1f} | {plain / row['seconds']:.2f}× | {row['load']} |"
+            f"{row['seconds'] / one:.1f} | {plain / row['seconds']:.2f}× | {row['load']} "
+            f"| {row['others']} |"
         )
     if before is not None:
         print(f"one replay before: {report['before_one_replay_s']:.3f} s")
@@ -234,6 +271,7 @@ def measure_tasks(database_url: str | None, folder: Path) -> dict[str, Any]:
         workers = site.start_workers(count)
         time.sleep(3)  # each worker imports Django and starts polling
         load = _load()
+        busy, mine, own = _busy_seconds(), _children_cpu(), time.process_time()
         try:
             queued = time.perf_counter()
             simulation_id = site.queue_sweep(conversation_id, GRID, PRICING)
@@ -241,6 +279,12 @@ def measure_tasks(database_url: str | None, folder: Path) -> dict[str, Any]:
             seen = time.perf_counter() - queued
         finally:
             site.stop_workers(workers)
+        # Other processes than this benchmark's (the database server's included).
+        after, wall = _busy_seconds(), time.perf_counter() - queued
+        others = None
+        if busy is not None and after is not None:
+            spent = _children_cpu() - mine + time.process_time() - own
+            others = round(max(0.0, after - busy - spent) / wall, 2)
         parts = site.parts(simulation_id)
         taken: dict[str, int] = {}
         for part in parts:
@@ -254,13 +298,14 @@ def measure_tasks(database_url: str | None, folder: Path) -> dict[str, Any]:
                 "seen_s": seen,
                 "parts_per_worker": sorted(taken.values(), reverse=True),
                 "load": load,
+                "others": others,
                 "results": finished["results"],
             }
         )
         print(
             f"{count} worker(s): {seconds:.2f} s from the first part taken to the sweep "
             f"gathered ({finished['status']}; parts per worker {sorted(taken.values())}; "
-            f"load {load})",
+            f"load {load}, others {others})",
             flush=True,
         )
     speedup = runs[0]["seconds"] / runs[1]["seconds"]

@@ -39,6 +39,7 @@ from reduction_app.engine import (
     ChatModelAgentState,
     Message,
     ReductionEvent,
+    ReductionMiddleware,
     ToolArgument,
     ToolContext,
     ToolResult,
@@ -90,7 +91,7 @@ class Branch:
         self._truncations: list[ReductionEvent] = []
         self.trunc_mw = self._truncation_middleware()
 
-    def _truncation_middleware(self) -> Any:
+    def _truncation_middleware(self) -> ReductionMiddleware:
         lead = self.members[0]
         if self.files is None:
             return lead.mw
@@ -101,10 +102,6 @@ class Branch:
             lead.config, backend=self.files, on_event=self._truncations.append
         )
         return new(config)
-
-    @property
-    def forkable(self) -> bool:
-        return self.files is not None
 
     def run(self, fork: Callable[[Branch], None]) -> None:
         """Walk the rest of the conversation; ``fork`` takes each branch split off."""
@@ -129,12 +126,13 @@ class Branch:
     def _truncate(self, index: int, msg: Any) -> Any:
         """The result message as it enters the context, after the truncation phase.
 
-        A forkable branch truncates a message once per truncation key: what truncation
-        makes of it (the message, its events, the files written) depends only on the
-        result, the fields in the key, and the files truncation wrote before, which are
-        the same in every branch of that key (clear passes write under another folder,
-        ``{root_dir}/clear/``, than truncation's ``{root_dir}/trunc/``). Later branches of
-        the key take the same message object, so its counts are shared too."""
+        A branch with files of its own (configs given as JSON fields) truncates a message
+        once per truncation key: what truncation makes of it (the message, its events, the
+        files written) depends only on the result, the fields in the key, and the files
+        truncation wrote before, which are the same in every branch of that key (clear
+        passes write under another folder, ``{root_dir}/clear/``, than truncation's
+        ``{root_dir}/trunc/``). Later branches of the key take the same message object, so
+        its counts are shared too."""
         arrivals = self.prepared.arrivals[index]
         memo = None
         if self.files is not None and self.prepared.share_truncation:
