@@ -7,11 +7,12 @@ are replayed in batches by :func:`~simulator.replay.replay_many`, on one
 by :func:`~simulator.replay.replay`, the per-config loop sweeps always ran. With
 ``workers`` above 1 the batches run in a :class:`~concurrent.futures.ProcessPoolExecutor`:
 
-- On platforms that fork, each worker is a fork of this process taken after the
-  conversation was prepared and the first config (the sweep's no-reduction baseline)
-  replayed here, so it starts with the messages parsed, the tokenizer loaded and every
-  recorded message counted, and nothing is sent to it but the configs of each batch.
-  Elsewhere the conversation is sent once per worker, through the pool's initializer.
+- On Linux each worker is a fork of this process taken after the conversation was
+  prepared and the last config (a sweep's no-reduction baseline) replayed here, so it
+  starts with the messages parsed, the tokenizer loaded and every recorded message
+  counted, and nothing is sent to it but the configs of each batch. Elsewhere (where
+  forking a process is not safe, as on macOS) the pool starts its workers the
+  platform's way and sends the conversation once per worker, through its initializer.
 - A batch is a few configs that truncate alike (so they can share a prefix, see
   :mod:`simulator.branches`); there are about four batches per worker, so a worker that
   drew cheap ones takes more.
@@ -29,6 +30,7 @@ import json
 import math
 import multiprocessing
 import os
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import Any
@@ -184,7 +186,7 @@ def _pooled(
     todo = batches(configs, workers)
     source: Prepared | RecordedConversation = conversation
     context = None
-    if "fork" in multiprocessing.get_all_start_methods():
+    if sys.platform.startswith("linux"):
         # Forked workers inherit what this process has loaded and counted: replaying the
         # last config here first (a sweep's baseline: no reduction, which counts every
         # recorded message and costs little else) warms the prepared conversation for all.
