@@ -16,6 +16,7 @@ NAV = (
     ("/configs/", "Configs"),
     ("/compare/", "Compare"),
     ("/tune/", "Tune"),
+    ("/simulations/", "Simulations"),
 )
 
 

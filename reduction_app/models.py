@@ -233,3 +233,37 @@ class Simulation(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} #{self.pk} of {self.conversation}"
+
+
+class SimulationPart(models.Model):
+    """One combination of a sweep run on the task workers, each replayed by a task of its
+    own; the last part to finish gathers them into the sweep's results."""
+
+    STATUS_CHOICES = Simulation.STATUS_CHOICES
+
+    simulation = models.ForeignKey(Simulation, on_delete=models.CASCADE, related_name="parts")
+    position = models.PositiveIntegerField(
+        help_text="The combination's place in the grid; the no-reduction baseline is last."
+    )
+    name = models.TextField(help_text="The combination, as knob=value pairs.")
+    config = models.JSONField(null=True, blank=True, help_text="None: no reduction.")
+    status = models.CharField(max_length=10, choices=STATUS_CHOICES, default="queued")
+    runs = models.PositiveIntegerField(
+        default=0, help_text="Times a worker started it: 1 once done, unless retried."
+    )
+    worker = models.CharField(max_length=200, blank=True, help_text="host:pid that ran it.")
+    result = models.JSONField(null=True, blank=True, help_text="The replay's totals.")
+    error = models.TextField(blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ("simulation", "position")
+        constraints = (
+            models.UniqueConstraint(
+                fields=["simulation", "position"], name="simulation_part_position_unique"
+            ),
+        )
+
+    def __str__(self) -> str:
+        return f"part {self.position} of simulation {self.simulation_id}: {self.name}"

@@ -5,9 +5,16 @@ from __future__ import annotations
 from django_tasks import task
 
 from reduction_app.simulations.services import simulation_run
+from reduction_app.simulations.sweeps import sweep_part_run
 
 
 @task()
 def run_simulation(simulation_id: int) -> str:
     """Carry out a queued simulation; its outcome is stored on the Simulation row."""
     return simulation_run(simulation_id=simulation_id).status
+
+
+@task()
+def run_sweep_part(part_id: int) -> str:
+    """Replay one combination of a sweep; the last one done gathers the sweep."""
+    return sweep_part_run(part_id=part_id)

@@ -9,7 +9,7 @@ from reduction_app.configs import views as configs
 from reduction_app.conversations import views as conversations
 from reduction_app.dashboard import workspace_switch
 from reduction_app.records.views import events, files, overview
-from reduction_app.simulations.views import compare, tune
+from reduction_app.simulations.views import compare, simulations, tune
 
 urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
@@ -22,4 +22,5 @@ urlpatterns = [
     *configs.urlpatterns,
     *compare.urlpatterns,
     *tune.urlpatterns,
+    *simulations.urlpatterns,
 ]

@@ -28,6 +28,7 @@ from simulator.calibration import (
 from simulator.compare import compare, grid_configs, sweep
 from simulator.front import front, render_front
 from simulator.importers import FORMATS, ImportError_, RecordedConversation, load_conversations
+from simulator.parallel import default_workers
 from simulator.pricing import PRESETS, Pricing, engine_measure, pricing_for
 from simulator.results import REFERENCE_STRATEGY, ReplayResult
 
@@ -221,6 +222,8 @@ def _sweep(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
             pricing=pricing,
             min_cacheable_prefix=args.min_cacheable_prefix,
             progress=None if args.quiet else _progress(err),
+            workers=args.workers,
+            share=not args.no_share,
         )
         if args.json:
             payload.append({"conversation": conv.name, **result.to_dict()})
@@ -282,6 +285,16 @@ _DATA = str(Path(__file__).resolve().parent.parent / "data" / "conversations")
 _DATA_HELP = "the folder of shipped recordings (default: the repository's)"
 
 
+def _positive(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {value!r}")
+    return number
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m simulator", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -329,6 +342,19 @@ def _parser() -> argparse.ArgumentParser:
         "--grid", required=True, metavar="FILE", help="JSON object: knob -> list of values"
     )
     sw.add_argument("--quiet", action="store_true", help="no progress bar")
+    sw.add_argument(
+        "--workers",
+        type=_positive,
+        default=default_workers(),
+        metavar="N",
+        help=f"processes to replay in (default: one per CPU, {default_workers()} here; "
+        "small sweeps stay in one)",
+    )
+    sw.add_argument(
+        "--no-share",
+        action="store_true",
+        help="replay each combination alone, sharing nothing (the same results, slower)",
+    )
     cal = sub.add_parser(
         "calibrate",
         help="the simulator's counts against the provider's on the shipped recordings",

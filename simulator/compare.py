@@ -5,8 +5,9 @@ config, or "no reduction" when asked). ``sweep`` replays every combination of a 
 over the engine spec's knobs and strategy switches (:data:`GRID_KNOBS`:
 ``max_tokens_for_clear``, ``clear_retention_suffix_limit``, ``clear_superseded``, ...) and
 marks the Pareto front of cache-aware cost against re-fetches, each cost saving against
-the conversation replayed with no reduction. Token counts of the recorded messages are
-cached by the shared counters, so they are computed once for all configs.
+the conversation replayed with no reduction. A sweep replays its combinations together
+where they share (:mod:`simulator.branches`) and over a pool of processes
+(:mod:`simulator.parallel`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from reduction_app.engine import (
     config_switches,
 )
 from simulator.importers import RecordedConversation
+from simulator.parallel import default_workers, replay_configs
 from simulator.pricing import DEFAULT_PRICING, Pricing, with_cache_prices
 from simulator.replay import no_reduction, replay
 from simulator.results import ReplayResult
@@ -40,6 +42,7 @@ __all__ = [
     "grid_configs",
     "pareto_front",
     "sweep",
+    "sweep_configs",
 ]
 
 MAX_GRID_CONFIGS = 1_000
@@ -187,6 +190,12 @@ class SweepResult:
     baseline: ReplayResult | None = None
     """The conversation replayed with no reduction, what each cost saving is against."""
 
+    @classmethod
+    def of(cls, results: Sequence[ReplayResult], baseline: ReplayResult | None) -> SweepResult:
+        """The sweep of these replays (one per combination, in grid order): its front."""
+        points = [cost_point(r) for r in results]
+        return cls(tuple(results), tuple(pareto_front(points)), baseline)
+
     def saving(self, result: ReplayResult) -> float | None:
         """The share of no reduction's cost that ``result`` saves (negative: it costs more);
         ``None`` without a baseline or when the baseline costs nothing."""
@@ -225,30 +234,43 @@ def sweep(
     pricing: Pricing = DEFAULT_PRICING,
     min_cacheable_prefix: int | None = None,
     progress: Callable[[int, int], None] | None = None,
+    workers: int | None = None,
+    share: bool = True,
 ) -> SweepResult:
     """Replay every grid combination, and the conversation with no reduction (what the
-    savings are against); ``progress(done, total)`` after each combination."""
-    configs = grid_configs(grid)
-    results = []
-    for done, cfg in enumerate(configs, start=1):
-        label = ",".join(f"{k}={cfg[k]}" for k in sorted(cfg) if k in GRID_KNOBS)
-        results.append(
-            replay(
-                conversation,
-                with_cache_prices(cfg, pricing),
-                name=label,
-                pricing=pricing,
-                min_cacheable_prefix=min_cacheable_prefix,
-            )
-        )
-        if progress is not None:
-            progress(done, len(configs))
-    baseline = replay(
+    savings are against); ``progress(done, total)`` as combinations finish.
+
+    ``workers``: processes to replay in (``None``: one per CPU; small sweeps stay in this
+    process, see :mod:`simulator.parallel`). ``share``: replay combinations together,
+    sharing what does not depend on the config (see :mod:`simulator.branches`);
+    ``workers=1, share=False`` is the plain loop of one :func:`replay` per combination,
+    which gives the same results. A sweep keeps each replay's totals, not its per-call
+    records (replay a combination to see them).
+    """
+    named: list[tuple[str, Mapping[str, Any] | None]] = list(sweep_configs(grid, pricing))
+    combinations = len(named)
+    named.append(("no reduction", None))
+    results = replay_configs(
         conversation,
-        None,
-        name="no reduction",
+        named,
         pricing=pricing,
         min_cacheable_prefix=min_cacheable_prefix,
+        workers=default_workers() if workers is None else workers,
+        share=share,
+        progress=progress,
+        counted=combinations,
     )
-    points = [cost_point(r) for r in results]
-    return SweepResult(tuple(results), tuple(pareto_front(points)), baseline)
+    baseline = results.pop()
+    return SweepResult.of(results, baseline)
+
+
+def sweep_configs(grid: Mapping[str, Any], pricing: Pricing) -> list[tuple[str, dict[str, Any]]]:
+    """The combinations a sweep replays, named ``knob=value,...`` (the knobs the grid
+    sweeps), each with the preset's cache prices where it is cache-aware."""
+    out = []
+    for cfg in grid_configs(grid):
+        name = ",".join(f"{k}={cfg[k]}" for k in sorted(cfg) if k in GRID_KNOBS)
+        priced = with_cache_prices(cfg, pricing)
+        assert priced is not None
+        out.append((name, priced))
+    return out

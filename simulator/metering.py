@@ -1,7 +1,9 @@
 """How many input tokens a request holds, the way a provider bills them.
 
-A :class:`Meter` measures each message once (cached by identity, messages are frozen)
-and sums a request from those counts. Two ways of measuring:
+A :class:`Meter` measures each message once (cached by identity, messages are frozen;
+the texts it tokenizes are cached by value) and sums a request from those counts. One
+meter may serve many replays of a conversation (see :mod:`simulator.prepared`). Two ways
+of measuring:
 
 * with a price preset's tokenizer (:class:`~simulator.pricing.Pricing` ``tokenizer``):
   the text a provider tokenizes, each piece counted with that tokenizer, plus the
@@ -40,7 +42,7 @@ __all__ = ["Meter"]
 
 
 class Meter:
-    """Measures requests for one replay."""
+    """Measures requests, for one replay or for several replays of one conversation."""
 
     def __init__(self, pricing: Pricing, engine_counter: Any) -> None:
         self.framing = pricing.framing
@@ -50,6 +52,10 @@ class Meter:
         )
         self._messages: dict[int, tuple[Any, int]] = {}
         self._tools: dict[int, tuple[Any, int]] = {}
+        self._texts: dict[str, int] = {}
+        """Counts by value: the short texts a replay makes again and again (placeholders,
+        notices, the tool calls of messages the clear phase flagged), which the tokenizer's
+        own cache leaves out."""
         # The tool list of the last request, its count, and the tools kept alive.
         self._namespace: tuple[tuple[int, ...], int, tuple[ToolInfo, ...]] = ((), 0, ())
 
@@ -92,13 +98,23 @@ class Meter:
             total += hit[1]
         return total
 
+    @property
+    def reply_tokens(self) -> int:
+        """Tokens a request adds after its messages (the reply primer)."""
+        return self.framing.per_reply if self.provider else 0
+
     def request(self, messages: Sequence[Any], tools: Sequence[ToolInfo]) -> int:
         """Tokens of a whole request: the tools, every message and the reply primer."""
         body = sum(self.message(m) for m in messages)
-        return self.tools(tools) + body + (self.framing.per_reply if self.provider else 0)
+        return self.tools(tools) + body + self.reply_tokens
 
     def _text(self, text: str) -> int:
-        return count_text(self.counter, text) if text else 0
+        if not text:
+            return 0
+        tokens = self._texts.get(text)
+        if tokens is None:
+            tokens = self._texts[text] = count_text(self.counter, text)
+        return tokens
 
     def _measure(self, msg: Any) -> int:
         if not self.provider:

@@ -27,6 +27,14 @@ class Repeats:
         """Call id -> the hidden outputs of the earlier same calls, one list per call
         made with that id (models do reuse ids), settled in order."""
 
+    def copy(self) -> Repeats:
+        """An independent copy, for a replay that forks here (the outputs are shared)."""
+        other = Repeats()
+        other.refetches = self.refetches
+        other.repeated = self.repeated
+        other._waiting = {k: list(v) for k, v in self._waiting.items()}
+        return other
+
     def asked(self, call_id: str, hidden_outputs: Sequence[str]) -> None:
         """A call repeating earlier calls whose outputs are all hidden now."""
         self._waiting.setdefault(call_id, []).append(hidden_outputs)

@@ -12,7 +12,7 @@ of the context against the threshold read the second.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -169,6 +169,23 @@ class ReplayResult:
     strategies: dict[str, StrategyEffect] = field(default_factory=dict)
     """What each clear strategy did (see :func:`strategy_effects`); empty when nothing
     was cleared."""
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ReplayResult:
+        """What :meth:`to_dict` wrote for a result without per-call records (a sweep's,
+        see :func:`simulator.parallel.totals_only`). Per-call records would need their
+        events read back, which nothing needs: a result with calls is refused."""
+        if data.get("calls"):
+            raise ValueError("ReplayResult.from_dict: per-call records are not read back")
+        return cls(
+            name=data["name"],
+            conversation=data["conversation"],
+            config=dict(data["config"]),
+            totals=Totals(**data["totals"]),
+            measure=data.get("measure", ""),
+            estimate=bool(data.get("estimate", False)),
+            strategies={k: StrategyEffect(**v) for k, v in data.get("strategies", {}).items()},
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {

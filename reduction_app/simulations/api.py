@@ -1,7 +1,8 @@
 """Simulations over HTTP: replay a recorded conversation under configs, or sweep a grid.
 
 Small replays answer inline (``201``, done); sweeps and big replays are queued for the
-task worker (``202``) and polled with ``GET /simulations/{id}``.
+task workers (``202``; a sweep as one task per combination) and polled with
+``GET /simulations/{id}``.
 """
 
 # No `from __future__ import annotations`: django-ninja reads these signatures at import.
@@ -22,6 +23,7 @@ from reduction_app.simulations.services import (
     SimulationInputError,
     runs_inline,
     simulation_create,
+    simulation_enqueue,
     simulation_run,
 )
 
@@ -35,8 +37,6 @@ router = Router(tags=["simulations"])
 )
 def create_simulation(request: ApiRequest, payload: SimulationIn) -> Status[Simulation]:
     """Replay a recorded conversation under each config (or sweep ``grid``) and measure it."""
-    from reduction_app.tasks import run_simulation
-
     workspace = api_workspace(request)
     conversation = conversation_get(workspace=workspace, client_id=payload.conversation_id)
     if conversation is None:
@@ -57,7 +57,7 @@ def create_simulation(request: ApiRequest, payload: SimulationIn) -> Status[Simu
         raise ApiError(422, str(exc), exc.field) from exc
     if runs_inline(simulation):
         return Status(201, simulation_run(simulation_id=simulation.pk))
-    run_simulation.enqueue(simulation.pk)
+    simulation_enqueue(simulation=simulation)
     return Status(202, simulation)
 
 

@@ -1,12 +1,13 @@
-"""Reads of simulations, scoped to one workspace."""
+"""Reads of simulations, scoped to one workspace, and of the parts of a sweep."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import Count, QuerySet
 
-from reduction_app.models import Conversation, Simulation, Workspace
+from reduction_app.models import Conversation, Simulation, SimulationPart, Workspace
 from reduction_app.paging import digits
 
 
@@ -53,3 +54,24 @@ def simulation_matching(
         if simulation.configs == configs and simulation.options == options:
             return simulation
     return None
+
+
+@dataclass(frozen=True)
+class PartsSummary:
+    """Where the parts of a sweep on the task workers stand."""
+
+    by_status: dict[str, int]
+    workers: list[tuple[str, int]]
+    """The workers that took parts (``host:pid``) and how many each, most first."""
+
+
+def simulation_parts(*, simulation: Simulation) -> PartsSummary:
+    parts = SimulationPart.objects.filter(simulation=simulation)
+    by_status = dict(parts.values_list("status").annotate(n=Count("id")).order_by())
+    workers = (
+        parts.exclude(worker="")
+        .values_list("worker")
+        .annotate(n=Count("id"))
+        .order_by("-n", "worker")
+    )
+    return PartsSummary(by_status=by_status, workers=[(w, n) for w, n in workers])

@@ -2,9 +2,10 @@
 
 ``simulation_create`` validates everything up front (the configs through the engine,
 the grid through the simulator) and records a queued :class:`Simulation`;
-``simulation_run`` carries it out, reporting progress as it goes. Small replays run
-inline in the request; sweeps and big replays are handed to the task backend
-(django-tasks' database backend, run by ``manage.py db_worker``).
+``simulation_run`` carries it out in this process, reporting progress as it goes. Small
+replays run inline in the request; ``simulation_enqueue`` hands sweeps and big replays to
+the task backend (django-tasks' database backend, run by ``manage.py db_worker``), a
+sweep as one task per combination (:mod:`reduction_app.simulations.sweeps`).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ __all__ = [
     "fits_inline",
     "runs_inline",
     "simulation_create",
+    "simulation_enqueue",
     "simulation_run",
 ]
 
@@ -137,6 +139,18 @@ def runs_inline(simulation: Simulation) -> bool:
     )
 
 
+def simulation_enqueue(*, simulation: Simulation) -> None:
+    """Hand a queued simulation to the task workers: a sweep as one task per combination
+    (:mod:`reduction_app.simulations.sweeps`), a replay as one task."""
+    from reduction_app.simulations.sweeps import sweep_enqueue
+    from reduction_app.tasks import run_simulation
+
+    if simulation.kind == "sweep":
+        sweep_enqueue(simulation=simulation)
+    else:
+        run_simulation.enqueue(simulation.pk)
+
+
 def _progress(simulation_id: int) -> Any:
     last = [0.0]
 
@@ -171,12 +185,15 @@ def simulation_run(*, simulation_id: int) -> Simulation:
     try:
         recorded = recorded_conversation(simulation.conversation)
         if simulation.kind == "sweep":
+            # In this process only: a web or worker process forks no pool of its own
+            # (more workers are more `db_worker` processes, see simulation_enqueue).
             results: dict[str, Any] = sweep(
                 recorded,
                 simulation.grid or {},
                 pricing=pricing,
                 min_cacheable_prefix=prefix,
                 progress=report,
+                workers=1,
             ).to_dict()
         else:
             configs = [(c["name"], c["config"]) for c in simulation.configs]

@@ -216,6 +216,30 @@ def test_main_sweep_json_and_quiet(files: dict[str, Path]) -> None:
     assert [r["totals"]["input_tokens_billed"] for r in one["results"]] == [792, 1117]
 
 
+def test_main_sweep_workers_and_no_share_give_the_same_json(
+    files: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--workers 2 (a pool even for this small sweep) and --no-share (one replay per
+    combination) print the same sweep."""
+    from simulator import parallel
+
+    monkeypatch.setattr(parallel, "POOL_MIN_STEPS", 0)
+    outs = []
+    for flags in (["--workers", "2"], ["--workers", "1", "--no-share"]):
+        code, out, err = run(
+            "sweep", files["hand.json"], "--grid", files["grid.json"], "--json", "--quiet", *flags
+        )
+        assert (code, err) == (0, "")
+        outs.append(json.loads(out))
+    assert outs[0] == outs[1]
+    assert run("sweep", files["hand.json"], "--grid", files["grid.json"], "--workers", "0") == (
+        2,
+        "",
+        "error: python -m simulator sweep: argument --workers: expected a whole number of at "
+        "least 1, got '0' (see --help)\n",
+    )
+
+
 def test_main_missing_file(tmp_path: Path) -> None:
     missing = tmp_path / "nope.json"
     assert run("replay", missing) == (

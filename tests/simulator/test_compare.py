@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from simulator.compare import compare, cost_point, grid_configs, pareto_front, sweep
-from simulator.importers import load_conversations
+from simulator.importers import RecordedConversation, load_conversations
 from simulator.pricing import pricing_for
 from simulator.replay import replay
 from tests.conftest import CONVERSATIONS
@@ -245,3 +245,71 @@ def test_sweep_and_compare_give_cache_aware_configs_the_preset_cache_prices() ->
     compared = compare(hand_conversation(), [("own", own)], pricing=gpt4o)
     assert compared.results[0].config["clear_cache_read_percent"] == 25
     assert compared.results[0].config["clear_cache_write_percent"] == 100
+
+
+def _corpus() -> RecordedConversation:
+    from reduction_app.engine.formats import parse_tools
+    from simulator.corpus import TOOLS_OPENAI, build_conversation
+
+    messages = build_conversation(min_messages=300, min_chars=300_000)
+    return RecordedConversation("corpus", messages, parse_tools("openai_chat", TOOLS_OPENAI))
+
+
+@pytest.mark.parametrize("source", ["recording", "corpus"])
+def test_sweep_fast_path_equals_the_plain_loop(
+    source: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Shared and over two processes, a sweep gives what one replay per combination in one
+    process gives: every result, the baseline and the front."""
+    from simulator import parallel
+
+    monkeypatch.setattr(parallel, "POOL_MIN_STEPS", 0)
+    if source == "corpus":
+        conversation = _corpus()
+    else:
+        conversation = load_conversations(
+            CONVERSATIONS / "openhands" / "fastjson2-2775-gpt-5.jsonl"
+        )[0]
+    grid = {
+        "max_tokens_for_clear": [4_000, 12_000, 40_000],
+        "clear_retention_suffix_limit": [1, 3],
+        "max_length_for_trunc": [4_000, 50_000],
+        "clear_cache_aware": [False, True],
+    }
+    pricing = pricing_for("claude-sonnet-4.5")
+    fast = sweep(conversation, grid, pricing=pricing, workers=2, share=True)
+    plain = sweep(conversation, grid, pricing=pricing, workers=1, share=False)
+    assert fast == plain
+    assert len(fast.results) == 24 and fast.front
+    assert sum(1 for r in fast.results if r.totals.clears) >= 8
+
+
+def test_sweep_configs_names_and_cache_prices() -> None:
+    from simulator.compare import sweep_configs
+
+    grid = {"max_tokens_for_clear": [300, 5000], "clear_cache_aware": [True], "language": "zh"}
+    assert sweep_configs(grid, pricing_for("gpt-4o")) == [
+        (
+            f"clear_cache_aware=True,max_tokens_for_clear={t}",
+            {
+                "clear_cache_read_percent": 50,
+                "clear_cache_write_percent": 100,
+                "clear_cache_aware": True,
+                "language": "zh",
+                "max_tokens_for_clear": t,
+            },
+        )
+        for t in (300, 5000)
+    ]
+
+
+def test_sweep_result_of_marks_the_front() -> None:
+    from simulator.compare import SweepResult
+
+    runs = [
+        replay(hand_conversation(), c, pricing=ENGINE)
+        for c in ({"max_tokens_for_clear": 300, "max_length_for_trunc": 800}, None)
+    ]
+    result = SweepResult.of(runs, runs[1])
+    assert result.front == (0,)
+    assert result.saving(runs[1]) == 0.0

@@ -78,3 +78,20 @@ def test_strategy_effects_group_clears_by_the_strategy_events_name() -> None:
         "superseded": StrategyEffect(results=2, tokens_saved=50),
         REFERENCE_STRATEGY: StrategyEffect(results=1, tokens_saved=-3),
     }
+
+
+def test_replay_result_from_dict_reads_back_a_result_without_calls() -> None:
+    """What a sweep part stores comes back equal, as JSON does (through a round trip)."""
+    import pytest
+
+    from simulator.parallel import totals_only
+    from simulator.results import ReplayResult
+
+    config = {**HAND_CONFIG, "clear_superseded": True}
+    summary = totals_only(replay(hand_conversation(), config, pricing=ENGINE))
+    assert summary.strategies  # something to read back
+    data = json.loads(json.dumps(summary.to_dict()))
+    assert ReplayResult.from_dict(data) == summary
+    full = replay(hand_conversation(), HAND_CONFIG, pricing=ENGINE).to_dict()
+    with pytest.raises(ValueError, match="per-call records are not read back"):
+        ReplayResult.from_dict(full)

@@ -1,1 +1,1 @@
-"""The simulation pages: Compare and Tune."""
+"""The simulation pages: Compare, Tune, and the simulations (replays and sweeps) run."""

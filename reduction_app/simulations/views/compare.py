@@ -38,7 +38,6 @@ from reduction_app.simulations.display import (
     totals_rows,
 )
 from reduction_app.simulations.selectors import simulation_for, simulation_matching
-from reduction_app.tasks import run_simulation
 
 MAX_CONFIGS = 4
 OPTIONS = {"baseline": "first", "pricing": "gpt-4o", "min_cacheable_prefix": 1024}
@@ -216,7 +215,7 @@ def _background(
     simulation = services.simulation_create(
         workspace=workspace, conversation=conversation, configs=configs, baseline=baseline
     )
-    run_simulation.enqueue(simulation.pk)
+    services.simulation_enqueue(simulation=simulation)
     return simulation
 
 

@@ -97,6 +97,26 @@ def test_simulation_sweep_runs_in_the_background_worker(api: ApiClient, recorded
     assert front and all(done["results"]["results"][i]["pareto"] for i in front)
 
 
+@pytest.mark.django_db(transaction=True)
+def test_simulation_sweep_progress_in_the_api_while_workers_run_it(
+    api: ApiClient, recorded: str
+) -> None:
+    """A sweep is one task per combination: the API counts the combinations done."""
+    from reduction_app.models import SimulationPart
+    from reduction_app.simulations.sweeps import sweep_part_run
+
+    grid = {"max_tokens_for_clear": [4000, 8000, 16000], "clear_retention_suffix_limit": [1, 2]}
+    queued = api.post("/simulations", {"conversation_id": recorded, "grid": grid}).json()
+    for part in SimulationPart.objects.filter(simulation_id=queued["id"], position__lt=2):
+        sweep_part_run(part_id=part.pk)
+    running = api.get(f"/simulations/{queued['id']}").json()
+    assert (running["status"], running["progress"], running["results"]) == (
+        "running",
+        {"done": 2, "total": 6},
+        None,
+    )
+
+
 def test_simulation_errors_name_the_field(api: ApiClient, recorded: str) -> None:
     cases = [
         ({"conversation_id": "nope", "configs": [{}]}, HTTPStatus.NOT_FOUND, "conversation_id"),

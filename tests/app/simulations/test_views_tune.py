@@ -18,7 +18,7 @@ from reduction_app.configs.services import config_create
 from reduction_app.conversations.selectors import recorded_conversation
 from reduction_app.models import ConfigProfile, Conversation
 from reduction_app.simulations import services
-from simulator import replay as replay_module
+from simulator import members as members_module
 from simulator.compare import compare
 from tests.app.pages_support import html, member_client, record_conversation
 
@@ -242,7 +242,7 @@ def test_tune_reads_the_config_once_per_move(
 
     real = engine.config_from_dict
     monkeypatch.setattr(engine, "config_from_dict", counting)
-    monkeypatch.setattr(replay_module, "config_from_dict", counting)
+    monkeypatch.setattr(members_module, "config_from_dict", counting)
     url = f"/tune/?conversation={conversation.pk}&start=defaults&max_tokens_for_clear=5000"
     assert _billed(html(client.get(url)), "tuned") == "156,062 tok"
     assert reads == [{}]

@@ -1,0 +1,389 @@
+"""The sweep benchmark: what a 50-combination sweep costs, against one replay.
+
+The conversation is the scripted agent's corpus (:func:`simulator.corpus.build_conversation`,
+1,010 messages and 373 model calls at ``--scales 1``, twice that at 2), priced as gpt-4o
+(o200k_base with OpenAI's framing). The grid is :data:`GRID`: five clear thresholds, two
+retentions, five truncation limits.
+
+Every figure is measured in a fresh process (``python -c``), so none profits from an
+earlier one's caches; loading the tokenizer is not timed (each process does it before
+the clock starts), a process pool's start is. Measured:
+
+- **one replay**: :func:`simulator.replay.replay` of one combination, for ten
+  combinations on the grid's diagonals (every threshold and every truncation limit
+  twice); their mean is the unit of "× one replay";
+- **the sweep, plain**: ``sweep(workers=1, share=False)``, one replay per combination in
+  one process, as sweeps ran before;
+- what each sharing step buys, in one process: the prepared conversation and its meter
+  shared, combinations replayed one at a time (truncation not shared); then with the
+  truncation shared; then all of them together (``share=True``: prefixes too);
+- **the sweep**: ``sweep(workers=W, share=True)`` for 1 and 2 processes, and the plain
+  loop over 2 processes.
+
+Each row says the 1-minute load average when it started and, from ``/proc/stat``, how
+many CPUs other processes kept busy while it ran (``others``): on a machine where
+others work, rerun when that is near 0 (``--runs 3`` keeps the best of three).
+``--before DIR`` also times one replay and the plain sweep with the code in ``DIR`` (a
+checkout of an earlier commit). ``--tasks`` measures sweeps on django-tasks workers
+instead: the same grid as one task per combination, on 1 then 2 ``manage.py db_worker``
+processes (:mod:`benchmarks.taskworkers`), against a SQLite file or ``--database-url``.
+
+Every sweep's results are hashed; the benchmark says whether all ways gave the same.
+Prints tables and writes ``benchmarks/results/sweep.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pickle
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = ["GRID", "main"]
+
+GRID: dict[str, list[int]] = {
+    "max_tokens_for_clear": [10_000, 20_000, 40_000, 80_000, 160_000],
+    "clear_retention_suffix_limit": [1, 3],
+    "max_length_for_trunc": [2_000, 4_000, 8_000, 16_000, 50_000],
+}
+PRICING = "gpt-4o"
+SINGLES = (0, 6, 12, 18, 24, 25, 31, 37, 43, 49)
+"""Combinations timed alone (in grid order: retention, then truncation, then threshold):
+the two diagonals, so every threshold and truncation limit is there twice."""
+REPO = Path(__file__).resolve().parent.parent
+RESULTS = REPO / "benchmarks" / "results" / "sweep.json"
+
+# What a fresh process runs: one measure, printed as one JSON line. Written against the
+# simulator's public functions only, so it runs on an earlier checkout too (--before).
+_CHILD = r"""
+import hashlib, json, pickle, resource, sys, time
+job = json.loads(sys.argv[1])
+with open(job["conversation"], "rb") as f:
+    conversation = pickle.load(f)
+from reduction_app.engine import get_token_counter
+from simulator.compare import grid_configs, sweep
+from simulator.pricing import pricing_for, with_cache_prices
+from simulator.replay import replay
+get_token_counter("o200k_base").encoding
+pricing = pricing_for(job["pricing"])
+grid = job["grid"]
+mode = job["mode"]
+
+
+def digest(result):
+    text = json.dumps(result.to_dict(), sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def alone(share_truncation):
+    from simulator.compare import SweepResult, sweep_configs
+    from simulator.parallel import totals_only
+    from simulator.replay import Prepared, replay_many
+    prepared = Prepared(conversation, pricing, share_truncation=share_truncation)
+    named = [*sweep_configs(grid, pricing), ("no reduction", None)]
+    results = [
+        totals_only(replay_many(conversation, [one], pricing=pricing, prepared=prepared)[0])
+        for one in named
+    ]
+    baseline = results.pop()
+    return SweepResult.of(results, baseline)
+
+
+clock, cpu = time.perf_counter(), time.process_time()
+if mode == "replay":
+    config = with_cache_prices(grid_configs(grid)[job["combination"]], pricing)
+    replay(conversation, config, pricing=pricing)
+    check = ""
+elif mode == "sweep":
+    options = job.get("options")
+    result = sweep(conversation, grid, pricing=pricing, **(options or {}))
+    check = digest(result)
+else:
+    check = digest(alone(mode == "alone, truncation shared"))
+seconds = time.perf_counter() - clock
+children = resource.getrusage(resource.RUSAGE_CHILDREN)
+me = resource.getrusage(resource.RUSAGE_SELF)
+cpu = time.process_time() - cpu + children.ru_utime + children.ru_stime
+total = me.ru_utime + me.ru_stime + children.ru_utime + children.ru_stime
+print(json.dumps({"seconds": seconds, "cpu": cpu, "process_cpu": total, "check": check}))
+"""
+
+
+def _load() -> float:
+    return round(os.getloadavg()[0], 2)
+
+
+def _busy_seconds() -> float | None:
+    """CPU seconds every process of the machine has used since boot (Linux only)."""
+    try:
+        fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+    except OSError:
+        return None
+    ticks = [int(f) for f in fields]
+    idle = ticks[3] + ticks[4]  # idle, iowait
+    return (sum(ticks[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+def _children_cpu() -> float:
+    """CPU seconds of this process's finished children (workers and shells included)."""
+    import resource
+
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def child(job: dict[str, Any], *, tree: Path = REPO) -> dict[str, Any]:
+    """Run one measure in a fresh process with the code in ``tree``.
+
+    Beside the figures: ``load``, the 1-minute load average as it started (which this
+    benchmark's previous measure still weighs on), and ``others``, how many CPUs other
+    processes kept busy on average while it ran (from /proc/stat, less its own time)."""
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    load = _load()
+    busy, clock = _busy_seconds(), time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-c", _CHILD, json.dumps(job)],
+        cwd=tree,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    wall = time.perf_counter() - clock
+    if done.returncode != 0:
+        raise RuntimeError(f"measure {job['mode']} failed:\n{done.stderr[-3000:]}")
+    out = json.loads(done.stdout.splitlines()[-1])
+    after = _busy_seconds()
+    others = None
+    if busy is not None and after is not None:
+        others = round(max(0.0, after - busy - out["process_cpu"]) / wall, 2)
+    return {**out, "load": load, "others": others}
+
+
+def _conversation(scale: int, folder: Path) -> tuple[Path, dict[str, Any]]:
+    from reduction_app.engine.formats import parse_tools
+    from simulator.corpus import TOOLS_OPENAI, build_conversation, conversation_chars
+    from simulator.recording import RecordedConversation
+    from simulator.transcript import model_calls
+
+    messages = build_conversation(1000 * scale, 1_000_000 * scale)
+    conversation = RecordedConversation(
+        f"corpus x{scale}", messages, parse_tools("openai_chat", TOOLS_OPENAI)
+    )
+    path = folder / f"corpus-{scale}.pickle"
+    path.write_bytes(pickle.dumps(conversation))
+    info = {
+        "messages": len(messages),
+        "model_calls": len(model_calls(messages)),
+        "chars": conversation_chars(messages),
+    }
+    return path, info
+
+
+SWEEPS: list[tuple[str, str, dict[str, Any] | None]] = [
+    ("plain loop, 1 process", "sweep", {"workers": 1, "share": False}),
+    ("prepared conversation and meter shared, one at a time", "alone", None),
+    ("  + truncation shared", "alone, truncation shared", None),
+    ("  + prefixes shared (share=True), 1 process", "sweep", {"workers": 1, "share": True}),
+    ("share=True, 2 processes", "sweep", {"workers": 2, "share": True}),
+    ("plain loop, 2 processes", "sweep", {"workers": 2, "share": False}),
+]
+
+
+def measure_scale(scale: int, folder: Path, runs: int, before: Path | None) -> dict[str, Any]:
+    path, info = _conversation(scale, folder)
+    print(
+        f"\n## Scale {scale}: {info['messages']:,} messages, {info['model_calls']} model calls, "
+        f"{info['chars']:,} characters",
+        flush=True,
+    )
+    base = {"conversation": str(path), "pricing": PRICING, "grid": GRID}
+    k = len(SINGLES)
+    singles = [child({**base, "mode": "replay", "combination": c}) for c in SINGLES]
+    one = statistics.mean(s["seconds"] for s in singles)
+    report: dict[str, Any] = {"scale": scale, "conversation": info, "singles": singles}
+    others = [s["others"] for s in singles if s["others"] is not None]
+    print(
+        f"one replay (mean of {k}, each in a fresh process): {one:.3f} s "
+        f"(min {min(s['seconds'] for s in singles):.3f}, "
+        f"max {max(s['seconds'] for s in singles):.3f}; load {singles[0]['load']}, "
+        f"others {max(others, default=None)} at most)",
+        flush=True,
+    )
+    rows = []
+    for label, mode, options in SWEEPS:
+        measures = [child({**base, "mode": mode, "options": options}) for _ in range(runs)]
+        best = min(measures, key=lambda m: m["seconds"])
+        rows.append({"label": label, "mode": mode, "options": options, **best})
+    if before is not None:
+        old = [child({**base, "mode": "replay", "combination": c}, tree=before) for c in SINGLES]
+        report["before_one_replay_s"] = statistics.mean(s["seconds"] for s in old)
+        measures = [child({**base, "mode": "sweep"}, tree=before) for _ in range(runs)]
+        best = min(measures, key=lambda m: m["seconds"])
+        rows.insert(0, {"label": f"before ({before.name}), plain loop", "mode": "sweep", **best})
+    combinations = 50
+    plain = next(r for r in rows if r["label"] == "plain loop, 1 process")["seconds"]
+    print(
+        f"\n| sweep of {combinations} combinations | s | CPU s | × one replay | vs plain "
+        "| load | others |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for row in rows:
+        print(
+            f"| {row['label']} | {row['seconds']:.2f} | {row['cpu']:.2f} | "
+            f"{row['seconds'] / one:.1f} | {plain / row['seconds']:.2f}× | {row['load']} "
+            f"| {row['others']} |"
+        )
+    if before is not None:
+        print(f"one replay before: {report['before_one_replay_s']:.3f} s")
+    checks = {r["check"] for r in rows}
+    print(f"target: ≤ {combinations / 4:.1f} × one replay (K/4)")
+    print(f"same results every way: {'yes' if len(checks) == 1 else 'NO: ' + str(checks)}")
+    report.update(one_replay_s=one, sweeps=rows, same_results=len(checks) == 1)
+    return report
+
+
+def measure_tasks(database_url: str | None, folder: Path) -> dict[str, Any]:
+    """The grid as one task per combination on 1 then 2 ``db_worker`` processes."""
+    from benchmarks.taskworkers import Site
+    from simulator.corpus import TOOLS_OPENAI, build_conversation, dump_openai
+
+    site = Site(database_url or f"sqlite:///{folder / 'tasks.sqlite3'}", folder / "media")
+    engine = "PostgreSQL" if not site.is_sqlite else "SQLite"
+    print(f"\n## django-tasks workers ({engine})", flush=True)
+    site.migrate()
+    messages = build_conversation()
+    conversation_id = site.store_conversation(dump_openai(messages), TOOLS_OPENAI, "corpus")
+    path, _ = _conversation(1, folder)
+    job = {"conversation": str(path), "pricing": PRICING, "grid": GRID, "mode": "sweep"}
+    in_process = child(job)["check"]
+    runs = []
+    for count in (1, 2):
+        workers = site.start_workers(count)
+        time.sleep(3)  # each worker imports Django and starts polling
+        load = _load()
+        busy, mine, own = _busy_seconds(), _children_cpu(), time.process_time()
+        try:
+            queued = time.perf_counter()
+            simulation_id = site.queue_sweep(conversation_id, GRID, PRICING)
+            finished = site.wait(simulation_id, timeout=1800)
+            seen = time.perf_counter() - queued
+        finally:
+            site.stop_workers(workers)
+        # Other processes than this benchmark's (the database server's included).
+        after, wall = _busy_seconds(), time.perf_counter() - queued
+        others = None
+        if busy is not None and after is not None:
+            spent = _children_cpu() - mine + time.process_time() - own
+            others = round(max(0.0, after - busy - spent) / wall, 2)
+        parts = site.parts(simulation_id)
+        taken: dict[str, int] = {}
+        for part in parts:
+            taken[part["worker"]] = taken.get(part["worker"], 0) + 1
+        seconds = _seconds(finished["started_at"], finished["finished_at"])
+        runs.append(
+            {
+                "workers": count,
+                "status": finished["status"],
+                "seconds": seconds,
+                "seen_s": seen,
+                "parts_per_worker": sorted(taken.values(), reverse=True),
+                "load": load,
+                "others": others,
+                "results": finished["results"],
+            }
+        )
+        print(
+            f"{count} worker(s): {seconds:.2f} s from the first part taken to the sweep "
+            f"gathered ({finished['status']}; parts per worker {sorted(taken.values())}; "
+            f"load {load}, others {others})",
+            flush=True,
+        )
+    speedup = runs[0]["seconds"] / runs[1]["seconds"]
+    same = all(_digest(run["results"]) == in_process for run in runs)
+    print(f"speed-up from 1 to 2 workers: {speedup:.2f}×")
+    print(f"results the same as an in-process sweep's: {'yes' if same else 'NO'}")
+    for run in runs:
+        del run["results"]
+    return {"database": engine, "runs": runs, "speedup": speedup, "same_results": same}
+
+
+def _digest(results: Any) -> str:
+    """As the measuring processes hash a sweep's ``to_dict()``."""
+    import hashlib
+
+    text = json.dumps(results, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _seconds(start: Any, end: Any) -> float:
+    from datetime import datetime
+
+    def parse(value: Any) -> datetime:
+        return datetime.fromisoformat(value) if isinstance(value, str) else value
+
+    return (parse(end) - parse(start)).total_seconds()
+
+
+def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.sweep", description=__doc__)
+    parser.add_argument(
+        "--scales", default="1,2", help="conversation sizes, comma-separated (1: 1,010 messages)"
+    )
+    parser.add_argument("--runs", type=int, default=1, help="runs of each sweep; the best is kept")
+    parser.add_argument("--before", type=Path, help="also time the code in this checkout")
+    parser.add_argument("--tasks", action="store_true", help="measure django-tasks workers")
+    parser.add_argument("--database-url", help="with --tasks: the database (default: SQLite)")
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parse(argv)
+    report: dict[str, Any] = {
+        "machine": {
+            "python": platform.python_version(),
+            "cpus": os.cpu_count(),
+            "platform": platform.platform(),
+        },
+        "grid": GRID,
+        "pricing": PRICING,
+        "load_at_start": list(os.getloadavg()),
+    }
+    print(f"{os.cpu_count()} CPUs; load average at start {os.getloadavg()}", flush=True)
+    with tempfile.TemporaryDirectory(prefix="sweep-bench-") as tmp:
+        folder = Path(tmp)
+        if args.tasks:
+            report["tasks"] = measure_tasks(args.database_url, folder)
+        else:
+            report["scales"] = [
+                measure_scale(int(s), folder, args.runs, args.before)
+                for s in args.scales.split(",")
+            ]
+    if "scales" in report and len(report["scales"]) > 1:
+        first, last = report["scales"][0], report["scales"][-1]
+        print("\n| growth from the first scale to the last | × |\n|---|---:|")
+        print(
+            f"| conversation (messages) | "
+            f"{last['conversation']['messages'] / first['conversation']['messages']:.2f} |"
+        )
+        print(f"| one replay | {last['one_replay_s'] / first['one_replay_s']:.2f} |")
+        for a, b in zip(first["sweeps"], last["sweeps"], strict=True):
+            print(f"| {a['label'].strip()} | {b['seconds'] / a['seconds']:.2f} |")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2, default=str) + "\n", encoding="utf-8")
+    print(f"\nwrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

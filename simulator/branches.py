@@ -1,0 +1,270 @@
+"""Replaying configs together: one walk of the conversation per context they share.
+
+Configs that truncate alike send the same context until one of their clear passes
+changes it: a config with a clear threshold above the context so far does nothing but
+count it. So the configs of a :class:`Branch` share its context, its offloaded files,
+its measures and the truncation of each tool result (run once for the branch, by a
+middleware of its own writing to the branch's files); each config runs only its own
+clear pass, on the branch's context. When a pass returns a new context (or wrote
+anything), its config leaves on a fork of the branch: a copy of everything above, its
+own context, and its files with what the pass wrote. The fork is exactly the state that
+config's replay alone would be in (see "Why a fork is exact" below); it carries on by
+itself from the next message once the branch it left has reached the end (one branch at
+a time, so the counters' running totals follow one context at a time).
+
+Why a fork is exact. A config's replay alone holds, between two messages: its context,
+its backend's files, its middleware, and the simulator's measures. The context and the
+measures are the branch's. The files are the branch's: truncation, the same for every
+config of a branch, wrote them, and a clear pass that writes anything forks (a pass
+that returns the context it was given writes nothing: it either stops before clearing,
+or stashes its writes and drops them). The middleware holds nothing else between two
+operations: the engine's path registry promises a path only until it is written or
+given up, and everything else in it is the config, resolved. Truncation depends only on
+the fields :data:`~simulator.members.CLEAR_ONLY` leaves out, so a middleware of the
+branch's (any member's config, the branch's files as its backend) truncates as each
+member's own would.
+
+Configs with a backend or hooks of their own (a :class:`~reduction_app.engine.ReductionConfig`)
+cannot fork (their backend cannot be copied): each gets a branch of its own, truncating
+through its own middleware, as a replay alone always did."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
+from typing import Any
+
+from reduction_app.engine import (
+    ChatModelAgentState,
+    Message,
+    ReductionEvent,
+    ReductionMiddleware,
+    ToolArgument,
+    ToolContext,
+    ToolResult,
+    new,
+    stringify,
+)
+from reduction_app.engine.inspect import read_result, write_result
+from simulator.members import Files, Member
+from simulator.prepared import Arrival, Prepared, Truncated
+from simulator.refetch import Repeats
+from simulator.tracking import Tracker
+
+__all__ = ["Branch", "Measure"]
+
+
+@dataclass(frozen=True, slots=True)
+class Measure:
+    """What the simulator measured of the context sent at one model call."""
+
+    message_index: int
+    context_tokens: int
+    cached_tokens: int
+    new_tokens: int
+    cache_write_tokens: int
+    share: float | None
+
+
+class Branch:
+    """Members that have sent the same contexts so far, and what they share."""
+
+    def __init__(
+        self, prepared: Prepared, members: list[Member], min_prefix: int, contexts: Collection[int]
+    ) -> None:
+        lead = members[0]
+        self.prepared = prepared
+        self.members = members
+        self.min_prefix = min_prefix
+        self.wanted_contexts = frozenset(contexts)
+        self.contexts: dict[int, tuple[Any, ...]] = {}
+        """The messages sent at the calls of ``wanted_contexts``, by call index."""
+        self.key = lead.key
+        self.meter = prepared.meter(lead.counter)
+        self.tracker = Tracker(self.meter)
+        self.repeats = Repeats()
+        self.measures: list[Measure] = []
+        self.context: list[Any] = []
+        self.next_index = 0
+        self.files = Files() if lead.files is not None else None
+        self._truncations: list[ReductionEvent] = []
+        self.trunc_mw = self._truncation_middleware()
+
+    def _truncation_middleware(self) -> ReductionMiddleware:
+        lead = self.members[0]
+        if self.files is None:
+            return lead.mw
+        for member in self.members:
+            assert member.files is not None
+            member.files.files = self.files
+        config = dataclasses.replace(
+            lead.config, backend=self.files, on_event=self._truncations.append
+        )
+        return new(config)
+
+    def run(self, fork: Callable[[Branch], None]) -> None:
+        """Walk the rest of the conversation; ``fork`` takes each branch split off."""
+        messages = self.prepared.messages
+        kinds = self.prepared.kinds
+        calls = self.prepared.calls
+        for index in range(self.next_index, len(messages)):
+            msg = messages[index]
+            kind = kinds[index]
+            if kind != "assistant":
+                self.context.append(self._truncate(index, msg) if kind == "tool_result" else msg)
+            elif index not in calls:
+                self.context.append(msg)  # a greeting sent before any input: no model call
+            else:
+                for branch in self._model_call(index):
+                    branch.next_index = index + 1
+                    fork(branch)
+        self.repeats.close()
+
+    # Tool results ---------------------------------------------------------------------
+
+    def _truncate(self, index: int, msg: Any) -> Any:
+        """The result message as it enters the context, after the truncation phase.
+
+        A branch with files of its own (configs given as JSON fields) truncates a message
+        once per truncation key: what truncation makes of it (the message, its events, the
+        files written) depends only on the result, the fields in the key, and the files
+        truncation wrote before, which are the same in every branch of that key (clear
+        passes write under another folder, ``{root_dir}/clear/``, than truncation's
+        ``{root_dir}/trunc/``). Later branches of the key take the same message object, so
+        its counts are shared too."""
+        arrivals = self.prepared.arrivals[index]
+        memo = None
+        if self.files is not None and self.prepared.share_truncation:
+            memo = self.prepared.truncated
+        done = memo.get((self.key, index)) if memo is not None else None
+        if done is None:
+            done = self._run_truncation(msg, arrivals)
+            if memo is not None:
+                memo[(self.key, index)] = done
+        elif self.files is not None:
+            for path, content in done.writes:
+                self.files.files[path] = content
+                self.files.chars += len(content)
+            self._truncations.extend(done.events)
+        for arrival, text in zip(arrivals, done.texts, strict=True):
+            tokens = self.prepared.result_tokens(self.meter, arrival)
+            self.tracker.arrived(arrival.item, arrival.key, tokens)
+            if text is not None:
+                self.tracker.answered(arrival.item, text)
+                self.repeats.answered(arrival.call_id, text)
+        return done.message
+
+    def _run_truncation(self, msg: Any, arrivals: list[Arrival]) -> Truncated:
+        files = self.files
+        mark = len(self._truncations)
+        if files is not None:
+            files.log = []
+        new_msg = msg
+        texts: list[str | None] = []
+        for arrival in arrivals:
+            occurrence = 0 if arrival.occurrence is None else arrival.occurrence
+            read = read_result(new_msg, arrival.call_id, occurrence)
+            if read is None:
+                assert not isinstance(msg, Message)
+                texts.append(None)
+                continue
+            texts.append(stringify(read[0].parts))
+            result = self._run_tool(arrival, read[0])
+            if result is not read[0]:
+                new_msg = write_result(new_msg, arrival.call_id, result.parts, read[1], occurrence)
+        writes = tuple(files.log or ()) if files is not None else ()
+        if files is not None:
+            files.log = None
+        events = tuple(self._truncations[mark:])
+        return Truncated(message=new_msg, texts=tuple(texts), writes=writes, events=events)
+
+    def _run_tool(self, arrival: Arrival, result: ToolResult) -> ToolResult:
+        wrapped = self.trunc_mw.wrap_enhanced_invokable_tool_call(
+            lambda _: result, ToolContext(name=arrival.name, call_id=arrival.call_id)
+        )
+        out: ToolResult = wrapped(ToolArgument(text=arrival.arguments))
+        return out
+
+    # Model calls ----------------------------------------------------------------------
+
+    def _model_call(self, index: int) -> list[Branch]:
+        """Every member's clear pass on the shared context; members whose pass changed it
+        leave on forks (returned). Then each branch measures what it sends."""
+        tools = self.prepared.tools
+        state = ChatModelAgentState(messages=self.context, tool_infos=tools)
+        truncations, self._truncations[:] = list(self._truncations), []
+        stay: list[Member] = []
+        moved: list[tuple[Member, list[Any]]] = []
+        for member in self.members:
+            member.events.extend(truncations)
+            out = member.mw.before_model_rewrite_state(state)
+            if out is state and (member.files is None or not member.files.pending):
+                stay.append(member)
+            else:
+                moved.append((member, list(out.messages)))
+        # Forks copy the branch as it was before any pass; then, when every member's pass
+        # changed the context, the first of them carries on in this branch.
+        forks = [self._fork(member, context) for member, context in moved[0 if stay else 1 :]]
+        if stay:
+            self.members = stay
+        else:
+            self._take(*moved[0])
+        for branch in (self, *forks):
+            branch._measure(index)
+            branch.context.append(self.prepared.messages[index])
+        return forks
+
+    def _take(self, member: Member, context: list[Any]) -> None:
+        """``member`` alone carries on in this branch, with the context its pass made."""
+        self.members = [member]
+        self.context = context
+        if member.files is not None and self.files is not None:
+            self.files.files.update(member.files.pending)
+            self.files.chars += member.files.pending_chars
+            member.files.pending = {}
+            member.files.pending_chars = 0
+
+    def _fork(self, member: Member, context: list[Any]) -> Branch:
+        assert member.files is not None and self.files is not None
+        other = Branch.__new__(Branch)
+        other.__dict__.update(self.__dict__)
+        other.members = [member]
+        other.context = context
+        other.contexts = dict(self.contexts)
+        other.tracker = self.tracker.copy()
+        other.repeats = self.repeats.copy()
+        other.measures = list(self.measures)
+        files = {**self.files.files, **member.files.pending}
+        other.files = Files(files, self.files.chars + member.files.pending_chars)
+        member.files.pending = {}
+        member.files.pending_chars = 0
+        other._truncations = []
+        other.trunc_mw = other._truncation_middleware()
+        return other
+
+    def _measure(self, index: int) -> None:
+        tools = self.prepared.tools
+        meter = self.meter
+        previous = self.tracker.sent
+        same = self.tracker.send(self.context)
+        overhead = meter.tools(tools)
+        context_tokens = overhead + self.tracker.body + meter.reply_tokens
+        cached = 0
+        if previous and self.prepared.pricing.prompt_cache:
+            prefix = overhead + self.tracker.cached_body(previous, same)
+            cached = prefix if prefix >= self.min_prefix else 0
+        new_tokens = context_tokens - cached
+        writes_cache = self.prepared.pricing.cache_write_per_mtok is not None
+        writes = new_tokens if writes_cache and context_tokens >= self.min_prefix else 0
+        share = self.tracker.share
+        for call_id, key in self.prepared.call_keys[index]:
+            earlier = self.tracker.hidden(key)
+            if earlier is not None:
+                self.repeats.asked(call_id, earlier)
+        call = len(self.measures)
+        if call in self.wanted_contexts:
+            self.contexts[call] = tuple(self.context)
+        self.measures.append(Measure(index, context_tokens, cached, new_tokens, writes, share))
+        for member in self.members:
+            member.record(self.context, tools)

@@ -1,0 +1,90 @@
+"""The simulations pages: the list, and a sweep's progress then its results."""
+
+from __future__ import annotations
+
+from http import HTTPStatus
+
+import pytest
+from django.test import Client
+
+from reduction_app.models import Conversation, Simulation, SimulationPart
+from reduction_app.simulations.services import simulation_create, simulation_enqueue
+from reduction_app.simulations.sweeps import sweep_part_run
+from tests.app.pages_support import html, member_client, record_conversation
+
+pytestmark = pytest.mark.django_db
+
+GRID = {"max_tokens_for_clear": [4000, 8000], "clear_retention_suffix_limit": [1, 2]}
+
+
+@pytest.fixture
+def setup() -> tuple[Client, Conversation]:
+    client, workspace = member_client()
+    return client, record_conversation(workspace)
+
+
+def _sweep(conversation: Conversation) -> Simulation:
+    simulation = simulation_create(
+        workspace=conversation.workspace, conversation=conversation, configs=[], grid=GRID
+    )
+    simulation_enqueue(simulation=simulation)
+    return simulation
+
+
+def _run_parts(simulation: Simulation, positions: list[int]) -> None:
+    for part in SimulationPart.objects.filter(simulation=simulation, position__in=positions):
+        sweep_part_run(part_id=part.pk)
+
+
+def test_simulation_page_follows_a_sweep_on_the_workers(setup: tuple[Client, Conversation]) -> None:
+    client, conversation = setup
+    simulation = _sweep(conversation)
+    url = f"/simulations/{simulation.pk}/"
+    page = html(client.get(url))
+    assert "Queued: 0 of 4 combinations done." in page
+    assert f'hx-get="{url}" hx-trigger="every 1s"' in page
+    _run_parts(simulation, [0, 1])
+    swap = html(client.get(url, headers={"HX-Request": "true"}))
+    assert swap.lstrip().startswith('<section id="simulation-status"')  # the partial only
+    assert "Running: 2 of 4 combinations done." in swap
+    assert "Parts: 2 done, 3 queued." in swap
+    assert "Workers: <code>" in swap and "(2)" in swap
+    _run_parts(simulation, [2, 3, 4])
+    page = html(client.get(url))
+    assert "Done: 4 of 4 combinations done in" in page
+    assert "hx-trigger" not in page  # no more polling
+    assert "Pareto front: cost against re-fetches" in page
+    assert "clear_retention_suffix_limit=1,max_tokens_for_clear=4000" in page
+    assert page.count('class="badge">front</span>') == len(
+        Simulation.objects.get(pk=simulation.pk).results["pareto_front"]
+    )
+    assert "No reduction: " in page
+
+
+def test_simulation_page_says_why_a_sweep_failed(setup: tuple[Client, Conversation]) -> None:
+    client, conversation = setup
+    simulation = _sweep(conversation)
+    SimulationPart.objects.filter(simulation=simulation, position=0).update(
+        config={"max_tokens_for_clear": -1}
+    )
+    _run_parts(simulation, [0])
+    page = html(client.get(f"/simulations/{simulation.pk}/"))
+    assert (
+        "It failed: clear_retention_suffix_limit=1,max_tokens_for_clear=4000: ConfigError" in page
+    )
+
+
+def test_simulation_list_links_each_simulation(setup: tuple[Client, Conversation]) -> None:
+    client, conversation = setup
+    simulation = _sweep(conversation)
+    page = html(client.get("/simulations/"))
+    assert f'<a href="/simulations/{simulation.pk}/">{simulation.pk}</a>' in page
+    assert "Sweep a grid" in page and "0 / 4" in page
+
+
+def test_simulation_of_another_workspace_is_not_found(setup: tuple[Client, Conversation]) -> None:
+    _, conversation = setup
+    simulation = _sweep(conversation)
+    stranger, _ = member_client("bob", workspace="Elsewhere")
+    assert stranger.get(f"/simulations/{simulation.pk}/").status_code == HTTPStatus.NOT_FOUND
+    assert "No simulations yet" in html(stranger.get("/simulations/"))
