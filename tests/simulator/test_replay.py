@@ -613,3 +613,19 @@ def test_replay_offload_manifest_on_a_shipped_recording() -> None:
     listed = [len(found[0].content.splitlines()) - 3 if found else 0 for found in manifests]
     assert listed == [0] * 4 + [3] * 7 + [10, 11, 12] + [13] * 6
     assert get_token_counter("approx")(manifests[19], []) == 417
+
+
+def test_clear_only_fields_follow_the_config_spec() -> None:
+    """Every JSON field of the clear phase is left out of the truncation key, and no field
+    of the truncation phase is (a new clear field would only split sweeps needlessly; a
+    truncation field here would share truncation wrongly)."""
+    from reduction_app.engine import JSON_FIELDS
+    from simulator.members import CLEAR_ONLY
+
+    clear_fields = {
+        name
+        for name in JSON_FIELDS
+        if name.startswith("clear_") or name in ("skip_clear", "max_tokens_for_clear")
+    }
+    assert clear_fields == CLEAR_ONLY
+    assert not {name for name in CLEAR_ONLY if "trunc" in name}
