@@ -5,21 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from benchmarks.common import table
+
 __all__ = ["print_report"]
-
-
-def _table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    cells = [[str(h) for h in headers], *[[str(c) for c in row] for row in rows]]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
-    lines = [
-        "  ".join(
-            c.rjust(w) if i else c.ljust(w)
-            for i, (c, w) in enumerate(zip(row, widths, strict=True))
-        )
-        for row in cells
-    ]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
 
 
 def _load(values: Sequence[float]) -> str:
@@ -58,7 +46,7 @@ def print_report(report: dict[str, Any]) -> None:
             ]
         )
     print(
-        _table(
+        table(
             [
                 "payload",
                 "cleared",
@@ -91,7 +79,7 @@ def print_report(report: dict[str, Any]) -> None:
         for name, v in f.items()
     ]
     headers = ["payload", "p50 ms", "p99 ms", "max ms", "requests/s", "requests", "errors", "s"]
-    print(_table([*headers, "load generator, cores"], rows))
+    print(table([*headers, "load generator, cores"], rows))
     print(
         "\nin-process: json.loads + parse + clear (InMemoryBackend) + dump + json.dumps of the "
         "answer, single-threaded.\ntest client: the same request through Django in this "

@@ -23,6 +23,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from benchmarks.common import table
 from reduction_app.engine import (
     ApproxTokenCounter,
     ChatModelAgentState,
@@ -102,9 +103,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows.append(
             [name, *(f"{1e6 * m:.0f}" for m in medians), f"{medians[-1] / medians[0]:.2f}x"]
         )
-    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
-    for row in [header, *rows]:
-        print("  ".join(str(c).rjust(w) for c, w in zip(row, widths, strict=True)))
+    print(table(header, rows))
     messages = 2 + sum(len(_round(i)) for i in range(args.rounds))
     print(f"(the conversation ends with {messages:,} messages)", file=sys.stderr)
     return 0
