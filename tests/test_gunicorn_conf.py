@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import runpy
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -33,3 +35,19 @@ def test_gunicorn_conf_takes_workers_and_address_from_the_environment(
     monkeypatch.setenv("WEB_CONCURRENCY", "5")
     settings = conf()
     assert (settings["bind"], settings["workers"]) == (["0.0.0.0:9000"], 5)
+
+
+def test_gunicorn_conf_freezes_what_a_worker_loaded() -> None:
+    """After a worker loads the app, what it holds is out of the collector's reach (in a
+    process of its own: freezing this one would change every later test)."""
+    script = (
+        "import gc, runpy, sys\n"
+        f"conf = runpy.run_path({str(REPO / 'config' / 'gunicorn_conf.py')!r})\n"
+        "assert gc.get_freeze_count() == 0\n"
+        "conf['post_worker_init'](None)\n"
+        "print(gc.get_freeze_count() > 0, gc.get_count()[2])\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert done.stdout.split() == ["True", "0"]

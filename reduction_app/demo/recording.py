@@ -79,7 +79,10 @@ class _Recorder(AgentHooks):
     def before_model(self, messages: list[Message]) -> list[Message]:
         when = self.clock.model_call()
         with engine_session(
-            workspace=self.workspace, config_data=None, config_version=self.version
+            workspace=self.workspace,
+            config_data=None,
+            config_version=self.version,
+            conversation_id=self.client_id,
         ) as session:
             state = engine.ChatModelAgentState(messages=messages, tool_infos=self.tool_infos)
             new_state = session.middleware.before_model_rewrite_state(state)
@@ -99,7 +102,10 @@ class _Recorder(AgentHooks):
         when = self.clock.tool_call()
         ctx = engine.ToolContext(name=call.name, call_id=call.id)
         with engine_session(
-            workspace=self.workspace, config_data=None, config_version=self.version
+            workspace=self.workspace,
+            config_data=None,
+            config_version=self.version,
+            conversation_id=self.client_id,
         ) as session:
             output = session.middleware.wrap_invokable_tool_call(tool, ctx)(call.arguments)
             rows = engine_session_record(session=session, conversation_id=self.client_id)

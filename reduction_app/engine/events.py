@@ -17,7 +17,7 @@ strategy that cleared it (empty for the reference's clearing).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Literal
 
 __all__ = [
@@ -84,4 +84,8 @@ class ReductionEvent:
 
     def to_dict(self) -> dict[str, Any]:
         """The event as a JSON-ready dict."""
-        return asdict(self)
+        # Every field is a str, int or bool: no deep copy (``asdict``) is needed.
+        return {name: getattr(self, name) for name in _FIELD_NAMES}
+
+
+_FIELD_NAMES = tuple(f.name for f in fields(ReductionEvent))

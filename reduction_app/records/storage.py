@@ -59,12 +59,32 @@ def _check_path(path: str) -> None:
 
 
 class DjangoStorageBackend:
-    """Reads and writes offloads of one workspace through a Django Storage."""
+    """Reads and writes offloads of one workspace through a Django Storage.
 
-    def __init__(self, workspace: Workspace, storage: Storage | None = None) -> None:
+    The engine reads every offload path it is about to hand out, to keep paths unique.
+    A client that sends its whole history each time (keeping the originals and asking for
+    the reduced view) has the engine check the same paths on every request, so with a
+    ``conversation_id`` the backend looks up that conversation's recorded files once, on
+    its first read, and answers those paths without a query; any other path costs one
+    query. Rows are only ever added for content already stored, so a path found there
+    holds its content, and content named there need not be checked for again.
+    """
+
+    def __init__(
+        self,
+        workspace: Workspace,
+        storage: Storage | None = None,
+        *,
+        conversation_id: str | None = None,
+    ) -> None:
         self.workspace = workspace
         self.storage = storage or offload_storage()
         self.staged: dict[str, StagedWrite] = {}
+        self.conversation_id = conversation_id
+        self._recorded: dict[str, str] | None = None
+        """Recorded path -> storage name, for the conversation's files (loaded on first read)."""
+        self._stored: set[str] = set()
+        """Storage names known to hold their content."""
 
     def write(self, request: WriteRequest) -> None:
         _check_path(request.file_path)
@@ -72,7 +92,7 @@ class DjangoStorageBackend:
         digest = hashlib.sha256(data).hexdigest()
         name = storage_name_for(self.workspace.pk, digest)
         created = False
-        if not self.storage.exists(name):
+        if name not in self._stored and not self.storage.exists(name):
             saved = self.storage.save(name, ContentFile(data))
             if saved != name:
                 # Another writer stored the same content at the same moment; keep one copy.
@@ -86,14 +106,33 @@ class DjangoStorageBackend:
         staged = self.staged.get(path)
         if staged is not None:
             return staged.content
-        row = (
-            OffloadedFile.objects.filter(workspace=self.workspace, path=path)
-            .only("storage_name")
-            .first()
-        )
-        if row is None:
+        name = self._recorded_name(path)
+        if name is None:
             raise FileNotFoundError(f"file not found: {path}")
-        return read_stored(self.storage, row.storage_name)
+        content = read_stored(self.storage, name)
+        self._stored.add(name)
+        return content
+
+    def _recorded_name(self, path: str) -> str | None:
+        if self._recorded is None:
+            self._recorded = (
+                dict(
+                    OffloadedFile.objects.filter(
+                        workspace=self.workspace, conversation__client_id=self.conversation_id
+                    ).values_list("path", "storage_name")
+                )
+                if self.conversation_id
+                else {}
+            )
+        name = self._recorded.get(path)
+        if name is not None:
+            return name
+        names = list(
+            OffloadedFile.objects.filter(workspace=self.workspace, path=path).values_list(
+                "storage_name", flat=True
+            )[:1]
+        )
+        return names[0] if names else None
 
     def discard(self) -> None:
         """Remove what this backend stored and no recorded file uses.

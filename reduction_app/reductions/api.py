@@ -66,7 +66,10 @@ def truncate(request: ApiRequest, payload: TruncateIn) -> Status[dict[str, Any]]
     version = _config_version(workspace, payload)
     ctx = engine.ToolContext(name=payload.tool_name, call_id=payload.tool_call_id)
     with engine_session(
-        workspace=workspace, config_data=payload.config, config_version=version
+        workspace=workspace,
+        config_data=payload.config,
+        config_version=version,
+        conversation_id=payload.conversation_id,
     ) as session:
         mw = session.middleware
         result: str | dict[str, Any]
@@ -107,7 +110,10 @@ def clear(request: ApiRequest, payload: ClearIn) -> Status[dict[str, Any]]:
         payload.format, payload.messages, payload.tools, payload.system
     )
     with engine_session(
-        workspace=workspace, config_data=payload.config, config_version=version
+        workspace=workspace,
+        config_data=payload.config,
+        config_version=version,
+        conversation_id=payload.conversation_id,
     ) as session:
         state = engine.ChatModelAgentState(messages=messages, tool_infos=tools)
         new_state = session.middleware.before_model_rewrite_state(state)

@@ -39,12 +39,15 @@ def engine_session(
     workspace: Workspace,
     config_data: Mapping[str, Any] | None,
     config_version: ConfigVersion | None,
+    conversation_id: str | None = None,
 ) -> Iterator[EngineSession]:
     """Build a middleware on the workspace's storage; record its work if the block succeeds.
 
+    ``conversation_id`` names the conversation the work is for, when there is one: its
+    recorded files are looked up once rather than path by path.
     Raises :class:`engine.ConfigError` for a bad config before anything runs.
     """
-    backend = DjangoStorageBackend(workspace)
+    backend = DjangoStorageBackend(workspace, conversation_id=conversation_id)
     data = config_version.data if config_version is not None else (config_data or {})
     events: list[engine.ReductionEvent] = []
     config = engine.config_from_dict(data, backend=backend, on_event=events.append)

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from reduction_app.conversations.services import conversation_upsert
 from reduction_app.engine import Backend, PathEscapeError, WriteRequest
 from reduction_app.models import OffloadedFile, Workspace
 from reduction_app.records.storage import (
@@ -147,3 +148,54 @@ def test_storage_discard_goes_on_when_the_storage_fails_too(
     backend.discard()
     assert backend.staged == {}
     assert [r.getMessage() for r in caplog.records] == [f"could not remove staged offload {name}"]
+
+
+def test_storage_reads_a_conversations_recorded_paths_with_one_query(
+    workspace: Workspace, django_assert_num_queries: Any
+) -> None:
+    """With a conversation id, the first read looks up that conversation's files; its
+    other recorded paths are then answered without a query, any other path with one."""
+    conversation = conversation_upsert(
+        workspace=workspace, client_id="c1", message_format="openai_chat"
+    )
+    writer = DjangoStorageBackend(workspace)
+    for n in range(5):
+        writer.write(WriteRequest(file_path=f"/tmp/clear/call_{n}", content=f"output {n}"))
+        record(writer, f"/tmp/clear/call_{n}")
+    OffloadedFile.objects.filter(workspace=workspace).update(conversation=conversation)
+    backend = DjangoStorageBackend(workspace, conversation_id="c1")
+    with django_assert_num_queries(1):
+        assert [backend.read(f"/tmp/clear/call_{n}") for n in range(5)] == [
+            f"output {n}" for n in range(5)
+        ]
+    with django_assert_num_queries(1), pytest.raises(FileNotFoundError):
+        backend.read("/tmp/clear/call_9")
+
+
+def test_storage_finds_paths_other_conversations_recorded(workspace: Workspace) -> None:
+    """A path recorded by another conversation (or by none) is still found: the engine
+    must not hand it out again for other content."""
+    writer = DjangoStorageBackend(workspace)
+    writer.write(WriteRequest(file_path="/tmp/clear/call_0", content="theirs"))
+    record(writer, "/tmp/clear/call_0")
+    conversation_upsert(workspace=workspace, client_id="mine", message_format="openai_chat")
+    assert DjangoStorageBackend(workspace, conversation_id="mine").read("/tmp/clear/call_0") == (
+        "theirs"
+    )
+
+
+def test_storage_does_not_look_again_for_content_it_read(
+    workspace: Workspace, offloads: OffloadStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Writing back content just read at a recorded path asks the storage nothing."""
+    writer = DjangoStorageBackend(workspace)
+    writer.write(WriteRequest(file_path="/a", content="same"))
+    record(writer, "/a")
+    backend = DjangoStorageBackend(workspace)
+    assert backend.read("/a") == "same"
+    asked: list[str] = []
+    monkeypatch.setattr(backend.storage, "exists", lambda name: asked.append(name) or True)
+    backend.write(WriteRequest(file_path="/a", content="same"))
+    backend.write(WriteRequest(file_path="/b", content="other"))
+    assert asked == [storage_name_for(workspace.pk, digest("other"))]
+    assert backend.staged["/a"].created is False
