@@ -35,6 +35,7 @@ Writes ``benchmarks/results/api_load.json``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -51,7 +52,7 @@ from urllib.parse import urlsplit
 from benchmarks.api_report import print_report
 from benchmarks.corpus import build_conversation, dump_openai
 from benchmarks.loadgen import LoadResult, percentile, post_once, run_load
-from benchmarks.server import Server, production_server
+from benchmarks.server import Server, fresh_postgres, production_server
 from reduction_app.engine import (
     ChatModelAgentState,
     InMemoryBackend,
@@ -320,6 +321,12 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--profile", type=int, default=0, metavar="N", help="cProfile N test-client requests"
     )
+    parser.add_argument(
+        "--postgres",
+        metavar="URL",
+        help="serve from a fresh database made (and dropped) on this PostgreSQL server, "
+        "e.g. postgres://postgres@127.0.0.1:5432/postgres; SQLite by default",
+    )
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     unknown = set(args.payloads) - {p.name for p in PAYLOADS}
@@ -340,10 +347,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     messages = conversation(args.tokens)
     wire = dump_openai(messages)
     load_before = list(os.getloadavg())
-    with (
-        tempfile.TemporaryDirectory(prefix="api-load-") as folder,
-        production_server(Path(folder), workers=args.workers) as server,
-    ):
+    with contextlib.ExitStack() as stack:
+        folder = stack.enter_context(tempfile.TemporaryDirectory(prefix="api-load-"))
+        database_url = stack.enter_context(fresh_postgres(args.postgres)) if args.postgres else None
+        server = stack.enter_context(
+            production_server(Path(folder), workers=args.workers, database_url=database_url)
+        )
         print(f"server on {server.url}", file=sys.stderr)
         figures = measure(server, wire, args)
     report = {
@@ -352,7 +361,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             "platform": platform.platform(),
             "cpus": os.cpu_count(),
         },
-        "server": {"gunicorn": _gunicorn_version(), "workers": args.workers},
+        "server": {
+            "gunicorn": _gunicorn_version(),
+            "workers": args.workers,
+            "database": "PostgreSQL" if args.postgres else "SQLite",
+        },
         "conversation": {
             "messages": len(messages),
             "tool_results": sum(1 for m in messages if m.role == "tool"),

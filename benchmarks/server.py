@@ -1,6 +1,7 @@
 """A production server in a temporary folder, as ``make serve`` runs it: DEBUG off, a
-secret key of its own, a migrated SQLite database, static files collected for whitenoise,
-an offload folder, and gunicorn with ``config/gunicorn_conf.py`` on a free loopback port.
+secret key of its own, a migrated SQLite database (or a fresh PostgreSQL database, made
+for the server and dropped after it), static files collected for whitenoise, an offload
+folder, and gunicorn with ``config/gunicorn_conf.py`` on a free loopback port.
 
 :mod:`benchmarks.api_load` measures this server and ``tests/app/test_production_server.py``
 checks it, so the figures are those of the server the test vouches for. Every process
@@ -18,12 +19,21 @@ import sys
 import time
 import urllib.error
 import urllib.request
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
-__all__ = ["GUNICORN_ARGS", "ROOT", "Server", "production_server", "server_env"]
+__all__ = [
+    "GUNICORN_ARGS",
+    "ROOT",
+    "Server",
+    "fresh_postgres",
+    "production_server",
+    "server_env",
+]
 
 ROOT = Path(__file__).resolve().parent.parent
 START_TIMEOUT = 60.0
@@ -62,14 +72,15 @@ class Server:
         return manage(self.env, *args)
 
 
-def server_env(folder: Path, *, workers: int) -> dict[str, str]:
-    """The environment of a production server whose data all lives in ``folder``."""
+def server_env(folder: Path, *, workers: int, database_url: str | None = None) -> dict[str, str]:
+    """The environment of a production server whose data all lives in ``folder`` (or,
+    with ``database_url``, in that database and ``folder``)."""
     env = {k: v for k, v in os.environ.items() if k not in _NOT_INHERITED}
     env.update(
         DJANGO_DEBUG="0",
         DJANGO_SECRET_KEY=secrets.token_urlsafe(50),
         # sqlite:////abs/path: the settings read the path after the third slash.
-        DATABASE_URL=f"sqlite:///{folder.resolve() / 'db.sqlite3'}",
+        DATABASE_URL=database_url or f"sqlite:///{folder.resolve() / 'db.sqlite3'}",
         DJANGO_STATIC_ROOT=str(folder / "static"),
         REDUCTION_MEDIA_ROOT=str(folder / "media"),
         WEB_CONCURRENCY=str(workers),
@@ -96,10 +107,35 @@ def manage(env: dict[str, str], *args: str) -> str:
 
 
 @contextmanager
-def production_server(folder: Path, *, workers: int = 2) -> Iterator[Server]:
-    """Migrate, collect static files, make an API key, start gunicorn; stop it on exit."""
+def fresh_postgres(server_url: str) -> Iterator[str]:
+    """The URL of a new, empty database on the PostgreSQL server of ``server_url``
+    (``postgres://user@host:port/any``; the user needs CREATEDB), dropped on exit."""
+    import psycopg
+
+    parts = urlsplit(server_url)
+    if parts.scheme not in ("postgres", "postgresql"):
+        raise ValueError(f"not a PostgreSQL URL: {server_url!r}")
+    name = f"reduction_bench_{uuid.uuid4().hex[:12]}"
+    admin = urlunsplit(parts._replace(scheme="postgresql", path="/postgres"))
+    with psycopg.connect(admin, autocommit=True) as connection:
+        connection.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield urlunsplit(parts._replace(path=f"/{name}"))
+    finally:
+        with psycopg.connect(admin, autocommit=True) as connection:
+            connection.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@contextmanager
+def production_server(
+    folder: Path, *, workers: int = 2, database_url: str | None = None
+) -> Iterator[Server]:
+    """Migrate, collect static files, make an API key, start gunicorn; stop it on exit.
+
+    The database is a SQLite file in ``folder`` unless ``database_url`` names another
+    (empty) one."""
     folder.mkdir(parents=True, exist_ok=True)
-    env = server_env(folder, workers=workers)
+    env = server_env(folder, workers=workers, database_url=database_url)
     manage(env, "migrate", "--noinput")
     manage(env, "collectstatic", "--noinput", "--verbosity", "0")
     api_key = manage(env, "create_api_key", "load", "--workspace", "bench").splitlines()[-1]

@@ -62,10 +62,9 @@ class Conversation(models.Model):
     client_id = models.CharField(max_length=200)
     title = models.CharField(max_length=300, blank=True)
     message_format = models.CharField(max_length=20, choices=FORMAT_CHOICES, default="openai_chat")
-    transcript = models.JSONField(
-        default=list, blank=True, help_text="The full original transcript as received, for replay."
+    message_count = models.PositiveIntegerField(
+        default=0, help_text="Messages of the transcript, held one a row in TranscriptMessage."
     )
-    message_count = models.PositiveIntegerField(default=0)
     system = models.JSONField(
         null=True, blank=True, help_text="Anthropic only: the top-level system parameter."
     )
@@ -83,6 +82,34 @@ class Conversation(models.Model):
 
     def __str__(self) -> str:
         return self.title or self.client_id
+
+
+class TranscriptMessage(models.Model):
+    """One message of a conversation's transcript as received, for replay.
+
+    A client sends its whole context on every call, and mostly the same messages as the
+    last time: held a message a row, a call writes only the messages that are new or
+    changed (``digest`` tells which), not the whole transcript again."""
+
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.CASCADE, related_name="transcript_messages"
+    )
+    position = models.PositiveIntegerField()
+    digest = models.CharField(
+        max_length=64, help_text="SHA-256 of the message's JSON values (services.message_digest)."
+    )
+    data = models.JSONField(help_text="The message, in the conversation's wire format.")
+
+    class Meta:
+        ordering = ("conversation", "position")
+        constraints = (
+            models.UniqueConstraint(
+                fields=["conversation", "position"], name="transcript_message_position_unique"
+            ),
+        )
+
+    def __str__(self) -> str:
+        return f"{self.conversation_id}:{self.position}"
 
 
 class ConfigProfile(models.Model):

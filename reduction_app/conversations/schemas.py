@@ -7,6 +7,7 @@ from typing import Any
 
 from ninja import Field, Schema
 
+from reduction_app.conversations.selectors import conversation_transcript
 from reduction_app.schemas import ConversationId, MessageFormat, StrictIn, Text
 
 
@@ -47,7 +48,7 @@ class ConversationDetailOut(ConversationOut):
 
     @staticmethod
     def resolve_messages(obj: Any) -> list[Any]:
-        return list(obj.transcript)
+        return conversation_transcript(conversation=obj)
 
     @staticmethod
     def resolve_event_count(obj: Any) -> int:

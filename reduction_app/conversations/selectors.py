@@ -11,7 +11,13 @@ from django.db.models.functions import Coalesce
 
 from reduction_app.engine import formats
 from reduction_app.engine.inspect import offload_paths, restore_results
-from reduction_app.models import Conversation, EventRecord, OffloadedFile, Workspace
+from reduction_app.models import (
+    Conversation,
+    EventRecord,
+    OffloadedFile,
+    TranscriptMessage,
+    Workspace,
+)
 from reduction_app.paging import digits
 from reduction_app.records.selectors import SAVING_KINDS
 from reduction_app.records.storage import read_offloads
@@ -20,6 +26,15 @@ from simulator.importers import RecordedConversation, conversation_from_json
 
 def conversation_get(*, workspace: Workspace, client_id: str) -> Conversation | None:
     return Conversation.objects.filter(workspace=workspace, client_id=client_id).first()
+
+
+def conversation_transcript(*, conversation: Conversation) -> list[Any]:
+    """The transcript as the client last sent it (its messages in its wire format)."""
+    return list(
+        TranscriptMessage.objects.filter(conversation=conversation)
+        .order_by("position")
+        .values_list("data", flat=True)
+    )
 
 
 def conversation_list(*, workspace: Workspace, search: str = "") -> QuerySet[Conversation]:
@@ -40,7 +55,7 @@ def conversation_list_counted(
     *, workspace: Workspace, search: str = "", message_format: str = ""
 ) -> QuerySet[Conversation]:
     """Conversations with per-row counts (events, tokens saved, files) as subqueries, so
-    a page of them is one query; the transcript is left out."""
+    a page of them is one query; the tools and system are left out."""
     qs = conversation_list(workspace=workspace, search=search)
     if message_format:
         qs = qs.filter(message_format=message_format)
@@ -49,7 +64,7 @@ def conversation_list_counted(
         rows = model.objects.filter(conversation=OuterRef("pk")).order_by().values("conversation")
         return Subquery(rows.annotate(v=value).values("v")[:1])
 
-    return qs.defer("transcript", "system", "tools").annotate(
+    return qs.defer("system", "tools").annotate(
         event_count=Coalesce(scalar(EventRecord, Count("id")), 0),
         tokens_saved=Coalesce(
             Subquery(
@@ -129,7 +144,9 @@ def recorded_conversation(
     # and refused by the importer.
     wire = formats.FORMATS.get(fmt)
     data: dict[str, Any] = {
-        wire.messages_key if wire else "messages": conversation.transcript,
+        wire.messages_key if wire else "messages": conversation_transcript(
+            conversation=conversation
+        ),
         "tools": conversation.tools,
     }
     if wire is not None and wire.takes_system and conversation.system is not None:

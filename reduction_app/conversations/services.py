@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from typing import Any
 
 from django.db import IntegrityError, transaction
 
 from reduction_app.errors import ServiceError
-from reduction_app.models import Conversation, OffloadedFile, Workspace
+from reduction_app.models import Conversation, OffloadedFile, TranscriptMessage, Workspace
 from reduction_app.records.storage import DjangoStorageBackend
 
 logger = logging.getLogger(__name__)
@@ -27,46 +28,105 @@ def conversation_upsert(
     """Create the conversation or update it; a transcript at least as long as the stored
     one replaces it (a client sends its whole context each time).
 
-    The stored transcript, tools and system are not loaded to be replaced: reading a long
-    transcript back costs as much as writing it. (An update that keeps them leaves them
-    deferred; reading one then loads it.)"""
+    The transcript is held a message a row, and only the messages that differ from the
+    stored ones are written: a client's next call repeats the messages of its last one,
+    some of them reduced, and adds a few, so a call writes what it added and changed
+    rather than its whole context again. The stored tools and system are not loaded to be
+    replaced."""
     for _ in range(2):
         try:
             with transaction.atomic():
-                rows = Conversation.objects.select_for_update().defer(
-                    "transcript", "tools", "system"
-                )
+                rows = Conversation.objects.select_for_update().defer("tools", "system")
                 conversation, created = rows.get_or_create(
                     workspace=workspace,
                     client_id=client_id,
                     defaults={
                         "message_format": message_format,
-                        "transcript": transcript or [],
                         "message_count": len(transcript or []),
                         "tools": tools or [],
                         "title": title or "",
                         "system": system,
                     },
                 )
-                if not created:
-                    changed = ["updated_at"]
-                    if transcript is not None and len(transcript) >= conversation.message_count:
-                        conversation.transcript = transcript
-                        conversation.message_count = len(transcript)
-                        conversation.message_format = message_format
-                        conversation.system = system
-                        changed += ["transcript", "message_count", "message_format", "system"]
-                    if tools:
-                        conversation.tools = tools
-                        changed.append("tools")
-                    if title:
-                        conversation.title = title
-                        changed.append("title")
-                    conversation.save(update_fields=changed)
+                if created:
+                    _transcript_write(conversation, transcript or [], stored={})
+                    return conversation
+                changed = ["updated_at"]
+                if transcript is not None and len(transcript) >= conversation.message_count:
+                    _transcript_write(conversation, transcript, stored=None)
+                    conversation.message_count = len(transcript)
+                    conversation.message_format = message_format
+                    conversation.system = system
+                    changed += ["message_count", "message_format", "system"]
+                if tools:
+                    conversation.tools = tools
+                    changed.append("tools")
+                if title:
+                    conversation.title = title
+                    changed.append("title")
+                conversation.save(update_fields=changed)
                 return conversation
         except IntegrityError:
             continue
     raise ServiceError(f"conversation {client_id!r} could not be saved")
+
+
+def message_digest(message: Any) -> str:
+    """What tells a stored message from a changed one: a SHA-256 over the message's JSON
+    values, each tagged with its kind and length, dict keys sorted (PostgreSQL's ``jsonb``
+    gives a message back with its keys reordered). Hashing the values as they are costs a
+    third of serialising the message to JSON first, which is most of a call's upsert."""
+    hasher = hashlib.sha256()
+    _feed(hasher, message)
+    return hasher.hexdigest()
+
+
+def _feed(hasher: Any, value: Any) -> None:
+    if isinstance(value, str):
+        # Lone surrogates (undecodable bytes a tool printed) are kept, as everywhere else.
+        data = value.encode("utf-8", "surrogatepass")
+        hasher.update(b"s%d:" % len(data))
+        hasher.update(data)
+    elif isinstance(value, dict):
+        hasher.update(b"d%d:" % len(value))
+        for key in sorted(value):
+            _feed(hasher, key)
+            _feed(hasher, value[key])
+    elif isinstance(value, list):
+        hasher.update(b"l%d:" % len(value))
+        for item in value:
+            _feed(hasher, item)
+    else:  # int, float, bool, None: repr tells them apart (1, 1.0, True)
+        data = repr(value).encode("ascii")
+        hasher.update(b"v%d:" % len(data))
+        hasher.update(data)
+
+
+def _transcript_write(
+    conversation: Conversation, transcript: list[Any], *, stored: dict[int, str] | None
+) -> None:
+    """Make the stored messages ``transcript``, writing only those that differ.
+
+    ``stored`` is the stored position -> digest when known (``{}`` for a new conversation).
+    """
+    if stored is None:
+        stored = dict(
+            TranscriptMessage.objects.filter(conversation=conversation).values_list(
+                "position", "digest"
+            )
+        )
+    digests = [message_digest(m) for m in transcript]
+    changed = [i for i, d in enumerate(digests) if stored.get(i) != d]
+    replaced = set(changed)
+    gone = [p for p in stored if p >= len(transcript) or p in replaced]
+    if gone:
+        TranscriptMessage.objects.filter(conversation=conversation, position__in=gone).delete()
+    TranscriptMessage.objects.bulk_create(
+        TranscriptMessage(
+            conversation=conversation, position=i, digest=digests[i], data=transcript[i]
+        )
+        for i in changed
+    )
 
 
 @transaction.atomic

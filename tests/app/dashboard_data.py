@@ -12,6 +12,7 @@ from django.core.files.base import ContentFile
 from django.test import Client
 
 from reduction_app import engine
+from reduction_app.conversations.services import conversation_upsert
 from reduction_app.models import Conversation, EventRecord, OffloadedFile, Workspace
 from reduction_app.records.storage import offload_storage, storage_name_for
 from reduction_app.reductions.services import engine_session, engine_session_record
@@ -82,13 +83,14 @@ def agent_run(
         messages.append({"role": "tool", "tool_call_id": call_id, "content": result})
     messages = _clear(workspace, client_id, messages)
     messages.append({"role": "assistant", "content": "Done."})
-    conversation = Conversation.objects.get(workspace=workspace, client_id=client_id)
     # The last answer and a title, as a client's POST /conversations would store them.
-    conversation.transcript = messages
-    conversation.message_count = len(messages)
-    conversation.title = title
-    conversation.save()
-    return conversation
+    return conversation_upsert(
+        workspace=workspace,
+        client_id=client_id,
+        message_format="openai_chat",
+        transcript=messages,
+        title=title,
+    )
 
 
 def stored_file(

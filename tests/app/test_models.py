@@ -11,6 +11,7 @@ import pytest
 from django.db import connection, models
 from django.db.migrations.executor import MigrationExecutor
 
+from reduction_app.conversations.services import message_digest
 from reduction_app.engine import ReductionEvent
 from reduction_app.models import EventRecord
 from reduction_app.records.schemas import EventOut
@@ -85,3 +86,40 @@ def test_event_record_rename_keeps_the_rows() -> None:
         "applied",
         150,
     )
+
+
+@pytest.mark.django_db(transaction=True)
+def test_transcripts_move_to_message_rows_and_back() -> None:
+    """Stored transcripts become one row a message, digests included, and the migration
+    reversed puts them back whole."""
+    messages = [
+        {"role": "user", "content": "naïve 🌍"},
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function"}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "x" * 3000},
+    ]
+    before = [("reduction_app", "0004_simulationpart")]
+    after = [("reduction_app", "0005_transcript_messages")]
+    executor = MigrationExecutor(connection)
+    executor.migrate(before)
+    old = executor.loader.project_state(before).apps
+    workspace = old.get_model("reduction_app", "Workspace").objects.create(name="w", slug="w")
+    conversations = old.get_model("reduction_app", "Conversation").objects
+    conversations.create(workspace=workspace, client_id="a", transcript=messages, message_count=3)
+    conversations.create(workspace=workspace, client_id="empty", transcript=[])
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    executor.migrate(after)
+    new = executor.loader.project_state(after).apps
+    rows = new.get_model("reduction_app", "TranscriptMessage").objects.order_by("position")
+    assert [(r.conversation.client_id, r.position, r.data) for r in rows] == [
+        ("a", i, m) for i, m in enumerate(messages)
+    ]
+    assert [r.digest for r in rows] == [message_digest(m) for m in messages]
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    executor.migrate(before)
+    back = executor.loader.project_state(before).apps.get_model("reduction_app", "Conversation")
+    assert {c.client_id: c.transcript for c in back.objects.all()} == {"a": messages, "empty": []}
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    executor.migrate(executor.loader.graph.leaf_nodes())

@@ -16,7 +16,11 @@ from django.core.management import CommandError, call_command
 from django.db.models import Max, Min
 from django.test import Client
 
-from reduction_app.conversations.selectors import conversation_get, recorded_conversation
+from reduction_app.conversations.selectors import (
+    conversation_get,
+    conversation_transcript,
+    recorded_conversation,
+)
 from reduction_app.demo import DEMO_SLUG, LIVE, SeedReport, demo_seed, demo_tree
 from reduction_app.demo.specs import GUESTBOOK, JQUERY
 from reduction_app.models import ConfigProfile, Conversation, EventRecord, OffloadedFile, Workspace
@@ -56,7 +60,7 @@ def tool_calls(conversation: Conversation) -> dict[str, dict[str, Any]]:
     """Every tool call of the stored transcript, by id: ``{"name", "arguments"}``."""
     return {
         call["id"]: call["function"]
-        for message in conversation.transcript
+        for message in conversation_transcript(conversation=conversation)
         for call in message.get("tool_calls") or []
     }
 
@@ -161,7 +165,9 @@ def test_seed_demo_records_both_phases_with_their_config() -> None:
     ]
     # Every model call ran the clear phase: one summary each, before every assistant message.
     conversation = Conversation.objects.get(client_id="demo-admin-jquery")
-    assistants = sum(m["role"] == "assistant" for m in conversation.transcript)
+    assistants = sum(
+        m["role"] == "assistant" for m in conversation_transcript(conversation=conversation)
+    )
     assert jquery.filter(phase="clear", kind="summary").count() == assistants
 
 

@@ -3,19 +3,35 @@ content once committed."""
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from reduction_app.conversations.services import conversation_delete, conversation_upsert
-from reduction_app.models import Conversation, EventRecord, OffloadedFile, Workspace
+from reduction_app.conversations.selectors import conversation_transcript
+from reduction_app.conversations.services import (
+    conversation_delete,
+    conversation_upsert,
+    message_digest,
+)
+from reduction_app.models import (
+    Conversation,
+    EventRecord,
+    OffloadedFile,
+    TranscriptMessage,
+    Workspace,
+)
 from reduction_app.reductions.services import engine_session_record
 from tests.app.support import session_for, truncate_in
 from tests.offload_stores import OffloadStore
 
 pytestmark = pytest.mark.django_db
+
+
+def transcript(conversation: Conversation) -> list[Any]:
+    return conversation_transcript(conversation=conversation)
 
 
 def test_conversation_upsert_keeps_the_longest_transcript(workspace: Workspace) -> None:
@@ -31,15 +47,83 @@ def test_conversation_upsert_keeps_the_longest_transcript(workspace: Workspace) 
         title="T",
     )
     assert shorter.pk == created.pk
-    assert (shorter.transcript, shorter.message_count, shorter.title) == (long, 2, "T")
+    assert (transcript(shorter), shorter.message_count, shorter.title) == (long, 2, "T")
     # Without a transcript (a truncate call), the stored one stays.
     same = conversation_upsert(workspace=workspace, client_id="c", message_format="openai_chat")
-    assert (same.transcript, same.title) == (long, "T")
+    assert (transcript(same), same.title) == (long, "T")
+
+
+def stored_rows(conversation: Conversation) -> list[tuple[int, int, str]]:
+    return list(
+        TranscriptMessage.objects.filter(conversation=conversation)
+        .order_by("position")
+        .values_list("position", "pk", "digest")
+    )
+
+
+def test_conversation_upsert_writes_only_new_and_changed_messages(workspace: Workspace) -> None:
+    """The next call repeats the last one's messages, one of them reduced, and adds two:
+    the repeated rows stay as they were, the changed one and the new ones are written."""
+    first = [
+        {"role": "user", "content": "find the bug"},
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "c1"}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "x" * 5000},
+    ]
+    created = conversation_upsert(
+        workspace=workspace, client_id="c", message_format="openai_chat", transcript=first
+    )
+    before = stored_rows(created)
+    second = [
+        first[0],
+        first[1],
+        {"role": "tool", "tool_call_id": "c1", "content": "<cleared: /tmp/clear/c1>"},
+        {"role": "assistant", "content": "Found it."},
+        {"role": "user", "content": "thanks, naïve 🌍"},
+    ]
+    with CaptureQueriesContext(connection) as queries:
+        updated = conversation_upsert(
+            workspace=workspace, client_id="c", message_format="openai_chat", transcript=second
+        )
+    after = stored_rows(updated)
+    assert after[:2] == before[:2]
+    assert [(p, d) for p, _, d in after[2:]] == [(i, message_digest(second[i])) for i in (2, 3, 4)]
+    assert after[2][1] != before[2][1]
+    writes = [q["sql"].split()[0] for q in queries if q["sql"].startswith(("INSERT", "DELETE"))]
+    assert writes == ["DELETE", "INSERT"]
+    assert (transcript(updated), updated.message_count) == (second, 5)
+
+
+def test_conversation_upsert_repeating_a_transcript_writes_no_message(
+    workspace: Workspace,
+) -> None:
+    messages = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]
+    conversation_upsert(
+        workspace=workspace, client_id="c", message_format="openai_chat", transcript=messages
+    )
+    with CaptureQueriesContext(connection) as queries:
+        conversation_upsert(
+            workspace=workspace, client_id="c", message_format="openai_chat", transcript=messages
+        )
+    written = [q["sql"] for q in queries if q["sql"].startswith(("INSERT", "DELETE"))]
+    assert written == []
+    assert transcript(Conversation.objects.get()) == messages
+
+
+def test_message_digest_tags_every_value_and_sorts_keys() -> None:
+    message = {"role": "tool", "content": "é\udcff", "n": [1, 1.0, True, None]}
+    expected = hashlib.sha256(
+        b"d3:s7:contents5:\xc3\xa9\xed\xb3\xbfs1:nl4:v1:1v3:1.0v4:Truev4:Nones4:roles4:tool"
+    )
+    assert message_digest(message) == expected.hexdigest()
+    assert message_digest(dict(reversed(message.items()))) == expected.hexdigest()
+    # Lengths keep values apart that would join alike.
+    assert message_digest(["ab", "c"]) != message_digest(["a", "bc"])
+    assert message_digest({"n": 1}) != message_digest({"n": "1"})
 
 
 def test_conversation_upsert_does_not_read_back_what_it_replaces(workspace: Workspace) -> None:
-    """A client sends its whole context on every call: the stored transcript, tools and
-    system are written, never loaded to be overwritten."""
+    """A client sends its whole context on every call: the stored messages, tools and
+    system are written, never loaded to be overwritten (only the messages' digests are)."""
     first = [{"role": "user", "content": "a" * 1000}]
     conversation_upsert(
         workspace=workspace, client_id="c", message_format="openai_chat", transcript=first
@@ -52,11 +136,14 @@ def test_conversation_upsert_does_not_read_back_what_it_replaces(workspace: Work
             transcript=[*first, {"role": "assistant", "content": "b"}],
             tools=[{"type": "function"}],
         )
-    [select] = [q["sql"] for q in queries if q["sql"].startswith("SELECT")]
-    for column in ("transcript", "tools", "system"):
-        assert f'"{column}"' not in select
+    conversation_select, digests_select = [
+        q["sql"] for q in queries if q["sql"].startswith("SELECT")
+    ]
+    for column in ("tools", "system"):
+        assert f'"{column}"' not in conversation_select
+    assert '"data"' not in digests_select
     stored = Conversation.objects.get()
-    assert (stored.message_count, stored.transcript[1], stored.tools) == (
+    assert (stored.message_count, transcript(stored)[1], stored.tools) == (
         2,
         {"role": "assistant", "content": "b"},
         [{"type": "function"}],

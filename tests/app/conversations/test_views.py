@@ -356,12 +356,12 @@ def test_conversation_page_query_count_is_constant(django_assert_num_queries: An
     client, ws = member_client()
     client.get("/")
     agent_run(ws, "small", OUTPUTS * 2)
-    # Session, user, workspace twice, the conversation, its counts, the chart's events,
-    # the events' count and page.
-    with django_assert_num_queries(9):
+    # Session, user, workspace twice, the conversation, its messages, its counts, the
+    # chart's events, the events' count and page.
+    with django_assert_num_queries(10):
         client.get("/conversations/small/")
     agent_run(ws, "big", OUTPUTS * 6)
-    with django_assert_num_queries(9):
+    with django_assert_num_queries(10):
         client.get("/conversations/big/")
 
 

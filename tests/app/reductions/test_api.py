@@ -19,6 +19,7 @@ from botocore.exceptions import ClientError
 from django.core.files.storage import FileSystemStorage
 from storages.backends.s3 import S3Storage
 
+from reduction_app.conversations.selectors import conversation_transcript
 from reduction_app.models import Conversation, EventRecord, OffloadedFile
 from reduction_app.records.s3 import OffloadS3Storage
 from tests.app.support import (
@@ -443,7 +444,11 @@ def test_clear_openai_chat_gives_exactly_what_the_api_accepts(api: ApiClient) ->
     ]
     assert raw(api, "/tmp/clear/call_a") == b"A" * 200
     conversation = Conversation.objects.get()
-    assert (conversation.client_id, conversation.message_format, conversation.transcript) == (
+    assert (
+        conversation.client_id,
+        conversation.message_format,
+        conversation_transcript(conversation=conversation),
+    ) == (
         "run-1",
         "openai_chat",
         CHAT,
@@ -545,7 +550,7 @@ def test_clear_twice_over_http_loses_nothing(api: ApiClient) -> None:
         "/tmp/clear/call_a-2",
         "/tmp/clear/call_b",
     ]
-    assert Conversation.objects.get().transcript == second["messages"]
+    assert conversation_transcript(conversation=Conversation.objects.get()) == second["messages"]
 
 
 def test_clear_superseded_clears_only_the_repeated_call(api: ApiClient) -> None:
@@ -789,7 +794,11 @@ def test_clear_anthropic_with_system_gives_exactly_what_the_api_accepts(api: Api
     ]
     assert raw(api, "/tmp/clear/tu_1") == b"A" * 200
     conversation = Conversation.objects.get()
-    assert (conversation.message_format, conversation.system, conversation.transcript) == (
+    assert (
+        conversation.message_format,
+        conversation.system,
+        conversation_transcript(conversation=conversation),
+    ) == (
         "anthropic",
         SYSTEM,
         ANTHROPIC,

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
+from reduction_app.conversations.selectors import conversation_transcript
 from reduction_app.models import Simulation
 from tests.app.support import ApiClient
 from tests.conftest import CONVERSATIONS
@@ -228,7 +229,9 @@ def test_recorded_conversation_puts_reduced_results_back(api: ApiClient) -> None
         {**body, "messages": [*reduced, {"role": "tool", "tool_call_id": "c3", "content": "ok"}]},
     )
     stored = Conversation.objects.get(client_id="lived")
-    assert stored.transcript[2]["content"].startswith("<persisted-output>"), "stored as received"
+    assert conversation_transcript(conversation=stored)[2]["content"].startswith(
+        "<persisted-output>"
+    ), "stored as received"
     replayed = recorded_conversation(stored)
     tool_texts = [m.content for m in replayed.messages if m.role == "tool"]
     assert tool_texts == [originals["c1"], originals["c2"], "ok"]
