@@ -18,7 +18,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -65,6 +65,10 @@ class Site:
 
     database_url: str
     media_root: Path
+    environ: Mapping[str, str] = field(default_factory=dict)
+    """More environment for every process of the site (a shorter sweep lease, say)."""
+    started: int = field(default=0, init=False)
+    """Workers started so far: each gets a worker id of its own."""
 
     @property
     def is_sqlite(self) -> bool:
@@ -77,6 +81,7 @@ class Site:
             "REDUCTION_MEDIA_ROOT": str(self.media_root),
             "DJANGO_SETTINGS_MODULE": "config.settings",
             "PYTHONPATH": str(REPO),
+            **self.environ,
         }
         # The test database's URL wins over DATABASE_URL in settings: these processes
         # must use this site's database.
@@ -116,9 +121,11 @@ class Site:
         return int(self.manage("shell", "-c", code).split()[-1])
 
     def start_workers(self, count: int, *, interval: float = 0.1) -> list[subprocess.Popen[str]]:
-        """``count`` workers polling every ``interval`` seconds, each its own process."""
+        """``count`` workers polling every ``interval`` seconds, each its own process
+        (numbered on from those started before, ``worker-<n>-<this pid>``)."""
         command = [sys.executable, str(REPO / "manage.py"), "db_worker", "--no-reload"]
         command += ["--no-startup-delay", "--interval", str(interval)]
+        first, self.started = self.started, self.started + count
         return [
             subprocess.Popen(
                 [*command, "--worker-id", f"worker-{n + 1}-{os.getpid()}"],
@@ -128,7 +135,7 @@ class Site:
                 stderr=subprocess.PIPE,
                 text=True,
             )
-            for n in range(count)
+            for n in range(first, first + count)
         ]
 
     @staticmethod
@@ -173,19 +180,22 @@ class Site:
 
     def parts(self, simulation_id: int) -> list[dict[str, Any]]:
         rows = self.rows(
-            "SELECT id, position, name, status, runs, worker, result, started_at, finished_at "
-            "FROM reduction_app_simulationpart WHERE simulation_id = %s ORDER BY position",
+            "SELECT id, position, name, status, runs, worker, requeued_after, result, "
+            "started_at, finished_at FROM reduction_app_simulationpart "
+            "WHERE simulation_id = %s ORDER BY position",
             [simulation_id],
         )
         for row in rows:
             row["result"] = _json(row["result"])
+            row["requeued_after"] = _json(row["requeued_after"])
         return rows
 
     def part_tasks(self) -> list[dict[str, Any]]:
-        """The task rows of sweep parts: which part each ran, its status, its workers."""
+        """The task rows of sweep parts: which part each ran, its status, its workers and
+        what it returned."""
         rows = self.rows(
-            "SELECT status, args_kwargs, worker_ids FROM django_tasks_database_dbtaskresult "
-            "WHERE task_path = %s",
+            "SELECT status, args_kwargs, worker_ids, return_value "
+            "FROM django_tasks_database_dbtaskresult WHERE task_path = %s",
             ["reduction_app.tasks.run_sweep_part"],
         )
         return [
@@ -193,6 +203,7 @@ class Site:
                 "status": r["status"],
                 "part_id": _json(r["args_kwargs"])["args"][0],
                 "worker_ids": _json(r["worker_ids"]),
+                "return_value": _json(r["return_value"]),
             }
             for r in rows
         ]

@@ -253,6 +253,32 @@ STORAGES = {
 REDUCTION_MAX_REQUEST_BYTES = int(os.environ.get("REDUCTION_MAX_REQUEST_BYTES", 32 * 1024 * 1024))
 DATA_UPLOAD_MAX_MEMORY_SIZE = REDUCTION_MAX_REQUEST_BYTES + 1024
 
+
+# A part of a sweep on the task workers is leased (reduction_app/simulations/leases.py): the
+# worker running it writes a heartbeat every sixth of the lease, and a part whose heartbeat
+# is older than the lease is taken back from its worker, which is presumed dead, and queued
+# again, up to REDUCTION_SWEEP_MAX_RUNS runs in all. README: "Sweeps on several workers".
+def _sweep_lease(environ: Mapping[str, str]) -> tuple[float, int]:
+    """The lease of a sweep part in seconds, and the most runs a part gets."""
+    lease_text = environ.get("REDUCTION_SWEEP_LEASE_SECONDS", "60")
+    runs_text = environ.get("REDUCTION_SWEEP_MAX_RUNS", "3")
+    try:
+        lease = float(lease_text)
+    except ValueError:
+        lease = float("nan")
+    if not 0 < lease < float("inf"):
+        raise ImproperlyConfigured(
+            f"REDUCTION_SWEEP_LEASE_SECONDS must be a number of seconds above 0, not {lease_text!r}"
+        )
+    if not runs_text.strip().isdigit() or int(runs_text) < 1:
+        raise ImproperlyConfigured(
+            f"REDUCTION_SWEEP_MAX_RUNS must be a whole number from 1, not {runs_text!r}"
+        )
+    return lease, int(runs_text)
+
+
+REDUCTION_SWEEP_LEASE_SECONDS, REDUCTION_SWEEP_MAX_RUNS = _sweep_lease(os.environ)
+
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Django logs unhandled errors (and 4xx answers, as warnings) to the "django" logger; its

@@ -279,9 +279,21 @@ class SimulationPart(models.Model):
         default=0, help_text="Times a worker started it: 1 once done, unless retried."
     )
     worker = models.CharField(max_length=200, blank=True, help_text="host:pid that ran it.")
+    requeued_after = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="host:pid of each worker that stopped answering while it ran this part, "
+        "after which the part was queued again; oldest first.",
+    )
     result = models.JSONField(null=True, blank=True, help_text="The replay's totals.")
     error = models.TextField(blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="The running worker's last sign of life: older than the lease "
+        "(REDUCTION_SWEEP_LEASE_SECONDS), the part is taken back.",
+    )
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
@@ -289,6 +301,15 @@ class SimulationPart(models.Model):
         constraints = (
             models.UniqueConstraint(
                 fields=["simulation", "position"], name="simulation_part_position_unique"
+            ),
+        )
+        # The look for abandoned parts, taken at every part a worker runs and every view
+        # of a running sweep, reads only the few parts running.
+        indexes = (
+            models.Index(
+                fields=["heartbeat_at"],
+                condition=models.Q(status="running"),
+                name="simulation_part_running",
             ),
         )
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django_tasks import task
 
+from reduction_app.simulations.leases import sweep_watch
 from reduction_app.simulations.services import simulation_run
 from reduction_app.simulations.sweeps import sweep_part_run
 
@@ -18,3 +19,9 @@ def run_simulation(simulation_id: int) -> str:
 def run_sweep_part(part_id: int) -> str:
     """Replay one combination of a sweep; the last one done gathers the sweep."""
     return sweep_part_run(part_id=part_id)
+
+
+@task()
+def watch_sweep(simulation_id: int) -> str:
+    """Take back the parts whose worker stopped answering; again later while the sweep runs."""
+    return sweep_watch(simulation_id=simulation_id)

@@ -1,4 +1,4 @@
-"""config/settings.py: the offload storage chosen from the environment."""
+"""config/settings.py: the offload storage and the sweep lease chosen from the environment."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from config.settings import MEDIA_ROOT, _offload_storage
+from config.settings import MEDIA_ROOT, _offload_storage, _sweep_lease
 
 ROOT = Path(__file__).resolve().parent.parent
 LOCAL = {
@@ -93,3 +93,40 @@ def test_offload_storage_s3_without_a_bucket_stops_the_server_starting() -> None
         "django.core.exceptions.ImproperlyConfigured: OFFLOAD_STORAGE=s3 needs "
         "AWS_STORAGE_BUCKET_NAME, the bucket offloaded files go to"
     )
+
+
+def test_sweep_lease_is_a_minute_and_three_runs_by_default() -> None:
+    assert _sweep_lease({}) == (60.0, 3)
+    environ = {"REDUCTION_SWEEP_LEASE_SECONDS": "2.5", "REDUCTION_SWEEP_MAX_RUNS": "1"}
+    assert _sweep_lease(environ) == (2.5, 1)
+
+
+@pytest.mark.parametrize(
+    ("environ", "message"),
+    [
+        (
+            {"REDUCTION_SWEEP_LEASE_SECONDS": "0"},
+            "REDUCTION_SWEEP_LEASE_SECONDS must be a number of seconds above 0, not '0'",
+        ),
+        (
+            {"REDUCTION_SWEEP_LEASE_SECONDS": "a minute"},
+            "REDUCTION_SWEEP_LEASE_SECONDS must be a number of seconds above 0, not 'a minute'",
+        ),
+        (
+            {"REDUCTION_SWEEP_LEASE_SECONDS": "inf"},
+            "REDUCTION_SWEEP_LEASE_SECONDS must be a number of seconds above 0, not 'inf'",
+        ),
+        (
+            {"REDUCTION_SWEEP_MAX_RUNS": "0"},
+            "REDUCTION_SWEEP_MAX_RUNS must be a whole number from 1, not '0'",
+        ),
+        (
+            {"REDUCTION_SWEEP_MAX_RUNS": "2.5"},
+            "REDUCTION_SWEEP_MAX_RUNS must be a whole number from 1, not '2.5'",
+        ),
+    ],
+)
+def test_sweep_lease_refuses_what_cannot_be_a_lease(environ: dict[str, str], message: str) -> None:
+    with pytest.raises(ImproperlyConfigured) as caught:
+        _sweep_lease(environ)
+    assert str(caught.value) == message

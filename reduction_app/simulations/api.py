@@ -2,7 +2,8 @@
 
 Small replays answer inline (``201``, done); sweeps and big replays are queued for the
 task workers (``202``; a sweep as one task per combination) and polled with
-``GET /simulations/{id}``.
+``GET /simulations/{id}``, which lists a sweep's parts and first takes back those whose
+worker stopped answering.
 """
 
 # No `from __future__ import annotations`: django-ninja reads these signatures at import.
@@ -17,7 +18,8 @@ from reduction_app.cursors import PAGE, IdCursorPagination
 from reduction_app.http import ApiRequest, api_workspace
 from reduction_app.models import Simulation
 from reduction_app.schemas import ApiError, ErrorOut
-from reduction_app.simulations.schemas import SimulationIn, SimulationOut
+from reduction_app.simulations.leases import sweep_lease_check
+from reduction_app.simulations.schemas import SimulationDetailOut, SimulationIn, SimulationOut
 from reduction_app.simulations.selectors import simulation_get, simulation_list
 from reduction_app.simulations.services import (
     SimulationInputError,
@@ -63,14 +65,16 @@ def create_simulation(request: ApiRequest, payload: SimulationIn) -> Status[Simu
 
 @router.get(
     "/simulations/{simulation_id}",
-    response={200: SimulationOut, 401: ErrorOut, 404: ErrorOut},
+    response={200: SimulationDetailOut, 401: ErrorOut, 404: ErrorOut},
     url_name="simulation_detail",
 )
 def get_simulation(request: ApiRequest, simulation_id: int) -> Status[Simulation]:
+    """A simulation; a sweep's with its parts, after taking back those whose worker
+    stopped answering."""
     simulation = simulation_get(workspace=api_workspace(request), simulation_id=simulation_id)
     if simulation is None:
         raise ApiError(404, f"simulation {simulation_id} not found", "simulation_id")
-    return Status(200, simulation)
+    return Status(200, sweep_lease_check(simulation=simulation))
 
 
 @router.get(

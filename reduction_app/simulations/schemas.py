@@ -65,3 +65,35 @@ class SimulationOut(Schema):
             return None
         duration: timedelta = obj.finished_at - obj.started_at
         return round(duration.total_seconds(), 3)
+
+
+class SimulationPartOut(Schema):
+    """One combination of a sweep on the task workers (its totals are in the sweep's
+    results once all are done)."""
+
+    position: int
+    name: str
+    status: str
+    runs: int = Field(description="Times a worker started it: 1 once done, unless retried.")
+    worker: str = Field(description="host:pid that ran it (that runs it, while running).")
+    requeued_after: list[str] = Field(
+        description="host:pid of each worker that stopped answering while running it, "
+        "after which it was queued again; oldest first."
+    )
+    error: str
+    started_at: datetime | None
+    heartbeat_at: datetime | None
+    finished_at: datetime | None
+
+
+class SimulationDetailOut(SimulationOut):
+    parts: list[SimulationPartOut] = Field(
+        description="A sweep's parts on the task workers, in grid order, the no-reduction "
+        "baseline last; none for a replay."
+    )
+
+    @staticmethod
+    def resolve_parts(obj: Any) -> list[Any]:
+        if obj.kind != "sweep":
+            return []
+        return list(obj.parts.defer("config", "result").order_by("position"))

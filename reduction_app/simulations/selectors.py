@@ -63,6 +63,8 @@ class PartsSummary:
     by_status: dict[str, int]
     workers: list[tuple[str, int]]
     """The workers that took parts (``host:pid``) and how many each, most first."""
+    retried: list[SimulationPart]
+    """The parts queued again after their worker stopped answering, in grid order."""
 
 
 def simulation_parts(*, simulation: Simulation) -> PartsSummary:
@@ -74,4 +76,7 @@ def simulation_parts(*, simulation: Simulation) -> PartsSummary:
         .annotate(n=Count("id"))
         .order_by("-n", "worker")
     )
-    return PartsSummary(by_status=by_status, workers=[(w, n) for w, n in workers])
+    retried = parts.exclude(requeued_after=[]).defer("config", "result").order_by("position")
+    return PartsSummary(
+        by_status=by_status, workers=[(w, n) for w, n in workers], retried=list(retried)
+    )

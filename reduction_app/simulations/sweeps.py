@@ -10,6 +10,11 @@ finishes last gathers every part into the sweep's ``results``, the same object a
 in-process :func:`simulator.compare.sweep` gives (``SweepResult.to_dict``). Progress is
 the count of combinations done.
 
+A worker holds a lease on the part it runs, and a part whose worker stopped answering is
+queued again (:mod:`.leases`); so a part may be claimed more than once, and a run of it
+may end after another: the first run to finish stores the part's result (done or failed),
+a later one is dropped, and the sweep is gathered once.
+
 A worker process keeps the last conversations it prepared (:class:`simulator.prepared.Prepared`),
 so the parts of one sweep it takes share the parsing, the token counts and the
 truncation of the tool results, as a sweep in one process does.
@@ -29,6 +34,7 @@ from django_tasks_db.utils import exclusive_transaction
 
 from reduction_app.conversations.selectors import recorded_conversation
 from reduction_app.models import Conversation, Simulation, SimulationPart
+from reduction_app.simulations.leases import heartbeat, sweep_parts_recover, sweep_watch_enqueue
 from simulator.compare import SweepResult, sweep_configs
 from simulator.parallel import totals_only
 from simulator.pricing import Pricing, pricing_for
@@ -65,6 +71,7 @@ def sweep_enqueue(*, simulation: Simulation) -> int:
         )
         for part in parts:
             run_sweep_part.enqueue(part.pk)
+        sweep_watch_enqueue(simulation_id=simulation.pk)
     return len(parts)
 
 
@@ -91,7 +98,8 @@ def _claim(part_id: int) -> SimulationPart | None:
         part.runs += 1
         part.worker = _worker_name()
         part.started_at = now
-        part.save(update_fields=["status", "runs", "worker", "started_at"])
+        part.heartbeat_at = now
+        part.save(update_fields=["status", "runs", "worker", "started_at", "heartbeat_at"])
         Simulation.objects.filter(pk=part.simulation_id, status="queued").update(
             status="running", started_at=now
         )
@@ -137,35 +145,49 @@ def _replay(part: SimulationPart) -> dict[str, Any]:
 
 def sweep_part_run(*, part_id: int) -> str:
     """Replay one part of a sweep; the last part done gathers the sweep. A failure is
-    recorded on the part and the sweep, never raised."""
+    recorded on the part and the sweep, never raised. Before and after, parts whose
+    worker stopped answering are taken back. ``"done"``, ``"failed"``, the status of a
+    part another run took, or ``"dropped"`` for a run that finished after another."""
+    sweep_parts_recover()
     part = _claim(part_id)
     if part is None:
         return SimulationPart.objects.values_list("status", flat=True).get(pk=part_id)
     try:
-        result = _replay(part)
+        with heartbeat(part):
+            result = _replay(part)
     except Exception as exc:  # recorded for the user; the worker must keep going
-        error = f"{part.name}: {type(exc).__name__}: {exc}"
-        now = timezone.now()
-        with exclusive_transaction():
-            SimulationPart.objects.filter(pk=part.pk).update(
-                status="failed", error=error, finished_at=now
-            )
-            Simulation.objects.filter(pk=part.simulation_id).exclude(status="failed").update(
-                status="failed", error=error, finished_at=now
-            )
-        return "failed"
-    _finish(part, result)
-    return "done"
+        outcome = _fail(part, f"{part.name}: {type(exc).__name__}: {exc}")
+    else:
+        outcome = _finish(part, result)
+    sweep_parts_recover()
+    return outcome
 
 
-def _finish(part: SimulationPart, result: dict[str, Any]) -> None:
+def _store(part: SimulationPart, **fields: Any) -> bool:
+    """End the part with ``fields`` unless a run already ended it (one taken back from a
+    worker presumed dead may end after another run of it): whether this run did."""
+    ended = SimulationPart.objects.filter(pk=part.pk, status__in=("queued", "running"))
+    return bool(ended.update(worker=part.worker, **fields))
+
+
+def _fail(part: SimulationPart, error: str) -> str:
+    now = timezone.now()
+    with exclusive_transaction():
+        if not _store(part, status="failed", error=error, finished_at=now):
+            return "dropped"
+        Simulation.objects.filter(pk=part.simulation_id).exclude(status="failed").update(
+            status="failed", error=error, finished_at=now
+        )
+    return "failed"
+
+
+def _finish(part: SimulationPart, result: dict[str, Any]) -> str:
     """Store the part's result; count the sweep's progress, and gather it when this was
     the last part (under the sweep's row lock, so exactly one part gathers)."""
     now = timezone.now()
     with exclusive_transaction():
-        SimulationPart.objects.filter(pk=part.pk).update(
-            status="done", result=result, finished_at=now
-        )
+        if not _store(part, status="done", result=result, finished_at=now):
+            return "dropped"
         simulation = Simulation.objects.select_for_update().get(pk=part.simulation_id)
         parts = SimulationPart.objects.filter(simulation=simulation)
         simulation.progress_done = parts.filter(
@@ -178,6 +200,7 @@ def _finish(part: SimulationPart, result: dict[str, Any]) -> None:
             simulation.finished_at = now
             fields += ["results", "status", "finished_at"]
         simulation.save(update_fields=fields)
+    return "done"
 
 
 def _gather(parts: list[SimulationPart]) -> dict[str, Any]:

@@ -2,8 +2,10 @@
 simulation's page.
 
 While a simulation runs, its page shows how far it is (combinations done of all, and for
-a sweep on the task workers the parts queued, running and done, and which workers took
-them) and polls itself every second with htmx (a "Refresh" link without JavaScript).
+a sweep on the task workers the parts queued, running and done, which workers took them,
+and the parts queued again after their worker stopped answering) and polls itself every
+second with htmx (a "Refresh" link without JavaScript); each look first takes back the
+parts whose worker stopped answering (``leases.sweep_lease_check``).
 Once done it shows the results: for a sweep the Pareto front of cost against re-fetches,
 then every combination in grid order.
 """
@@ -18,6 +20,7 @@ from django.views.decorators.http import require_GET
 
 from reduction_app.dashboard import render_page, workspace_view
 from reduction_app.http import PageRequest
+from reduction_app.simulations.leases import sweep_lease_check
 from reduction_app.simulations.selectors import (
     simulation_get,
     simulation_list,
@@ -56,6 +59,7 @@ def simulation_page(request: PageRequest, simulation_id: int) -> HttpResponse:
     simulation = simulation_get(workspace=request.workspace, simulation_id=simulation_id)
     if simulation is None:
         raise Http404("no such simulation")
+    simulation = sweep_lease_check(simulation=simulation)
     running = simulation.status in ("queued", "running")
     context: dict[str, Any] = {
         "simulation": simulation,

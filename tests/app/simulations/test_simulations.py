@@ -73,6 +73,7 @@ def test_simulation_small_replay_answers_inline(api: ApiClient, recorded: str) -
     assert body["duration_seconds"] >= 0
     again = api.get(f"/simulations/{body['id']}").json()
     assert again["results"] == body["results"]
+    assert again["parts"] == []  # a replay runs as one task
 
 
 @pytest.mark.django_db(transaction=True)
@@ -116,6 +117,64 @@ def test_simulation_sweep_progress_in_the_api_while_workers_run_it(
         {"done": 2, "total": 6},
         None,
     )
+
+
+def test_simulation_detail_lists_a_sweeps_parts_and_takes_back_a_lost_one(
+    api: ApiClient, recorded: str
+) -> None:
+    """Asking for a sweep takes back its parts whose worker stopped answering; the
+    detail lists every part with its runs and the workers lost, the list none."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from reduction_app.models import SimulationPart
+    from reduction_app.simulations.sweeps import _claim
+
+    grid = {"max_tokens_for_clear": [4000, 8000]}
+    queued = api.post("/simulations", {"conversation_id": recorded, "grid": grid}).json()
+    first = SimulationPart.objects.get(simulation_id=queued["id"], position=0)
+    claimed = _claim(first.pk)
+    assert claimed is not None and claimed.started_at is not None
+    SimulationPart.objects.filter(pk=first.pk).update(
+        worker="ghost:7", heartbeat_at=timezone.now() - timedelta(seconds=61)
+    )
+    body = api.get(f"/simulations/{queued['id']}").json()
+    assert body["status"] == "running"
+    started = [part.pop("started_at") for part in body["parts"]]
+    assert started[1:] == [None, None]
+    assert started[0] == claimed.started_at.isoformat(timespec="milliseconds").replace(
+        "+00:00", "Z"
+    )
+    assert body["parts"] == [
+        {
+            "position": 0,
+            "name": "max_tokens_for_clear=4000",
+            "status": "queued",
+            "runs": 1,
+            "worker": "",
+            "requeued_after": ["ghost:7"],
+            "error": "",
+            "heartbeat_at": None,
+            "finished_at": None,
+        },
+        *(
+            {
+                "position": position,
+                "name": name,
+                "status": "queued",
+                "runs": 0,
+                "worker": "",
+                "requeued_after": [],
+                "error": "",
+                "heartbeat_at": None,
+                "finished_at": None,
+            }
+            for position, name in ((1, "max_tokens_for_clear=8000"), (2, "no reduction"))
+        ),
+    ]
+    (listed,) = api.get("/simulations").json()["results"]
+    assert "parts" not in listed
 
 
 def test_simulation_errors_name_the_field(api: ApiClient, recorded: str) -> None:

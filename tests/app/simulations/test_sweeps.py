@@ -3,72 +3,30 @@ and a real run on two ``manage.py db_worker`` processes against one database."""
 
 from __future__ import annotations
 
-import json
-import os
-from io import StringIO
 from pathlib import Path
-from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import pytest
-from django.core.management import call_command
 from django_tasks_db.models import DBTaskResult
 
-from reduction_app.conversations.selectors import recorded_conversation
 from reduction_app.conversations.services import conversation_upsert
-from reduction_app.models import Conversation, Simulation, SimulationPart
+from reduction_app.models import Conversation, SimulationPart
 from reduction_app.simulations import sweeps
-from reduction_app.simulations.services import simulation_create, simulation_enqueue
 from reduction_app.simulations.sweeps import sweep_part_run
-from reduction_app.workspaces.services import workspace_get_or_create
 from simulator.compare import sweep
-from simulator.importers import conversation_from_json, openhands_to_openai
+from simulator.importers import conversation_from_json
 from simulator.pricing import pricing_for
-from tests.conftest import CONVERSATIONS
-
-GRID = {"max_tokens_for_clear": [4000, 8000, 16000], "clear_retention_suffix_limit": [1, 2]}
-
-
-def _openhands_run(index: int = 0) -> dict[str, Any]:
-    line = (
-        (CONVERSATIONS / "openhands-multi-swe-bench-llama4.jsonl").read_text().splitlines()[index]
-    )
-    messages, tools = openhands_to_openai(json.loads(line))
-    return {"messages": messages, "tools": tools}
-
-
-@pytest.fixture
-def stored(db: None) -> Conversation:
-    run = _openhands_run()
-    return conversation_upsert(
-        workspace=workspace_get_or_create(name="Alpha Team"),
-        client_id="ponyc-4595",
-        message_format="openai_chat",
-        transcript=run["messages"],
-        tools=run["tools"],
-    )
-
-
-def _queued(conversation: Conversation, grid: dict[str, Any] = GRID) -> Simulation:
-    simulation = simulation_create(
-        workspace=conversation.workspace, conversation=conversation, configs=[], grid=grid
-    )
-    simulation_enqueue(simulation=simulation)
-    return simulation
-
-
-def _drain_worker() -> None:
-    call_command("db_worker", "--batch", "--no-startup-delay", "--no-reload", stdout=StringIO())
-
-
-def _in_process(conversation: Conversation, grid: dict[str, Any] = GRID) -> dict[str, Any]:
-    recorded = recorded_conversation(conversation)
-    return sweep(recorded, grid, pricing=pricing_for("gpt-4o"), workers=1).to_dict()
+from tests.app.simulations.sweep_support import (
+    databases,
+    drain_worker,
+    in_process,
+    openhands_run,
+    queued,
+)
 
 
 @pytest.mark.django_db(transaction=True)
 def test_sweep_enqueue_makes_a_part_and_a_task_per_combination(stored: Conversation) -> None:
-    simulation = _queued(stored)
+    simulation = queued(stored)
     parts = list(SimulationPart.objects.filter(simulation=simulation))
     assert [p.position for p in parts] == list(range(7))
     assert parts[0].name == "clear_retention_suffix_limit=1,max_tokens_for_clear=4000"
@@ -87,12 +45,12 @@ def test_sweep_enqueue_makes_a_part_and_a_task_per_combination(stored: Conversat
 
 @pytest.mark.django_db(transaction=True)
 def test_sweep_parts_gather_what_an_in_process_sweep_gives(stored: Conversation) -> None:
-    simulation = _queued(stored)
-    _drain_worker()
+    simulation = queued(stored)
+    drain_worker()
     simulation.refresh_from_db()
     assert (simulation.status, simulation.error) == ("done", "")
     assert (simulation.progress_done, simulation.progress_total) == (6, 6)
-    assert simulation.results == _in_process(stored)
+    assert simulation.results == in_process(stored)
     parts = SimulationPart.objects.filter(simulation=simulation)
     assert {(p.status, p.runs) for p in parts} == {("done", 1)}
     assert all(p.worker and p.started_at and p.finished_at for p in parts)
@@ -100,7 +58,7 @@ def test_sweep_parts_gather_what_an_in_process_sweep_gives(stored: Conversation)
 
 @pytest.mark.django_db(transaction=True)
 def test_sweep_progress_counts_the_combinations_done(stored: Conversation) -> None:
-    simulation = _queued(stored)
+    simulation = queued(stored)
     first, baseline = (
         SimulationPart.objects.get(simulation=simulation, position=p) for p in (0, 6)
     )
@@ -114,7 +72,7 @@ def test_sweep_progress_counts_the_combinations_done(stored: Conversation) -> No
 
 @pytest.mark.django_db(transaction=True)
 def test_sweep_part_runs_once_even_when_its_task_comes_twice(stored: Conversation) -> None:
-    simulation = _queued(stored)
+    simulation = queued(stored)
     part = SimulationPart.objects.get(simulation=simulation, position=0)
     assert sweep_part_run(part_id=part.pk) == "done"
     assert sweep_part_run(part_id=part.pk) == "done"
@@ -126,10 +84,10 @@ def test_sweep_part_runs_once_even_when_its_task_comes_twice(stored: Conversatio
 def test_sweep_part_failure_fails_the_sweep_and_names_the_combination(
     stored: Conversation,
 ) -> None:
-    simulation = _queued(stored)
+    simulation = queued(stored)
     broken = SimulationPart.objects.get(simulation=simulation, position=2)
     SimulationPart.objects.filter(pk=broken.pk).update(config={"max_tokens_for_clear": "lots"})
-    _drain_worker()
+    drain_worker()
     simulation.refresh_from_db()
     assert simulation.status == "failed"
     assert simulation.error == (
@@ -155,7 +113,7 @@ def test_sweep_parts_of_one_worker_share_the_prepared_conversation(stored: Conve
     assert sweeps._prepared_for(stored.pk, gpt4o) is first
     assert sweeps._prepared_for(stored.pk, pricing_for("gpt-5")) is not first
     # A conversation that changed is prepared again.
-    run = _openhands_run()
+    run = openhands_run()
     conversation_upsert(
         workspace=stored.workspace,
         client_id=stored.client_id,
@@ -170,40 +128,7 @@ def test_sweep_parts_of_one_worker_share_the_prepared_conversation(stored: Conve
 # Two real workers ----------------------------------------------------------------------
 
 
-def _databases() -> list[Any]:
-    """SQLite always; PostgreSQL too when the test run has a server (TEST_DATABASE_URL)."""
-    out: list[Any] = ["sqlite"]
-    url = os.environ.get("TEST_DATABASE_URL", "")
-    if not url.startswith(("postgres://", "postgresql://")):
-        out.append(pytest.param("postgresql", marks=pytest.mark.skip("no TEST_DATABASE_URL")))
-    else:
-        out.append("postgresql")
-    return out
-
-
-@pytest.fixture
-def site_url(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
-    """A database of its own for the workers: a SQLite file, or a new PostgreSQL
-    database beside the test one, dropped afterwards."""
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'workers.sqlite3'}"
-        return
-    import psycopg
-
-    url = urlsplit(os.environ["TEST_DATABASE_URL"])
-    name = f"{url.path.lstrip('/') or 'reduction'}_workers_{os.getpid()}"
-    admin = urlunsplit(url._replace(path="/postgres"))
-    with psycopg.connect(admin, autocommit=True) as db:
-        db.execute(f'DROP DATABASE IF EXISTS "{name}"')
-        db.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield urlunsplit(url._replace(path=f"/{name}"))
-    finally:
-        with psycopg.connect(admin, autocommit=True) as db:
-            db.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
-@pytest.mark.parametrize("site_url", _databases(), indirect=True)
+@pytest.mark.parametrize("site_url", databases(), indirect=True)
 def test_sweep_on_two_db_worker_processes(site_url: str, tmp_path: Path) -> None:
     """Two ``manage.py db_worker`` processes take the parts of one sweep from one database:
     every combination runs exactly once, and the gathered results are the in-process
@@ -212,7 +137,7 @@ def test_sweep_on_two_db_worker_processes(site_url: str, tmp_path: Path) -> None
 
     site = Site(site_url, tmp_path / "media")
     site.migrate()
-    run = _openhands_run(2)  # ponyc-4588: 49 calls
+    run = openhands_run(2)  # ponyc-4588: 49 calls
     conversation_id = site.store_conversation(run["messages"], run["tools"], "ponyc-4588")
     grid = {
         "max_tokens_for_clear": [2000, 4000, 8000, 16000],

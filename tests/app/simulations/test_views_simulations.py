@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from http import HTTPStatus
 
 import pytest
 from django.test import Client
+from django.utils import timezone
 
 from reduction_app.models import Conversation, Simulation, SimulationPart
 from reduction_app.simulations.services import simulation_create, simulation_enqueue
-from reduction_app.simulations.sweeps import sweep_part_run
+from reduction_app.simulations.sweeps import _claim, sweep_part_run
 from tests.app.pages_support import html, member_client, record_conversation
 
 pytestmark = pytest.mark.django_db
@@ -72,6 +74,58 @@ def test_simulation_page_says_why_a_sweep_failed(setup: tuple[Client, Conversati
     assert (
         "It failed: clear_retention_suffix_limit=1,max_tokens_for_clear=4000: ConfigError" in page
     )
+
+
+def _lost(simulation: Simulation, position: int, worker: str, runs: int = 1) -> None:
+    """Part ``position`` claimed by ``worker`` (on run ``runs``), silent for over a lease."""
+    part = SimulationPart.objects.get(simulation=simulation, position=position)
+    assert _claim(part.pk) is not None
+    SimulationPart.objects.filter(pk=part.pk).update(
+        worker=worker, runs=runs, heartbeat_at=timezone.now() - timedelta(seconds=61)
+    )
+
+
+def test_simulation_page_names_the_worker_a_part_was_queued_again_after(
+    setup: tuple[Client, Conversation],
+) -> None:
+    """Looking at a sweep takes back a part whose worker stopped answering; the page says
+    after which worker it was queued again, and how many runs it took."""
+    client, conversation = setup
+    simulation = _sweep(conversation)
+    _lost(simulation, 0, "<ghost>:7")
+    url = f"/simulations/{simulation.pk}/"
+    page = html(client.get(url))
+    assert (
+        "<li><code>clear_retention_suffix_limit=1,max_tokens_for_clear=4000</code> "
+        "(run 1 time, queued): re-queued after worker <code>&lt;ghost&gt;:7</code> stopped "
+        "answering.</li>"
+    ) in page
+    _run_parts(simulation, [0])
+    _lost(simulation, 1, "ghost:8", runs=1)
+    swap = html(client.get(url, headers={"HX-Request": "true"}))
+    assert (
+        "<li><code>clear_retention_suffix_limit=1,max_tokens_for_clear=4000</code> "
+        "(run 2 times, done): re-queued after worker <code>&lt;ghost&gt;:7</code> stopped "
+        "answering.</li>"
+        "<li><code>clear_retention_suffix_limit=1,max_tokens_for_clear=8000</code> "
+        "(run 1 time, queued): re-queued after worker <code>ghost:8</code> stopped "
+        "answering.</li>"
+    ) in swap
+    assert "Parts: 1 done, 4 queued." in swap
+
+
+def test_simulation_page_says_which_worker_a_sweep_failed_with(
+    setup: tuple[Client, Conversation],
+) -> None:
+    client, conversation = setup
+    simulation = _sweep(conversation)
+    _lost(simulation, 0, "<ghost>:9", runs=3)
+    page = html(client.get(f"/simulations/{simulation.pk}/"))
+    assert (
+        "It failed: clear_retention_suffix_limit=1,max_tokens_for_clear=4000: worker "
+        "&lt;ghost&gt;:9 stopped answering (no heartbeat for 60 s) on run 3 of 3</p>"
+    ) in page
+    assert "hx-trigger" not in page
 
 
 def test_simulation_list_links_each_simulation(setup: tuple[Client, Conversation]) -> None:

@@ -1,0 +1,52 @@
+"""Fixtures of the sweep tests: a stored recording, and a database of its own for real
+worker processes."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import pytest
+
+from reduction_app.conversations.services import conversation_upsert
+from reduction_app.models import Conversation
+from reduction_app.workspaces.services import workspace_get_or_create
+from tests.app.simulations.sweep_support import openhands_run
+
+
+@pytest.fixture
+def stored(db: None) -> Conversation:
+    """ponyc-4595 (23 model calls) in workspace "Alpha Team"."""
+    run = openhands_run()
+    return conversation_upsert(
+        workspace=workspace_get_or_create(name="Alpha Team"),
+        client_id="ponyc-4595",
+        message_format="openai_chat",
+        transcript=run["messages"],
+        tools=run["tools"],
+    )
+
+
+@pytest.fixture
+def site_url(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    """A database of its own for the workers: a SQLite file, or a new PostgreSQL
+    database beside the test one, dropped afterwards (parametrize with
+    ``sweep_support.databases()``, indirect)."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'workers.sqlite3'}"
+        return
+    import psycopg
+
+    url = urlsplit(os.environ["TEST_DATABASE_URL"])
+    name = f"{url.path.lstrip('/') or 'reduction'}_workers_{os.getpid()}"
+    admin = urlunsplit(url._replace(path="/postgres"))
+    with psycopg.connect(admin, autocommit=True) as db:
+        db.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        db.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield urlunsplit(url._replace(path=f"/{name}"))
+    finally:
+        with psycopg.connect(admin, autocommit=True) as db:
+            db.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
