@@ -97,8 +97,8 @@ def test_transcripts_move_to_message_rows_and_back() -> None:
         {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function"}]},
         {"role": "tool", "tool_call_id": "c1", "content": "x" * 3000},
     ]
-    before = [("reduction_app", "0004_simulationpart")]
-    after = [("reduction_app", "0005_transcript_messages")]
+    before = [("reduction_app", "0005_simulationpart_lease")]
+    after = [("reduction_app", "0006_transcript_messages")]
     executor = MigrationExecutor(connection)
     executor.migrate(before)
     old = executor.loader.project_state(before).apps

@@ -69,7 +69,7 @@ def join_transcripts(apps: Any, schema_editor: Any) -> None:
 
 
 class Migration(migrations.Migration):
-    dependencies = [("reduction_app", "0004_simulationpart")]
+    dependencies = [("reduction_app", "0005_simulationpart_lease")]
 
     operations = [
         migrations.CreateModel(
