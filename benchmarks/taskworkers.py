@@ -171,7 +171,8 @@ class Site:
 
     def simulation(self, simulation_id: int) -> dict[str, Any]:
         (row,) = self.rows(
-            "SELECT status, progress_done, progress_total, results, error, created_at, "
+            "SELECT status, progress_done, progress_total, CAST(results AS TEXT) AS results, "
+            "error, created_at, "
             "started_at, finished_at FROM reduction_app_simulation WHERE id = %s",
             [simulation_id],
         )
@@ -180,7 +181,8 @@ class Site:
 
     def parts(self, simulation_id: int) -> list[dict[str, Any]]:
         rows = self.rows(
-            "SELECT id, position, name, status, runs, worker, requeued_after, result, "
+            "SELECT id, position, name, status, runs, worker, "
+            "CAST(requeued_after AS TEXT) AS requeued_after, CAST(result AS TEXT) AS result, "
             "started_at, finished_at FROM reduction_app_simulationpart "
             "WHERE simulation_id = %s ORDER BY position",
             [simulation_id],
@@ -194,7 +196,8 @@ class Site:
         """The task rows of sweep parts: which part each ran, its status, its workers and
         what it returned."""
         rows = self.rows(
-            "SELECT status, args_kwargs, worker_ids, return_value "
+            "SELECT status, CAST(args_kwargs AS TEXT) AS args_kwargs, "
+            "CAST(worker_ids AS TEXT) AS worker_ids, CAST(return_value AS TEXT) AS return_value "
             "FROM django_tasks_database_dbtaskresult WHERE task_path = %s",
             ["reduction_app.tasks.run_sweep_part"],
         )
@@ -223,5 +226,7 @@ class Site:
             time.sleep(poll)
 
 
-def _json(value: Any) -> Any:
-    return json.loads(value) if isinstance(value, str | bytes) else value
+def _json(value: str | None) -> Any:
+    """A JSON column read as text (cast in the query: SQLite gives JSON columns as text,
+    psycopg decodes ``jsonb`` itself, and a JSON string would then look like text)."""
+    return json.loads(value) if value is not None else None
