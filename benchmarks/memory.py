@@ -10,24 +10,29 @@ Each measurement runs in a fresh Python process, after its imports and a warm-up
 small conversation (which also loads the tiktoken encoding), so nothing from the build
 or an earlier measurement is in its figures. In that process:
 
-1. the JSON file is read into a ``str`` (the text an API or a command holds);
-2. **parse**: ``messages_from_openai(json.loads(text))``; the loaded JSON objects are
-   dropped afterwards, the messages kept (their strings are the JSON's, not copies);
+1. the JSON file is read as the caller holds it (``--inputs``): ``bytes``, as the REST
+   API holds a request body and the importers a file (``path.read_bytes()``), or ``str``,
+   the old way (``path.read_text(encoding="utf-8")``), for comparison;
+2. **parse**: ``messages_from_openai(formats.json_loads(data))`` for bytes (no ``str`` of
+   the whole document), ``messages_from_openai(json.loads(text))`` for the text; the
+   loaded JSON objects are dropped afterwards, the messages kept (their strings are the
+   JSON's, not copies);
 3. **clear**: one ``before_model_rewrite_state`` over the whole conversation, as a REST
    client's call would make, with ``max_tokens_for_clear`` (``--threshold``, default
    100,000: it fires), an ``InMemoryBackend``, the other fields at their defaults, and
    the counter ``"approx"`` or ``"cl100k_base"`` (the process's shared one, as a config
    naming it gets).
 
-The text stays alive throughout. Memory is measured two ways, in separate processes:
+The document read in step 1 (the bytes or the text) stays alive throughout, as a caller
+keeps it. Memory is measured two ways, in separate processes:
 
 - ``tracemalloc``: the peak of memory allocated through Python's allocators (every
   ``str``, list and object), taken above the point just before the file is read
-  (so the JSON text counts) and above the point just after (the engine's own share);
+  (counting the JSON document) and above the point just after (the engine's own share);
 - resident set size (Linux ``VmRSS`` and ``VmHWM``; ``getrusage``'s ``ru_maxrss`` would
   start at the parent's peak): the same points, in a process without tracemalloc, so
   what the operating system saw, allocator slack included. Memory freed after reading
-  may be reused by parsing, so "above the text" can read low here.
+  may be reused by parsing, so "above the document" can read low here.
 
 Prints a table and writes ``benchmarks/results/memory.json``.
 """
@@ -56,6 +61,7 @@ from reduction_app.engine import (
     ReductionConfig,
     TiktokenCounter,
     ToolCall,
+    formats,
     get_token_counter,
     messages_from_openai,
     new,
@@ -68,6 +74,9 @@ TOKENS = 1_000_000
 """cl100k_base tokens the conversation holds at least: the issue's 1 M."""
 THRESHOLD = 100_000
 COUNTERS = ("approx", "cl100k_base")
+INPUTS = ("bytes", "str")
+"""How the JSON is held and decoded: bytes through ``formats.json_loads`` (the API and
+the importers), or a ``str`` through ``json.loads`` (the way before, for comparison)."""
 CHARS_PER_TOKEN = 4.8
 """The corpus's characters per cl100k token (4,167,663 / 867,520): the first guess of
 how many characters make ``--tokens``; the build grows until the count is reached."""
@@ -105,7 +114,18 @@ def dump(messages: Sequence[Message], *, ensure_ascii: bool = False) -> bytes:
 # One measurement, in a fresh process ------------------------------------------------------
 
 
-def _warm_up(counter: str, threshold: int) -> None:
+def _read(path: Path, source: str) -> bytes | str:
+    """The JSON document as a caller holds it."""
+    return path.read_bytes() if source == "bytes" else path.read_text(encoding="utf-8")
+
+
+def _decode(document: bytes | str) -> Any:
+    if isinstance(document, bytes):
+        return formats.json_loads(document)
+    return json.loads(document)
+
+
+def _warm_up(counter: str, threshold: int, source: str) -> None:
     """Run the whole path once on a small conversation: lazy imports, the encoding."""
     small = [
         Message.system("You are a coding agent."),
@@ -118,7 +138,8 @@ def _warm_up(counter: str, threshold: int) -> None:
     ]
     from reduction_app.engine import messages_to_openai
 
-    parsed = messages_from_openai(json.loads(json.dumps(messages_to_openai(small))))
+    text = json.dumps(messages_to_openai(small))
+    parsed = messages_from_openai(_decode(text.encode() if source == "bytes" else text))
     config = ReductionConfig(
         backend=InMemoryBackend(), max_tokens_for_clear=min(threshold, 100), token_counter=counter
     )
@@ -170,31 +191,34 @@ def _clear(messages: list[Message], counter: str, threshold: int) -> tuple[int, 
     return cleared, len(backend)
 
 
-def measure_child(path: Path, counter: str, threshold: int, how: str) -> dict[str, Any]:
-    """Read, parse and clear the conversation in ``path``, measuring ``how``
-    (``tracemalloc`` or ``rss``); meant for a fresh process (see :func:`_run_child`)."""
-    _warm_up(counter, threshold)
+def measure_child(
+    path: Path, counter: str, threshold: int, how: str, source: str = "bytes"
+) -> dict[str, Any]:
+    """Read, parse and clear the conversation in ``path``, held as ``source`` (``bytes`` or
+    ``str``), measuring ``how`` (``tracemalloc`` or ``rss``); meant for a fresh process
+    (see :func:`_run_child`)."""
+    _warm_up(counter, threshold, source)
     get_token_counter(counter)  # the shared instance, as a config naming it gets
     gc.collect()
-    figures: dict[str, Any] = {"how": how, "counter": counter}
+    figures: dict[str, Any] = {"how": how, "counter": counter, "input": source}
     if how == "rss":
         _reset_rss_peak()
         start, _ = _rss()
         t0 = time.perf_counter()
-        text = path.read_text(encoding="utf-8")
+        document = _read(path, source)
         t1 = time.perf_counter()
-        with_text, read_peak = _rss()
+        with_document, read_peak = _rss()
         _reset_rss_peak()
-        messages = messages_from_openai(json.loads(text))
+        messages = messages_from_openai(_decode(document))
         t2 = time.perf_counter()
         cleared, files = _clear(messages, counter, threshold)
         t3 = time.perf_counter()
         _, peak = _rss()
         figures |= {
-            "rss_text": with_text - start,
+            "rss_document": with_document - start,
             "rss_read_peak": read_peak - start,
-            "rss_peak_above_text": peak - with_text,
-            "rss_peak_with_text": peak - start,
+            "rss_peak_above_document": peak - with_document,
+            "rss_peak_with_document": peak - start,
             "read_s": t1 - t0,
             "parse_s": t2 - t1,
             "clear_s": t3 - t2,
@@ -202,30 +226,31 @@ def measure_child(path: Path, counter: str, threshold: int, how: str) -> dict[st
     else:
         tracemalloc.start()
         start = tracemalloc.get_traced_memory()[0]
-        text = path.read_text(encoding="utf-8")
+        document = _read(path, source)
         current, peak = tracemalloc.get_traced_memory()
-        with_text = current
-        # Reading briefly holds the file's bytes, and CPython's decoder a narrower draft,
-        # beside the text: the reading's cost, so the peaks below start from the text.
-        figures |= {"text_in_memory": current - start, "read_peak": peak - start}
+        with_document = current
+        # Reading a str briefly holds the file's bytes, and CPython's decoder a narrower
+        # draft, beside the text: the reading's cost, so the peaks below start from the
+        # document alone.
+        figures |= {"document_in_memory": current - start, "read_peak": peak - start}
         tracemalloc.reset_peak()
-        messages = messages_from_openai(json.loads(text))
+        messages = messages_from_openai(_decode(document))
         gc.collect()
         current, peak = tracemalloc.get_traced_memory()
-        figures |= {"parse_peak": peak - with_text, "parsed_kept": current - with_text}
+        figures |= {"parse_peak": peak - with_document, "parsed_kept": current - with_document}
         cleared, files = _clear(messages, counter, threshold)
         current, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
         figures |= {
-            "peak_above_text": peak - with_text,
-            "peak_with_text": peak - start,
+            "peak_above_document": peak - with_document,
+            "peak_with_document": peak - start,
             "kept_at_end": current - start,
         }
     figures |= {"messages": len(messages), "results_cleared": cleared, "offloaded_files": files}
     return figures
 
 
-def _run_child(path: Path, counter: str, threshold: int, how: str) -> dict[str, Any]:
+def _run_child(path: Path, counter: str, threshold: int, how: str, source: str) -> dict[str, Any]:
     """:func:`measure_child` in a fresh interpreter that imports this checkout's code."""
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
@@ -242,6 +267,8 @@ def _run_child(path: Path, counter: str, threshold: int, how: str) -> dict[str, 
             str(threshold),
             "--how",
             how,
+            "--inputs",
+            source,
         ],
         cwd=ROOT,
         env=env,
@@ -264,6 +291,13 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--min-messages", type=int, default=1000)
     parser.add_argument("--threshold", type=int, default=THRESHOLD, help="max_tokens_for_clear")
     parser.add_argument("--counters", nargs="+", choices=COUNTERS, default=list(COUNTERS))
+    parser.add_argument(
+        "--inputs",
+        nargs="+",
+        choices=INPUTS,
+        default=list(INPUTS),
+        help="hold the JSON as bytes (formats.json_loads) or as a str (json.loads)",
+    )
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--how", choices=("tracemalloc", "rss"), help=argparse.SUPPRESS)
@@ -273,7 +307,9 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parse(argv)
     if args.child is not None:
-        figures = measure_child(args.child, args.counters[0], args.threshold, args.how)
+        figures = measure_child(
+            args.child, args.counters[0], args.threshold, args.how, args.inputs[0]
+        )
         print(json.dumps(figures))
         return 0
     host = machine()
@@ -296,11 +332,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         for name, body in bodies.items():
             path = Path(folder) / f"conversation-{name}.json"
             path.write_bytes(body)
-            for counter in args.counters:
-                for how in hows:
-                    print(f"{name} JSON, {counter}: {how}...", file=sys.stderr)
-                    run = _run_child(path, counter, args.threshold, how)
-                    runs.append({"json": name, "json_bytes": len(body), **run})
+            for source in args.inputs:
+                for counter in args.counters:
+                    for how in hows:
+                        print(f"{name} JSON as {source}, {counter}: {how}...", file=sys.stderr)
+                        run = _run_child(path, counter, args.threshold, how, source)
+                        runs.append({"json": name, "json_bytes": len(body), **run})
     host["load_average_at_end"] = load_average()
     report = {
         "machine": host,
@@ -326,6 +363,13 @@ def _mb(x: int, size: int) -> str:
     return f"{x / MB:.2f} ({x / size:.2f}x)"
 
 
+HELD = {
+    "bytes": ("the bytes", "formats.json_loads(bytes)"),
+    "str": ("the text", "json.loads(str)"),
+}
+"""Each input's name in the tables, and how it is decoded."""
+
+
 def print_report(report: dict[str, Any]) -> None:
     c, m = report["conversation"], report["machine"]
     sizes = ", ".join(f"{n} {b:,} bytes" for n, b in c["json_bytes"].items())
@@ -337,17 +381,27 @@ def print_report(report: dict[str, Any]) -> None:
         f"{report['config']['max_tokens_for_clear']:,}, InMemoryBackend, other fields at "
         f"their defaults.\nMachine: {m['cpus']} CPUs, Python {m['python']}; load average "
         f"(1, 5, 15 min) {m['load_average_at_start']} at the start, "
-        f"{m['load_average_at_end']} at the end.\n"
+        f"{m['load_average_at_end']} at the end."
     )
     target = report["target_peak_over_json"]
+    for source in INPUTS:
+        runs = [r for r in report["runs"] if r["input"] == source]
+        if runs:
+            _print_runs(source, runs, target)
+
+
+def _print_runs(source: str, runs: list[dict[str, Any]], target: float) -> None:
+    held, decoder = HELD[source]
+    short = held.removeprefix("the ")
     print(
-        "tracemalloc, MB (times the JSON's size): the JSON text as a str; the peak while"
-        " reading the file;\nabove the text: the peak of parsing, what parsing keeps, the"
-        " peak of parsing and clearing;\nand that last peak with the text."
-        f" Target: <= {target:g}x."
+        f"\nThe JSON held as {source}, parsed with messages_from_openai({decoder}).\n"
+        f"tracemalloc, MB (times the JSON's size): {held} in memory; the peak while reading"
+        " the file;\nabove "
+        f"{held}: the peak of parsing, what parsing keeps, the peak of parsing and clearing;"
+        f"\nand that last peak counting {held}. Target: <= {target:g}x."
     )
     rows = []
-    for r in report["runs"]:
+    for r in runs:
         if r["how"] != "tracemalloc":
             continue
         size = r["json_bytes"]
@@ -355,12 +409,12 @@ def print_report(report: dict[str, Any]) -> None:
             [
                 r["json"],
                 r["counter"],
-                _mb(r["text_in_memory"], size),
+                _mb(r["document_in_memory"], size),
                 _mb(r["read_peak"], size),
                 _mb(r["parse_peak"], size),
                 _mb(r["parsed_kept"], size),
-                _mb(r["peak_above_text"], size),
-                _mb(r["peak_with_text"], size),
+                _mb(r["peak_above_document"], size),
+                _mb(r["peak_with_document"], size),
                 r["results_cleared"],
             ]
         )
@@ -369,19 +423,19 @@ def print_report(report: dict[str, Any]) -> None:
             [
                 "JSON",
                 "counter",
-                "text",
+                short,
                 "reading peak",
                 "parse peak",
                 "parse keeps",
-                "peak above text",
-                "peak with text",
+                f"peak above {held}",
+                f"peak counting {held}",
                 "cleared",
             ],
             rows,
         )
     )
     rows = []
-    for r in report["runs"]:
+    for r in runs:
         if r["how"] != "rss":
             continue
         size = r["json_bytes"]
@@ -389,10 +443,10 @@ def print_report(report: dict[str, Any]) -> None:
             [
                 r["json"],
                 r["counter"],
-                _mb(r["rss_text"], size),
+                _mb(r["rss_document"], size),
                 _mb(r["rss_read_peak"], size),
-                _mb(r["rss_peak_above_text"], size),
-                _mb(r["rss_peak_with_text"], size),
+                _mb(r["rss_peak_above_document"], size),
+                _mb(r["rss_peak_with_document"], size),
                 f"{r['read_s']:.3f}",
                 f"{r['parse_s']:.3f}",
                 f"{r['clear_s']:.3f}",
@@ -410,10 +464,10 @@ def print_report(report: dict[str, Any]) -> None:
             [
                 "JSON",
                 "counter",
-                "text",
+                short,
                 "reading peak",
-                "peak above text",
-                "peak with text",
+                f"peak above {held}",
+                f"peak counting {held}",
                 "read s",
                 "parse s",
                 "clear s",

@@ -248,11 +248,30 @@ def load_conversations(path: str | Path, *, fmt: str | None = None) -> list[Reco
     if fmt is not None and fmt not in FORMATS:
         raise ImportError_(f"unknown format {fmt!r}; expected one of {list(FORMATS)}")
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
     except OSError as exc:
         raise ImportError_(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    try:
+        # Most files are one JSON document: decoded from the bytes, with no str of the
+        # whole file (the same values as json.loads of the file's text).
+        data = formats.json_loads_utf8(raw)
     except UnicodeDecodeError as exc:
         raise ImportError_(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+    except json.JSONDecodeError:
+        text = _text(raw)
+        del raw  # the text stands for the file from here on
+        return _from_text(path, text, fmt)
+    return conversation_from_json(data, fmt=fmt, name=path.name, require_calls=True)
+
+
+def _text(raw: bytes) -> str:
+    """``raw`` as a file opened as UTF-8 text reads: universal newlines make ``"\r\n"``
+    and ``"\r"`` into ``"\n"``, so error messages count lines as they always did."""
+    return raw.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _from_text(path: Path, text: str, fmt: str | None) -> list[RecordedConversation]:
+    """A file that is not one JSON document: empty, JSONL, or an error to report."""
     if not text.strip():
         raise ImportError_(f"{path}: the file is empty")
     try:

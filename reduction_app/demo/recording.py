@@ -246,7 +246,7 @@ def import_recordings(
         model = model.removeprefix("openrouter-")
         title = f"OpenHands CodeActAgent on {instance}" + (f" ({model})" if model else "")
         items.append((f"openhands-{instance}", title, messages, tools, days))
-    tau: list[dict[str, Any]] = json.loads((RECORDINGS / TAU_BENCH).read_text(encoding="utf-8"))
+    tau: list[dict[str, Any]] = formats.json_loads_utf8((RECORDINGS / TAU_BENCH).read_bytes())
     by_key = {(r.get("task_id"), r.get("trial")): r for r in tau}
     for task_id, trial, days in TAU_BENCH_RUNS[: 1 if small else None]:
         run = by_key[(task_id, trial)]

@@ -4,11 +4,14 @@ workspace never sees another's records, the OpenAPI document and docs page."""
 from __future__ import annotations
 
 import base64
+import json
 from http import HTTPStatus
 from typing import Any
 
 import pytest
+from django.test import RequestFactory
 
+from reduction_app.api import BytesJsonParser
 from reduction_app.models import OffloadedFile
 from tests.app.support import ApiClient, error, offload
 
@@ -175,3 +178,54 @@ def test_conversation_ids_with_dot_segments_are_refused(api: Any) -> None:
         api.post("/conversations", {"conversation_id": "a.b/c..d", "messages": []}).status_code
         == 201
     )
+
+
+# The body parser --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        '{"messages": [{"role": "tool", "content": "中文 \\ud800 é"}]}'.encode(),
+        b'{"a": 1, "a": [NaN, 1e400, 123456789012345678901234567890]}',
+        b"\xef\xbb\xbf{}",
+    ],
+    ids=["wide-and-lone-surrogate", "duplicate-key-nan-big-numbers", "utf-8-bom"],
+)
+def test_parser_reads_a_body_as_json_loads_does(body: bytes) -> None:
+    request = RequestFactory().post("/api/v1/clear", body, content_type="application/json")
+    parsed = BytesJsonParser().parse_body(request)
+    assert repr(parsed) == repr(json.loads(body))
+
+
+def test_parser_keeps_a_lone_surrogate_and_the_last_duplicate_key(api: ApiClient) -> None:
+    body = '{"tool_name": "grep", "result": "first", "result": "中 \\udcff"}'.encode()
+    response = api.post_raw("/truncate", body)
+    assert response.status_code == HTTPStatus.OK
+    assert response.json() == {
+        "truncated": False,
+        "result": "中 \udcff",
+        "offload_path": None,
+        "events": [],
+    }
+
+
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [
+        (b"not json", "Expecting value: line 1 column 1 (char 0)"),
+        (
+            b'{"tool_name": "grep",}',
+            "Expecting property name enclosed in double quotes: line 1 column 22 (char 21)",
+        ),
+        (b"\xff\xfe\x00", "'utf-16-le' codec can't decode byte 0x00 in position 2: truncated data"),
+    ],
+)
+def test_parser_errors_give_json_reasons_under_debug(
+    api: ApiClient, settings: Any, data: bytes, reason: str
+) -> None:
+    """The reason DEBUG adds to "Cannot parse request body" is json's, as before."""
+    settings.DEBUG = True
+    response = api.post_raw("/truncate", data)
+    assert response.status_code == HTTPStatus.BAD_REQUEST
+    assert response.json() == error(f"Cannot parse request body ({reason})")

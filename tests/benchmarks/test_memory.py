@@ -27,11 +27,18 @@ def test_main_measures_in_fresh_processes(
     assert "cl100k_base tokens" in printed
     assert "load average" in printed
     assert "tracemalloc, MB" in printed
+    assert "peak counting the bytes" in printed
+    assert "peak counting the text" in printed
     report = json.loads(out.read_text(encoding="utf-8"))
     traced = [r for r in report["runs"] if r["how"] == "tracemalloc"]
-    assert [r["json"] for r in traced] == ["utf-8", "ascii"]
+    assert [(r["json"], r["input"]) for r in traced] == [
+        ("utf-8", "bytes"),
+        ("utf-8", "str"),
+        ("ascii", "bytes"),
+        ("ascii", "str"),
+    ]
     for run in traced:
         assert run["results_cleared"] > 0
-        assert run["peak_with_text"] >= run["peak_above_text"] > 0
+        assert run["peak_with_document"] >= run["peak_above_document"] > 0
     if memory.rss_measurable():
         assert "Resident set size (VmRSS, VmHWM)" in printed

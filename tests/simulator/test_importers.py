@@ -101,6 +101,17 @@ def test_load_conversations_openai_chat_bare_list_has_no_tools(tmp_path: Path) -
     assert conv.tools == []
 
 
+@pytest.mark.parametrize("content", ["中 \\udcff", "中 é"], ids=["lone-surrogate", "wide"])
+def test_load_conversations_reads_what_json_reads(tmp_path: Path, content: str) -> None:
+    """Read from the file's bytes, as json.loads read its text: a duplicate key keeps the
+    last value, a lone surrogate escape (which sends the file through json) is kept."""
+    tool = '{"role": "tool", "tool_call_id": "c1", "content": "x", "content": "' + content + '"}'
+    text = json.dumps(CHAT[:3])[:-1] + ", " + tool + ", " + json.dumps(CHAT[4]) + "]"
+    [conv] = load_conversations(_write(tmp_path, "c.json", text))
+    assert conv.messages == formats.messages_from_openai(json.loads(text))
+    assert conv.messages[3].content == json.loads(f'"{content}"')
+
+
 def test_conversation_from_json_uses_the_name_field() -> None:
     [conv] = conversation_from_json({"name": "demo", "messages": CHAT})
     assert conv.name == "demo"
@@ -384,6 +395,26 @@ def test_load_conversations_pretty_printed_json_error_is_not_read_as_jsonl(tmp_p
     text = '{\n  "messages": [\n    {"role": "user", "content": "hi"},\n  ]\n}\n'
     path = _write(tmp_path, "pretty.json", text)
     assert _error(path) == f"{path}: not JSON: Expecting value at line 4, column 3"
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"])
+def test_load_conversations_counts_lines_as_a_text_file_does(tmp_path: Path, newline: str) -> None:
+    """Universal newlines, as reading the file as text gave: a "\r" alone ends a line too."""
+    text = '{\n  "messages": [\n    {"role": "user", "content": "hi"},\n  ]\n}\n'
+    path = _write(tmp_path, "pretty.json", text.replace("\n", newline).encode())
+    assert _error(path) == f"{path}: not JSON: Expecting value at line 4, column 3"
+
+
+def test_load_conversations_byte_order_mark_is_refused_as_before(tmp_path: Path) -> None:
+    path = _write(tmp_path, "bom.json", b"\xef\xbb\xbf" + json.dumps(CHAT).encode())
+    assert _error(path) == (
+        f"{path}: not JSON: Unexpected UTF-8 BOM (decode using utf-8-sig) at line 1, column 1"
+    )
+
+
+def test_load_conversations_surrogate_encoded_in_utf8_is_not_utf8(tmp_path: Path) -> None:
+    path = _write(tmp_path, "s.json", b'{"messages": "\xed\xa0\x80"}')
+    assert _error(path) == f"{path}: not UTF-8 text (invalid continuation byte at byte 14)"
 
 
 def test_load_conversations_bad_jsonl_line_gives_its_number(tmp_path: Path) -> None:

@@ -15,6 +15,10 @@ Code that takes a format by name goes through the registry (:mod:`.registry`):
 ``parse(fmt, messages, system=...)``, ``dump(fmt, messages)``, ``parse_tools`` and
 ``dump_tools`` dispatch on the name; an unknown name raises ``FormatError`` quoting it.
 
+Whole documents arrive as bytes (a request body, a file): ``json_loads`` and
+``json_loads_utf8`` (:mod:`.jsonio`) decode them as ``json.loads`` does, without one
+``str`` of the whole document.
+
 Parsing is strict: an unknown role, type or field, or a value of the wrong JSON
 type, raises :class:`~reduction_app.engine.errors.FormatError` naming where it is
 and quoting it. Wire fields with no slot of their own are kept in ``extra`` under
@@ -26,6 +30,7 @@ processed flag never leave ``extra``.
 from __future__ import annotations
 
 from reduction_app.engine.formats.anthropic import messages_from_anthropic, messages_to_anthropic
+from reduction_app.engine.formats.jsonio import json_loads, json_loads_utf8
 from reduction_app.engine.formats.openai_chat import messages_from_openai, messages_to_openai
 from reduction_app.engine.formats.registry import (
     FORMAT_NAMES,
@@ -59,6 +64,8 @@ __all__ = [
     "dump",
     "dump_tools",
     "get_format",
+    "json_loads",
+    "json_loads_utf8",
     "messages_from_anthropic",
     "messages_from_openai",
     "messages_from_responses",

@@ -1,0 +1,79 @@
+"""Decoding JSON documents from bytes without one ``str`` of the whole document.
+
+What callers hold is bytes: a request body, a file. ``json.loads`` of bytes first decodes
+them into one ``str``, and CPython stores a ``str`` at 2 bytes a character as soon as one
+character is beyond Latin-1 (4 beyond the Basic Multilingual Plane): a 5 MB UTF-8
+conversation quoting one Chinese sentence became a 10 MB string before parsing began.
+``msgspec.json.decode`` parses the bytes in place and makes each JSON string its own
+``str``, so only the strings that hold wide characters are wide. It is also faster:
+about 1.8 times on an ASCII conversation, 2.8 times on a UTF-8 one with characters
+beyond Latin-1 (``benchmarks/README.md``, "Decoding speed").
+
+Both functions here return exactly what the ``json`` call they stand for returns, and
+raise exactly what it raises. msgspec refuses a few documents that ``json`` accepts:
+lone surrogate escapes (``"\\ud800"``, which tool output can hold), ``NaN`` and
+``Infinity``, numbers beyond a float's range (``json`` reads ``1e400`` as ``inf``), a
+negative integer with as many digits as ``sys.get_int_max_str_digits()`` allows (msgspec
+counts the sign) or any integer over 4,300 digits when that limit is off, a UTF-8 byte
+order mark, and UTF-16 or UTF-32 documents (``json.loads`` of bytes accepts those).
+Whatever msgspec refuses, ``json`` decides: it decodes it the old way (with the old
+memory) or raises its own error, so no error message changes either. Where msgspec
+accepts, ``json`` gives the same values: duplicate keys keep the last value in the first
+key's place, integers of any length stay ``int``, floats round to the same double
+(``tests/engine/formats/test_jsonio.py`` checks this against ``json`` itself).
+
+One difference is left, in what is refused, never in a value: ``json.loads`` spends a
+few levels of the recursion limit before it reaches the document (four on CPython 3.11:
+three Python frames and its scanner's call), msgspec none, so a document nested up to
+four levels deeper than ``json.loads`` could decode from the same place (about 990
+levels) is decoded rather than refused with ``RecursionError``.
+
+This module owns decoding only; the wire formats read the decoded values.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import msgspec
+
+__all__ = ["json_loads", "json_loads_utf8"]
+
+# DecodeError for malformed or unsupported input, ValidationError for numbers out of
+# range, RecursionError for nesting beyond the interpreter's limit.
+_REFUSED = (msgspec.MsgspecError, RecursionError)
+
+
+def _fast(data: bytes | bytearray) -> tuple[bool, Any]:
+    """``(True, value)`` when msgspec decodes ``data``, ``(False, None)`` when it refuses."""
+    try:
+        return True, msgspec.json.decode(data)
+    except _REFUSED:
+        return False, None
+
+
+def json_loads(data: str | bytes | bytearray) -> Any:
+    """``json.loads(data)``, without a ``str`` of the whole document when ``data`` is bytes.
+
+    A ``str`` goes to ``json.loads`` as it is: the whole text exists already.
+    """
+    if isinstance(data, str):
+        return json.loads(data)
+    done, value = _fast(data)
+    # Outside the except clause, so json's own error carries no msgspec error as context.
+    return value if done else json.loads(data)
+
+
+def json_loads_utf8(data: bytes | bytearray) -> Any:
+    """``json.loads(data.decode("utf-8"))``, with its errors (``UnicodeDecodeError``, then
+    ``json.JSONDecodeError``), without a ``str`` of the whole document: for files that
+    were read as UTF-8 text.
+
+    Stricter than :func:`json_loads`, as that text was: no byte order mark, no UTF-16, no
+    surrogates encoded in UTF-8. (A file opened as text also had its newlines made
+    ``"\\n"``, which changes no value, only the line an error names when lines end with
+    ``"\\r"`` alone.)
+    """
+    done, value = _fast(data)
+    return value if done else json.loads(data.decode("utf-8"))
