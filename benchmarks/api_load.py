@@ -17,8 +17,9 @@ too), under two configs:
 
 For each config, measured one after another:
 
-1. **in-process**: ``json.loads`` of the request body, the format's parse, the clear
-   phase with an ``InMemoryBackend``, the format's dump and ``json.dumps`` of the answer
+1. **in-process**: ``formats.json_loads`` of the request body (the decoder the API's
+   body parser uses), the format's parse, the clear phase with an ``InMemoryBackend``,
+   the format's dump and ``json.dumps`` of the answer
    (messages and events): the same JSON in and out as the API, minus HTTP,
    authentication, the database and the offload storage. Median of ``--repeat`` runs.
 2. **test client**: the same request through Django's test client in this process, on the
@@ -110,7 +111,7 @@ def body_for(wire: list[dict[str, Any]], payload: Payload, conversation_id: str 
 def in_process(body: bytes, backend: InMemoryBackend) -> tuple[float, dict[str, Any]]:
     """What ``/clear`` computes for ``body``, in this process: seconds, and the answer."""
     start = time.perf_counter()
-    data = json.loads(body)
+    data = formats.json_loads(body)
     messages = formats.parse("openai_chat", data["messages"])
     tools = formats.parse_tools("openai_chat", data["tools"])
     events: list[Any] = []
