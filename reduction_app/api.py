@@ -8,11 +8,12 @@ own workspace, and another workspace's records are answered with 404.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from http import HTTPStatus
 from typing import cast
 
-from django.db import DataError
+from django.db import DatabaseError, DataError, IntegrityError
 from django.http import HttpRequest, HttpResponse
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
@@ -26,6 +27,8 @@ from reduction_app.engine import formats
 from reduction_app.errors import ServiceError
 from reduction_app.models import ApiKey
 from reduction_app.workspaces.services import api_key_authenticate
+
+logger = logging.getLogger(__name__)
 
 
 class ApiKeyAuth(HttpBearer):
@@ -184,6 +187,26 @@ def _unstorable(request: HttpRequest, exc: DataError) -> HttpResponse:
     # PostgreSQL refuses what SQLite takes: text over a column's length, NUL characters.
     detail = "a value cannot be stored (too long for its field, or holding a NUL character)"
     return _error(request, HTTPStatus.UNPROCESSABLE_ENTITY, detail)
+
+
+@api.exception_handler(IntegrityError)
+def _raced(request: HttpRequest, exc: IntegrityError) -> HttpResponse:
+    # Two requests wrote the same row at once and the database kept the first.
+    logger.warning("%s %s: %s", request.method, request.path, type(exc).__name__)
+    detail = "another request changed the same records at the same time; send this one again"
+    return _error(request, HTTPStatus.CONFLICT, detail)
+
+
+@api.exception_handler(DatabaseError)
+def _database_failed(request: HttpRequest, exc: DatabaseError) -> HttpResponse:
+    # The transaction was rolled back and the staged offloads removed: nothing is recorded
+    # and the client's messages stand as sent. The log names the error's type only: its
+    # message may quote the values of the statement, tool output included.
+    logger.error(
+        "%s %s: the database failed (%s)", request.method, request.path, type(exc).__name__
+    )
+    detail = f"the database failed ({type(exc).__name__}); nothing was recorded"
+    return _error(request, HTTPStatus.SERVICE_UNAVAILABLE, detail)
 
 
 @api.exception_handler(engine.ReductionError)

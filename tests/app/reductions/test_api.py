@@ -10,6 +10,8 @@ characters // 4, so every expected number below can be worked out by hand.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from http import HTTPStatus
 from pathlib import Path
 from typing import Any
@@ -17,6 +19,7 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 from django.core.files.storage import FileSystemStorage
+from django.db import IntegrityError, OperationalError, connection
 from storages.backends.s3 import S3Storage
 
 from reduction_app.conversations.selectors import conversation_transcript
@@ -1028,6 +1031,74 @@ def test_truncate_storage_failure_keeps_earlier_records(
     assert EventRecord.objects.count() == 1
     assert len(offloads.names()) == 1
     assert raw(api, "/tmp/trunc/call_1") == b"q" * 30
+
+
+@contextmanager
+def database_fails_on(statement: str, error: Exception | None = None) -> Iterator[list[str]]:
+    """The database refuses the first statement that starts with ``statement``, as a full
+    disk or a dropped connection would (Django's own hook around the real connection)."""
+    refused: list[str] = []
+
+    def fail(execute: Any, sql: str, params: Any, many: bool, context: Any) -> Any:
+        if not refused and sql.startswith(statement):
+            refused.append(sql)
+            raise error or OperationalError("disk I/O error")
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(fail):
+        yield refused
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        'INSERT INTO "reduction_app_conversation"',
+        'INSERT INTO "reduction_app_transcriptmessage"',
+        'INSERT INTO "reduction_app_offloadedfile"',
+        'INSERT INTO "reduction_app_eventrecord"',
+    ],
+)
+def test_clear_database_failure_mid_request_records_nothing(
+    api: ApiClient, offloads: OffloadStore, statement: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The database fails at any write of the pass's record: a 503 naming the failure, no
+    row, and the offloads the pass stored are removed again."""
+    secret = "C" * 150 + " token=sk-not-for-logs"
+    messages = [*CHAT, chat_call("call_c"), chat_result("call_c", secret)]
+    body = {"config": CLEAR_AT_100, "conversation_id": "run-1", "messages": messages}
+    with database_fails_on(statement) as refused:
+        response = api.post("/clear", body)
+    assert refused, f"no statement started with {statement}"
+    assert response.status_code == HTTPStatus.SERVICE_UNAVAILABLE
+    assert response.json() == error("the database failed (OperationalError); nothing was recorded")
+    assert_nothing_recorded(offloads)
+    assert "sk-not-for-logs" not in caplog.text
+    # Once the database is back, the same request goes through whole.
+    assert api.post("/clear", body).status_code == HTTPStatus.OK
+    assert raw(api, "/tmp/clear/call_a") == b"A" * 200
+
+
+def test_clear_racing_write_is_a_conflict_to_send_again(
+    api: ApiClient, offloads: OffloadStore
+) -> None:
+    """A unique row another request wrote first: 409, nothing recorded."""
+    messages = [*CHAT, chat_call("call_c"), chat_result("call_c", "C" * 200)]
+    body = {"config": CLEAR_AT_100, "conversation_id": "run-1", "messages": messages}
+    clash = IntegrityError("UNIQUE constraint failed: reduction_app_offloadedfile.path")
+    with database_fails_on('INSERT INTO "reduction_app_offloadedfile"', clash):
+        response = api.post("/clear", body)
+    assert response.status_code == HTTPStatus.CONFLICT
+    assert response.json() == error(
+        "another request changed the same records at the same time; send this one again"
+    )
+    assert_nothing_recorded(offloads)
+
+
+def test_truncate_database_failure_records_nothing(api: ApiClient, offloads: OffloadStore) -> None:
+    with database_fails_on('INSERT INTO "reduction_app_eventrecord"'):
+        response = truncate(api, "q" * 30, conversation_id="run-1")
+    assert response.status_code == HTTPStatus.SERVICE_UNAVAILABLE
+    assert_nothing_recorded(offloads)
 
 
 # Request size ----------------------------------------------------------------------------
