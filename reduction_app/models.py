@@ -89,7 +89,11 @@ class TranscriptMessage(models.Model):
 
     A client sends its whole context on every call, and mostly the same messages as the
     last time: held a message a row, a call writes only the messages that are new or
-    changed (``digest`` tells which), not the whole transcript again."""
+    changed (``digest`` tells which), not the whole transcript again.
+
+    ``data`` is JSON text with every non-ASCII character escaped, not a ``JSONField``: a
+    tool may print bytes that are not UTF-8, which reach us as lone surrogates (``\\udcff``),
+    and PostgreSQL's ``jsonb`` refuses those where an escaped text keeps them."""
 
     conversation = models.ForeignKey(
         Conversation, on_delete=models.CASCADE, related_name="transcript_messages"
@@ -98,7 +102,9 @@ class TranscriptMessage(models.Model):
     digest = models.CharField(
         max_length=64, help_text="SHA-256 of the message's JSON values (services.message_digest)."
     )
-    data = models.JSONField(help_text="The message, in the conversation's wire format.")
+    data = models.TextField(
+        help_text="The message as JSON, in the conversation's wire format (ASCII, see below)."
+    )
 
     class Meta:
         ordering = ("conversation", "position")

@@ -4,6 +4,7 @@ conversation is simply not found). Lists never load transcripts."""
 from __future__ import annotations
 
 import dataclasses
+import json
 from typing import Any
 
 from django.db.models import Count, OuterRef, Q, QuerySet, Subquery, Sum
@@ -30,11 +31,12 @@ def conversation_get(*, workspace: Workspace, client_id: str) -> Conversation | 
 
 def conversation_transcript(*, conversation: Conversation) -> list[Any]:
     """The transcript as the client last sent it (its messages in its wire format)."""
-    return list(
+    rows = (
         TranscriptMessage.objects.filter(conversation=conversation)
         .order_by("position")
         .values_list("data", flat=True)
     )
+    return [json.loads(data) for data in rows]
 
 
 def conversation_list(*, workspace: Workspace, search: str = "") -> QuerySet[Conversation]:

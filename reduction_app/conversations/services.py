@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 from typing import Any
 
@@ -123,7 +124,10 @@ def _transcript_write(
         TranscriptMessage.objects.filter(conversation=conversation, position__in=gone).delete()
     TranscriptMessage.objects.bulk_create(
         TranscriptMessage(
-            conversation=conversation, position=i, digest=digests[i], data=transcript[i]
+            conversation=conversation,
+            position=i,
+            digest=digests[i],
+            data=json.dumps(transcript[i], separators=(",", ":")),
         )
         for i in changed
     )

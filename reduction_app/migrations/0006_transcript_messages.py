@@ -5,6 +5,7 @@ and back when the migration is reversed."""
 from __future__ import annotations
 
 import hashlib
+import json
 from typing import Any
 
 import django.db.models.deletion
@@ -48,7 +49,10 @@ def split_transcripts(apps: Any, schema_editor: Any) -> None:
         TranscriptMessage.objects.bulk_create(
             (
                 TranscriptMessage(
-                    conversation_id=conversation.pk, position=i, digest=_digest(m), data=m
+                    conversation_id=conversation.pk,
+                    position=i,
+                    digest=_digest(m),
+                    data=json.dumps(m, separators=(",", ":")),
                 )
                 for i, m in enumerate(conversation.transcript or [])
             ),
@@ -60,11 +64,12 @@ def join_transcripts(apps: Any, schema_editor: Any) -> None:
     Conversation = apps.get_model("reduction_app", "Conversation")
     TranscriptMessage = apps.get_model("reduction_app", "TranscriptMessage")
     for conversation in Conversation.objects.only("id").iterator(chunk_size=50):
-        conversation.transcript = list(
-            TranscriptMessage.objects.filter(conversation_id=conversation.pk)
+        conversation.transcript = [
+            json.loads(data)
+            for data in TranscriptMessage.objects.filter(conversation_id=conversation.pk)
             .order_by("position")
             .values_list("data", flat=True)
-        )
+        ]
         conversation.save(update_fields=["transcript"])
 
 
@@ -90,7 +95,10 @@ class Migration(migrations.Migration):
                 ),
                 (
                     "data",
-                    models.JSONField(help_text="The message, in the conversation's wire format."),
+                    models.TextField(
+                        help_text="The message as JSON, in the conversation's wire format "
+                        "(ASCII, see below)."
+                    ),
                 ),
                 (
                     "conversation",

@@ -4,6 +4,7 @@ built from it, and the migration that renamed the model."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import typing
 from typing import Any
 
@@ -111,7 +112,7 @@ def test_transcripts_move_to_message_rows_and_back() -> None:
     executor.migrate(after)
     new = executor.loader.project_state(after).apps
     rows = new.get_model("reduction_app", "TranscriptMessage").objects.order_by("position")
-    assert [(r.conversation.client_id, r.position, r.data) for r in rows] == [
+    assert [(r.conversation.client_id, r.position, json.loads(r.data)) for r in rows] == [
         ("a", i, m) for i, m in enumerate(messages)
     ]
     assert [r.digest for r in rows] == [message_digest(m) for m in messages]

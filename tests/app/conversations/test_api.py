@@ -44,6 +44,21 @@ def test_conversation_create_and_get(api: ApiClient) -> None:
     assert got.json() == {**body, "created_at": created, "updated_at": updated}
 
 
+def test_conversation_keeps_undecodable_tool_output_exactly(api: ApiClient) -> None:
+    """A tool's bytes that were not UTF-8 arrive as lone surrogates (``\\udcff`` in the
+    JSON); the transcript gives them back as sent, on PostgreSQL too (whose ``jsonb``
+    refuses them), with the rest of the message as it was, key order included."""
+    messages = [
+        {"role": "user", "content": "cat data.bin"},
+        {"content": "PK\x03\x04 \udcff\udcfe naïve 🌍", "role": "user", "name": "tool"},
+    ]
+    response = api.post("/conversations", {"conversation_id": "bytes", "messages": messages})
+    assert response.status_code == HTTPStatus.CREATED
+    got = api.get("/conversations/bytes").json()["messages"]
+    assert got == messages
+    assert [list(m) for m in got] == [["role", "content"], ["content", "role", "name"]]
+
+
 def test_conversation_create_anthropic_with_system(api: ApiClient) -> None:
     body = {"conversation_id": "c", "format": "anthropic", "system": "Be brief.", "messages": CHAT}
     response = api.post("/conversations", body)

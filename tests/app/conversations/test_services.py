@@ -78,7 +78,7 @@ def test_conversation_upsert_writes_only_new_and_changed_messages(workspace: Wor
         first[1],
         {"role": "tool", "tool_call_id": "c1", "content": "<cleared: /tmp/clear/c1>"},
         {"role": "assistant", "content": "Found it."},
-        {"role": "user", "content": "thanks, naïve 🌍"},
+        {"role": "user", "content": "thanks, naïve 🌍 \udcff"},
     ]
     with CaptureQueriesContext(connection) as queries:
         updated = conversation_upsert(
