@@ -65,7 +65,11 @@ class Command(BaseCommand):
             self._report(f"{verb} in {where}", cutoff, report, dry_run=dry_run)
             return
         done = retention_purge(now=now, workspace=workspace, dry_run=dry_run)
-        if not done:
+        if workspace is not None and workspace.retention_days is None:
+            self.stdout.write(
+                f"Workspace {workspace.slug} has no retention_days: it keeps everything."
+            )
+        elif not done:
             self.stdout.write(
                 "No workspace has retention_days set: nothing to delete "
                 "(--older-than DAYS deletes by age)."
