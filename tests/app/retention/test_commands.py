@@ -1,5 +1,6 @@
 """``manage.py purge [--older-than DAYS] [--workspace SLUG] [--dry-run]``, committing as
-it does outside tests (so the content goes as each batch commits), on the local folder."""
+it does outside tests (so the content goes as each batch commits), on the local folder;
+and ``manage.py workspace_retention SLUG [DAYS | forever]``."""
 
 from __future__ import annotations
 
@@ -165,3 +166,35 @@ def test_purge_bad_input_exits_non_zero() -> None:
     assert done.stderr.splitlines()[-1] == (
         "manage.py purge: error: argument --older-than: not a whole number of days: 'soon'"
     )
+
+
+def workspace_retention(*args: str) -> list[str]:
+    out = StringIO()
+    call_command("workspace_retention", *args, stdout=out)
+    return out.getvalue().splitlines()
+
+
+def test_workspace_retention_shows_and_sets_the_days(alpha: Workspace) -> None:
+    assert workspace_retention("alpha") == ["Workspace alpha keeps its records forever."]
+    assert workspace_retention("alpha", "30") == ["Workspace alpha keeps its records 30 days."]
+    assert Workspace.objects.get(slug="alpha").retention_days == 30
+    assert workspace_retention("alpha", "1") == ["Workspace alpha keeps its records 1 day."]
+    assert workspace_retention("alpha", "forever") == ["Workspace alpha keeps its records forever."]
+    assert Workspace.objects.get(slug="alpha").retention_days is None
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["alpha", "0"], "retention must be at least 1 day, not 0"),
+        (["alpha", "a month"], "DAYS must be a whole number of days or 'forever', not 'a month'"),
+        (["nope", "30"], "workspace 'nope' not found"),
+    ],
+)
+def test_workspace_retention_refuses_bad_input(
+    alpha: Workspace, args: list[str], message: str
+) -> None:
+    with pytest.raises(CommandError) as raised:
+        workspace_retention(*args)
+    assert str(raised.value) == message
+    assert Workspace.objects.get(slug="alpha").retention_days is None
