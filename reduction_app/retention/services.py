@@ -131,10 +131,12 @@ def _delete_in_batches(
                 return
             names = [] if files is None else _storage_names(files(ids))
             _, counts = rows.model.objects.filter(pk__in=ids).only("pk").delete()
+            # A model that came to cascade from these and is not counted fails the batch
+            # (rolled back) rather than go unreported.
+            for label, count in counts.items():
+                field = _COUNTED[label]
+                setattr(report, field, getattr(report, field) + count)
             file_content_release(storage_names=names, freed=report.content)
-        for label, count in counts.items():
-            field = _COUNTED[label]
-            setattr(report, field, getattr(report, field) + count)
         if len(ids) < batch_size:
             return
 
