@@ -12,6 +12,7 @@ Storage, not in these rows.
 from __future__ import annotations
 
 from django.conf import settings
+from django.core.validators import MinValueValidator
 from django.db import models
 
 from reduction_app.engine.formats import FORMATS
@@ -22,6 +23,13 @@ class Workspace(models.Model):
     slug = models.SlugField(max_length=100, unique=True)
     members = models.ManyToManyField(
         settings.AUTH_USER_MODEL, related_name="workspaces", blank=True
+    )
+    retention_days = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1)],
+        help_text="Days its records are kept after they were last written (manage.py purge); "
+        "empty: kept forever.",
     )
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -4,16 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 from typing import Any
 
 from django.db import IntegrityError, transaction
 
 from reduction_app.errors import ServiceError
-from reduction_app.models import Conversation, OffloadedFile, TranscriptMessage, Workspace
-from reduction_app.records.storage import DjangoStorageBackend
-
-logger = logging.getLogger(__name__)
+from reduction_app.models import Conversation, TranscriptMessage, Workspace
+from reduction_app.records.services import file_content_release
 
 
 def conversation_upsert(
@@ -135,21 +132,8 @@ def _transcript_write(
 
 @transaction.atomic
 def conversation_delete(*, conversation: Conversation) -> None:
-    """Delete the conversation, its events and its files (content included)."""
-    files = list(conversation.files.values_list("storage_name", flat=True))
+    """Delete the conversation, its events and its files; their content goes from the
+    storage once committed, unless another file row names it."""
+    names = list(conversation.files.values_list("storage_name", flat=True).distinct())
     conversation.delete()
-    storage = DjangoStorageBackend(conversation.workspace).storage
-    still_used = set(
-        OffloadedFile.objects.filter(storage_name__in=files).values_list("storage_name", flat=True)
-    )
-
-    def remove() -> None:
-        # The rows are gone; content the storage fails to delete is only unreferenced
-        # bytes, and must not turn a done delete into an error for the client.
-        for name in set(files) - still_used:
-            try:
-                storage.delete(name)
-            except OSError:
-                logger.warning("could not delete offloaded content %s", name, exc_info=True)
-
-    transaction.on_commit(remove, robust=True)
+    file_content_release(storage_names=names)

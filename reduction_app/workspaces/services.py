@@ -10,6 +10,7 @@ from django.contrib.auth.models import User
 from django.utils import timezone
 from django.utils.text import slugify
 
+from reduction_app.errors import ServiceError
 from reduction_app.models import ApiKey, Workspace
 
 KEY_PREFIX = "rl_"
@@ -61,3 +62,13 @@ def api_key_revoke(*, key: ApiKey) -> ApiKey:
         key.revoked_at = timezone.now()
         key.save(update_fields=["revoked_at"])
     return key
+
+
+def workspace_retention_set(*, workspace: Workspace, days: int | None) -> Workspace:
+    """Keep the workspace's records ``days`` days after their last write (``None``: for
+    good); ``manage.py purge`` deletes the older ones."""
+    if days is not None and days < 1:
+        raise ServiceError(f"retention must be at least 1 day, not {days}")
+    workspace.retention_days = days
+    workspace.save(update_fields=["retention_days"])
+    return workspace

@@ -78,6 +78,7 @@ def test_layout_selectors_only_read() -> None:
         "configs",
         "conversations",
         "records",
+        "retention",
         "simulations",
     ]
     problems = [

@@ -134,6 +134,23 @@ def test_conversation_delete_removes_its_events_files_and_content(
     assert offloads.read_bytes(left) == b"b" * 20
 
 
+def test_conversation_delete_keeps_content_another_conversation_names(
+    api: ApiClient, offloads: OffloadStore, django_capture_on_commit_callbacks: Any
+) -> None:
+    """The same output offloaded in two conversations is stored once: deleting one keeps
+    it for the other, deleting both removes it."""
+    offload(api, "same output", call_id="c1", conversation="run-1")
+    kept = offload(api, "same output", call_id="c2", conversation="run-2")
+    [stored] = offloads.names()
+    with django_capture_on_commit_callbacks(execute=True):
+        assert api.delete("/conversations/run-1").status_code == HTTPStatus.NO_CONTENT
+    assert offloads.names() == [stored]
+    assert api.get("/files/raw", {"path": kept}).content == b"same output"
+    with django_capture_on_commit_callbacks(execute=True):
+        assert api.delete("/conversations/run-2").status_code == HTTPStatus.NO_CONTENT
+    assert offloads.names() == []
+
+
 def test_conversation_delete_is_done_even_when_the_storage_fails_to_remove_content(
     api: ApiClient, offload_dir: Path, django_capture_on_commit_callbacks: Any, monkeypatch: Any
 ) -> None:

@@ -136,3 +136,19 @@ def test_overview_query_count_is_constant(django_assert_num_queries: Any) -> Non
     _fill(ws, 10)
     with django_assert_num_queries(OVERVIEW_QUERIES):
         assert client.get("/").status_code == HTTPStatus.OK
+
+
+def test_overview_shows_how_long_records_are_kept() -> None:
+    client, ws = member_client()
+    card = re.compile(r'<div class="card" id="retention">.*?<div class="value">([^<]*)</div>')
+
+    def kept() -> str:
+        found = card.search(client.get("/").content.decode())
+        assert found is not None
+        return found.group(1)
+
+    assert kept() == "forever"
+    for days, shown in ((30, "30 days"), (1, "1 day"), (3650, "3,650 days")):
+        ws.retention_days = days
+        ws.save(update_fields=["retention_days"])
+        assert kept() == shown

@@ -6,11 +6,13 @@ from typing import Any
 
 import pytest
 
+from reduction_app.errors import ServiceError
 from reduction_app.models import Workspace
 from reduction_app.workspaces.services import (
     api_key_create,
     api_key_revoke,
     workspace_get_or_create,
+    workspace_retention_set,
 )
 
 pytestmark = pytest.mark.django_db
@@ -34,3 +36,16 @@ def test_api_key_create_and_revoke(workspace: Workspace) -> None:
     revoked = api_key_revoke(key=key).revoked_at
     assert revoked is not None
     assert api_key_revoke(key=key).revoked_at == revoked  # revoking twice keeps the first time
+
+
+def test_workspace_retention_set_and_back_to_forever(workspace: Workspace) -> None:
+    workspace_retention_set(workspace=workspace, days=30)
+    assert Workspace.objects.get().retention_days == 30
+    workspace_retention_set(workspace=workspace, days=None)
+    assert Workspace.objects.get().retention_days is None
+
+
+def test_workspace_retention_set_refuses_less_than_a_day(workspace: Workspace) -> None:
+    with pytest.raises(ServiceError, match=r"^retention must be at least 1 day, not 0$"):
+        workspace_retention_set(workspace=workspace, days=0)
+    assert Workspace.objects.get().retention_days is None
