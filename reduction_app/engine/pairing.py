@@ -120,11 +120,12 @@ def broken_by_edit(
     as those pair across any distance). The rules used are the strictest ``before``
     meets, as the engine does not know which provider an agentic conversation is for;
     likewise an edit may leave calls pending at the end only if ``before`` had some."""
-    if before_hi - lo == after_hi - lo and all(
-        x is y or _skeleton(x) == _skeleton(y)
-        for x, y in zip(before[lo:before_hi], after[lo:after_hi], strict=True)
-    ):
-        return []
+    if before_hi == after_hi:
+        for i in range(lo, before_hi):
+            if not _pair_alike(before[i], after[i]):
+                break
+        else:
+            return []
     sample = before[0] if before else after[0]
     style = "agentic" if isinstance(sample, AgenticMessage) else "chat"
     start = lo - 1
@@ -178,6 +179,27 @@ def _skeleton(msg: AnyMessage) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
         calls = tuple(c.id for c in msg.tool_calls)
         return msg.role, calls, (msg.tool_call_id,) if msg.role == "tool" else ()
     return msg.role, _call_ids(msg), _result_ids(msg)
+
+
+def _pair_alike(x: AnyMessage, y: AnyMessage) -> bool:
+    """Whether two messages make the same calls and results (the clear phase's in-place
+    edits share the call tuples and block tuples they do not touch: checked first)."""
+    if x is y:
+        return True
+    if isinstance(x, Message) and isinstance(y, Message):
+        return (
+            x.role == y.role
+            and x.tool_call_id == y.tool_call_id
+            and (x.tool_calls is y.tool_calls or _skeleton(x) == _skeleton(y))
+        )
+    if (
+        isinstance(x, AgenticMessage)
+        and isinstance(y, AgenticMessage)
+        and x.role == y.role
+        and x.content_blocks is y.content_blocks
+    ):
+        return True
+    return _skeleton(x) == _skeleton(y)
 
 
 def _is_assistant(msg: AnyMessage) -> bool:
