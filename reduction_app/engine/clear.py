@@ -40,12 +40,7 @@ from reduction_app.engine.cache_aware import (
     cached_end,
     calls_so_far,
 )
-from reduction_app.engine.errors import (
-    MessageError,
-    NoBackendError,
-    PairingError,
-    ReductionError,
-)
+from reduction_app.engine.errors import MessageError, NoBackendError, ReductionError
 from reduction_app.engine.events import (
     REASON_APPLIED,
     REASON_BELOW_AT_LEAST,
@@ -59,7 +54,7 @@ from reduction_app.engine.events import (
 from reduction_app.engine.landmarks import find_landmarks
 from reduction_app.engine.manifest import with_manifest
 from reduction_app.engine.messages import ToolInfo
-from reduction_app.engine.pairing import broken_by_edit, edited_region
+from reduction_app.engine.pairing import check_edit, shared_tail
 from reduction_app.engine.runtime import Resolved, Runtime
 from reduction_app.engine.superseded import superseded_calls
 from reduction_app.engine.tokens import CachingCounter
@@ -166,39 +161,12 @@ def _check_rewritten(replaced: Any, kind: str) -> list[AnyMessage]:
     return list(replaced)
 
 
-def _shared_tail(a: Sequence[AnyMessage], b: Sequence[AnyMessage], head: int) -> int:
-    """How many trailing messages ``a`` and ``b`` share (the same objects), not counting
-    their first ``head``, which differ somewhere."""
-    n = 0
-    limit = min(len(a), len(b)) - head
-    while n < limit and a[len(a) - 1 - n] is b[len(b) - 1 - n]:
-        n += 1
-    return n
-
-
 def _first_difference(a: Sequence[AnyMessage], b: Sequence[AnyMessage]) -> int | None:
     """The first position where ``a`` and ``b`` hold different messages (or one ends)."""
     for i, (x, y) in enumerate(zip(a, b, strict=False)):
         if x is not y:
             return i
     return None if len(a) == len(b) else min(len(a), len(b))
-
-
-def _check_pairing(
-    step: str,
-    before: Sequence[AnyMessage],
-    after: Sequence[AnyMessage],
-    region: tuple[int, int, int] | None = None,
-) -> None:
-    """Raise :class:`PairingError` naming ``step`` when ``after`` splits a call from its
-    result where ``before`` did not; ``region`` is where they differ (``lo, before_hi,
-    after_hi``), found from the two tuples when not given."""
-    if region is None:
-        assert isinstance(before, tuple) and isinstance(after, tuple)
-        region = edited_region(before, after)
-    problems = broken_by_edit(before, after, *region)
-    if problems:
-        raise PairingError(step, problems)
 
 
 def _check_pass(ps: _Pass, given: tuple[AnyMessage, ...], end: int, rewritten: bool) -> None:
@@ -210,11 +178,11 @@ def _check_pass(ps: _Pass, given: tuple[AnyMessage, ...], end: int, rewritten: b
     if rewritten or ps.out is not ps.edit:
         edit = tuple(ps.edit)
     if rewritten:
-        _check_pairing("the clear pass", given, edit)
+        check_edit("the clear pass", given, edit)
     elif ps.first_change is not None:
-        _check_pairing("the clear pass", given, edit, (ps.first_change, end, end))
+        check_edit("the clear pass", given, edit, (ps.first_change, end, end))
     if ps.out is not ps.edit:
-        _check_pairing("clear_offload_manifest", edit, ps.snapshot)
+        check_edit("clear_offload_manifest", edit, ps.snapshot)
 
 
 def _summary(threshold: int, reason: str, before: int, after: int, **fields: Any) -> ReductionEvent:
@@ -494,9 +462,9 @@ def clear_steps(rt: Runtime, state: ChatModelAgentState) -> Steps[ChatModelAgent
                 if differs is not None:
                     rewritten = True
                     ps.changed(start + differs)
-                    tail = _shared_tail(part, new_part, differs)
+                    tail = shared_tail(part, new_part, differs)
                     region = (start + differs, end - tail, start + len(new_part) - tail)
-                    _check_pairing("clear_message_rewriter", before_rewrite, ps.edit, region)
+                    check_edit("clear_message_rewriter", before_rewrite, ps.edit, region)
                 work_from, work_to = start, start + len(new_part)
             for idx in range(work_from, work_to):
                 if tool_calls_of(ps.edit[idx]) and not is_processed(ps.edit[idx]):
@@ -534,7 +502,7 @@ def clear_steps(rt: Runtime, state: ChatModelAgentState) -> Steps[ChatModelAgent
         returned = tuple(ps.out)
         if returned != ps.snapshot:
             conversation_kind(returned)
-            _check_pairing("clear_post_process", ps.snapshot, returned)
+            check_edit("clear_post_process", ps.snapshot, returned)
     if cfg.on_event is not None:
         for item in ps.cleared:
             event = yield from _figures(rt, item, kind)

@@ -3,7 +3,8 @@
 A provider rejects a request that splits a tool call from its result. This module says,
 for engine messages and one wire format's rules, where a conversation does that
 (:func:`pairing_problems`), and which problems an edit brought into a conversation that
-had none there (:func:`broken_by_edit`, what the clear phase checks after each edit).
+had none there (:func:`broken_by_edit`; :func:`check_edit` raises ``PairingError`` for
+them, and the clear phase calls it after each of its edits).
 
 The rules, in engine terms (``tool_result`` messages as :func:`access.classify` says):
 
@@ -40,15 +41,18 @@ from typing import Any, Literal
 from reduction_app.engine._caches import shared_prefix
 from reduction_app.engine.access import AnyMessage, classify, conversation_kind
 from reduction_app.engine.blocks import AgenticMessage, FunctionToolCall, FunctionToolResult
-from reduction_app.engine.errors import MessageError
+from reduction_app.engine.errors import MessageError, PairingError
+from reduction_app.engine.formats.registry import parse
 from reduction_app.engine.messages import Message
 
 __all__ = [
     "PAIRING_RULES",
     "PairingProblem",
     "broken_by_edit",
+    "check_edit",
     "edited_region",
     "pairing_problems",
+    "shared_tail",
     "wire_pairing_problems",
 ]
 
@@ -96,8 +100,6 @@ def wire_pairing_problems(
     """:func:`pairing_problems` of a wire-format message list, parsed by the format's own
     parser (indices are then those of the parsed messages: an Anthropic ``system``
     parameter is message 0, and Responses items are grouped into messages)."""
-    from reduction_app.engine.formats.registry import parse
-
     return pairing_problems(fmt, parse(fmt, messages, system=system), allow_pending=allow_pending)
 
 
@@ -142,6 +144,33 @@ def broken_by_edit(
             if not _problems(before, "openai_responses", 0, len(before), pending):
                 return _problems(after, "openai_responses", 0, len(after), pending)
     return []
+
+
+def check_edit(
+    step: str,
+    before: Sequence[AnyMessage],
+    after: Sequence[AnyMessage],
+    region: tuple[int, int, int] | None = None,
+) -> None:
+    """Raise :class:`PairingError` naming ``step`` when ``after`` splits a call from its
+    result where ``before`` did not (:func:`broken_by_edit`); ``region`` is where they
+    differ (``lo, before_hi, after_hi``), found from the two tuples when not given."""
+    if region is None:
+        assert isinstance(before, tuple) and isinstance(after, tuple)
+        region = edited_region(before, after)
+    problems = broken_by_edit(before, after, *region)
+    if problems:
+        raise PairingError(step, problems)
+
+
+def shared_tail(a: Sequence[AnyMessage], b: Sequence[AnyMessage], head: int) -> int:
+    """How many trailing messages ``a`` and ``b`` share (the same objects), not counting
+    their first ``head``, which differ somewhere."""
+    n = 0
+    limit = min(len(a), len(b)) - head
+    while n < limit and a[len(a) - 1 - n] is b[len(b) - 1 - n]:
+        n += 1
+    return n
 
 
 def edited_region(
