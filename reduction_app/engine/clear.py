@@ -23,6 +23,7 @@ from reduction_app.engine.access import (
     CallRef,
     call_results,
     classify,
+    conversation_kind,
     is_cleared,
     is_processed,
     mark_processed,
@@ -53,6 +54,7 @@ from reduction_app.engine.events import (
 from reduction_app.engine.landmarks import find_landmarks
 from reduction_app.engine.manifest import with_manifest
 from reduction_app.engine.messages import ToolInfo
+from reduction_app.engine.pairing import check_edit, shared_tail
 from reduction_app.engine.runtime import Resolved, Runtime
 from reduction_app.engine.superseded import superseded_calls
 from reduction_app.engine.tokens import CachingCounter
@@ -165,6 +167,22 @@ def _first_difference(a: Sequence[AnyMessage], b: Sequence[AnyMessage]) -> int |
         if x is not y:
             return i
     return None if len(a) == len(b) else min(len(a), len(b))
+
+
+def _check_pass(ps: _Pass, given: tuple[AnyMessage, ...], end: int, rewritten: bool) -> None:
+    """What the pass returns keeps every call with its result wherever ``given`` did.
+    Cleared results are rewritten in place, so without a rewriter only the positions
+    from the first change to the range's end are compared; the manifest's moves are
+    checked against the pass's list before it (both already cost a walk of the list)."""
+    edit: Sequence[AnyMessage] = ps.edit
+    if rewritten or ps.out is not ps.edit:
+        edit = tuple(ps.edit)
+    if rewritten:
+        check_edit("the clear pass", given, edit)
+    elif ps.first_change is not None:
+        check_edit("the clear pass", given, edit, (ps.first_change, end, end))
+    if ps.out is not ps.edit:
+        check_edit("clear_offload_manifest", edit, ps.snapshot)
 
 
 def _summary(threshold: int, reason: str, before: int, after: int, **fields: Any) -> ReductionEvent:
@@ -439,10 +457,14 @@ def clear_steps(rt: Runtime, state: ChatModelAgentState) -> Steps[ChatModelAgent
                 part = ps.edit[start:end]
                 new_part = yield from _rewrite_steps(rt, part, kind)
                 differs = _first_difference(new_part, part)
+                before_rewrite = ps.edit
+                ps.edit = [*ps.edit[:start], *new_part, *ps.edit[end:]]
                 if differs is not None:
                     rewritten = True
                     ps.changed(start + differs)
-                ps.edit[start:end] = new_part
+                    tail = shared_tail(part, new_part, differs)
+                    region = (start + differs, end - tail, start + len(new_part) - tail)
+                    check_edit("clear_message_rewriter", before_rewrite, ps.edit, region)
                 work_from, work_to = start, start + len(new_part)
             for idx in range(work_from, work_to):
                 if tool_calls_of(ps.edit[idx]) and not is_processed(ps.edit[idx]):
@@ -460,6 +482,7 @@ def clear_steps(rt: Runtime, state: ChatModelAgentState) -> Steps[ChatModelAgent
                     _summary(threshold, REASON_BELOW_CACHE_BREAK_EVEN, before, before)
                 )
                 return state
+        _check_pass(ps, marks.messages, end, rewritten)
         if ps.stash:
             while ps.stashed:
                 backend, path, content = ps.stashed.pop(0)
@@ -475,6 +498,11 @@ def clear_steps(rt: Runtime, state: ChatModelAgentState) -> Steps[ChatModelAgent
     rt.landmarks = marks.after_pass(ps.snapshot) if same_places else None
     if cfg.clear_post_process is not None:
         yield call(cfg.clear_post_process, new_state)
+        # The hook's return value is ignored, but it holds the list the phase returns.
+        returned = tuple(ps.out)
+        if returned != ps.snapshot:
+            conversation_kind(returned)
+            check_edit("clear_post_process", ps.snapshot, returned)
     if cfg.on_event is not None:
         for item in ps.cleared:
             event = yield from _figures(rt, item, kind)

@@ -9,6 +9,7 @@
     ├── OffloadError                   content could not be written; nothing was changed
     │   └── NoBackendError             a handler asked to offload and no backend is set
     ├── MessageError                   a message the phase cannot read or write back
+    ├── PairingError                   an edit would split a tool call from its result
     └── PathEscapeError (ValueError)   a storage path that would leave the storage root
 
 Errors raised by user code (handlers, counters, rewriters, backends) pass
@@ -17,12 +18,15 @@ through unchanged, as in the reference.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 __all__ = [
     "ConfigError",
     "FormatError",
     "MessageError",
     "NoBackendError",
     "OffloadError",
+    "PairingError",
     "PathEscapeError",
     "ReductionError",
     "TokenizerUnavailable",
@@ -84,6 +88,25 @@ class NoBackendError(OffloadError):
 
 class MessageError(ReductionError):
     """A message in the conversation cannot be read or written back by the phase."""
+
+
+class PairingError(ReductionError):
+    """A clear pass would return a conversation a provider rejects: an edit (the
+    rewriter, a strategy, the post-process) split a tool call from its result where the
+    conversation it was given kept them together. Nothing is returned; the caller still
+    holds what it passed in.
+
+    ``step`` names the edit, ``problems`` lists what it broke (``PairingProblem`` values
+    from :mod:`reduction_app.engine.pairing`, each naming a message, a call id and what
+    is wrong).
+    """
+
+    def __init__(self, step: str, problems: Sequence[object]) -> None:
+        self.step = step
+        self.problems = tuple(problems)
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        first = problems[0] if problems else "no problem given"
+        super().__init__(f"{step} split a tool call from its result: {first}{more}")
 
 
 class PathEscapeError(ReductionError, ValueError):

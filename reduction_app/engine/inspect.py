@@ -13,6 +13,9 @@ re-derives them and never drifts from the engine.
   :func:`is_offload_manifest` recognises the message ``clear_offload_manifest`` adds.
 - Offloads: :func:`offload_paths` lists the files a reduced conversation names and
   :func:`restore_results` puts the original results back from them.
+- Pairing: :func:`pairing_problems` lists where a conversation splits a tool call from
+  its result under a wire format's rules (as :class:`PairingProblem` values), and
+  :func:`wire_pairing_problems` does the same for a wire-format message list.
 - Counting: :func:`count_text`, :func:`render_message` and :func:`render_tool` measure
   and render the way the token counters do.
 
@@ -26,21 +29,25 @@ from __future__ import annotations
 from reduction_app.engine.access import CallRef, classify, read_result, tool_calls_of, write_result
 from reduction_app.engine.manifest import is_offload_manifest
 from reduction_app.engine.notices import is_clear_placeholder, truncation_file_path
+from reduction_app.engine.pairing import PairingProblem, pairing_problems, wire_pairing_problems
 from reduction_app.engine.restore import offload_paths, restore_results
 from reduction_app.engine.tokens import count_text, render_message, render_tool
 
 __all__ = [
     "CallRef",
+    "PairingProblem",
     "classify",
     "count_text",
     "is_clear_placeholder",
     "is_offload_manifest",
     "offload_paths",
+    "pairing_problems",
     "read_result",
     "render_message",
     "render_tool",
     "restore_results",
     "tool_calls_of",
     "truncation_file_path",
+    "wire_pairing_problems",
     "write_result",
 ]

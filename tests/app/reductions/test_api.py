@@ -724,6 +724,34 @@ def test_clear_invalid_input_is_422_naming_the_field(
     assert Conversation.objects.count() == 0
 
 
+def test_clear_that_would_split_a_call_from_its_result_is_422(
+    api: ApiClient, offload_dir: Path
+) -> None:
+    """With no round retained, the offload manifest would go after the call the model
+    just made, between it and its result: the engine refuses with a PairingError, the
+    API answers with the JSON error shape, and nothing is recorded or stored (64 tokens,
+    over the 50 of the threshold)."""
+    body = {
+        "config": {
+            "max_tokens_for_clear": 50,
+            "clear_retention_suffix_limit": -1,
+            "clear_offload_manifest": True,
+        },
+        "conversation_id": "run-1",
+        "messages": CHAT[:5],
+    }
+    response = api.post("/clear", body)
+    assert response.status_code == HTTPStatus.UNPROCESSABLE_ENTITY
+    assert response.json() == error(
+        "clear_offload_manifest split a tool call from its result: messages[4]: tool call "
+        "'call_b' (grep) has no result in the tool messages after it (before messages[5])"
+    )
+    assert Conversation.objects.count() == 0
+    assert OffloadedFile.objects.count() == 0
+    assert EventRecord.objects.count() == 0
+    assert stored_files(offload_dir) == []
+
+
 def test_clear_unknown_config_id_is_404(api: ApiClient) -> None:
     response = api.post("/clear", {"messages": [], "config_id": 7})
     assert response.status_code == HTTPStatus.NOT_FOUND
