@@ -35,6 +35,7 @@ from reduction_app.engine.access import (
     conversation_kind,
     is_cleared,
     read_result,
+    result_ids,
     tool_calls_of,
 )
 from reduction_app.engine.blocks import AgenticMessage, UserInputText
@@ -148,6 +149,24 @@ def is_offload_manifest(msg: AnyMessage) -> bool:
     )
 
 
+def _open_group(before: Sequence[AnyMessage], after: Sequence[AnyMessage]) -> int | None:
+    """Where the last group of calls in ``before`` starts when a message put between
+    ``before`` and ``after`` would cut a call from a result: ``after`` starts with results,
+    or a call at the end of ``before`` has no result in it yet; otherwise ``None``."""
+    answered: set[str] = set()
+    i = len(before) - 1
+    while i >= 0 and not tool_calls_of(before[i]) and result_ids(before[i]):
+        answered.update(result_ids(before[i]))
+        i -= 1
+    if i < 0 or not tool_calls_of(before[i]):
+        return None
+    if (after and result_ids(after[0])) or any(
+        ref.call_id not in answered for ref in tool_calls_of(before[i])
+    ):
+        return i
+    return None
+
+
 def with_manifest(
     messages: Sequence[AnyMessage],
     end: int,
@@ -157,12 +176,18 @@ def with_manifest(
 ) -> list[AnyMessage]:
     """``messages`` without the manifests they hold and, when a cleared result in them
     names an offload file, with a new manifest right before ``messages[end]`` (at the end
-    when ``end == len(messages)``). A new list; the messages are not changed."""
+    when ``end == len(messages)``), or before the tool calls that place would cut from
+    their results: with no round retained, the conversation may end on calls the model
+    just made, whose results come next. A new list; the messages are not changed."""
     before = [m for m in messages[:end] if not is_offload_manifest(m)]
     after = [m for m in messages[end:] if not is_offload_manifest(m)]
     entries = manifest_entries([*before, *after])
     if not entries:
         return [*before, *after]
+    cut = _open_group(before, after)
+    while cut is not None:
+        before, after = before[:cut], [*before[cut:], *after]
+        cut = _open_group(before, after)
     text = manifest_text(entries, read_tool_name=read_tool_name, language=language)
     manifest: AnyMessage
     # The user role in both styles: Anthropic takes no system message inside the

@@ -156,17 +156,32 @@ def test_clear_post_process_that_changes_nothing_structural_is_fine() -> None:
     assert out.messages[1] == Message.user("shorter")
 
 
-def test_clear_manifest_after_a_pending_call_raises_pairing_error() -> None:
-    """Retention -1 keeps no round, so the manifest goes at the very end, after a call the
-    model just made: that would put a user message between the call and its result."""
+def test_clear_manifest_goes_before_a_pending_call() -> None:
+    """Retention -1 keeps no round, so the manifest would go at the very end, after a call
+    the model just made, between it and its result: it goes before that call instead."""
     messages = [*chat_run()[:4], call_msg(("b", "grep"))]
     mw, _ = middleware(clear_retention_suffix_limit=-1, clear_offload_manifest=True, **LOW)
-    with pytest.raises(PairingError) as info:
-        mw.before_model_rewrite_state(ChatModelAgentState(messages=messages))
-    assert str(info.value) == (
-        "clear_offload_manifest split a tool call from its result: messages[4]: tool call 'b' "
-        "(grep) has no result in the tool messages after it (before messages[5])"
-    )
+    out = mw.before_model_rewrite_state(ChatModelAgentState(messages=messages))
+    assert [m.role for m in out.messages] == [
+        "system",
+        "user",
+        "assistant",
+        "tool",
+        "user",
+        "assistant",
+    ]
+    assert out.messages[4].content.startswith("<offload-manifest>")
+    assert out.messages[5].tool_calls == messages[4].tool_calls
+    assert pairing_problems("openai_chat", out.messages) == []
+
+
+def test_clear_manifest_goes_before_a_call_with_part_of_its_results() -> None:
+    """A last group whose results are coming in one by one stays whole at the end too."""
+    messages = [*chat_run()[:4], call_msg(("b", "grep"), ("c", "ls")), Message.tool("B" * 200, "b")]
+    mw, _ = middleware(clear_retention_suffix_limit=-1, clear_offload_manifest=True, **LOW)
+    out = mw.before_model_rewrite_state(ChatModelAgentState(messages=messages))
+    assert [m.role for m in out.messages][-3:] == ["user", "assistant", "tool"]
+    assert out.messages[-3].content.startswith("<offload-manifest>")
 
 
 def test_clear_manifest_anthropic_keeps_results_next_to_their_call() -> None:
