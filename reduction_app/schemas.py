@@ -49,6 +49,17 @@ class ErrorOut(Schema):
     field: str | None = None
 
 
+# The errors an operation can answer before its own code runs, by what it takes; each
+# operation's ``response=`` spreads the one that fits and adds its own (404, 409, ...).
+# Every operation needs a key (401). django-ninja answers 422 for a path or query
+# parameter that does not validate (``/configs/abc``, a required one left out); for a
+# body it answers 400 when the bytes are not JSON and 422 when the JSON does not fit, and
+# ApiRequestSizeMiddleware answers 413 for a body over REDUCTION_MAX_REQUEST_BYTES.
+AUTH_ERRORS: dict[int, type[Schema]] = {401: ErrorOut}
+PARAM_ERRORS: dict[int, type[Schema]] = {**AUTH_ERRORS, 422: ErrorOut}
+BODY_ERRORS: dict[int, type[Schema]] = {**PARAM_ERRORS, 400: ErrorOut, 413: ErrorOut}
+
+
 class ApiError(HttpError):
     """An input the API refuses, answered as :class:`ErrorOut` naming ``field``."""
 

@@ -15,7 +15,13 @@ from reduction_app.conversations.selectors import conversation_get, conversation
 from reduction_app.cursors import LIST_ERRORS, PAGE, IdCursorPagination
 from reduction_app.http import ApiRequest, api_workspace
 from reduction_app.models import Conversation
-from reduction_app.schemas import ApiError, ErrorOut, parse_conversation
+from reduction_app.schemas import (
+    BODY_ERRORS,
+    PARAM_ERRORS,
+    ApiError,
+    ErrorOut,
+    parse_conversation,
+)
 
 router = Router()
 
@@ -42,7 +48,7 @@ def list_conversations(request: ApiRequest, search: str = "") -> Any:
 
 @router.post(
     "/conversations",
-    response={201: ConversationDetailOut, 401: ErrorOut, 422: ErrorOut},
+    response={201: ConversationDetailOut, **BODY_ERRORS},
     tags=["conversations"],
     url_name="conversation_create",
 )
@@ -64,7 +70,7 @@ def create_conversation(request: ApiRequest, payload: ConversationIn) -> Status[
 
 @router.get(
     "/conversations/{conversation_id}",
-    response={200: ConversationDetailOut, 401: ErrorOut, 404: ErrorOut},
+    response={200: ConversationDetailOut, **PARAM_ERRORS, 404: ErrorOut},
     tags=["conversations"],
     url_name="conversation_detail",
 )
@@ -74,7 +80,7 @@ def get_conversation(request: ApiRequest, conversation_id: str) -> Status[Conver
 
 @router.delete(
     "/conversations/{conversation_id}",
-    response={204: None, 401: ErrorOut, 404: ErrorOut},
+    response={204: None, **PARAM_ERRORS, 404: ErrorOut},
     tags=["conversations"],
     url_name="conversation_delete",
 )
