@@ -16,8 +16,8 @@ from reduction_app.cursors import LIST_ERRORS, PAGE, IdCursorPagination
 from reduction_app.http import ApiRequest, api_workspace
 from reduction_app.models import Conversation
 from reduction_app.schemas import (
+    AUTH_ERRORS,
     BODY_ERRORS,
-    PARAM_ERRORS,
     ApiError,
     ErrorOut,
     parse_conversation,
@@ -70,7 +70,7 @@ def create_conversation(request: ApiRequest, payload: ConversationIn) -> Status[
 
 @router.get(
     "/conversations/{conversation_id}",
-    response={200: ConversationDetailOut, **PARAM_ERRORS, 404: ErrorOut},
+    response={200: ConversationDetailOut, **AUTH_ERRORS, 404: ErrorOut},
     tags=["conversations"],
     url_name="conversation_detail",
 )
@@ -80,7 +80,7 @@ def get_conversation(request: ApiRequest, conversation_id: str) -> Status[Conver
 
 @router.delete(
     "/conversations/{conversation_id}",
-    response={204: None, **PARAM_ERRORS, 404: ErrorOut},
+    response={204: None, **AUTH_ERRORS, 404: ErrorOut},
     tags=["conversations"],
     url_name="conversation_delete",
 )

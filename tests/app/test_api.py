@@ -104,6 +104,7 @@ def test_openapi_document_generates(api: ApiClient) -> None:
         assert path in paths, path
     assert set(paths["/api/v1/truncate"]["post"]["responses"]) == {
         "200",
+        "400",
         "401",
         "404",
         "413",
@@ -113,6 +114,28 @@ def test_openapi_document_generates(api: ApiClient) -> None:
     assert set(paths["/api/v1/events"]["get"]["responses"]) == {"200", "401", "422"}
     assert paths["/api/v1/events"]["get"]["tags"] == ["events"]
     assert paths["/api/v1/clear"]["post"]["tags"] == ["engine"]
+
+
+def test_openapi_every_operation_documents_the_errors_before_it_runs(api: ApiClient) -> None:
+    """401 everywhere; 400, 413 and 422 with a body; 422 with a parameter that can fail to
+    parse (an integer, a required one, a bounded one, a cursor)."""
+    document = api.client.get("/api/v1/openapi.json").json()
+    for path, methods in document["paths"].items():
+        for method, operation in methods.items():
+            codes = {int(code) for code in operation["responses"]}
+            label = f"{method.upper()} {path}"
+            assert HTTPStatus.UNAUTHORIZED in codes, label
+            if "requestBody" in operation:
+                assert {400, 413, 422} <= codes, label
+            for parameter in operation.get("parameters", []):
+                schema = parameter["schema"]
+                can_fail = (
+                    (parameter.get("required", False) and parameter["in"] == "query")
+                    or schema.get("type") in ("integer", "number")
+                    or "format" in schema
+                )
+                if can_fail or parameter["name"] in ("cursor", "page_size"):
+                    assert 422 in codes, (label, parameter["name"])
 
 
 PUBLISHED_OPERATIONS = [

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from reduction_app.models import Conversation
-from tests.app.support import ApiClient, error, follow, offload
+from tests.app.support import ApiClient, documented, error, follow, offload
 from tests.offload_stores import OffloadStore
 
 pytestmark = pytest.mark.django_db
@@ -160,3 +160,13 @@ def test_conversations_list_search(api: ApiClient) -> None:
     api.post("/conversations", {"conversation_id": "run-2", "title": "Fix tests"})
     found = api.get("/conversations", {"search": "PARSER"}).json()["results"]
     assert [c["conversation_id"] for c in found] == ["run-1"]
+
+
+def test_conversation_body_that_is_no_json_is_a_documented_400(api: ApiClient) -> None:
+    """Found by schemathesis: POST /conversations answered an undocumented 400."""
+    response = api.post_raw("/conversations", b"\x00")
+    assert response.status_code == HTTPStatus.BAD_REQUEST
+    assert response.json() == error("Cannot parse request body")
+    assert {HTTPStatus.BAD_REQUEST, HTTPStatus.REQUEST_ENTITY_TOO_LARGE} <= documented(
+        api, "post", "/conversations"
+    )
