@@ -69,7 +69,7 @@ def create_conversation(request: ApiRequest, payload: ConversationIn) -> Status[
 
 
 @router.get(
-    "/conversations/{conversation_id}",
+    "/conversations/{path:conversation_id}",
     response={200: ConversationDetailOut, **AUTH_ERRORS, 404: ErrorOut},
     tags=["conversations"],
     url_name="conversation_detail",
@@ -79,7 +79,7 @@ def get_conversation(request: ApiRequest, conversation_id: str) -> Status[Conver
 
 
 @router.delete(
-    "/conversations/{conversation_id}",
+    "/conversations/{path:conversation_id}",
     response={204: None, **AUTH_ERRORS, 404: ErrorOut},
     tags=["conversations"],
     url_name="conversation_delete",

@@ -170,3 +170,20 @@ def test_conversation_body_that_is_no_json_is_a_documented_400(api: ApiClient) -
     assert {HTTPStatus.BAD_REQUEST, HTTPStatus.REQUEST_ENTITY_TOO_LARGE} <= documented(
         api, "post", "/conversations"
     )
+
+
+@pytest.mark.parametrize("address", ["team/run-1", "team%2Frun-1"])
+def test_conversation_with_a_slash_in_its_id_is_read_and_deleted(
+    api: ApiClient, address: str
+) -> None:
+    """Found by schemathesis: an id with a "/" could be recorded but not read or deleted
+    (the address matched no operation, and a DELETE was answered with the HTML 403 of
+    CSRF)."""
+    api.post("/conversations", {"conversation_id": "team/run-1", "messages": CHAT})
+    got = api.get(f"/conversations/{address}")
+    assert got.status_code == HTTPStatus.OK
+    assert got.json()["conversation_id"] == "team/run-1"
+    assert api.delete(f"/conversations/{address}").status_code == HTTPStatus.NO_CONTENT
+    missing = api.get(f"/conversations/{address}")
+    assert missing.status_code == HTTPStatus.NOT_FOUND
+    assert missing.json() == error("conversation 'team/run-1' not found", "conversation_id")
