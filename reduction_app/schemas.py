@@ -60,6 +60,23 @@ PARAM_ERRORS: dict[int, type[Schema]] = {**AUTH_ERRORS, 422: ErrorOut}
 BODY_ERRORS: dict[int, type[Schema]] = {**PARAM_ERRORS, 400: ErrorOut, 413: ErrorOut}
 
 
+def response_links(
+    statuses: tuple[int, ...], parameter: str, field: str, operation_ids: tuple[str, ...]
+) -> dict[str, Any]:
+    """``openapi_extra`` saying that ``field`` of the body a ``statuses`` response carries
+    is ``parameter`` of the operations ``operation_ids``: OpenAPI links, which clients
+    and schemathesis's stateful tests follow (create a config, then read it)."""
+    links = {
+        operation_id: {
+            "operationId": operation_id,
+            "parameters": {parameter: f"$response.body#/{field}"},
+        }
+        for operation_id in operation_ids
+    }
+    # Keyed by int, as django-ninja keys its responses, so the two merge into one.
+    return {"responses": {status: {"links": links} for status in statuses}}
+
+
 class ApiError(HttpError):
     """An input the API refuses, answered as :class:`ErrorOut` naming ``field``."""
 

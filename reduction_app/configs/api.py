@@ -11,7 +11,13 @@ from reduction_app.configs.selectors import config_get, config_list
 from reduction_app.cursors import LIST_ERRORS, PAGE, IdCursorPagination
 from reduction_app.http import ApiRequest, api_workspace
 from reduction_app.models import ConfigProfile
-from reduction_app.schemas import BODY_ERRORS, PARAM_ERRORS, ApiError, ErrorOut
+from reduction_app.schemas import (
+    BODY_ERRORS,
+    PARAM_ERRORS,
+    ApiError,
+    ErrorOut,
+    response_links,
+)
 
 router = Router()
 
@@ -37,6 +43,16 @@ def list_configs(request: ApiRequest) -> Any:
 @router.post(
     "/configs",
     response={201: ConfigOut, **BODY_ERRORS, 409: ErrorOut},
+    openapi_extra=response_links(
+        (201,),
+        "config_id",
+        "id",
+        (
+            "reduction_app_api_records_get_config",
+            "reduction_app_api_records_update_config",
+            "reduction_app_api_records_delete_config",
+        ),
+    ),
     tags=["configs"],
     url_name="config_create",
 )

@@ -21,6 +21,7 @@ from reduction_app.schemas import (
     ApiError,
     ErrorOut,
     parse_conversation,
+    response_links,
 )
 
 router = Router()
@@ -49,6 +50,17 @@ def list_conversations(request: ApiRequest, search: str = "") -> Any:
 @router.post(
     "/conversations",
     response={201: ConversationDetailOut, **BODY_ERRORS},
+    openapi_extra=response_links(
+        (201,),
+        "conversation_id",
+        "conversation_id",
+        (
+            "reduction_app_api_records_get_conversation",
+            "reduction_app_api_records_delete_conversation",
+            "reduction_app_api_records_list_events",
+            "reduction_app_api_records_list_files",
+        ),
+    ),
     tags=["conversations"],
     url_name="conversation_create",
 )

@@ -17,7 +17,13 @@ from reduction_app.conversations.selectors import conversation_get
 from reduction_app.cursors import LIST_ERRORS, PAGE, IdCursorPagination
 from reduction_app.http import ApiRequest, api_workspace
 from reduction_app.models import Simulation
-from reduction_app.schemas import BODY_ERRORS, PARAM_ERRORS, ApiError, ErrorOut
+from reduction_app.schemas import (
+    BODY_ERRORS,
+    PARAM_ERRORS,
+    ApiError,
+    ErrorOut,
+    response_links,
+)
 from reduction_app.simulations.leases import sweep_lease_check
 from reduction_app.simulations.schemas import SimulationDetailOut, SimulationIn, SimulationOut
 from reduction_app.simulations.selectors import simulation_get, simulation_list
@@ -35,6 +41,9 @@ router = Router(tags=["simulations"])
 @router.post(
     "/simulations",
     response={201: SimulationOut, 202: SimulationOut, **BODY_ERRORS, 404: ErrorOut},
+    openapi_extra=response_links(
+        (201, 202), "simulation_id", "id", ("reduction_app_api_simulations_get_simulation",)
+    ),
     url_name="simulation_create",
 )
 def create_simulation(request: ApiRequest, payload: SimulationIn) -> Status[Simulation]:

@@ -2,8 +2,9 @@
 
 Every operation gets the cases Schemathesis derives from its schema (the coverage phase:
 each boundary and each way to break a parameter or a body) and then a fixed number of
-generated ones, valid and invalid, all seeded; then chains of calls along the links
-Schemathesis infers (a config created, then read, updated and deleted). Each response
+generated ones, valid and invalid, all seeded; then chains of valid calls along the
+document's links and those Schemathesis infers (a config created, then read, updated and
+deleted). Each response
 must be no 5xx, carry a status code the operation documents, with the documented content
 type, headers and body schema. Without a key, or with a bad one, every operation answers
 401 only.
