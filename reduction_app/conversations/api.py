@@ -16,10 +16,11 @@ from reduction_app.cursors import LIST_ERRORS, PAGE, IdCursorPagination
 from reduction_app.http import ApiRequest, api_workspace
 from reduction_app.models import Conversation
 from reduction_app.schemas import (
-    AUTH_ERRORS,
     BODY_ERRORS,
+    PARAM_ERRORS,
     ApiError,
     ErrorOut,
+    Text,
     parse_conversation,
     response_links,
 )
@@ -82,21 +83,21 @@ def create_conversation(request: ApiRequest, payload: ConversationIn) -> Status[
 
 @router.get(
     "/conversations/{path:conversation_id}",
-    response={200: ConversationDetailOut, **AUTH_ERRORS, 404: ErrorOut},
+    response={200: ConversationDetailOut, **PARAM_ERRORS, 404: ErrorOut},
     tags=["conversations"],
     url_name="conversation_detail",
 )
-def get_conversation(request: ApiRequest, conversation_id: str) -> Status[Conversation]:
+def get_conversation(request: ApiRequest, conversation_id: Text) -> Status[Conversation]:
     return Status(200, _conversation_or_404(request, conversation_id))
 
 
 @router.delete(
     "/conversations/{path:conversation_id}",
-    response={204: None, **AUTH_ERRORS, 404: ErrorOut},
+    response={204: None, **PARAM_ERRORS, 404: ErrorOut},
     tags=["conversations"],
     url_name="conversation_delete",
 )
-def delete_conversation(request: ApiRequest, conversation_id: str) -> Status[None]:
+def delete_conversation(request: ApiRequest, conversation_id: Text) -> Status[None]:
     """Delete the conversation with its events and its offloaded files."""
     services.conversation_delete(conversation=_conversation_or_404(request, conversation_id))
     return Status(204, None)

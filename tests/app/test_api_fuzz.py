@@ -4,10 +4,12 @@ Every operation gets the cases Schemathesis derives from its schema (the coverag
 each boundary and each way to break a parameter or a body) and then a fixed number of
 generated ones, valid and invalid, all seeded; then chains of valid calls along the
 document's links and those Schemathesis infers (a config created, then read, updated and
-deleted). Each response
-must be no 5xx, carry a status code the operation documents, with the documented content
-type, headers and body schema. Without a key, or with a bad one, every operation answers
-401 only.
+deleted). Each response must be no 5xx, carry a status code the operation documents,
+with the documented content type, headers and body schema. Without a key, or with a bad
+one, every operation answers 401 only.
+
+Each test prints how many requests it made and how long it took (``-s`` shows them; the
+README's figures are their sums).
 
 Selected with ``-m fuzz`` (and left out with ``-m 'not fuzz'``). The server runs in a
 thread on the test database, so requests commit as in production (``transaction=True``).
@@ -102,9 +104,6 @@ SETTINGS = hypothesis.settings(
     ],
 )
 
-CALLS: dict[str, int] = {}
-"""Requests made, by test; the README's figure is their sum."""
-
 
 def _new_key() -> dict[str, str]:
     _, raw = api_key_create(
@@ -130,7 +129,6 @@ def counted(request: pytest.FixtureRequest) -> Iterator[list[int]]:
     calls = [0]
     start = time.monotonic()
     yield calls
-    CALLS[request.node.name] = calls[0]
     elapsed = time.monotonic() - start
     print(f"{request.node.name}: {calls[0]} requests in {elapsed:.1f}s")
 
@@ -169,7 +167,7 @@ def test_api_fuzz_operation_without_a_key_is_401(
 
 
 def test_api_fuzz_stateful(transactional_db: None, base_url: str, counted: list[int]) -> None:
-    """Chains of calls along the links Schemathesis infers from the document."""
+    """Chains of valid calls along the document's links and those Schemathesis infers."""
 
     class Workflow(STATEFUL_SCHEMA.as_state_machine()):  # type: ignore[misc]
         def setup(self) -> None:

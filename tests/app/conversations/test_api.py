@@ -187,3 +187,16 @@ def test_conversation_with_a_slash_in_its_id_is_read_and_deleted(
     missing = api.get(f"/conversations/{address}")
     assert missing.status_code == HTTPStatus.NOT_FOUND
     assert missing.json() == error("conversation 'team/run-1' not found", "conversation_id")
+
+
+@pytest.mark.parametrize("method", ["get", "delete"])
+def test_conversation_id_with_a_nul_is_a_documented_422(api: ApiClient, method: str) -> None:
+    """PostgreSQL cannot hold a NUL in text: both databases refuse it alike, before a query."""
+    response = getattr(api, method)("/conversations/a%00b")
+    assert response.status_code == HTTPStatus.UNPROCESSABLE_ENTITY
+    assert response.json() == error(
+        "conversation_id: Value error, must not contain NUL characters", "conversation_id"
+    )
+    assert HTTPStatus.UNPROCESSABLE_ENTITY in documented(
+        api, method, "/conversations/{conversation_id}"
+    )
