@@ -5,10 +5,14 @@ from __future__ import annotations
 from django.contrib import admin
 from django.http import HttpRequest, JsonResponse
 from django.urls import include, path, re_path
+from django.views.decorators.csrf import csrf_exempt
 
 from reduction_app.api import api
 
 
+# Exempt from CSRF: it changes nothing, and a POST or DELETE to an unknown address would
+# otherwise be answered with Django's HTML 403 page instead of this JSON 404.
+@csrf_exempt
 def api_not_found(request: HttpRequest, rest: str = "") -> JsonResponse:
     """Unknown API addresses answer in the API's JSON error shape, not an HTML page."""
     return JsonResponse({"detail": f"no such endpoint: {request.path}", "field": None}, status=404)

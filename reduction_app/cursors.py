@@ -9,12 +9,13 @@ from django.http import HttpRequest
 from ninja.errors import ValidationError
 from ninja.pagination import CursorPagination
 
-from reduction_app.schemas import ApiError, ErrorOut
+from reduction_app.schemas import PARAM_ERRORS, ApiError
 
 MAX_ID = 2**63 - 1
 
 
-LIST_ERRORS = {401: ErrorOut, 422: ErrorOut}
+# A list answers 422 for a cursor or page size it cannot take.
+LIST_ERRORS = PARAM_ERRORS
 
 
 class IdCursorPagination(CursorPagination):

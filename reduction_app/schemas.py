@@ -49,6 +49,34 @@ class ErrorOut(Schema):
     field: str | None = None
 
 
+# The errors an operation can answer before its own code runs, by what it takes; each
+# operation's ``response=`` spreads the one that fits and adds its own (404, 409, ...).
+# Every operation needs a key (401). django-ninja answers 422 for a path or query
+# parameter that does not validate (``/configs/abc``, a required one left out); for a
+# body it answers 400 when the bytes are not JSON and 422 when the JSON does not fit, and
+# ApiRequestSizeMiddleware answers 413 for a body over REDUCTION_MAX_REQUEST_BYTES.
+AUTH_ERRORS: dict[int, type[Schema]] = {401: ErrorOut}
+PARAM_ERRORS: dict[int, type[Schema]] = {**AUTH_ERRORS, 422: ErrorOut}
+BODY_ERRORS: dict[int, type[Schema]] = {**PARAM_ERRORS, 400: ErrorOut, 413: ErrorOut}
+
+
+def response_links(
+    statuses: tuple[int, ...], parameter: str, field: str, operation_ids: tuple[str, ...]
+) -> dict[str, Any]:
+    """``openapi_extra`` saying that ``field`` of the body a ``statuses`` response carries
+    is ``parameter`` of the operations ``operation_ids``: OpenAPI links, which clients
+    and schemathesis's stateful tests follow (create a config, then read it)."""
+    links = {
+        operation_id: {
+            "operationId": operation_id,
+            "parameters": {parameter: f"$response.body#/{field}"},
+        }
+        for operation_id in operation_ids
+    }
+    # Keyed by int, as django-ninja keys its responses, so the two merge into one.
+    return {"responses": {status: {"links": links} for status in statuses}}
+
+
 class ApiError(HttpError):
     """An input the API refuses, answered as :class:`ErrorOut` naming ``field``."""
 

@@ -11,7 +11,13 @@ from reduction_app.configs.selectors import config_get, config_list
 from reduction_app.cursors import LIST_ERRORS, PAGE, IdCursorPagination
 from reduction_app.http import ApiRequest, api_workspace
 from reduction_app.models import ConfigProfile
-from reduction_app.schemas import ApiError, ErrorOut
+from reduction_app.schemas import (
+    BODY_ERRORS,
+    PARAM_ERRORS,
+    ApiError,
+    ErrorOut,
+    response_links,
+)
 
 router = Router()
 
@@ -36,7 +42,17 @@ def list_configs(request: ApiRequest) -> Any:
 
 @router.post(
     "/configs",
-    response={201: ConfigOut, 401: ErrorOut, 409: ErrorOut, 422: ErrorOut},
+    response={201: ConfigOut, **BODY_ERRORS, 409: ErrorOut},
+    openapi_extra=response_links(
+        (201,),
+        "config_id",
+        "id",
+        (
+            "reduction_app_api_records_get_config",
+            "reduction_app_api_records_update_config",
+            "reduction_app_api_records_delete_config",
+        ),
+    ),
     tags=["configs"],
     url_name="config_create",
 )
@@ -49,7 +65,7 @@ def create_config(request: ApiRequest, payload: ConfigIn) -> Status[ConfigProfil
 
 @router.get(
     "/configs/{config_id}",
-    response={200: ConfigOut, 401: ErrorOut, 404: ErrorOut},
+    response={200: ConfigOut, **PARAM_ERRORS, 404: ErrorOut},
     tags=["configs"],
     url_name="config_detail",
 )
@@ -60,7 +76,7 @@ def get_config(request: ApiRequest, config_id: int) -> Status[ConfigProfile]:
 
 @router.put(
     "/configs/{config_id}",
-    response={200: ConfigOut, 401: ErrorOut, 404: ErrorOut, 409: ErrorOut, 422: ErrorOut},
+    response={200: ConfigOut, **BODY_ERRORS, 404: ErrorOut, 409: ErrorOut},
     tags=["configs"],
     url_name="config_update",
 )
@@ -75,7 +91,7 @@ def update_config(
 
 @router.delete(
     "/configs/{config_id}",
-    response={204: None, 401: ErrorOut, 404: ErrorOut},
+    response={204: None, **PARAM_ERRORS, 404: ErrorOut},
     tags=["configs"],
     url_name="config_delete",
 )

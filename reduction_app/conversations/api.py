@@ -15,7 +15,15 @@ from reduction_app.conversations.selectors import conversation_get, conversation
 from reduction_app.cursors import LIST_ERRORS, PAGE, IdCursorPagination
 from reduction_app.http import ApiRequest, api_workspace
 from reduction_app.models import Conversation
-from reduction_app.schemas import ApiError, ErrorOut, parse_conversation
+from reduction_app.schemas import (
+    BODY_ERRORS,
+    PARAM_ERRORS,
+    ApiError,
+    ErrorOut,
+    Text,
+    parse_conversation,
+    response_links,
+)
 
 router = Router()
 
@@ -42,7 +50,18 @@ def list_conversations(request: ApiRequest, search: str = "") -> Any:
 
 @router.post(
     "/conversations",
-    response={201: ConversationDetailOut, 401: ErrorOut, 422: ErrorOut},
+    response={201: ConversationDetailOut, **BODY_ERRORS},
+    openapi_extra=response_links(
+        (201,),
+        "conversation_id",
+        "conversation_id",
+        (
+            "reduction_app_api_records_get_conversation",
+            "reduction_app_api_records_delete_conversation",
+            "reduction_app_api_records_list_events",
+            "reduction_app_api_records_list_files",
+        ),
+    ),
     tags=["conversations"],
     url_name="conversation_create",
 )
@@ -63,22 +82,22 @@ def create_conversation(request: ApiRequest, payload: ConversationIn) -> Status[
 
 
 @router.get(
-    "/conversations/{conversation_id}",
-    response={200: ConversationDetailOut, 401: ErrorOut, 404: ErrorOut},
+    "/conversations/{path:conversation_id}",
+    response={200: ConversationDetailOut, **PARAM_ERRORS, 404: ErrorOut},
     tags=["conversations"],
     url_name="conversation_detail",
 )
-def get_conversation(request: ApiRequest, conversation_id: str) -> Status[Conversation]:
+def get_conversation(request: ApiRequest, conversation_id: Text) -> Status[Conversation]:
     return Status(200, _conversation_or_404(request, conversation_id))
 
 
 @router.delete(
-    "/conversations/{conversation_id}",
-    response={204: None, 401: ErrorOut, 404: ErrorOut},
+    "/conversations/{path:conversation_id}",
+    response={204: None, **PARAM_ERRORS, 404: ErrorOut},
     tags=["conversations"],
     url_name="conversation_delete",
 )
-def delete_conversation(request: ApiRequest, conversation_id: str) -> Status[None]:
+def delete_conversation(request: ApiRequest, conversation_id: Text) -> Status[None]:
     """Delete the conversation with its events and its offloaded files."""
     services.conversation_delete(conversation=_conversation_or_404(request, conversation_id))
     return Status(204, None)

@@ -16,11 +16,29 @@ from reduction_app.records import services
 from reduction_app.records.schemas import EventOut, FileOut, FileReadOut
 from reduction_app.records.selectors import event_list, file_get, file_list
 from reduction_app.records.storage import offload_storage, read_stored
-from reduction_app.schemas import ApiError, ErrorOut
+from reduction_app.schemas import PARAM_ERRORS, ApiError, ErrorOut
 
 router = Router()
 
 MAX_READ_LINES = 10_000
+
+# django-ninja documents a 200 of ``None`` with no content; the raw file is text, with its
+# digest in a header.
+RAW_FILE_OPENAPI: dict[str, Any] = {
+    # Keyed by int as django-ninja keys its own responses, so the two merge into one.
+    "responses": {
+        200: {
+            "content": {"text/plain": {"schema": {"type": "string"}}},
+            "headers": {
+                "X-Content-SHA256": {
+                    "description": "The SHA-256 of the content, in hex.",
+                    "schema": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
+                    "required": True,
+                }
+            },
+        }
+    }
+}
 
 
 class FileFilter(Schema):
@@ -71,7 +89,7 @@ def numbered_lines(content: str, offset: int, limit: int) -> tuple[str, int]:
 
 @router.get(
     "/files/read",
-    response={200: FileReadOut, 401: ErrorOut, 404: ErrorOut, 422: ErrorOut},
+    response={200: FileReadOut, **PARAM_ERRORS, 404: ErrorOut, 503: ErrorOut},
     tags=["files"],
     url_name="file_read",
 )
@@ -94,7 +112,8 @@ def read_file(
 
 @router.get(
     "/files/raw",
-    response={200: None, 401: ErrorOut, 404: ErrorOut},
+    response={200: None, **PARAM_ERRORS, 404: ErrorOut, 503: ErrorOut},
+    openapi_extra=RAW_FILE_OPENAPI,
     tags=["files"],
     url_name="file_raw",
 )

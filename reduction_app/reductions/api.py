@@ -23,11 +23,12 @@ from reduction_app.reductions.schemas import (
     TruncateOut,
 )
 from reduction_app.reductions.services import engine_session, engine_session_record
-from reduction_app.schemas import ApiError, ErrorOut, parse_conversation
+from reduction_app.schemas import AUTH_ERRORS, BODY_ERRORS, ApiError, ErrorOut, parse_conversation
 
 router = Router(tags=["engine"])
 
-ERRORS = {401: ErrorOut, 404: ErrorOut, 413: ErrorOut, 422: ErrorOut, 503: ErrorOut}
+# 404: a config_id of no config; 503: the offload storage failed.
+ERRORS = {**BODY_ERRORS, 404: ErrorOut, 503: ErrorOut}
 
 READ_FILE_DESCRIPTION = (
     "Read a file that holds tool output moved out of the conversation to save context. "
@@ -147,7 +148,7 @@ def clear(request: ApiRequest, payload: ClearIn) -> Status[dict[str, Any]]:
 
 
 @router.get(
-    "/tools/read_file", response={200: ToolDefinitionOut, 401: ErrorOut}, url_name="read_file_tool"
+    "/tools/read_file", response={200: ToolDefinitionOut, **AUTH_ERRORS}, url_name="read_file_tool"
 )
 def read_file_tool(request: ApiRequest) -> Status[dict[str, Any]]:
     """The read_file tool, ready to add to an agent's tool list (OpenAI chat, Anthropic,

@@ -14,10 +14,16 @@ from ninja import Router, Status
 from ninja.pagination import paginate
 
 from reduction_app.conversations.selectors import conversation_get
-from reduction_app.cursors import PAGE, IdCursorPagination
+from reduction_app.cursors import LIST_ERRORS, PAGE, IdCursorPagination
 from reduction_app.http import ApiRequest, api_workspace
 from reduction_app.models import Simulation
-from reduction_app.schemas import ApiError, ErrorOut
+from reduction_app.schemas import (
+    BODY_ERRORS,
+    PARAM_ERRORS,
+    ApiError,
+    ErrorOut,
+    response_links,
+)
 from reduction_app.simulations.leases import sweep_lease_check
 from reduction_app.simulations.schemas import SimulationDetailOut, SimulationIn, SimulationOut
 from reduction_app.simulations.selectors import simulation_get, simulation_list
@@ -34,7 +40,10 @@ router = Router(tags=["simulations"])
 
 @router.post(
     "/simulations",
-    response={201: SimulationOut, 202: SimulationOut, 401: ErrorOut, 404: ErrorOut, 422: ErrorOut},
+    response={201: SimulationOut, 202: SimulationOut, **BODY_ERRORS, 404: ErrorOut},
+    openapi_extra=response_links(
+        (201, 202), "simulation_id", "id", ("reduction_app_api_simulations_get_simulation",)
+    ),
     url_name="simulation_create",
 )
 def create_simulation(request: ApiRequest, payload: SimulationIn) -> Status[Simulation]:
@@ -65,7 +74,7 @@ def create_simulation(request: ApiRequest, payload: SimulationIn) -> Status[Simu
 
 @router.get(
     "/simulations/{simulation_id}",
-    response={200: SimulationDetailOut, 401: ErrorOut, 404: ErrorOut},
+    response={200: SimulationDetailOut, **PARAM_ERRORS, 404: ErrorOut},
     url_name="simulation_detail",
 )
 def get_simulation(request: ApiRequest, simulation_id: int) -> Status[Simulation]:
@@ -79,7 +88,7 @@ def get_simulation(request: ApiRequest, simulation_id: int) -> Status[Simulation
 
 @router.get(
     "/simulations",
-    response={200: list[SimulationOut], 401: ErrorOut, 422: ErrorOut},
+    response={200: list[SimulationOut], **LIST_ERRORS},
     url_name="simulation_list",
 )
 @paginate(IdCursorPagination, **PAGE)

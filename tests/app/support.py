@@ -58,6 +58,12 @@ def make_api(name: str) -> ApiClient:
     return ApiClient(Client(), raw, key, workspace)
 
 
+def documented(api: ApiClient, method: str, path: str) -> set[HTTPStatus]:
+    """The status codes the served OpenAPI document gives the operation at ``path``."""
+    document = api.client.get(API + "/openapi.json").json()
+    return {HTTPStatus(int(code)) for code in document["paths"][API + path][method]["responses"]}
+
+
 def stored_files(folder: Path) -> list[Path]:
     """Every file under ``folder`` (the storage creates it on its first write)."""
     return sorted(p for p in folder.rglob("*") if p.is_file()) if folder.exists() else []

@@ -104,6 +104,7 @@ def test_openapi_document_generates(api: ApiClient) -> None:
         assert path in paths, path
     assert set(paths["/api/v1/truncate"]["post"]["responses"]) == {
         "200",
+        "400",
         "401",
         "404",
         "413",
@@ -113,6 +114,28 @@ def test_openapi_document_generates(api: ApiClient) -> None:
     assert set(paths["/api/v1/events"]["get"]["responses"]) == {"200", "401", "422"}
     assert paths["/api/v1/events"]["get"]["tags"] == ["events"]
     assert paths["/api/v1/clear"]["post"]["tags"] == ["engine"]
+
+
+def test_openapi_every_operation_documents_the_errors_before_it_runs(api: ApiClient) -> None:
+    """401 everywhere; 400, 413 and 422 with a body; 422 with a parameter that can fail to
+    parse (an integer, a required one, a bounded one, a cursor)."""
+    document = api.client.get("/api/v1/openapi.json").json()
+    for path, methods in document["paths"].items():
+        for method, operation in methods.items():
+            codes = {int(code) for code in operation["responses"]}
+            label = f"{method.upper()} {path}"
+            assert HTTPStatus.UNAUTHORIZED in codes, label
+            if "requestBody" in operation:
+                assert {400, 413, 422} <= codes, label
+            for parameter in operation.get("parameters", []):
+                schema = parameter["schema"]
+                can_fail = (
+                    (parameter.get("required", False) and parameter["in"] == "query")
+                    or schema.get("type") in ("integer", "number")
+                    or "format" in schema
+                )
+                if can_fail or parameter["name"] in ("cursor", "page_size"):
+                    assert 422 in codes, (label, parameter["name"])
 
 
 PUBLISHED_OPERATIONS = [
@@ -229,3 +252,41 @@ def test_parser_errors_give_json_reasons_under_debug(
     response = api.post_raw("/truncate", data)
     assert response.status_code == HTTPStatus.BAD_REQUEST
     assert response.json() == error(f"Cannot parse request body ({reason})")
+
+
+def test_openapi_links_lead_from_what_is_created_to_its_address(api: ApiClient) -> None:
+    """The links the stateful fuzz test follows name operations and parameters that exist."""
+    document = api.client.get("/api/v1/openapi.json").json()
+    by_id = {
+        operation["operationId"]: operation
+        for methods in document["paths"].values()
+        for operation in methods.values()
+    }
+    followed = {}
+    for operation in by_id.values():
+        for code, response in operation["responses"].items():
+            for link in response.get("links", {}).values():
+                [(parameter, expression)] = link["parameters"].items()
+                target = by_id[link["operationId"]]
+                assert parameter in {p["name"] for p in target["parameters"]}
+                followed[(operation["operationId"], code, link["operationId"])] = expression
+    records = "reduction_app_api_records"
+    assert followed == {
+        (f"{records}_create_config", "201", f"{records}_get_config"): "$response.body#/id",
+        (f"{records}_create_config", "201", f"{records}_update_config"): "$response.body#/id",
+        (f"{records}_create_config", "201", f"{records}_delete_config"): "$response.body#/id",
+        **{
+            (f"{records}_create_conversation", "201", f"{records}_{target}"): (
+                "$response.body#/conversation_id"
+            )
+            for target in ("get_conversation", "delete_conversation", "list_events", "list_files")
+        },
+        **{
+            (
+                "reduction_app_api_simulations_create_simulation",
+                code,
+                "reduction_app_api_simulations_get_simulation",
+            ): "$response.body#/id"
+            for code in ("201", "202")
+        },
+    }

@@ -100,10 +100,13 @@ def test_api_list_query_count_is_constant(
 
 def _is_list(operation: dict[str, Any], schemas: dict[str, Any]) -> bool:
     # The document holds status codes as numbers until it is serialised.
-    answer = operation["responses"].get(HTTPStatus.OK, {}).get("content")
+    # A list answers JSON; /files/raw answers text/plain.
+    answer = (
+        operation["responses"].get(HTTPStatus.OK, {}).get("content", {}).get("application/json")
+    )
     if answer is None:
         return False
-    schema = answer["application/json"]["schema"]
+    schema = answer["schema"]
     if "$ref" in schema:
         schema = schemas[schema["$ref"].rsplit("/", 1)[1]]
     # A page of a list: {"previous", "next", "results"}.

@@ -63,6 +63,18 @@ def test_unknown_api_address_answers_json_404(client: Client) -> None:
     assert response.json() == {"detail": "no such endpoint: /api/v1/nope", "field": None}
 
 
+@pytest.mark.parametrize("method", ["POST", "PUT", "DELETE"])
+def test_unknown_api_address_answers_json_404_to_any_method(method: str) -> None:
+    """Found by schemathesis: a DELETE got Django's HTML 403 (CSRF) instead of the 404."""
+    client = Client(enforce_csrf_checks=True)
+    response = client.generic(method, "/api/v1/nope/a")
+    assert response.status_code == HTTPStatus.NOT_FOUND
+    assert response.json() == {
+        "detail": "no such endpoint: /api/v1/nope/a",
+        "field": None,
+    }
+
+
 def test_history_restore_gets_the_whole_page(client: Client, member: User) -> None:
     """htmx refetching a page for its history gets the page, not a partial."""
     client.force_login(member)

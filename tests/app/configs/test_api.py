@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.app.support import ApiClient, error, follow
+from tests.app.support import ApiClient, documented, error, follow
 
 pytestmark = pytest.mark.django_db
 
@@ -167,3 +167,37 @@ def test_configs_list_pages_with_cursors(api: ApiClient) -> None:
         ["cfg-2", "cfg-1"],
         ["cfg-0"],
     ]
+
+
+@pytest.mark.parametrize("method", ["get", "put", "delete"])
+def test_config_id_that_is_no_integer_is_a_documented_422(api: ApiClient, method: str) -> None:
+    """Found by schemathesis: GET and DELETE answered an undocumented 422."""
+    response = api.client.generic(
+        method.upper(),
+        "/api/v1/configs/null,null",
+        '{"config": {}}',
+        content_type="application/json",
+        headers=api.headers,
+    )
+    assert response.status_code == HTTPStatus.UNPROCESSABLE_ENTITY
+    assert response.json() == error(
+        "config_id: Input should be a valid integer, unable to parse string as an integer",
+        "config_id",
+    )
+    assert HTTPStatus.UNPROCESSABLE_ENTITY in documented(api, method, "/configs/{config_id}")
+
+
+@pytest.mark.parametrize(("method", "path"), [("post", "/configs"), ("put", "/configs/1")])
+def test_config_body_that_is_no_json_is_a_documented_400(
+    api: ApiClient, method: str, path: str
+) -> None:
+    """Found by schemathesis: POST and PUT answered an undocumented 400."""
+    response = api.client.generic(
+        method.upper(), "/api/v1" + path, b"\x00", "application/json", headers=api.headers
+    )
+    assert response.status_code == HTTPStatus.BAD_REQUEST
+    assert response.json() == error("Cannot parse request body")
+    documented_path = "/configs" if method == "post" else "/configs/{config_id}"
+    assert {HTTPStatus.BAD_REQUEST, HTTPStatus.REQUEST_ENTITY_TOO_LARGE} <= documented(
+        api, method, documented_path
+    )

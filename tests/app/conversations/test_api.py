@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from reduction_app.models import Conversation
-from tests.app.support import ApiClient, error, follow, offload
+from tests.app.support import ApiClient, documented, error, follow, offload
 from tests.offload_stores import OffloadStore
 
 pytestmark = pytest.mark.django_db
@@ -192,3 +192,43 @@ def test_conversations_list_search(api: ApiClient) -> None:
     api.post("/conversations", {"conversation_id": "run-2", "title": "Fix tests"})
     found = api.get("/conversations", {"search": "PARSER"}).json()["results"]
     assert [c["conversation_id"] for c in found] == ["run-1"]
+
+
+def test_conversation_body_that_is_no_json_is_a_documented_400(api: ApiClient) -> None:
+    """Found by schemathesis: POST /conversations answered an undocumented 400."""
+    response = api.post_raw("/conversations", b"\x00")
+    assert response.status_code == HTTPStatus.BAD_REQUEST
+    assert response.json() == error("Cannot parse request body")
+    assert {HTTPStatus.BAD_REQUEST, HTTPStatus.REQUEST_ENTITY_TOO_LARGE} <= documented(
+        api, "post", "/conversations"
+    )
+
+
+@pytest.mark.parametrize("address", ["team/run-1", "team%2Frun-1"])
+def test_conversation_with_a_slash_in_its_id_is_read_and_deleted(
+    api: ApiClient, address: str
+) -> None:
+    """Found by schemathesis: an id with a "/" could be recorded but not read or deleted
+    (the address matched no operation, and a DELETE was answered with the HTML 403 of
+    CSRF)."""
+    api.post("/conversations", {"conversation_id": "team/run-1", "messages": CHAT})
+    got = api.get(f"/conversations/{address}")
+    assert got.status_code == HTTPStatus.OK
+    assert got.json()["conversation_id"] == "team/run-1"
+    assert api.delete(f"/conversations/{address}").status_code == HTTPStatus.NO_CONTENT
+    missing = api.get(f"/conversations/{address}")
+    assert missing.status_code == HTTPStatus.NOT_FOUND
+    assert missing.json() == error("conversation 'team/run-1' not found", "conversation_id")
+
+
+@pytest.mark.parametrize("method", ["get", "delete"])
+def test_conversation_id_with_a_nul_is_a_documented_422(api: ApiClient, method: str) -> None:
+    """PostgreSQL cannot hold a NUL in text: both databases refuse it alike, before a query."""
+    response = getattr(api, method)("/conversations/a%00b")
+    assert response.status_code == HTTPStatus.UNPROCESSABLE_ENTITY
+    assert response.json() == error(
+        "conversation_id: Value error, must not contain NUL characters", "conversation_id"
+    )
+    assert HTTPStatus.UNPROCESSABLE_ENTITY in documented(
+        api, method, "/conversations/{conversation_id}"
+    )

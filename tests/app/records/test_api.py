@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from reduction_app.models import EventRecord, OffloadedFile
-from tests.app.support import SMALL, ApiClient, error, follow, offload
+from tests.app.support import SMALL, ApiClient, documented, error, follow, offload
 from tests.offload_stores import OffloadStore
 
 pytestmark = pytest.mark.django_db
@@ -306,3 +306,34 @@ def test_events_pages_keep_their_filters(api: ApiClient) -> None:
         offload(api, f"{n}" * 20, call_id=f"l{n}", tool="ls")
     pages = follow(api, "/events", tool="ls")
     assert [[e["call_id"] for e in page] for page in pages] == [["l3", "l2"], ["l1", "l0"]]
+
+
+def test_files_raw_without_a_path_is_a_documented_422(api: ApiClient) -> None:
+    """Found by schemathesis: GET /files/raw answered an undocumented 422."""
+    response = api.get("/files/raw")
+    assert response.status_code == HTTPStatus.UNPROCESSABLE_ENTITY
+    assert response.json() == error("path: Field required", "path")
+    assert HTTPStatus.UNPROCESSABLE_ENTITY in documented(api, "get", "/files/raw")
+
+
+@pytest.mark.parametrize("endpoint", ["/files/read", "/files/raw"])
+def test_files_reads_document_the_storage_failing(api: ApiClient, endpoint: str) -> None:
+    """A storage that fails is a 503 (tests/app/records/test_s3.py); the document says so."""
+    assert HTTPStatus.SERVICE_UNAVAILABLE in documented(api, "get", endpoint)
+
+
+def test_files_raw_documents_its_text_and_digest(api: ApiClient) -> None:
+    """The 200 was documented with no content, so clients and schemathesis checked nothing."""
+    document = api.client.get("/api/v1/openapi.json").json()
+    ok = document["paths"]["/api/v1/files/raw"]["get"]["responses"]["200"]
+    assert ok == {
+        "description": "OK",
+        "content": {"text/plain": {"schema": {"type": "string"}}},
+        "headers": {
+            "X-Content-SHA256": {
+                "description": "The SHA-256 of the content, in hex.",
+                "schema": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
+                "required": True,
+            }
+        },
+    }

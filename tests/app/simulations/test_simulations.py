@@ -13,7 +13,7 @@ from django.core.management import CommandError, call_command
 
 from reduction_app.conversations.selectors import conversation_transcript
 from reduction_app.models import Simulation
-from tests.app.support import ApiClient
+from tests.app.support import ApiClient, documented, error
 from tests.conftest import CONVERSATIONS
 
 pytestmark = pytest.mark.django_db
@@ -326,3 +326,24 @@ def test_recorded_conversation_reads_each_format(fmt: str) -> None:
     assert (recorded.name, recorded.format) == (f"c-{fmt}", fmt)
     assert list(recorded.messages) == formats.parse(fmt, transcript, system=system)
     assert list(recorded.tools) == [ToolInfo(name="ls", parameters={"type": "object"})]
+
+
+def test_simulation_id_that_is_no_integer_is_a_documented_422(api: ApiClient) -> None:
+    """Found by schemathesis: GET /simulations/{id} answered an undocumented 422."""
+    response = api.get("/simulations/null,null")
+    assert response.status_code == HTTPStatus.UNPROCESSABLE_ENTITY
+    assert response.json() == error(
+        "simulation_id: Input should be a valid integer, unable to parse string as an integer",
+        "simulation_id",
+    )
+    assert HTTPStatus.UNPROCESSABLE_ENTITY in documented(api, "get", "/simulations/{simulation_id}")
+
+
+def test_simulation_body_that_is_no_json_is_a_documented_400(api: ApiClient) -> None:
+    """Found by schemathesis: POST /simulations answered an undocumented 400."""
+    response = api.post_raw("/simulations", b"\x00")
+    assert response.status_code == HTTPStatus.BAD_REQUEST
+    assert response.json() == error("Cannot parse request body")
+    assert {HTTPStatus.BAD_REQUEST, HTTPStatus.REQUEST_ENTITY_TOO_LARGE} <= documented(
+        api, "post", "/simulations"
+    )
