@@ -27,8 +27,9 @@ from reduction_app.schemas import AUTH_ERRORS, BODY_ERRORS, ApiError, ErrorOut, 
 
 router = Router(tags=["engine"])
 
-# 404: a config_id of no config; 503: the offload storage failed.
-ERRORS = {**BODY_ERRORS, 404: ErrorOut, 503: ErrorOut}
+# 404: a config_id of no config; 409: another request wrote the same records first;
+# 503: the offload storage or the database failed.
+ERRORS = {**BODY_ERRORS, 404: ErrorOut, 409: ErrorOut, 503: ErrorOut}
 
 READ_FILE_DESCRIPTION = (
     "Read a file that holds tool output moved out of the conversation to save context. "

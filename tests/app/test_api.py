@@ -107,6 +107,7 @@ def test_openapi_document_generates(api: ApiClient) -> None:
         "400",
         "401",
         "404",
+        "409",
         "413",
         "422",
         "503",
