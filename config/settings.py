@@ -335,6 +335,10 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"stderr": {"class": "logging.StreamHandler"}},
     "loggers": {
-        "django": {"handlers": ["stderr"], "level": os.environ.get("DJANGO_LOG_LEVEL", "INFO")}
+        "django": {"handlers": ["stderr"], "level": os.environ.get("DJANGO_LOG_LEVEL", "INFO")},
+        # With DEBUG on, every SQL statement is logged at DEBUG level with its values, and
+        # those are tool output and transcripts: never logged, whatever DJANGO_LOG_LEVEL
+        # says (connection.queries still holds them in development).
+        "django.db.backends": {"level": "INFO"},
     },
 }
