@@ -24,6 +24,11 @@ class Workspace(models.Model):
         settings.AUTH_USER_MODEL, related_name="workspaces", blank=True
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    offload_bytes = models.PositiveBigIntegerField(
+        default=0,
+        help_text="Bytes of distinct offloaded content the workspace holds (kept by the "
+        "services that record and delete files; workspaces.quotas).",
+    )
     offload_quota_bytes = models.PositiveBigIntegerField(
         null=True,
         blank=True,
@@ -193,7 +198,8 @@ class OffloadedFile(models.Model):
         )
         indexes = (
             models.Index(fields=["workspace", "conversation"]),
-            # The offload quota's sum reads only this index (workspaces.quotas).
+            # Whether a workspace holds a content already, and the sizes of what it holds,
+            # read from the index alone (workspaces.quotas).
             models.Index(fields=["workspace", "storage_name", "size_bytes"], name="file_quota"),
         )
 

@@ -11,6 +11,7 @@ from django.db import IntegrityError, transaction
 from reduction_app.errors import ServiceError
 from reduction_app.models import Conversation, OffloadedFile, TranscriptMessage, Workspace
 from reduction_app.records.storage import DjangoStorageBackend
+from reduction_app.workspaces.quotas import offload_bytes_release
 
 logger = logging.getLogger(__name__)
 
@@ -132,8 +133,10 @@ def _transcript_write(
 @transaction.atomic
 def conversation_delete(*, conversation: Conversation) -> None:
     """Delete the conversation, its events and its files (content included)."""
-    files = list(conversation.files.values_list("storage_name", flat=True))
+    sized = list(conversation.files.values_list("storage_name", "size_bytes"))
+    files = [name for name, _ in sized]
     conversation.delete()
+    offload_bytes_release(workspace=conversation.workspace, names=sized)
     storage = DjangoStorageBackend(conversation.workspace).storage
     still_used = set(
         OffloadedFile.objects.filter(storage_name__in=files).values_list("storage_name", flat=True)

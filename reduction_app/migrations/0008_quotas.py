@@ -9,6 +9,15 @@ def sizes_from_characters(apps, schema_editor):
     # bytes for ASCII content, a little less than it otherwise.
     OffloadedFile = apps.get_model("reduction_app", "OffloadedFile")
     OffloadedFile.objects.update(size_bytes=models.F("size_chars"))
+    # Each workspace's usage: every distinct content it holds, once.
+    Workspace = apps.get_model("reduction_app", "Workspace")
+    for workspace in Workspace.objects.all():
+        sizes = dict(
+            OffloadedFile.objects.filter(workspace=workspace).values_list(
+                "storage_name", "size_bytes"
+            )
+        )
+        Workspace.objects.filter(pk=workspace.pk).update(offload_bytes=sum(sizes.values()))
 
 
 class Migration(migrations.Migration):
@@ -30,6 +39,11 @@ class Migration(migrations.Migration):
             model_name='offloadedfile',
             name='size_bytes',
             field=models.PositiveBigIntegerField(default=0, help_text='Size of the stored content (UTF-8), counted by the offload quota.'),
+        ),
+        migrations.AddField(
+            model_name='workspace',
+            name='offload_bytes',
+            field=models.PositiveBigIntegerField(default=0, help_text='Bytes of distinct offloaded content the workspace holds (kept by the services that record and delete files; workspaces.quotas).'),
         ),
         migrations.RunPython(sizes_from_characters, migrations.RunPython.noop),
         migrations.AddField(

@@ -22,7 +22,7 @@ from reduction_app.engine.inspect import count_text
 from reduction_app.errors import ServiceError
 from reduction_app.models import ConfigVersion, EventRecord, OffloadedFile, Workspace
 from reduction_app.records.storage import DjangoStorageBackend
-from reduction_app.workspaces.quotas import offload_quota, offload_quota_check, workspace_lock
+from reduction_app.workspaces.quotas import offload_bytes_add
 
 
 @dataclass
@@ -127,12 +127,10 @@ def engine_session_record(
                         call_id=event.call_id if event else "",
                     )
                 )
-            if new_files and offload_quota(session.workspace):
-                workspace_lock(workspace=session.workspace)
-                offload_quota_check(
-                    workspace=session.workspace,
-                    new_sizes={f.storage_name: f.size_bytes for f in new_files},
-                )
+            offload_bytes_add(
+                workspace=session.workspace,
+                new_sizes={f.storage_name: f.size_bytes for f in new_files},
+            )
             OffloadedFile.objects.bulk_create(new_files)
             rows = EventRecord.objects.bulk_create(
                 [

@@ -56,13 +56,43 @@ def test_quota_request_over_it_is_429_and_records_nothing(
     assert stored_files(offload_dir) == files_before
     assert (OffloadedFile.objects.count(), EventRecord.objects.count()) == counts_before
     assert list(Conversation.objects.values_list("client_id", flat=True)) == ["run-1"]
+    assert held(api.workspace) == 25
+
+
+def held(workspace: Workspace) -> int:
+    """The usage the workspace keeps, after checking it against a count from the rows."""
+    kept = Workspace.objects.get(pk=workspace.pk).offload_bytes
+    assert kept == offload_usage(workspace=workspace)
+    return kept
 
 
 def test_quota_up_to_it_exactly_passes(api: ApiClient, settings: Any) -> None:
     settings.REDUCTION_QUOTA_OFFLOAD_BYTES = 50
     assert truncate(api, TEXT_A, "call_1").status_code == HTTPStatus.OK
     assert truncate(api, TEXT_B, "call_2").status_code == HTTPStatus.OK
-    assert offload_usage(workspace=api.workspace) == 50
+    assert held(api.workspace) == 50
+
+
+def test_quota_usage_is_kept_with_the_quota_off(api: ApiClient, settings: Any) -> None:
+    settings.REDUCTION_QUOTA_OFFLOAD_BYTES = 0
+    for n in range(3):
+        assert truncate(api, f"{n}{TEXT_A}", f"call_{n}").status_code == HTTPStatus.OK
+    assert held(api.workspace) == 78
+
+
+def test_quota_deleting_a_conversation_gives_its_bytes_back(api: ApiClient, settings: Any) -> None:
+    """Content still held under another conversation's path stays counted."""
+    settings.REDUCTION_QUOTA_OFFLOAD_BYTES = 50
+    assert truncate(api, TEXT_A, "call_1", conversation_id="run-1").status_code == HTTPStatus.OK
+    assert truncate(api, TEXT_B, "call_2", conversation_id="run-1").status_code == HTTPStatus.OK
+    assert truncate(api, TEXT_A, "call_3", conversation_id="run-2").status_code == HTTPStatus.OK
+    assert held(api.workspace) == 50
+    assert api.delete("/conversations/run-1").status_code == HTTPStatus.NO_CONTENT
+    assert held(api.workspace) == 25
+    # 26 bytes do not fit beside the 25 still held; 25 do.
+    assert truncate(api, TEXT_B + "!", "call_4").status_code == HTTPStatus.TOO_MANY_REQUESTS
+    assert truncate(api, TEXT_B, "call_4").status_code == HTTPStatus.OK
+    assert held(api.workspace) == 50
 
 
 def test_quota_counts_content_held_twice_once(api: ApiClient, settings: Any) -> None:
@@ -71,7 +101,7 @@ def test_quota_counts_content_held_twice_once(api: ApiClient, settings: Any) -> 
     assert truncate(api, TEXT_A, "call_1").status_code == HTTPStatus.OK
     assert truncate(api, TEXT_A, "call_2", conversation_id="run-2").status_code == HTTPStatus.OK
     assert OffloadedFile.objects.count() == 2
-    assert offload_usage(workspace=api.workspace) == 25
+    assert held(api.workspace) == 25
 
 
 def test_quota_counts_bytes_not_characters(api: ApiClient, settings: Any) -> None:
