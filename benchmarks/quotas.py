@@ -75,8 +75,32 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(
                 f"rate limit {label}: GET /tools/read_file {_median_ms(tool, args.requests):.3f} ms"
             )
+        from reduction_app.workspaces.rates import rate_limit_count
+
+        def upsert(_: int) -> None:
+            rate_limit_count(workspace=workspace)
+
+        settings.REDUCTION_RATE_LIMIT = 10**9
+        print(f"rate limit: the upsert alone {_median_ms(upsert, args.requests * 10):.3f} ms")
         settings.REDUCTION_RATE_LIMIT = 0
 
+        from django.db import transaction
+
+        from reduction_app.workspaces.quotas import offload_bytes_add
+
+        def quota_step(n: int) -> None:
+            # Rolled back: the step as a request runs it, with nothing left behind.
+            with transaction.atomic():
+                offload_bytes_add(
+                    workspace=workspace, new_sizes={f"ws{workspace.pk}/zz/{n}.txt": 2048}
+                )
+                transaction.set_rollback(True)
+
+        def empty(_: int) -> None:
+            with transaction.atomic():
+                transaction.set_rollback(True)
+
+        print(f"an empty transaction, rolled back {_median_ms(empty, args.requests * 3):.3f} ms")
         counter = iter(range(10**9))
 
         def truncate(_: int) -> None:
@@ -114,6 +138,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 offload_usage(workspace=workspace)
             usage_ms = (time.perf_counter() - start) / 20 * 1000
             print(f"{files:>7} files: the usage counted from the rows {usage_ms:.3f} ms")
+            settings.REDUCTION_QUOTA_OFFLOAD_BYTES = 10**15
+            step_ms = _median_ms(quota_step, args.requests * 3)
+            print(f"{files:>7} files: the quota step in its own transaction {step_ms:.3f} ms")
         print(f"load average at the end {os.getloadavg()[0]:.2f}")
     return 0
 
