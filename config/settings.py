@@ -71,6 +71,9 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django.contrib.humanize",
+    # django-ninja's own static Swagger UI for /api/v1/docs (without it, a CDN and an
+    # inline script, which the Content-Security-Policy refuses).
+    "ninja",
     "django_htmx",
     "template_partials",
     "chartkick.django",
