@@ -87,6 +87,8 @@ def server_env(folder: Path, *, workers: int, database_url: str | None = None) -
         # Port 0: the system picks a free port, and gunicorn says which in its log.
         GUNICORN_BIND="127.0.0.1:0",
         PYTHONUNBUFFERED="1",
+        # Served over plain HTTP on loopback: cookies marked Secure would not come back.
+        DJANGO_SECURE_COOKIES="0",
     )
     return env
 

@@ -23,6 +23,13 @@ def _env_bool(name: str, default: bool) -> bool:
     return value.strip().lower() in {"1", "true", "yes", "on"}
 
 
+def _env_int(name: str, default: int) -> int:
+    text = os.environ.get(name, str(default)).strip()
+    if not text.isdigit():
+        raise ImproperlyConfigured(f"{name} must be a whole number from 0, not {text!r}")
+    return int(text)
+
+
 DEBUG = _env_bool("DJANGO_DEBUG", True)
 # The development default is only for 127.0.0.1; any real deployment sets its own.
 DEVELOPMENT_SECRET_KEY = "insecure-development-key-set-DJANGO_SECRET_KEY-in-production"
@@ -64,6 +71,9 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django.contrib.humanize",
+    # django-ninja's own static Swagger UI for /api/v1/docs (without it, a CDN and an
+    # inline script, which the Content-Security-Policy refuses).
+    "ninja",
     "django_htmx",
     "template_partials",
     "chartkick.django",
@@ -79,6 +89,7 @@ TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
 MIDDLEWARE = [
     "reduction_app.limits.ApiRequestSizeMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "reduction_app.csp.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -90,6 +101,36 @@ MIDDLEWARE = [
 ]
 
 ROOT_URLCONF = "config.urls"
+
+# Headers and cookies for a browser's safety. README: "Security". Django's defaults for
+# the first three, set here so that they are seen.
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+SESSION_COOKIE_HTTPONLY = True
+# No script reads the CSRF cookie: pages send the token from the template (hx-headers).
+CSRF_COOKIE_HTTPONLY = True
+# Every response (reduction_app/csp.py): scripts, styles, images and requests only from
+# this site, no plugins, no framing, forms posting only here.
+REDUCTION_CONTENT_SECURITY_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
+# With DEBUG off the site is taken to be served over HTTPS: the session and CSRF cookies
+# are sent only over it (DJANGO_SECURE_COOKIES=0 for a server reached over plain HTTP).
+# What would lock a site into HTTPS, or trust a header, is the deployer's choice: the
+# redirect to HTTPS, HSTS, and which header a TLS-terminating proxy sets (an opt-in:
+# trusting a header that the proxy does not overwrite lets any client claim HTTPS).
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = not DEBUG and _env_bool("DJANGO_SECURE_COOKIES", True)
+SECURE_SSL_REDIRECT = not DEBUG and _env_bool("DJANGO_SECURE_SSL_REDIRECT", False)
+SECURE_HSTS_SECONDS = 0 if DEBUG else _env_int("DJANGO_SECURE_HSTS_SECONDS", 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = _env_bool("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = _env_bool("DJANGO_SECURE_HSTS_PRELOAD", False)
+# e.g. X-Forwarded-Proto: the request is HTTPS when that header says "https".
+_PROXY_SSL_HEADER = os.environ.get("DJANGO_SECURE_PROXY_SSL_HEADER", "").strip()
+SECURE_PROXY_SSL_HEADER = (
+    ("HTTP_" + _PROXY_SSL_HEADER.upper().replace("-", "_"), "https") if _PROXY_SSL_HEADER else None
+)
 
 TEMPLATES = [
     {
@@ -254,6 +295,14 @@ REDUCTION_MAX_REQUEST_BYTES = int(os.environ.get("REDUCTION_MAX_REQUEST_BYTES", 
 DATA_UPLOAD_MAX_MEMORY_SIZE = REDUCTION_MAX_REQUEST_BYTES + 1024
 
 
+# Quotas per workspace (a workspace's own fields override both; 0 is no limit). README:
+# "Security". The bytes of offloaded content a workspace holds, 1 GiB by default: a
+# request that would go over it answers 429 and records nothing.
+REDUCTION_QUOTA_OFFLOAD_BYTES = _env_int("REDUCTION_QUOTA_OFFLOAD_BYTES", 1024 * 1024 * 1024)
+# REST API requests a minute per workspace, counted in the database; off by default.
+REDUCTION_RATE_LIMIT = _env_int("REDUCTION_RATE_LIMIT", 0)
+
+
 # A part of a sweep on the task workers is leased (reduction_app/simulations/leases.py): the
 # worker running it writes a heartbeat every sixth of the lease, and a part whose heartbeat
 # is older than the lease is taken back from its worker, which is presumed dead, and queued
@@ -289,6 +338,10 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"stderr": {"class": "logging.StreamHandler"}},
     "loggers": {
-        "django": {"handlers": ["stderr"], "level": os.environ.get("DJANGO_LOG_LEVEL", "INFO")}
+        "django": {"handlers": ["stderr"], "level": os.environ.get("DJANGO_LOG_LEVEL", "INFO")},
+        # With DEBUG on, every SQL statement is logged at DEBUG level with its values, and
+        # those are tool output and transcripts: never logged, whatever DJANGO_LOG_LEVEL
+        # says (connection.queries still holds them in development).
+        "django.db.backends": {"level": "INFO"},
     },
 }

@@ -24,8 +24,9 @@ from ninja.types import DictStrAny
 
 from reduction_app import engine
 from reduction_app.engine import formats
-from reduction_app.errors import ServiceError
+from reduction_app.errors import QuotaExceeded, ServiceError
 from reduction_app.models import ApiKey
+from reduction_app.workspaces.rates import rate_limit_count
 from reduction_app.workspaces.services import api_key_authenticate
 
 logger = logging.getLogger(__name__)
@@ -33,7 +34,11 @@ logger = logging.getLogger(__name__)
 
 class ApiKeyAuth(HttpBearer):
     def authenticate(self, request: HttpRequest, token: str) -> ApiKey | None:
-        return api_key_authenticate(raw_key=token)
+        key = api_key_authenticate(raw_key=token)
+        if key is not None:
+            # Raises QuotaExceeded (429) past the workspace's requests a minute.
+            rate_limit_count(workspace=key.workspace)
+        return key
 
 
 # The operation ids published with v1 of the API (generated clients name their methods
@@ -212,6 +217,14 @@ def _database_failed(request: HttpRequest, exc: DatabaseError) -> HttpResponse:
 @api.exception_handler(engine.ReductionError)
 def _engine_refused(request: HttpRequest, exc: engine.ReductionError) -> HttpResponse:
     return _error(request, HTTPStatus.UNPROCESSABLE_ENTITY, str(exc))
+
+
+@api.exception_handler(QuotaExceeded)
+def _over_quota(request: HttpRequest, exc: QuotaExceeded) -> HttpResponse:
+    response = _error(request, HTTPStatus.TOO_MANY_REQUESTS, str(exc))
+    if exc.retry_after is not None:
+        response["Retry-After"] = str(exc.retry_after)
+    return response
 
 
 @api.exception_handler(ServiceError)

@@ -32,6 +32,23 @@ class Workspace(models.Model):
         "empty: kept forever.",
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    offload_bytes = models.PositiveBigIntegerField(
+        default=0,
+        help_text="Bytes of distinct offloaded content the workspace holds (kept by the "
+        "services that record and delete files; workspaces.quotas).",
+    )
+    offload_quota_bytes = models.PositiveBigIntegerField(
+        null=True,
+        blank=True,
+        help_text="Most bytes of offloaded content the workspace may hold: empty for "
+        "REDUCTION_QUOTA_OFFLOAD_BYTES, 0 for no limit.",
+    )
+    rate_limit_per_minute = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="Most REST API requests a minute: empty for REDUCTION_RATE_LIMIT, "
+        "0 for no limit.",
+    )
 
     class Meta:
         ordering = ("slug",)
@@ -176,6 +193,9 @@ class OffloadedFile(models.Model):
     path = models.CharField(max_length=500)
     storage_name = models.CharField(max_length=500)
     size_chars = models.PositiveBigIntegerField()
+    size_bytes = models.PositiveBigIntegerField(
+        default=0, help_text="Size of the stored content (UTF-8), counted by the offload quota."
+    )
     tokens = models.PositiveBigIntegerField()
     sha256 = models.CharField(max_length=64)
     phase = models.CharField(max_length=20)
@@ -190,10 +210,31 @@ class OffloadedFile(models.Model):
         constraints = (
             models.UniqueConstraint(fields=["workspace", "path"], name="file_path_unique"),
         )
-        indexes = (models.Index(fields=["workspace", "conversation"]),)
+        indexes = (
+            models.Index(fields=["workspace", "conversation"]),
+            # Whether a workspace holds a content already, and the sizes of what it holds,
+            # read from the index alone (workspaces.quotas).
+            models.Index(fields=["workspace", "storage_name", "size_bytes"], name="file_quota"),
+        )
 
     def __str__(self) -> str:
         return self.path
+
+
+class RateWindow(models.Model):
+    """A workspace's REST API requests in the current minute, for ``REDUCTION_RATE_LIMIT``.
+
+    One row a workspace, rewritten in place by one upsert a request
+    (``workspaces.rates``), so the count holds across web workers and machines."""
+
+    workspace = models.OneToOneField(
+        Workspace, on_delete=models.CASCADE, primary_key=True, related_name="rate_window"
+    )
+    minute = models.BigIntegerField(help_text="Minutes since the epoch, UTC.")
+    count = models.PositiveIntegerField()
+
+    def __str__(self) -> str:
+        return f"{self.workspace_id}: {self.count} in minute {self.minute}"
 
 
 class EventRecord(models.Model):

@@ -65,7 +65,7 @@ def test_readme_python_examples_run(tmp_path, monkeypatch) -> None:  # type: ign
 
 
 _ENV_READ = re.compile(
-    r"""(?:(?:os\.)?environ(?:\.get)?[\[(]|_env_bool\()\s*"([A-Z][A-Z0-9_]*)\""""
+    r"""(?:(?:os\.)?environ(?:\.get)?[\[(]|_env_(?:bool|int)\()\s*"([A-Z][A-Z0-9_]*)\""""
 )
 _AWS_NAME = re.compile(r'"(AWS_[A-Z0-9_]+)"')
 _ENV_SOURCES = ("settings.py", "gunicorn_conf.py")

@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 from tests.conftest import REPO
 
@@ -96,3 +97,108 @@ def test_settings_csrf_trusted_origins_from_the_environment() -> None:
         "https://lab.example.com",
         "https://lab2.example.com",
     ]
+
+
+SECURITY = (
+    "import json, config.settings as s; print(json.dumps({name: getattr(s, name) for name in ("
+    "'SESSION_COOKIE_SECURE', 'CSRF_COOKIE_SECURE', 'SESSION_COOKIE_HTTPONLY', "
+    "'CSRF_COOKIE_HTTPONLY', 'SECURE_SSL_REDIRECT', 'SECURE_HSTS_SECONDS', "
+    "'SECURE_HSTS_INCLUDE_SUBDOMAINS', 'SECURE_HSTS_PRELOAD', 'SECURE_PROXY_SSL_HEADER', "
+    "'SECURE_CONTENT_TYPE_NOSNIFF', 'X_FRAME_OPTIONS', 'SECURE_REFERRER_POLICY', "
+    "'REDUCTION_QUOTA_OFFLOAD_BYTES', 'REDUCTION_RATE_LIMIT')}))"
+)
+PRODUCTION = {
+    "DJANGO_DEBUG": "0",
+    "DJANGO_SECRET_KEY": "a-long-random-production-key-" + "k" * 40,
+    "DJANGO_ALLOWED_HOSTS": "lab.example.com",
+    "DJANGO_SECURE_SSL_REDIRECT": "1",
+    "DJANGO_SECURE_HSTS_SECONDS": "31536000",
+    "DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS": "1",
+    "DJANGO_SECURE_HSTS_PRELOAD": "1",
+    "DJANGO_SECURE_PROXY_SSL_HEADER": "X-Forwarded-Proto",
+}
+"""The environment of a server behind a TLS-terminating proxy, as README "Security"
+gives it."""
+
+
+def run_with(code: str, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    base = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("DJANGO_", "REDUCTION_"))
+        and k not in ("DATABASE_URL", "TEST_DATABASE_URL")
+    }
+    command = [sys.executable, *(("-c", code) if code else ()), *args]
+    return subprocess.run(
+        command, cwd=REPO, env={**base, **env}, capture_output=True, text=True, timeout=120
+    )
+
+
+def security(**env: str) -> dict[str, object]:
+    done = run_with(SECURITY, **env)
+    assert done.returncode == 0, done.stderr
+    loaded: dict[str, object] = json.loads(done.stdout)
+    return loaded
+
+
+def test_settings_security_in_production() -> None:
+    assert security(**PRODUCTION) == {
+        "SESSION_COOKIE_SECURE": True,
+        "CSRF_COOKIE_SECURE": True,
+        "SESSION_COOKIE_HTTPONLY": True,
+        "CSRF_COOKIE_HTTPONLY": True,
+        "SECURE_SSL_REDIRECT": True,
+        "SECURE_HSTS_SECONDS": 31536000,
+        "SECURE_HSTS_INCLUDE_SUBDOMAINS": True,
+        "SECURE_HSTS_PRELOAD": True,
+        "SECURE_PROXY_SSL_HEADER": ["HTTP_X_FORWARDED_PROTO", "https"],
+        "SECURE_CONTENT_TYPE_NOSNIFF": True,
+        "X_FRAME_OPTIONS": "DENY",
+        "SECURE_REFERRER_POLICY": "same-origin",
+        "REDUCTION_QUOTA_OFFLOAD_BYTES": 1073741824,
+        "REDUCTION_RATE_LIMIT": 0,
+    }
+
+
+def test_settings_security_defaults_with_debug_off() -> None:
+    """Secure cookies by default; what locks a site into HTTPS or trusts a header is
+    opt-in."""
+    shown = security(DJANGO_DEBUG="0", DJANGO_SECRET_KEY="k" * 50)
+    assert (shown["SESSION_COOKIE_SECURE"], shown["CSRF_COOKIE_SECURE"]) == (True, True)
+    assert shown["SECURE_SSL_REDIRECT"] is False
+    assert shown["SECURE_HSTS_SECONDS"] == 0
+    assert shown["SECURE_PROXY_SSL_HEADER"] is None
+    plain_http = security(DJANGO_DEBUG="0", DJANGO_SECRET_KEY="k" * 50, DJANGO_SECURE_COOKIES="0")
+    assert (plain_http["SESSION_COOKIE_SECURE"], plain_http["CSRF_COOKIE_SECURE"]) == (False, False)
+
+
+def test_settings_security_in_development_never_insist_on_https() -> None:
+    shown = security(DJANGO_SECURE_SSL_REDIRECT="1", DJANGO_SECURE_HSTS_SECONDS="60")
+    assert (shown["SESSION_COOKIE_SECURE"], shown["SECURE_SSL_REDIRECT"]) == (False, False)
+    assert shown["SECURE_HSTS_SECONDS"] == 0
+
+
+def test_settings_quotas_from_the_environment() -> None:
+    shown = security(REDUCTION_QUOTA_OFFLOAD_BYTES="0", REDUCTION_RATE_LIMIT="600")
+    assert (shown["REDUCTION_QUOTA_OFFLOAD_BYTES"], shown["REDUCTION_RATE_LIMIT"]) == (0, 600)
+    done = run_with(SECURITY, REDUCTION_RATE_LIMIT="lots")
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines()[-1] == (
+        "django.core.exceptions.ImproperlyConfigured: REDUCTION_RATE_LIMIT must be a whole "
+        "number from 0, not 'lots'"
+    )
+
+
+def test_settings_check_deploy_finds_nothing_in_production(tmp_path: Path) -> None:
+    done = run_with(
+        "",
+        "manage.py",
+        "check",
+        "--deploy",
+        "--fail-level",
+        "WARNING",
+        DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}",
+        **PRODUCTION,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "System check identified no issues (0 silenced).\n"

@@ -11,6 +11,7 @@ from django.db import IntegrityError, transaction
 from reduction_app.errors import ServiceError
 from reduction_app.models import Conversation, TranscriptMessage, Workspace
 from reduction_app.records.services import file_content_release
+from reduction_app.workspaces.quotas import offload_bytes_release
 
 
 def conversation_upsert(
@@ -133,7 +134,9 @@ def _transcript_write(
 @transaction.atomic
 def conversation_delete(*, conversation: Conversation) -> None:
     """Delete the conversation, its events and its files; their content goes from the
-    storage once committed, unless another file row names it."""
-    names = list(conversation.files.values_list("storage_name", flat=True).distinct())
+    storage once committed, unless another file row names it, and from the workspace's
+    offload usage now."""
+    sized = list(conversation.files.values_list("storage_name", "size_bytes"))
     conversation.delete()
-    file_content_release(storage_names=names)
+    offload_bytes_release(workspace=conversation.workspace, names=sized)
+    file_content_release(storage_names=[name for name, _ in sized])

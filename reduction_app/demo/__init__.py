@@ -129,6 +129,7 @@ def demo_reset(*, workspace: Workspace) -> None:
         conversation_delete(conversation=conversation)
     names = list(OffloadedFile.objects.filter(workspace=workspace).values_list("storage_name"))
     OffloadedFile.objects.filter(workspace=workspace).delete()
+    Workspace.objects.filter(pk=workspace.pk).update(offload_bytes=0)
     EventRecord.objects.filter(workspace=workspace).delete()
     Simulation.objects.filter(workspace=workspace).delete()
     ConfigProfile.objects.filter(workspace=workspace).delete()

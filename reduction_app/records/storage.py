@@ -49,6 +49,7 @@ class StagedWrite:
     content: str
     digest: str
     storage_name: str
+    size_bytes: int
     created: bool
     """Whether this backend created the stored object (and so may remove it)."""
 
@@ -99,7 +100,7 @@ class DjangoStorageBackend:
                 self.storage.delete(saved)
             created = saved == name
         self.staged[request.file_path] = StagedWrite(
-            request.file_path, request.content, digest, name, created
+            request.file_path, request.content, digest, name, len(data), created
         )
 
     def read(self, path: str) -> str:

@@ -2,7 +2,9 @@
 
 Offloads are staged in storage while the engine runs, and only when it succeeded are
 the file rows, the event rows and the conversation written, in one transaction. On
-any failure the staged content is removed and nothing is recorded."""
+any failure the staged content is removed and nothing is recorded; a request whose new
+files would take the workspace over its offload quota fails so too
+(``workspaces.quotas``)."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from reduction_app.engine.inspect import count_text
 from reduction_app.errors import ServiceError
 from reduction_app.models import ConfigVersion, EventRecord, OffloadedFile, Workspace
 from reduction_app.records.storage import DjangoStorageBackend
+from reduction_app.workspaces.quotas import offload_bytes_add
 
 
 @dataclass
@@ -116,6 +119,7 @@ def engine_session_record(
                         conversation=conversation,
                         storage_name=staged.storage_name,
                         size_chars=len(staged.content),
+                        size_bytes=staged.size_bytes,
                         tokens=count_text(counter, staged.content),
                         sha256=staged.digest,
                         phase=event.phase if event else "",
@@ -123,6 +127,10 @@ def engine_session_record(
                         call_id=event.call_id if event else "",
                     )
                 )
+            offload_bytes_add(
+                workspace=session.workspace,
+                new_sizes={f.storage_name: f.size_bytes for f in new_files},
+            )
             OffloadedFile.objects.bulk_create(new_files)
             rows = EventRecord.objects.bulk_create(
                 [

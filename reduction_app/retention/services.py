@@ -38,6 +38,7 @@ from reduction_app.retention.selectors import (
     expired_simulations,
     purge_preview,
 )
+from reduction_app.workspaces.quotas import offload_bytes_release
 
 __all__ = ["BATCH_SIZE", "PurgeReport", "WorkspacePurge", "purge", "retention_purge"]
 
@@ -129,17 +130,28 @@ def _delete_in_batches(
             ids = list(batch[:batch_size])
             if not ids:
                 return
-            names = [] if files is None else _storage_names(files(ids))
+            sized = [] if files is None else _sized_names(files(ids))
             _, counts = rows.model.objects.filter(pk__in=ids).only("pk").delete()
+            _release_usage(sized)
             # A model that came to cascade from these and is not counted fails the batch
             # (rolled back) rather than go unreported.
             for label, count in counts.items():
                 field = _COUNTED[label]
                 setattr(report, field, getattr(report, field) + count)
-            file_content_release(storage_names=names, freed=report.content)
+            file_content_release(storage_names={name for _, name, _ in sized}, freed=report.content)
         if len(ids) < batch_size:
             return
 
 
-def _storage_names(files: QuerySet[OffloadedFile]) -> list[str]:
-    return list(files.order_by().values_list("storage_name", flat=True).distinct())
+def _sized_names(files: QuerySet[OffloadedFile]) -> list[tuple[int, str, int]]:
+    """(workspace id, storage name, bytes) of each file row."""
+    return list(files.order_by().values_list("workspace_id", "storage_name", "size_bytes"))
+
+
+def _release_usage(sized: list[tuple[int, str, int]]) -> None:
+    """Give the deleted files' bytes back to their workspaces' offload usage."""
+    by_workspace: dict[int, list[tuple[str, int]]] = {}
+    for workspace_id, name, size in sized:
+        by_workspace.setdefault(workspace_id, []).append((name, size))
+    for workspace in Workspace.objects.filter(pk__in=by_workspace).order_by("pk"):
+        offload_bytes_release(workspace=workspace, names=by_workspace[workspace.pk])

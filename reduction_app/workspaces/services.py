@@ -18,7 +18,15 @@ LAST_USED_RESOLUTION_SECONDS = 60
 
 
 def api_key_authenticate(*, raw_key: str) -> ApiKey | None:
-    """The live key for ``raw_key``, with its last-used time refreshed (at most once a minute)."""
+    """The live key for ``raw_key``, with its last-used time refreshed (at most once a minute).
+
+    No secret is compared here, so there is nothing to compare in constant time: the
+    database looks the row up by the SHA-256 of the key sent. However long that lookup
+    takes, it can tell an attacker only about the digest of what they sent, and a digest
+    close to a stored one says nothing about a key (learning a stored digest byte by byte
+    would still leave a preimage of SHA-256 to find, over a 256-bit random key). Revocation
+    holds from the next request: nothing caches keys, every request reads the row.
+    """
     key = (
         ApiKey.objects.select_related("workspace")
         .filter(digest=api_key_digest(raw_key), revoked_at__isnull=True)

@@ -190,6 +190,9 @@ def test_docs_page_answers(api: ApiClient) -> None:
     response = api.client.get("/api/v1/docs")
     assert response.status_code == HTTPStatus.OK
     assert b"Reduction Lab API" in response.content
+    # Swagger UI from django-ninja's static files: no CDN, no inline script (the CSP).
+    assert b'src="/static/ninja/swagger-ui-init.js"' in response.content
+    assert b"cdn.jsdelivr.net" not in response.content
 
 
 def test_conversation_ids_with_dot_segments_are_refused(api: Any) -> None:

@@ -72,6 +72,15 @@ def test_auth_revoked_key_is_401(api: ApiClient) -> None:
     _unauthorized(api.get("/events"))
 
 
+def test_auth_key_revoked_by_the_command_is_401_on_the_very_next_request(
+    api: ApiClient,
+) -> None:
+    """No key is cached: the request right after the revocation reads the row again."""
+    assert api.get("/tools/read_file").status_code == HTTPStatus.OK
+    call_command("api_keys", "--revoke", api.key.prefix, stdout=StringIO())
+    _unauthorized(api.get("/tools/read_file"))
+
+
 def test_auth_checks_the_key_before_the_body(api: ApiClient) -> None:
     """An unauthenticated request learns nothing about its input."""
     response = api.client.post("/api/v1/truncate", b"not json", content_type="application/json")

@@ -21,8 +21,10 @@ def test_slider_changes_the_totals_in_place(signed_in: Any, shoot: Any) -> None:
     page.locator("input[type=range][name=max_tokens_for_clear]").evaluate(
         "el => { el.value = 5000; el.dispatchEvent(new Event('input', {bubbles: true})) }"
     )
+    # A function, not an expression: Playwright evals an expression inside the page, which
+    # the Content-Security-Policy (no 'unsafe-eval') refuses.
     page.wait_for_function(
-        f"document.querySelector({TUNED_BILLED!r}).textContent === '156,062 tok'"
+        f"() => document.querySelector({TUNED_BILLED!r}).textContent === '156,062 tok'"
     )
     assert page.evaluate("window.notReloaded") is True
     assert page.input_value("input[type=number][name=max_tokens_for_clear]") == "5000"

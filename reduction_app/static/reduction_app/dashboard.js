@@ -25,3 +25,26 @@
   document.addEventListener("DOMContentLoaded", function () { render(document); });
   document.addEventListener("htmx:afterSettle", function (event) { render(event.target); });
 })();
+
+// Behaviour that would otherwise sit in inline handlers, which the Content-Security-Policy
+// (script-src 'self') does not run: listened for on the document, so it holds for content
+// htmx swaps in too.
+(function () {
+  "use strict";
+
+  // The workspace switcher submits as soon as another workspace is picked.
+  document.addEventListener("change", function (event) {
+    var el = event.target;
+    if (el.matches && el.matches("select[data-autosubmit]")) el.form.submit();
+  });
+
+  // Tune: a knob's slider and number input carry the same name; keep them equal.
+  document.addEventListener("input", function (event) {
+    var el = event.target;
+    if (!el.form || el.form.id !== "tune-form") return;
+    if (!el.name || el.type === "hidden") return;
+    el.form.querySelectorAll('input[name="' + el.name + '"]').forEach(function (other) {
+      if (other !== el && other.type !== "hidden") other.value = el.value;
+    });
+  }, true);
+})();

@@ -22,6 +22,7 @@ from reduction_app.models import (
 from reduction_app.records.services import ContentFreed
 from reduction_app.records.storage import offload_storage, read_stored
 from reduction_app.retention.services import PurgeReport, purge, retention_purge
+from reduction_app.workspaces.quotas import offload_usage
 from reduction_app.workspaces.services import workspace_get_or_create
 from tests.app.retention.support import conversation, counts, days_ago, record, simulation
 from tests.offload_stores import OffloadStore
@@ -72,6 +73,21 @@ def test_purge_deletes_exactly_the_old_records_and_their_content(
     assert TranscriptMessage.objects.count() == 2
     assert Simulation.objects.count() == SimulationPart.objects.count() == 0
     assert offloads.names() == sorted(set(stored) - set(gone))
+
+
+def test_purge_gives_the_freed_bytes_back_to_the_offload_quota(
+    workspace: Workspace, django_capture_on_commit_callbacks: Any
+) -> None:
+    """The workspace's offload usage (what its quota is checked against) loses what the
+    purge freed, and still equals a count over the rows left."""
+    conversation(workspace, "old", "shared output", "only old", days=40)
+    conversation(workspace, "new", "shared output", "new output", days=1)
+    workspace.refresh_from_db()
+    assert workspace.offload_bytes == offload_usage(workspace=workspace) == 13 + 8 + 10
+    with django_capture_on_commit_callbacks(execute=True):
+        purge(cutoff=days_ago(CUTOFF_DAYS), workspace=workspace)
+    workspace.refresh_from_db()
+    assert workspace.offload_bytes == offload_usage(workspace=workspace) == 13 + 10
 
 
 def test_purge_keeps_content_a_newer_row_still_names(
