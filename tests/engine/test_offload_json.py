@@ -62,7 +62,7 @@ _PRINTABLE_ASCII = st.sampled_from([chr(c) for c in range(0x20, 0x7F)] + list('\
 
 
 def _long(chars: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
-    """Texts of 1,024 to 3,000 characters or so, where long ASCII texts are replaced."""
+    """Texts of 1,024 to 3,000 characters or so, long enough for ASCII texts to be replaced."""
     return st.builds(
         lambda s, n: s * (n // len(s) + 1),
         st.text(chars, min_size=1, max_size=30),
@@ -124,6 +124,8 @@ def test_stringify_matches_one_json_dumps_of_the_whole_list(parts: list[ToolOutp
         "",
         "a",
         "<b>&amp;</b> \u2028 \ud800 \U0001f600",
+        "x" * 510 + '"',
+        "x" * 511 + '"',
         "x" * 1023 + '"',
         'plain "quoted" line\\n with a \\ backslash\n\ttab\r\n' * 40,
         "a control \x01 in a long ASCII text " * 40,
