@@ -1,9 +1,8 @@
-"""Tool output parts: what gets written to a backend, how streamed chunks join,
-and how parts move between tool results and message content.
+"""Tool output parts: how streamed chunks join, and how parts move between tool
+results and message content.
 
-Offload content (decision 9): one text part is written raw; anything else is
-``json.dumps(parts, ensure_ascii=False, indent=2)`` of ``{"type", "text", ...}``
-objects with empty fields left out, in the reference's key order.
+What gets written to a backend (decision 9) is ``offload_json.py``'s; its functions are
+re-exported here.
 
 Unlike the reference, conversions between tool output parts and chat message
 parts keep everything (part ``extra``, image ``detail``, file ``name``, inline
@@ -12,13 +11,13 @@ data), so a cleared-then-restored result loses nothing.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
 from reduction_app.engine.errors import MessageError
-from reduction_app.engine.messages import Media, MessagePart
+from reduction_app.engine.messages import MessagePart
+from reduction_app.engine.offload_json import media_to_json, part_to_json, stringify
 from reduction_app.engine.tool_io import ToolOutputPart, ToolResult
 
 __all__ = [
@@ -32,42 +31,6 @@ __all__ = [
     "text_prefix",
     "tool_part_to_message_part",
 ]
-
-_MEDIA_TYPES = ("image", "audio", "video", "file")
-
-
-def media_to_json(media: Media) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key in ("url", "base64_data", "mime_type", "detail", "name"):
-        value = getattr(media, key)
-        if value:
-            out[key] = value
-    if media.extra:
-        out["extra"] = dict(media.extra)
-    return out
-
-
-def part_to_json(part: ToolOutputPart) -> dict[str, Any]:
-    """A part as the JSON object offload files hold: ``type`` first, empty fields omitted."""
-    out: dict[str, Any] = {"type": part.type}
-    if part.text:
-        out["text"] = part.text
-    if part.media is not None and part.type in _MEDIA_TYPES:
-        out[part.type] = media_to_json(part.media)
-    if part.tool_search_result is not None:
-        out["tool_search_result"] = part.tool_search_result
-    if part.extra:
-        out["extra"] = dict(part.extra)
-    return out
-
-
-def stringify(parts: Sequence[ToolOutputPart]) -> str:
-    """The offload content of ``parts``: raw text for a single text part, else JSON."""
-    if not parts:
-        return ""
-    if len(parts) == 1 and parts[0].type == "text":
-        return parts[0].text
-    return json.dumps([part_to_json(p) for p in parts], ensure_ascii=False, indent=2)
 
 
 def text_length(parts: Iterable[ToolOutputPart]) -> int:
