@@ -43,7 +43,9 @@ STATEFUL_SCENARIOS = 40
 STATEFUL_STEPS = 6
 
 
-def _config(*, mode: str = "all", coverage: bool, max_examples: int) -> schemathesis.Config:
+def _config(
+    *, mode: str = "all", coverage: bool, max_examples: int, allow_x00: bool = True
+) -> schemathesis.Config:
     return schemathesis.Config.from_dict(
         {
             "seed": SEED,
@@ -51,6 +53,7 @@ def _config(*, mode: str = "all", coverage: bool, max_examples: int) -> schemath
                 "mode": mode,
                 "max-examples": max_examples,
                 "deterministic": True,
+                "allow-x00": allow_x00,
                 # No example database: a run replays nothing from an earlier one.
                 "database": "none",
                 # The key goes in every request as it is; missing and wrong keys are
@@ -79,8 +82,11 @@ STATEFUL_SCHEMA = schemathesis.openapi.from_dict(
 )
 # Authentication comes before everything else, so a few generated cases an operation say
 # as much as the coverage phase's hundreds would.
+# An address holding a NUL character is refused before anything reads the key (a 422,
+# as a body over the size limit is a 413): this test is about keys, so its cases hold none.
 UNAUTHORIZED_SCHEMA = schemathesis.openapi.from_dict(
-    DOCUMENT, config=_config(coverage=False, max_examples=UNAUTHORIZED_EXAMPLES)
+    DOCUMENT,
+    config=_config(coverage=False, max_examples=UNAUTHORIZED_EXAMPLES, allow_x00=False),
 )
 
 CHECKS = [
