@@ -6,10 +6,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
+from benchmarks.server import fresh_postgres
 from reduction_app.conversations.services import conversation_upsert
 from reduction_app.models import Conversation
 from reduction_app.workspaces.services import workspace_get_or_create
@@ -37,16 +37,5 @@ def site_url(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
     if request.param == "sqlite":
         yield f"sqlite:///{tmp_path / 'workers.sqlite3'}"
         return
-    import psycopg
-
-    url = urlsplit(os.environ["TEST_DATABASE_URL"])
-    name = f"{url.path.lstrip('/') or 'reduction'}_workers_{os.getpid()}"
-    admin = urlunsplit(url._replace(path="/postgres"))
-    with psycopg.connect(admin, autocommit=True) as db:
-        db.execute(f'DROP DATABASE IF EXISTS "{name}"')
-        db.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield urlunsplit(url._replace(path=f"/{name}"))
-    finally:
-        with psycopg.connect(admin, autocommit=True) as db:
-            db.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    with fresh_postgres(os.environ["TEST_DATABASE_URL"]) as url:
+        yield url
