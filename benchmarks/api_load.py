@@ -19,8 +19,8 @@ For each config, measured one after another:
 
 1. **in-process**: ``formats.json_loads`` of the request body (the decoder the API's
    body parser uses), the format's parse, the clear phase with an ``InMemoryBackend``,
-   the format's dump and ``json.dumps`` of the answer
-   (messages and events): the same JSON in and out as the API, minus HTTP,
+   the format's dump and ``msgspec.json.encode`` of the answer (messages and events;
+   the encoder the API's renderer uses): the same JSON in and out as the API, minus HTTP,
    authentication, the database and the offload storage. Median of ``--repeat`` runs.
 2. **test client**: the same request through Django's test client in this process, on the
    server's database: the whole Django layer, without HTTP and gunicorn.
@@ -49,6 +49,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
+
+import msgspec
 
 from benchmarks.api_report import print_report
 from benchmarks.corpus import build_conversation, dump_openai
@@ -121,7 +123,7 @@ def in_process(body: bytes, backend: InMemoryBackend) -> tuple[float, dict[str, 
     )
     system, out = formats.dump("openai_chat", state.messages)
     answer = {"messages": out, "system": system, "events": [e.to_dict() for e in events]}
-    json.dumps(answer)
+    msgspec.json.encode(answer)
     return time.perf_counter() - start, answer
 
 

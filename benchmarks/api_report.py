@@ -82,8 +82,8 @@ def print_report(report: dict[str, Any]) -> None:
     headers = ["payload", "p50 ms", "p99 ms", "max ms", "requests/s", "requests", "errors", "s"]
     print(table([*headers, "load generator, cores"], rows))
     print(
-        "\nin-process: formats.json_loads + parse + clear (InMemoryBackend) + dump + json.dumps "
-        "of the answer, single-threaded.\ntest client: the same request through Django in this "
-        "process (no HTTP). HTTP: through gunicorn over loopback, one client.\n"
+        "\nin-process: formats.json_loads + parse + clear (InMemoryBackend) + dump + msgspec "
+        "encoding of the answer, single-threaded.\ntest client: the same request through Django "
+        "in this process (no HTTP). HTTP: through gunicorn over loopback, one client.\n"
         "overhead = HTTP p50 - in-process; target HTTP p50 / in-process <= 1.5x."
     )

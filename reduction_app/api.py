@@ -28,6 +28,7 @@ from reduction_app import engine
 from reduction_app.engine import formats
 from reduction_app.errors import QuotaExceeded, ServiceError
 from reduction_app.models import ApiKey
+from reduction_app.renderers import MsgspecJSONRenderer
 from reduction_app.workspaces.rates import rate_limit_count
 from reduction_app.workspaces.services import api_key_authenticate
 
@@ -86,6 +87,7 @@ api = ReductionLabAPI(
     urls_namespace="api",
     auth=ApiKeyAuth(),
     parser=BytesJsonParser(),
+    renderer=MsgspecJSONRenderer(),
 )
 
 
