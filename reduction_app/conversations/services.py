@@ -109,11 +109,9 @@ def _transcript_write(
     ``stored`` is the stored position -> digest when known (``{}`` for a new conversation).
     """
     if stored is None:
-        stored = dict(
-            TranscriptMessage.objects.filter(conversation=conversation).values_list(
-                "position", "digest"
-            )
-        )
+        # Unordered: the model's default order joins the conversation table to sort by it.
+        rows = TranscriptMessage.objects.filter(conversation=conversation).order_by()
+        stored = dict(rows.values_list("position", "digest"))
     digests = [message_digest(m) for m in transcript]
     changed = [i for i, d in enumerate(digests) if stored.get(i) != d]
     replaced = set(changed)
