@@ -12,7 +12,9 @@ re-derives them and never drifts from the engine.
   :func:`truncation_file_path` pulls the offload path out of a truncation notice, and
   :func:`is_offload_manifest` recognises the message ``clear_offload_manifest`` adds.
 - Offloads: :func:`offload_paths` lists the files a reduced conversation names and
-  :func:`restore_results` puts the original results back from them.
+  :func:`restore_results` puts the original results back from them;
+  :func:`first_clear_paths` lists the paths the clear phase's default generator tries
+  first for a conversation's calls (a storage can look them up together).
 - Pairing: :func:`pairing_problems` lists where a conversation splits a tool call from
   its result under a wire format's rules (as :class:`PairingProblem` values), and
   :func:`wire_pairing_problems` does the same for a wire-format message list.
@@ -26,10 +28,20 @@ checks).
 
 from __future__ import annotations
 
-from reduction_app.engine.access import CallRef, classify, read_result, tool_calls_of, write_result
+from collections.abc import Sequence
+
+from reduction_app.engine.access import (
+    AnyMessage,
+    CallRef,
+    classify,
+    read_result,
+    tool_calls_of,
+    write_result,
+)
 from reduction_app.engine.manifest import is_offload_manifest
 from reduction_app.engine.notices import is_clear_placeholder, truncation_file_path
 from reduction_app.engine.pairing import PairingProblem, pairing_problems, wire_pairing_problems
+from reduction_app.engine.paths import default_path
 from reduction_app.engine.restore import offload_paths, restore_results
 from reduction_app.engine.tokens import count_text, render_message, render_tool
 
@@ -38,6 +50,7 @@ __all__ = [
     "PairingProblem",
     "classify",
     "count_text",
+    "first_clear_paths",
     "is_clear_placeholder",
     "is_offload_manifest",
     "offload_paths",
@@ -51,3 +64,15 @@ __all__ = [
     "wire_pairing_problems",
     "write_result",
 ]
+
+
+def first_clear_paths(messages: Sequence[AnyMessage], root_dir: str) -> set[str]:
+    """The path the default clear handler tries first for each call in ``messages`` with
+    an id (``{root_dir}/clear/{safe id}``). A call whose path holds other content gets
+    ``…-2`` and on; an empty id a random one: neither is listed."""
+    return {
+        default_path(root_dir, "clear", ref.call_id)
+        for msg in messages
+        for ref in tool_calls_of(msg)
+        if ref.call_id
+    }

@@ -30,7 +30,7 @@ from reduction_app.engine._steps import Steps, call, run_sync
 from reduction_app.engine.backends import Backend
 from reduction_app.engine.tool_io import ToolDetail
 
-__all__ = ["Content", "DefaultPathGenerator", "PathRegistry", "safe_id"]
+__all__ = ["Content", "DefaultPathGenerator", "PathRegistry", "default_path", "safe_id"]
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 _MAX_ID = 120
@@ -49,6 +49,12 @@ def safe_id(call_id: str) -> str:
         digest = hashlib.sha256(call_id.encode("utf-8", "surrogatepass")).hexdigest()[:8]
         cleaned = f"{cleaned[:_MAX_ID]}-{digest}"
     return cleaned
+
+
+def default_path(root_dir: str, kind: str, call_id: str) -> str:
+    """The first path the default generator tries for a call: ``{root_dir}/{kind}/{safe id}``
+    (an empty ``call_id`` gets a fresh random id, so a different path each time)."""
+    return posixpath.normpath(posixpath.join(root_dir, kind, safe_id(call_id)))
 
 
 class Content:
@@ -151,9 +157,7 @@ class DefaultPathGenerator:
         self.content_of = content_of
 
     def base_path(self, detail: ToolDetail) -> str:
-        return posixpath.normpath(
-            posixpath.join(self.root_dir, self.kind, safe_id(detail.tool_context.call_id))
-        )
+        return default_path(self.root_dir, self.kind, detail.tool_context.call_id)
 
     def __call__(self, detail: ToolDetail) -> str:
         return run_sync(self.steps(detail))

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from django.core.files.base import ContentFile
@@ -54,6 +55,9 @@ class StagedWrite:
     """Whether this backend created the stored object (and so may remove it)."""
 
 
+_LOOKUP_BATCH = 500
+
+
 def _check_path(path: str) -> None:
     if not path or "\x00" in path or len(path) > 500:
         raise PathEscapeError(path)
@@ -64,11 +68,14 @@ class DjangoStorageBackend:
 
     The engine reads every offload path it is about to hand out, to keep paths unique.
     A client that sends its whole history each time (keeping the originals and asking for
-    the reduced view) has the engine check the same paths on every request, so with a
-    ``conversation_id`` the backend looks up that conversation's recorded files once, on
-    its first read, and answers those paths without a query; any other path costs one
-    query. Rows are only ever added for content already stored, so a path found there
-    holds its content, and content named there need not be checked for again.
+    the reduced view) has the engine check the same paths on every request, so the backend
+    looks up at once, on its first read, the files of the ``conversation_id`` and the
+    paths it was told to :meth:`expect`, and answers those paths without a query: an
+    expected path not recorded then is free. Any other path costs one query. Rows are only
+    ever added for content already stored, so a path found there holds its content, and
+    content named there need not be checked for again. (A path recorded by another
+    request after the lookup is caught when this request is recorded, as it would be
+    after a query of its own.)
     """
 
     def __init__(
@@ -82,10 +89,17 @@ class DjangoStorageBackend:
         self.storage = storage or offload_storage()
         self.staged: dict[str, StagedWrite] = {}
         self.conversation_id = conversation_id
+        self._expected: frozenset[str] = frozenset()
         self._recorded: dict[str, str] | None = None
-        """Recorded path -> storage name, for the conversation's files (loaded on first read)."""
+        """Recorded path -> storage name, for the conversation's files and the expected
+        paths (loaded on first read)."""
         self._stored: set[str] = set()
         """Storage names known to hold their content."""
+
+    def expect(self, paths: Collection[str]) -> None:
+        """Paths the engine is likely to check, looked up together on the first read."""
+        self._expected = frozenset(paths)
+        self._recorded = None
 
     def write(self, request: WriteRequest) -> None:
         _check_path(request.file_path)
@@ -116,17 +130,9 @@ class DjangoStorageBackend:
 
     def _recorded_name(self, path: str) -> str | None:
         if self._recorded is None:
-            self._recorded = (
-                dict(
-                    OffloadedFile.objects.filter(
-                        workspace=self.workspace, conversation__client_id=self.conversation_id
-                    ).values_list("path", "storage_name")
-                )
-                if self.conversation_id
-                else {}
-            )
+            self._recorded = self._look_up_known()
         name = self._recorded.get(path)
-        if name is not None:
+        if name is not None or path in self._expected:
             return name
         names = list(
             OffloadedFile.objects.filter(workspace=self.workspace, path=path).values_list(
@@ -134,6 +140,19 @@ class DjangoStorageBackend:
             )[:1]
         )
         return names[0] if names else None
+
+    def _look_up_known(self) -> dict[str, str]:
+        rows = OffloadedFile.objects.filter(workspace=self.workspace)
+        known: dict[str, str] = {}
+        if self.conversation_id:
+            own = rows.filter(conversation__client_id=self.conversation_id)
+            known.update(own.values_list("path", "storage_name"))
+        wanted = sorted(self._expected.difference(known))
+        # In batches, under every database's limit on a query's parameters.
+        for start in range(0, len(wanted), _LOOKUP_BATCH):
+            batch = rows.filter(path__in=wanted[start : start + _LOOKUP_BATCH])
+            known.update(batch.values_list("path", "storage_name"))
+        return known
 
     def discard(self) -> None:
         """Remove what this backend stored and no recorded file uses.

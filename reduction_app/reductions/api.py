@@ -10,7 +10,7 @@ from ninja import Router, Status
 
 from reduction_app import engine
 from reduction_app.configs.selectors import config_get, config_latest
-from reduction_app.engine import formats, get_token_counter
+from reduction_app.engine import formats, get_token_counter, inspect
 from reduction_app.engine.formats import parts_from_json, parts_to_json
 from reduction_app.http import ApiRequest, api_workspace
 from reduction_app.models import ConfigVersion, Workspace
@@ -117,6 +117,9 @@ def clear(request: ApiRequest, payload: ClearIn) -> Status[dict[str, Any]]:
         config_version=version,
         conversation_id=payload.conversation_id,
     ) as session:
+        # The paths the pass will check, looked up in one query rather than one each.
+        root_dir = session.middleware.config.root_dir
+        session.backend.expect(inspect.first_clear_paths(messages, root_dir))
         state = engine.ChatModelAgentState(messages=messages, tool_infos=tools)
         new_state = session.middleware.before_model_rewrite_state(state)
         system_out, out = formats.dump(payload.format, new_state.messages)

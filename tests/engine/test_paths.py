@@ -10,7 +10,13 @@ import pytest
 
 from reduction_app.engine.backends import InMemoryBackend, LocalFileBackend, WriteRequest
 from reduction_app.engine.parts import stringify
-from reduction_app.engine.paths import Content, DefaultPathGenerator, PathRegistry, safe_id
+from reduction_app.engine.paths import (
+    Content,
+    DefaultPathGenerator,
+    PathRegistry,
+    default_path,
+    safe_id,
+)
 from reduction_app.engine.tool_io import ToolContext, ToolDetail, ToolResult
 
 SAFE = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")
@@ -210,3 +216,26 @@ def test_content_equals_the_same_text_by_value() -> None:
     assert first == second == "x"
     assert first != Content(content_of, detail("c", "y"))
     assert first != "y"
+
+
+@pytest.mark.parametrize("root_dir", ["/tmp", "/data/offload/", "rel"])
+def test_first_clear_paths_are_the_paths_the_clear_phase_uses(root_dir: str) -> None:
+    """For every call with an id, safe or not, the listed path is the one a clear writes
+    (nothing was at it); an empty id is left out, as its path is random."""
+    from reduction_app.engine import ChatModelAgentState, Message, ReductionConfig, ToolCall, new
+    from reduction_app.engine.inspect import first_clear_paths
+
+    ids = ["call_1", "../../etc/passwd", "a b", "", "call_5"]
+    messages: list[Message] = [Message.user("go")]
+    for call_id in [*ids, "last"]:
+        call = ToolCall(id=call_id, name="grep", arguments="{}")
+        messages += [Message.assistant(tool_calls=[call]), Message.tool("x" * 400, call_id)]
+    backend = InMemoryBackend()
+    config = ReductionConfig(backend=backend, max_tokens_for_clear=10, root_dir=root_dir)
+    new(config).before_model_rewrite_state(ChatModelAgentState(messages=messages))
+    written = set(backend.files)
+    listed = first_clear_paths(messages, root_dir)
+    kept = default_path(root_dir, "clear", "last")  # the last round is not cleared
+    assert len(listed) == 5
+    assert listed - {kept} <= written
+    assert len(written - listed) == 1  # the empty id's random path

@@ -199,3 +199,41 @@ def test_storage_does_not_look_again_for_content_it_read(
     backend.write(WriteRequest(file_path="/b", content="other"))
     assert asked == [storage_name_for(workspace.pk, digest("other"))]
     assert backend.staged["/a"].created is False
+
+
+def test_storage_looks_up_expected_paths_together(
+    workspace: Workspace, django_assert_num_queries: Any
+) -> None:
+    """Expected paths are looked up with the first read, in batches of 500: recorded ones
+    are then answered and unrecorded ones are free, without a query; others cost one."""
+    writer = DjangoStorageBackend(workspace)
+    for n in range(3):
+        writer.write(WriteRequest(file_path=f"/tmp/clear/call_{n}", content=f"output {n}"))
+        record(writer, f"/tmp/clear/call_{n}")
+    backend = DjangoStorageBackend(workspace)
+    backend.expect({f"/tmp/clear/call_{n}" for n in range(1200)})
+    with django_assert_num_queries(3):  # 1,200 paths: three batches
+        assert backend.read("/tmp/clear/call_0") == "output 0"
+    with django_assert_num_queries(0):
+        assert backend.read("/tmp/clear/call_2") == "output 2"
+        with pytest.raises(FileNotFoundError):
+            backend.read("/tmp/clear/call_1100")
+    with django_assert_num_queries(1), pytest.raises(FileNotFoundError):
+        backend.read("/tmp/clear/call_0-2")
+
+
+def test_storage_expected_paths_of_other_conversations_are_found(
+    workspace: Workspace, django_assert_num_queries: Any
+) -> None:
+    """With a conversation id too, an expected path another conversation recorded is
+    found in the same lookup (a model reusing call ids across conversations)."""
+    writer = DjangoStorageBackend(workspace)
+    writer.write(WriteRequest(file_path="/tmp/clear/call_0", content="theirs"))
+    record(writer, "/tmp/clear/call_0")
+    conversation_upsert(workspace=workspace, client_id="mine", message_format="openai_chat")
+    backend = DjangoStorageBackend(workspace, conversation_id="mine")
+    backend.expect({"/tmp/clear/call_0", "/tmp/clear/call_1"})
+    with django_assert_num_queries(2):  # the conversation's files, then the expected paths
+        assert backend.read("/tmp/clear/call_0") == "theirs"
+    with django_assert_num_queries(0), pytest.raises(FileNotFoundError):
+        backend.read("/tmp/clear/call_1")

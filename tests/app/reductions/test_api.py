@@ -20,6 +20,7 @@ import pytest
 from botocore.exceptions import ClientError
 from django.core.files.storage import FileSystemStorage
 from django.db import IntegrityError, OperationalError, connection
+from django.test.utils import CaptureQueriesContext
 from storages.backends.s3 import S3Storage
 
 from reduction_app.conversations.selectors import conversation_transcript
@@ -565,6 +566,32 @@ def test_clear_twice_over_http_loses_nothing(api: ApiClient) -> None:
         "/tmp/clear/call_b",
     ]
     assert conversation_transcript(conversation=Conversation.objects.get()) == second["messages"]
+
+
+@pytest.mark.parametrize("conversation_id", [None, "run-1"])
+def test_clear_queries_do_not_grow_with_the_results(
+    api: ApiClient, conversation_id: str | None
+) -> None:
+    """The offload paths a pass checks are looked up together, with a conversation id or
+    without: clearing 12 results takes as many queries as clearing 2, the first time
+    (every path free) and again (every path holding the same content)."""
+    counts: dict[tuple[int, int], int] = {}
+    api.get("/tools/read_file")  # the key's last use is written now, not in a count below
+    for results in (2, 12):
+        messages = [{"role": "user", "content": "hi"}]
+        for n in range(results + 1):  # the last round is kept
+            call_id = f"call_{results}_{n}"
+            messages += [chat_call(call_id), chat_result(call_id, f"{n}" * 400)]
+        body: dict[str, Any] = {"config": CLEAR_AT_100, "messages": messages}
+        if conversation_id is not None:
+            body["conversation_id"] = f"{conversation_id}-{results}"
+        for attempt in (1, 2):
+            with CaptureQueriesContext(connection) as queries:
+                answer = api.post("/clear", body).json()
+            assert answer["events"][-1]["calls_cleared"] == results
+            counts[results, attempt] = len(queries)
+    assert counts[2, 1] == counts[12, 1]
+    assert counts[2, 2] == counts[12, 2]
 
 
 def test_clear_superseded_clears_only_the_repeated_call(api: ApiClient) -> None:
