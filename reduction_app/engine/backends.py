@@ -2,7 +2,10 @@
 
 A backend is anything with ``write(WriteRequest)`` and, for reading offloads back
 and for keeping paths unique, ``read(path) -> str`` raising ``FileNotFoundError``.
-Either may be a coroutine function; the async phases await it.
+It may also offer ``digest(path) -> str``, the SHA-256 (hex) of the content's UTF-8
+bytes with lone surrogates kept (``paths.content_digest``), raising
+``FileNotFoundError`` alike: the unique-path check then uses it instead of ``read``.
+Any of them may be a coroutine function; the async phases await it.
 
 The Django app adds a backend on Django's Storage API; this module knows nothing of it.
 """

@@ -82,6 +82,7 @@ class ReductionMiddleware:
             suspects = [
                 getattr(backend, "write", None),
                 getattr(backend, "read", None),
+                getattr(backend, "digest", None),
                 handler,
                 getattr(handler, "__call__", None),  # noqa: B004 - a class with async __call__
             ]

@@ -13,7 +13,10 @@ Contents are compared as strings, not through a digest: ``==`` on two strings st
 at a different length or at the first different character, where a digest is a full
 pass over an output that may be tens of megabytes. A content is only worked out
 (``content_of``, which may serialise a multi-part result) when another content asks
-for the same path; a fresh path costs nothing.
+for the same path; a fresh path costs nothing. A backend that keeps its contents'
+SHA-256 (a database row, an object's metadata) may offer ``digest(path)``: the check
+then compares digests instead of reading the content back, which for a bucket is a
+download per path.
 """
 
 from __future__ import annotations
@@ -30,7 +33,14 @@ from reduction_app.engine._steps import Steps, call, run_sync
 from reduction_app.engine.backends import Backend
 from reduction_app.engine.tool_io import ToolDetail
 
-__all__ = ["Content", "DefaultPathGenerator", "PathRegistry", "default_path", "safe_id"]
+__all__ = [
+    "Content",
+    "DefaultPathGenerator",
+    "PathRegistry",
+    "content_digest",
+    "default_path",
+    "safe_id",
+]
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 _MAX_ID = 120
@@ -51,6 +61,12 @@ def safe_id(call_id: str) -> str:
     return cleaned
 
 
+def content_digest(content: str) -> str:
+    """The SHA-256 (hex) of ``content`` in UTF-8, lone surrogates kept: what a backend's
+    optional ``digest(path)`` returns for the content at ``path``."""
+    return hashlib.sha256(content.encode("utf-8", "surrogatepass")).hexdigest()
+
+
 def default_path(root_dir: str, kind: str, call_id: str) -> str:
     """The first path the default generator tries for a call: ``{root_dir}/{kind}/{safe id}``
     (an empty ``call_id`` gets a fresh random id, so a different path each time)."""
@@ -63,18 +79,26 @@ class Content:
     Equal to another :class:`Content` or to a ``str`` holding the same text.
     """
 
-    __slots__ = ("_content_of", "_detail", "_text")
+    __slots__ = ("_content_of", "_detail", "_digest", "_text")
 
     def __init__(self, content_of: Callable[[ToolDetail], str], detail: ToolDetail) -> None:
         self._content_of = content_of
         self._detail = detail
         self._text: str | None = None
+        self._digest: str | None = None
 
     @property
     def text(self) -> str:
         if self._text is None:
             self._text = self._content_of(self._detail)
         return self._text
+
+    @property
+    def digest(self) -> str:
+        """What a backend's ``digest(path)`` gives for this content."""
+        if self._digest is None:
+            self._digest = content_digest(self.text)
+        return self._digest
 
     def __eq__(self, other: object) -> bool:
         if other is self:
@@ -165,6 +189,8 @@ class DefaultPathGenerator:
     def steps(self, detail: ToolDetail) -> Steps[str]:
         base = self.base_path(detail)
         content = Content(self.content_of, detail)
+        # A backend that knows its contents' digests answers without reading them back.
+        digest_of = getattr(self.backend, "digest", None)
         read = getattr(self.backend, "read", None)
         for n in range(1, 10_000):
             candidate = base if n == 1 else f"{base}-{n}"
@@ -173,7 +199,15 @@ class DefaultPathGenerator:
                 if content == held:
                     return candidate
                 continue
-            if read is not None:
+            if digest_of is not None:
+                stored_digest: Any
+                try:
+                    stored_digest = yield call(digest_of, candidate)
+                except FileNotFoundError:
+                    stored_digest = None
+                if stored_digest is not None and content.digest != stored_digest:
+                    continue
+            elif read is not None:
                 existing: Any
                 try:
                     existing = yield call(read, candidate)

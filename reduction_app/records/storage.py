@@ -90,16 +90,16 @@ class DjangoStorageBackend:
         self.staged: dict[str, StagedWrite] = {}
         self.conversation_id = conversation_id
         self._expected: frozenset[str] = frozenset()
-        self._recorded: dict[str, str] | None = None
-        """Recorded path -> storage name, for the conversation's files and the expected
-        paths (loaded on first read)."""
+        self._known: dict[str, tuple[str, str]] | None = None
+        """Recorded path -> (storage name, digest), for the conversation's files and the
+        expected paths (loaded on first read)."""
         self._stored: set[str] = set()
         """Storage names known to hold their content."""
 
     def expect(self, paths: Collection[str]) -> None:
         """Paths the engine is likely to check, looked up together on the first read."""
         self._expected = frozenset(paths)
-        self._recorded = None
+        self._known = None
 
     def write(self, request: WriteRequest) -> None:
         _check_path(request.file_path)
@@ -121,37 +121,47 @@ class DjangoStorageBackend:
         staged = self.staged.get(path)
         if staged is not None:
             return staged.content
-        name = self._recorded_name(path)
-        if name is None:
-            raise FileNotFoundError(f"file not found: {path}")
+        name, _ = self._recorded(path)
         content = read_stored(self.storage, name)
         self._stored.add(name)
         return content
 
-    def _recorded_name(self, path: str) -> str | None:
-        if self._recorded is None:
-            self._recorded = self._look_up_known()
-        name = self._recorded.get(path)
-        if name is not None or path in self._expected:
-            return name
-        names = list(
-            OffloadedFile.objects.filter(workspace=self.workspace, path=path).values_list(
-                "storage_name", flat=True
-            )[:1]
-        )
-        return names[0] if names else None
+    def digest(self, path: str) -> str:
+        """The SHA-256 of the content at ``path``, from its row: nothing is read back."""
+        staged = self.staged.get(path)
+        if staged is not None:
+            return staged.digest
+        name, digest = self._recorded(path)
+        self._stored.add(name)
+        return digest
 
-    def _look_up_known(self) -> dict[str, str]:
+    def _recorded(self, path: str) -> tuple[str, str]:
+        """The storage name and digest recorded for ``path``; ``FileNotFoundError`` if none."""
+        if self._known is None:
+            self._known = self._look_up_known()
+        found = self._known.get(path)
+        if found is None and path not in self._expected:
+            rows = OffloadedFile.objects.filter(workspace=self.workspace, path=path)
+            found = next(iter(rows.values_list("storage_name", "sha256")[:1]), None)
+        if found is None:
+            raise FileNotFoundError(f"file not found: {path}")
+        return found
+
+    def _look_up_known(self) -> dict[str, tuple[str, str]]:
         rows = OffloadedFile.objects.filter(workspace=self.workspace)
-        known: dict[str, str] = {}
+        known: dict[str, tuple[str, str]] = {}
         if self.conversation_id:
             own = rows.filter(conversation__client_id=self.conversation_id)
-            known.update(own.values_list("path", "storage_name"))
+            known.update(
+                (p, (n, d)) for p, n, d in own.values_list("path", "storage_name", "sha256")
+            )
         wanted = sorted(self._expected.difference(known))
         # In batches, under every database's limit on a query's parameters.
         for start in range(0, len(wanted), _LOOKUP_BATCH):
             batch = rows.filter(path__in=wanted[start : start + _LOOKUP_BATCH])
-            known.update(batch.values_list("path", "storage_name"))
+            known.update(
+                (p, (n, d)) for p, n, d in batch.values_list("path", "storage_name", "sha256")
+            )
         return known
 
     def discard(self) -> None:

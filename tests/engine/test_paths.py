@@ -14,6 +14,7 @@ from reduction_app.engine.paths import (
     Content,
     DefaultPathGenerator,
     PathRegistry,
+    content_digest,
     default_path,
     safe_id,
 )
@@ -147,6 +148,42 @@ def test_default_path_checks_what_the_backend_already_holds() -> None:
     assert gen(detail("c", "newer")) == "/tmp/trunc/c-2"
     assert gen(detail("c", "fresh")) == "/tmp/trunc/c-3"
     assert gen(detail("c", "older")) == "/tmp/trunc/c"
+
+
+class DigestBackend(InMemoryBackend):
+    """A backend that answers digests, and fails any read: the check must not read."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked: list[str] = []
+
+    def digest(self, path: str) -> str:
+        self.asked.append(path)
+        return content_digest(super().read(path))
+
+    def read(self, path: str) -> str:
+        raise AssertionError(f"read {path}")
+
+
+def test_default_path_compares_digests_when_the_backend_has_them() -> None:
+    """Same content at the path: reused; other content: the next path; no content read."""
+    backend = DigestBackend()
+    InMemoryBackend.write(backend, WriteRequest(file_path="/tmp/trunc/c1", content="content"))
+    InMemoryBackend.write(backend, WriteRequest(file_path="/tmp/trunc/c2", content="other"))
+    assert generator(backend)(detail("c1")) == "/tmp/trunc/c1"
+    assert generator(backend)(detail("c2")) == "/tmp/trunc/c2-2"
+    assert generator(backend)(detail("c3")) == "/tmp/trunc/c3"
+    assert backend.asked == [
+        "/tmp/trunc/c1",
+        "/tmp/trunc/c2",
+        "/tmp/trunc/c2-2",
+        "/tmp/trunc/c3",
+    ]
+
+
+def test_content_digest_is_sha256_of_utf8_with_surrogates_kept() -> None:
+    text = "é\udc80"
+    assert content_digest(text) == hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def test_default_path_checks_a_reopened_local_folder(tmp_path: Path) -> None:

@@ -29,7 +29,7 @@ def workspace() -> Workspace:
 
 
 def digest(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def record(backend: DjangoStorageBackend, path: str) -> OffloadedFile:
@@ -237,3 +237,21 @@ def test_storage_expected_paths_of_other_conversations_are_found(
         assert backend.read("/tmp/clear/call_0") == "theirs"
     with django_assert_num_queries(0), pytest.raises(FileNotFoundError):
         backend.read("/tmp/clear/call_1")
+
+
+def test_storage_digest_comes_from_the_row_without_reading(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The digest of a recorded or staged path is its SHA-256 of UTF-8 (lone surrogates
+    kept), answered without opening the stored content; an unknown path is not found."""
+    writer = DjangoStorageBackend(workspace)
+    writer.write(WriteRequest(file_path="/a", content="é\udc80"))
+    record(writer, "/a")
+    backend = DjangoStorageBackend(workspace)
+    monkeypatch.setattr(backend.storage, "open", lambda *a, **k: pytest.fail("opened"))
+    monkeypatch.setattr(backend.storage, "exists", lambda *a, **k: pytest.fail("asked"))
+    assert backend.digest("/a") == digest("é\udc80")
+    backend.write(WriteRequest(file_path="/a", content="é\udc80"))  # stored: not asked again
+    assert backend.digest("/a") == digest("é\udc80")
+    with pytest.raises(FileNotFoundError):
+        backend.digest("/b")

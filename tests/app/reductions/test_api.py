@@ -594,6 +594,26 @@ def test_clear_queries_do_not_grow_with_the_results(
     assert counts[2, 2] == counts[12, 2]
 
 
+@pytest.mark.usefixtures("offloads")
+def test_clear_again_reads_no_offloaded_content(
+    api: ApiClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A client sending its originals again has the same results cleared to the same
+    paths, told apart by their recorded digests: nothing is downloaded to compare."""
+    body = {"config": CLEAR_AT_100, "messages": CHAT}
+    first = api.post("/clear", body).json()
+
+    def refuse(*args: object) -> str:
+        raise AssertionError("offloaded content was read back")
+
+    monkeypatch.setattr("reduction_app.records.storage.read_stored", refuse)
+    again = api.post("/clear", body).json()
+    assert again["messages"] == first["messages"]
+    assert [e["offload_path"] for e in again["events"]] == [
+        e["offload_path"] for e in first["events"]
+    ]
+
+
 def test_clear_superseded_clears_only_the_repeated_call(api: ApiClient) -> None:
     """``clear_superseded``: call_a is asked again as call_c (kept), so its result goes first;
     that alone brings 174 tokens to 149, under 150, and call_b stays whole."""
