@@ -12,18 +12,20 @@ nothing but its text) itself, three constant pieces around the escaped text, and
 ``join`` makes the array; every other part still goes through ``json.dumps``, alone,
 its lines indented one level more, as the array's encoder writes them.
 
-A text of 64 characters or more is escaped by ``msgspec.json.encode``, whose escaping
-is, character for character, ``json.dumps(text, ensure_ascii=False)``'s (``"`` and
-``\\`` and the named escapes, ``\\u00XX`` for the other control characters, every
-other character as it is), and its UTF-8 decoded again at once, while the piece is small
-and in the cache: joining the pieces as bytes and decoding once is slower, by a second
-buffer the size of the content. A shorter text, and one msgspec refuses (a lone
-surrogate has no UTF-8; ``json`` writes it as it is), goes to ``json``'s own C escaper,
-``encode_basestring``. Per character msgspec costs a fifth of that escaper's time on
-ASCII text and about half on most other text; it is slower only below 64 characters (its
-fixed cost) and on text with many characters of three UTF-8 bytes and nothing to escape
-(CJK prose without line breaks or quotes: some 1.3 times the escaper's time). Either way
-the result is byte for byte what ``json.dumps`` writes (``tests/engine/test_offload_json.py``).
+A text of 32 characters or more (128 if it is not ASCII) is escaped by
+``msgspec.json.encode``, whose escaping is, character for character,
+``json.dumps(text, ensure_ascii=False)``'s (``"`` and ``\\`` and the named escapes,
+``\\u00XX`` for the other control characters, every other character as it is), and its
+UTF-8 decoded again at once, while the piece is small and in the cache: joining the
+pieces as bytes and decoding once is slower, by a second buffer the size of the
+content. A shorter text, and one msgspec refuses (a lone surrogate has no UTF-8;
+``json`` writes it as it is), goes to ``json``'s own C escaper, ``encode_basestring``.
+Per character msgspec and its decode cost about a quarter of that escaper's time on
+ASCII text and a half to two thirds on most other text; below those lengths their fixed
+cost is more, and text made mostly of characters of three UTF-8 bytes with nothing to
+escape (CJK prose without line breaks or quotes) takes some 1.3 times the escaper's time.
+Either way the result is byte for byte what ``json.dumps`` writes
+(``tests/engine/test_offload_json.py``).
 """
 
 from __future__ import annotations
@@ -72,9 +74,11 @@ def part_to_json(part: ToolOutputPart) -> dict[str, Any]:
 _TEXT_OPEN = '{\n    "type": "text",\n    "text": '
 _TEXT_CLOSE = "\n  }"
 _EMPTY_TEXT = ('{\n    "type": "text"\n  }', "", "")
-_MSGSPEC_FROM = 64
-"""Characters from which msgspec escapes a text faster than ``encode_basestring``: below
-it, its fixed cost (a call, a ``bytes``, a decode) is more than it saves."""
+_MSGSPEC_FROM_ASCII = 32
+_MSGSPEC_FROM = 128
+"""Characters from which msgspec escapes a text (ASCII, other) faster than
+``encode_basestring``: below them its fixed cost (a call, a ``bytes``, a decode) is more
+than it saves, and a non-ASCII text pays a slower decode."""
 _encode = msgspec.json.encode
 
 _TextObject = tuple[str, str, str]
@@ -103,7 +107,7 @@ def _text_object(text: str) -> _TextObject:
     """The object of a plain text part holding ``text``."""
     if not text:
         return _EMPTY_TEXT
-    if len(text) >= _MSGSPEC_FROM:
+    if len(text) >= (_MSGSPEC_FROM_ASCII if text.isascii() else _MSGSPEC_FROM):
         try:
             return _TEXT_OPEN, _encode(text).decode("utf-8"), _TEXT_CLOSE
         except UnicodeEncodeError:

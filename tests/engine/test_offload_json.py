@@ -72,8 +72,9 @@ def _long(chars: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
 
 _TEXTS = st.one_of(
     st.text(_CHARS, max_size=40),
-    # Either side of the length from which msgspec escapes (64).
-    st.text(_CHARS, min_size=56, max_size=72),
+    # Either side of the lengths from which msgspec escapes (32 for ASCII, 128).
+    st.text(st.one_of(_PRINTABLE_ASCII, st.sampled_from("\x00\x1f\x7f")), min_size=28, max_size=36),
+    st.text(_CHARS, min_size=120, max_size=136),
     _long(_CHARS),
     _long(_PRINTABLE_ASCII),
     st.builds(lambda a, c, b: a + c + b, _long(_PRINTABLE_ASCII), _CHARS, _long(_PRINTABLE_ASCII)),
@@ -126,10 +127,12 @@ def test_stringify_matches_one_json_dumps_of_the_whole_list(parts: list[ToolOutp
         "",
         "a",
         "<b>&amp;</b> \u2028 \ud800 \U0001f600",
-        "x" * 62 + '"',
-        "x" * 63 + '"',
-        "x" * 63 + "\ud800",
-        "\ud800" + "x" * 63,
+        "x" * 30 + '"',
+        "x" * 31 + '"',
+        "\u00e9" * 126 + '"',
+        "\u00e9" * 127 + '"',
+        "x" * 127 + "\ud800",
+        "\ud800" + "x" * 127,
         "x" * 4095 + "\udc00",
         "\x00\x1f\x7f\x80\x9f\xa0\u2028\u2029\ufeff\uffff" * 10,
         "\U0001f600\U0010ffff\u00e9 astral and Latin-1 " * 10,
