@@ -155,6 +155,15 @@ def test_stringify_many_long_ascii_parts() -> None:
     assert stringify(parts) == reference(parts)
 
 
+def test_stringify_escapes_every_code_point_as_json_does() -> None:
+    """msgspec's escaping matches json's for every character it can write, and a part it
+    refuses (a lone surrogate) is still written as json writes it."""
+    every = "".join(chr(c) for c in range(0x110000) if not 0xD800 <= c < 0xE000)
+    parts = [text(every[i : i + 4096]) for i in range(0, len(every), 4096)]
+    parts.append(text("".join(map(chr, range(0xD800, 0xE000)))))
+    assert stringify(parts) == reference(parts)
+
+
 def test_stringify_many_non_ascii_parts_with_a_lone_surrogate() -> None:
     source = "".join(
         f'ligne {i} : \u00ab\u00e9t\u00e9\u00bb \u4e2d "\U0001f600"\n' for i in range(5_000)
