@@ -62,7 +62,7 @@ _PRINTABLE_ASCII = st.sampled_from([chr(c) for c in range(0x20, 0x7F)] + list('\
 
 
 def _long(chars: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
-    """Texts of 1,024 to 3,000 characters or so, long enough for ASCII texts to be replaced."""
+    """Texts of 1,024 to 3,000 characters or so, well past msgspec's threshold."""
     return st.builds(
         lambda s, n: s * (n // len(s) + 1),
         st.text(chars, min_size=1, max_size=30),
@@ -72,6 +72,9 @@ def _long(chars: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
 
 _TEXTS = st.one_of(
     st.text(_CHARS, max_size=40),
+    # Either side of the lengths from which msgspec escapes (32 for ASCII, 128).
+    st.text(st.one_of(_PRINTABLE_ASCII, st.sampled_from("\x00\x1f\x7f")), min_size=28, max_size=36),
+    st.text(_CHARS, min_size=120, max_size=136),
     _long(_CHARS),
     _long(_PRINTABLE_ASCII),
     st.builds(lambda a, c, b: a + c + b, _long(_PRINTABLE_ASCII), _CHARS, _long(_PRINTABLE_ASCII)),
@@ -124,9 +127,15 @@ def test_stringify_matches_one_json_dumps_of_the_whole_list(parts: list[ToolOutp
         "",
         "a",
         "<b>&amp;</b> \u2028 \ud800 \U0001f600",
-        "x" * 510 + '"',
-        "x" * 511 + '"',
-        "x" * 1023 + '"',
+        "x" * 30 + '"',
+        "x" * 31 + '"',
+        "\u00e9" * 126 + '"',
+        "\u00e9" * 127 + '"',
+        "x" * 127 + "\ud800",
+        "\ud800" + "x" * 127,
+        "x" * 4095 + "\udc00",
+        "\x00\x1f\x7f\x80\x9f\xa0\u2028\u2029\ufeff\uffff" * 10,
+        "\U0001f600\U0010ffff\u00e9 astral and Latin-1 " * 10,
         'plain "quoted" line\\n with a \\ backslash\n\ttab\r\n' * 40,
         "a control \x01 in a long ASCII text " * 40,
         "\b\f form feed and backspace " * 50,
@@ -143,6 +152,31 @@ def test_stringify_text_parts_beside_an_empty_one(value: str) -> None:
 def test_stringify_many_long_ascii_parts() -> None:
     source = "".join(f'line {i}: "x" \\ y\n' for i in range(20_000))
     parts = [text(source[i : i + 4096]) for i in range(0, len(source), 4096)]
+    assert stringify(parts) == reference(parts)
+
+
+def test_stringify_escapes_every_code_point_as_json_does() -> None:
+    """msgspec's escaping matches json's for every character it can write, and a part it
+    refuses (a lone surrogate) is still written as json writes it."""
+    every = "".join(chr(c) for c in range(0x110000) if not 0xD800 <= c < 0xE000)
+    parts = [text(every[i : i + 4096]) for i in range(0, len(every), 4096)]
+    parts.append(text("".join(map(chr, range(0xD800, 0xE000)))))
+    assert stringify(parts) == reference(parts)
+
+
+def test_stringify_many_non_ascii_parts_with_a_lone_surrogate() -> None:
+    source = "".join(
+        f'ligne {i} : \u00ab\u00e9t\u00e9\u00bb \u4e2d "\U0001f600"\n' for i in range(5_000)
+    )
+    parts = [text(source[i : i + 1000]) for i in range(0, len(source), 1000)]
+    parts[7] = text(parts[7].text[:500] + "\udfff" + parts[7].text[500:])
+    parts[9] = ToolOutputPart(type="image", media=Media(url="https://x/\u00e9.png"))
+    assert stringify(parts) == reference(parts)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(_PARTS, min_size=20, max_size=60))
+def test_stringify_matches_json_dumps_for_many_parts(parts: list[ToolOutputPart]) -> None:
     assert stringify(parts) == reference(parts)
 
 
