@@ -213,6 +213,8 @@ class CachingCounter:
     def __call__(
         self, messages: Sequence[AnyMessage | None], tool_infos: Sequence[ToolInfo], /
     ) -> int:
+        if not isinstance(messages, list | tuple):
+            messages = tuple(messages)
         # A tuple names itself to a later count_after(known=...); a list may change, so it
         # names nothing.
         key = messages if isinstance(messages, tuple) else object()

@@ -627,3 +627,22 @@ def test_shared_prefix_compares_lists_tuples_and_a_mix() -> None:
     assert shared_prefix((a, b, c), (a, Message.user("other"), c)) == 1
     assert shared_prefix([a, b, c], (a, b, c)) == 3
     assert shared_prefix([], [a]) == 0
+
+
+def test_counter_counts_a_sequence_that_cannot_be_sliced() -> None:
+    from collections.abc import Sequence as SequenceABC
+
+    class Plain(SequenceABC[Message]):
+        def __init__(self, items: list[Message]) -> None:
+            self.items = items
+
+        def __len__(self) -> int:
+            return len(self.items)
+
+        def __getitem__(self, index: int) -> Message:  # type: ignore[override]
+            if not isinstance(index, int):
+                raise TypeError("no slices")
+            return self.items[index]
+
+    messages = c2()
+    assert ApproxTokenCounter()(Plain(messages), []) == ApproxTokenCounter()(messages, [])
