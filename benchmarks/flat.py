@@ -74,6 +74,9 @@ def run(rounds: int, counter_name: str) -> list[float]:
         out = mw.before_model_rewrite_state(state)
         times.append(time.perf_counter() - start)
         carried = list(out.messages)
+        # Dropped here, not when the next call's result is bound inside the timed window:
+        # freeing the last output list is the agent's cost, not the next call's.
+        del out
     return times
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -69,14 +69,18 @@ class IdentityCache(Generic[T]):
         return evict
 
 
-def shared_prefix(a: tuple[object, ...], b: tuple[object, ...]) -> int:
+def shared_prefix(a: Sequence[object], b: Sequence[object]) -> int:
     """How many leading items ``a`` and ``b`` share: the same objects, or equal ones (equal
     messages count the same and carry the same flags).
 
-    The clear phase asks this of the whole conversation on every call, so it compares
-    tuples, a loop in C that takes an item as equal on identity before calling ``__eq__``;
-    the first difference is then found by halving, which compares about ``2n`` items.
+    Compares slices, a loop in C that takes an item as equal on identity before calling
+    ``__eq__`` (lists check identity inline, about four times faster than tuples); the
+    first difference is found by halving, which compares about ``2n`` items. Two lists or
+    two tuples are compared as they are; any other pair as tuples (a list never equals a
+    tuple).
     """
+    if not (type(a) is type(b) and isinstance(a, list | tuple)):
+        a, b = tuple(a), tuple(b)
     n = min(len(a), len(b))
     if a[:n] == b[:n]:
         return n

@@ -51,7 +51,7 @@ from reduction_app.engine.events import (
     STRATEGY_SUPERSEDED,
     ReductionEvent,
 )
-from reduction_app.engine.landmarks import find_landmarks
+from reduction_app.engine.landmarks import Landmarks, carry_landmarks, find_landmarks
 from reduction_app.engine.manifest import with_manifest
 from reduction_app.engine.messages import ToolInfo
 from reduction_app.engine.pairing import check_edit, shared_tail
@@ -169,20 +169,17 @@ def _first_difference(a: Sequence[AnyMessage], b: Sequence[AnyMessage]) -> int |
     return None if len(a) == len(b) else min(len(a), len(b))
 
 
-def _check_pass(ps: _Pass, given: tuple[AnyMessage, ...], end: int, rewritten: bool) -> None:
+def _check_pass(ps: _Pass, given: Sequence[AnyMessage], end: int) -> None:
     """What the pass returns keeps every call with its result wherever ``given`` did.
     Cleared results are rewritten in place, so without a rewriter only the positions
     from the first change to the range's end are compared; the manifest's moves are
     checked against the pass's list before it (both already cost a walk of the list)."""
-    edit: Sequence[AnyMessage] = ps.edit
-    if rewritten or ps.out is not ps.edit:
-        edit = tuple(ps.edit)
-    if rewritten:
-        check_edit("the clear pass", given, edit)
+    if ps.rewritten:
+        check_edit("the clear pass", tuple(given), tuple(ps.edit))
     elif ps.first_change is not None:
-        check_edit("the clear pass", given, edit, (ps.first_change, end, end))
+        check_edit("the clear pass", given, ps.edit, (ps.first_change, end, end))
     if ps.out is not ps.edit:
-        check_edit("clear_offload_manifest", edit, ps.snapshot)
+        check_edit("clear_offload_manifest", tuple(ps.edit), tuple(ps.out))
 
 
 def _summary(threshold: int, reason: str, before: int, after: int, **fields: Any) -> ReductionEvent:
@@ -229,10 +226,12 @@ class _Pass:
     cleared: list[_Cleared] = field(default_factory=list)
     first_change: int | None = None
     """The first position of the working copy whose content the pass changed."""
-    counted: tuple[AnyMessage, ...] | None = None
-    """The caller's messages as the built-in counter last counted them (its ``known``)."""
-    snapshot: tuple[AnyMessage, ...] = ()
-    """``out`` as last counted, a tuple the counter and the next landmarks keep."""
+    counted: object = None
+    """What names the list the built-in counter last counted for this pass (its ``key``)."""
+    written: list[int] = field(default_factory=list)
+    """The positions of ``edit`` the pass assigned (cleared results, flagged calls)."""
+    rewritten: bool = False
+    """The rewriter changed the range."""
     out: list[AnyMessage] = field(init=False)
     """What the pass returns: ``edit`` itself, or under ``clear_offload_manifest`` a copy
     with the manifest in place, as last counted (:func:`_count_steps`)."""
@@ -286,6 +285,7 @@ def _group_steps(ps: _Pass, idx: int, only: Collection[int] | None = None) -> St
         msg = write_arguments(msg, ref, new_args)
         before_msg = edit[ridx]
         edit[ridx] = write_result(edit[ridx], ref.call_id, new_parts, from_content, occurrence)
+        ps.written.append(ridx)
         changed = new_args != ref.arguments
         ps.changed(idx if changed else ridx)
         single = not changed and len(result_ids(before_msg)) == 1
@@ -301,6 +301,7 @@ def _group_steps(ps: _Pass, idx: int, only: Collection[int] | None = None) -> St
             )
         )
     edit[idx] = msg if only is not None else mark_processed(msg)
+    ps.written.append(idx)
 
 
 def _superseded_steps(ps: _Pass, start: int, end: int, tools: list[ToolInfo]) -> Steps[int | None]:
@@ -320,19 +321,23 @@ def _count_steps(ps: _Pass, tools: list[ToolInfo]) -> Steps[int]:
     one (docs/behaviour.md §4.13), so thresholds and events count it."""
     cfg = ps.rt.config
     ps.out = ps.edit
+    key = object()
     if cfg.clear_offload_manifest:
         end = _range_end(ps.edit, cfg.clear_retention_suffix_limit)
         ps.out = with_manifest(
             ps.edit, end, read_tool_name=cfg.read_file_tool_name, language=cfg.language
         )
-    ps.snapshot = tuple(ps.out)
-    if ps.out is not ps.edit:
-        return (yield from _counted(ps.rt, ps.out, tools, snapshot=ps.snapshot))
-    # Before the first change the counts are the caller's list's: flags are not measured.
-    same = len(ps.edit) if ps.first_change is None else ps.first_change
-    return (
-        yield from _counted(ps.rt, ps.out, tools, snapshot=ps.snapshot, known=ps.counted, same=same)
-    )
+    if ps.out is not ps.edit:  # messages moved: the counter searches for what is shared
+        count = yield from _counted(ps.rt, ps.out, tools, known=None, key=key)
+    else:
+        # Before the first change the counts are the last list's: flags are not measured.
+        same = len(ps.edit) if ps.first_change is None else ps.first_change
+        flagged = [i for i in ps.written if i < same]
+        count = yield from _counted(
+            ps.rt, ps.out, tools, known=ps.counted, same=same, key=key, relabelled=flagged
+        )
+    ps.counted = key
+    return count
 
 
 def _counted(
@@ -340,21 +345,22 @@ def _counted(
     messages: Sequence[AnyMessage],
     tools: list[ToolInfo],
     *,
-    snapshot: tuple[AnyMessage, ...],
-    known: tuple[AnyMessage, ...] | None = None,
+    known: object,
+    key: object,
     same: int = 0,
+    relabelled: Sequence[int] = (),
 ) -> Steps[int]:
-    """The tokens of ``messages``. A built-in counter keeps the tuple it counted, and
-    running totals for it; told which list it last counted (``known``) and how many
-    leading messages count as there (``same``), it needs no search for what they share;
-    it keeps ``snapshot`` (``messages`` as a tuple), never copying it. A counter of the
-    caller's is simply called with ``messages``."""
+    """The tokens of ``messages``. A built-in counter keeps running totals for the list it
+    counted last, which ``known`` names (``None``: unknown); told how many leading messages
+    count as there (``same``), it needs no search for what they share, and it remembers
+    ``messages`` as ``key``. A counter of the caller's is simply called with
+    ``messages``, which no one changes afterwards."""
     counter = rt.counter
     if not isinstance(counter, CachingCounter):
         return _tokens((yield call(counter, messages, tools)))
-    if known is None:
-        return counter(snapshot, tools)
-    return counter.count_after(snapshot, tools, known=known, same=same)
+    return counter.count_after(
+        messages, tools, known=known, same=same, key=key, relabelled=relabelled
+    )
 
 
 def _figures(rt: Runtime, item: _Cleared, kind: str) -> Steps[ReductionEvent]:
@@ -391,7 +397,7 @@ def _tokens(count: object) -> int:
 
 
 def _cache_estimate(
-    ps: _Pass, messages: list[AnyMessage], tools: list[ToolInfo], saved: int
+    ps: _Pass, messages: Sequence[AnyMessage], tools: list[ToolInfo], saved: int
 ) -> Steps[CacheEstimate]:
     """What the pass saves against the cache rewrite it causes (docs/behaviour.md §4.14).
     The tokens the cache held from the first change to the previous call's end are two
@@ -423,28 +429,79 @@ def clear_steps(rt: Runtime, state: ChatModelAgentState) -> Steps[ChatModelAgent
         return state
     if isinstance(state.messages, str) or not isinstance(state.messages, Sequence):
         raise MessageError(f"state.messages must be a list of messages, got {state.messages!r}")
-    messages = list(state.messages)
+    given = state.messages if isinstance(state.messages, list) else list(state.messages)
     # The style, the range's start and, past call groups already gone through, where its
     # work starts: found from what the last pass left, so only what arrived since is read.
-    marks = find_landmarks(messages, rt.landmarks)
-    rt.landmarks = marks
+    # From here on the pass reads the landmarks' mirror (the caller's content, private to
+    # this pass), never the caller's list again.
+    marks = carry_landmarks(given, rt.take_landmarks())
+    try:
+        done = yield from _pass_steps(rt, state, marks)
+    except BaseException:
+        rt.landmarks = marks  # the mirror still holds what the caller passed
+        raise
+    if done is None:
+        rt.landmarks = marks
+        return state
+    ps, before, after = done
+    mirror = marks.messages
+    assert isinstance(mirror, list)
+    hook = cfg.clear_post_process
+    returned_before_hook = tuple(ps.out) if hook is not None else ()
+    # Positions carry over when no message moved (a rewriter or a manifest may move them);
+    # the mirror then takes what the pass wrote, and holds what the caller gets.
+    if cfg.clear_message_rewriter is None and ps.out is ps.edit:
+        for i in ps.written:
+            mirror[i] = ps.edit[i]
+        rt.landmarks = marks.after_pass(mirror, counted=ps.counted)
+    new_state = dataclasses.replace(state, messages=ps.out)
+    threshold = cfg.max_tokens_for_clear
+    if hook is not None:
+        yield call(hook, new_state)
+        # The hook's return value is ignored, but it holds the list the phase returns.
+        returned = tuple(ps.out)
+        if returned != returned_before_hook:
+            conversation_kind(returned)
+            check_edit("clear_post_process", returned_before_hook, returned)
+    if cfg.on_event is not None:
+        for item in ps.cleared:
+            event = yield from _figures(rt, item, marks.kind or "chat")
+            yield from rt.emit(event)
+    reason = REASON_APPLIED if ps.cleared or ps.rewritten else REASON_NOTHING_CLEARED
+    summary = _summary(
+        threshold, reason, before, after, applied=True, calls_cleared=len(ps.cleared)
+    )
+    yield from rt.emit(summary)
+    return new_state
+
+
+def _pass_steps(
+    rt: Runtime, state: ChatModelAgentState, marks: Landmarks
+) -> Steps[tuple[_Pass, int, int] | None]:
+    """The clear pass over ``marks.messages`` (the caller's messages), up to the state it
+    would return: the pass, with the tokens before and after; ``None`` when the caller's
+    state stays as it is. The offloads are written; nothing else is changed."""
+    cfg = rt.config
+    messages = marks.messages
     kind = marks.kind or "chat"
     tools = list(state.tool_infos)
     threshold = cfg.max_tokens_for_clear
+    # A counter of the caller's gets a list of its own; a built-in one reads the mirror.
+    measured = messages if isinstance(rt.counter, CachingCounter) else list(messages)
     before = yield from _counted(
-        rt, messages, tools, snapshot=marks.messages, known=marks.found_from, same=marks.shared
+        rt, measured, tools, known=marks.found_from, same=marks.shared, key=marks.counted
     )
     if before <= threshold:
         yield from rt.emit(_summary(threshold, REASON_BELOW_THRESHOLD, before, before))
-        return state
+        return None
     start, end = marks.start, _range_end(messages, cfg.clear_retention_suffix_limit)
     if start >= end:
         yield from rt.emit(_summary(threshold, REASON_NOTHING_IN_RANGE, before, before))
-        return state
+        return None
     at_least = cfg.clear_at_least_tokens
+    # The one copy of the conversation a pass makes: the list it returns.
     ps = _Pass(rt=rt, edit=list(messages), stash=at_least > 0 or cfg.clear_cache_aware)
-    ps.counted = marks.messages
-    rewritten = False
+    ps.counted = marks.counted
     try:
         after = None
         if cfg.clear_superseded:
@@ -460,7 +517,7 @@ def clear_steps(rt: Runtime, state: ChatModelAgentState) -> Steps[ChatModelAgent
                 before_rewrite = ps.edit
                 ps.edit = [*ps.edit[:start], *new_part, *ps.edit[end:]]
                 if differs is not None:
-                    rewritten = True
+                    ps.rewritten = True
                     ps.changed(start + differs)
                     tail = shared_tail(part, new_part, differs)
                     region = (start + differs, end - tail, start + len(new_part) - tail)
@@ -472,7 +529,7 @@ def clear_steps(rt: Runtime, state: ChatModelAgentState) -> Steps[ChatModelAgent
             after = yield from _count_steps(ps, tools)
         if at_least > 0 and before - after < at_least:
             yield from rt.emit(_summary(threshold, REASON_BELOW_AT_LEAST, before, before))
-            return state
+            return None
         if cfg.clear_cache_aware and before <= cache_ceiling(
             cfg.clear_cache_ceiling_tokens, threshold
         ):
@@ -481,8 +538,8 @@ def clear_steps(rt: Runtime, state: ChatModelAgentState) -> Steps[ChatModelAgent
                 yield from rt.emit(
                     _summary(threshold, REASON_BELOW_CACHE_BREAK_EVEN, before, before)
                 )
-                return state
-        _check_pass(ps, marks.messages, end, rewritten)
+                return None
+        _check_pass(ps, messages, end)
         if ps.stash:
             while ps.stashed:
                 backend, path, content = ps.stashed.pop(0)
@@ -492,24 +549,4 @@ def clear_steps(rt: Runtime, state: ChatModelAgentState) -> Steps[ChatModelAgent
         # the ones it wrote), so a later pass picks the same paths a fresh middleware would.
         for _, path, _ in ps.stashed:
             rt.registry.release(path)
-    new_state = dataclasses.replace(state, messages=ps.out)
-    # Positions carry over when no message moved (a rewriter or a manifest may move them).
-    same_places = cfg.clear_message_rewriter is None and ps.out is ps.edit
-    rt.landmarks = marks.after_pass(ps.snapshot) if same_places else None
-    if cfg.clear_post_process is not None:
-        yield call(cfg.clear_post_process, new_state)
-        # The hook's return value is ignored, but it holds the list the phase returns.
-        returned = tuple(ps.out)
-        if returned != ps.snapshot:
-            conversation_kind(returned)
-            check_edit("clear_post_process", ps.snapshot, returned)
-    if cfg.on_event is not None:
-        for item in ps.cleared:
-            event = yield from _figures(rt, item, kind)
-            yield from rt.emit(event)
-    reason = REASON_APPLIED if ps.cleared or rewritten else REASON_NOTHING_CLEARED
-    summary = _summary(
-        threshold, reason, before, after, applied=True, calls_cleared=len(ps.cleared)
-    )
-    yield from rt.emit(summary)
-    return new_state
+    return ps, before, after

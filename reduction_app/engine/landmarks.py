@@ -16,13 +16,19 @@ previous pass found still holds for the part of the new list that is the same ob
 no longer grows with the conversation (issue 11). :class:`Landmarks` is what one pass
 leaves for the next; a middleware keeps the last one.
 
+What the middleware keeps is a *mirror*: a private list it brings to the content of each
+list it is handed (:func:`carry_landmarks`) and of each list it returns, editing only the
+tail and the positions a pass wrote. The caller may change the list it was handed back,
+so the mirror is never that list; and comparing two lists is the one pass over the whole
+conversation a call makes (a list compare checks identity inline, in C).
+
 This module owns the positions, not the phase: ``clear.py`` uses them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from reduction_app.engine._caches import shared_prefix
@@ -33,32 +39,49 @@ from reduction_app.engine.access import (
     tool_calls_of,
 )
 
-__all__ = ["Landmarks", "find_landmarks"]
+__all__ = ["Landmarks", "carry_landmarks", "find_landmarks"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Landmarks:
-    """The two positions in one list of messages (its length when there is none)."""
+    """The two positions in one list of messages (its length when there is none).
 
-    messages: tuple[AnyMessage, ...]
+    Equal when the positions, the style and the messages are; ``shared``, ``counted`` and
+    ``found_from`` are bookkeeping and not compared."""
+
+    messages: Sequence[AnyMessage]
+    """The list the positions are in: a tuple, or in the landmarks a middleware keeps,
+    its private mirror (a list only the pass holding these landmarks edits)."""
     kind: Literal["chat", "agentic"] | None
     """The conversation's style (``access.conversation_kind``)."""
     start: int
     calls_from: int
-    shared: int = field(default=0, compare=False)
+    shared: int = 0
     """How many leading messages are those of the landmarks these were found from."""
-    found_from: tuple[AnyMessage, ...] | None = field(default=None, compare=False)
-    """The messages of those landmarks."""
+    counted: object = None
+    """What names ``messages`` to the token counter (``CachingCounter.count_after``'s
+    ``key``): the tuple itself, or a token for a mirror, whose content changes."""
+    found_from: object = None
+    """The ``counted`` of the landmarks these were found from."""
 
-    def after_pass(self, output: Sequence[AnyMessage]) -> Landmarks:
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Landmarks):
+            return NotImplemented
+        mine = (self.kind, self.start, self.calls_from, tuple(self.messages))
+        return mine == (other.kind, other.start, other.calls_from, tuple(other.messages))
+
+    def after_pass(self, output: Sequence[AnyMessage], counted: object = None) -> Landmarks:
         """The positions in ``output``, a pass's result with the same indices (no message
-        added or removed): flags were only added, so both positions can only move on."""
-        out = tuple(output)
+        added or removed): flags were only added, so both positions can only move on.
+        With ``counted``, ``output`` is the middleware's mirror, handed over as it is and
+        named to the counter by ``counted``; otherwise it is copied into a tuple."""
+        out = tuple(output) if counted is None else output
         return Landmarks(
             messages=out,
             kind=self.kind,
             start=_first_unprocessed(out, self.start, calls_only=False),
             calls_from=_first_unprocessed(out, self.calls_from, calls_only=True),
+            counted=out if counted is None else counted,
         )
 
 
@@ -68,6 +91,36 @@ def find_landmarks(messages: Sequence[Any], last: Landmarks | None) -> Landmarks
     messages, is a ``MessageError`` (from ``access.conversation_kind``)."""
     current = tuple(messages)
     shared = 0 if last is None else shared_prefix(last.messages, current)
+    return _found(current, shared, last, current)
+
+
+def carry_landmarks(messages: list[Any], last: Landmarks | None) -> Landmarks:
+    """As :func:`find_landmarks`, for a middleware: ``last`` is the one it kept and is used
+    up, its mirror brought to the content of ``messages`` and kept in the result (with a
+    new ``counted`` token). ``messages`` is only read, and not kept.
+
+    When ``messages`` is the mirror's list plus new messages (an agent's next call), this
+    costs one list comparison (C, identity first) and the new messages; a list that
+    differs earlier costs a search for the first difference and a copy from there."""
+    if last is None:
+        mirror: list[Any] = list(messages)
+        return _found(mirror, 0, None, object())
+    mirror = last.messages if isinstance(last.messages, list) else list(last.messages)
+    old = len(mirror)
+    if len(messages) >= old:
+        mirror += messages[old:]
+        shared = old if mirror == messages else shared_prefix(mirror, messages)
+    else:
+        shared = shared_prefix(mirror, messages)
+    if shared < old or len(mirror) != len(messages):
+        mirror[shared:] = messages[shared:]
+    return _found(mirror, shared, last, object())
+
+
+def _found(
+    current: Sequence[Any], shared: int, last: Landmarks | None, counted: object
+) -> Landmarks:
+    """The landmarks of ``current``, whose first ``shared`` messages are those of ``last``."""
     kind = _kind(current, shared, None if last is None else last.kind)
     start = last.start if last is not None and last.start < shared else None
     calls_from = last.calls_from if last is not None and last.calls_from < shared else None
@@ -81,12 +134,13 @@ def find_landmarks(messages: Sequence[Any], last: Landmarks | None) -> Landmarks
         start=start,
         calls_from=calls_from,
         shared=shared,
-        found_from=None if last is None else last.messages,
+        counted=counted,
+        found_from=None if last is None else last.counted,
     )
 
 
 def _kind(
-    messages: tuple[Any, ...], shared: int, known: Literal["chat", "agentic"] | None
+    messages: Sequence[Any], shared: int, known: Literal["chat", "agentic"] | None
 ) -> Literal["chat", "agentic"] | None:
     """The style of ``messages`` when the first ``shared`` are known to be ``known``."""
     if not shared or known is None:

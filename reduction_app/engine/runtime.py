@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -62,10 +63,20 @@ class Runtime:
         self._clear: dict[str, Resolved] = {}
         self.default_trunc, self.default_clear = self._default_pair(config.backend)
         self.landmarks: Landmarks | None = None
-        """Where the last clear pass's work stood (see :mod:`~reduction_app.engine.landmarks`)."""
+        """Where the last clear pass's work stood (see :mod:`~reduction_app.engine.landmarks`).
+        A pass takes them (:meth:`take_landmarks`) and puts back its own when it is done."""
+        self._landmarks_lock = threading.Lock()
         self.clear_enabled = not config.skip_clear or any(
             entry.clear_handler is not None for entry in config.tool_config.values()
         )
+
+    def take_landmarks(self) -> Landmarks | None:
+        """The landmarks the last pass left, leaving none: their mirror is edited by the pass
+        that took them, so a pass running at the same time (threads, or coroutines that
+        interleave) starts afresh instead."""
+        with self._landmarks_lock:
+            marks, self.landmarks = self.landmarks, None
+        return marks
 
     def _default_pair(self, backend: Backend | None) -> tuple[Resolved, Resolved]:
         key = id(backend)

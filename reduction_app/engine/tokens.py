@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 import tiktoken
@@ -183,10 +183,15 @@ class CachingCounter:
     def __init__(self) -> None:
         self._messages: IdentityCache[AnyMessage] = IdentityCache()
         self._tools: IdentityCache[ToolInfo] = IdentityCache()
-        # The last list counted, with running totals: an agent's next call sends the same
-        # messages plus new ones, so only the part after the shared prefix is summed.
-        # It holds one conversation alive per counter; replaced atomically, never mutated.
-        self._last: tuple[tuple[AnyMessage | None, ...], list[int]] = ((), [0])
+        # The last list counted, with running totals (``_totals[i]`` is the sum of the first
+        # ``i``): an agent's next call sends the same messages plus new ones, so only what
+        # follows the shared prefix is summed. Both lists are private and edited at their
+        # tails (never copied whole), under ``_lock``; ``_key`` names the list they describe
+        # (:meth:`count_after`). They hold one conversation alive per counter.
+        self._items: list[AnyMessage | None] = []
+        self._totals: list[int] = [0]
+        self._key: object = object()
+        self._lock = threading.Lock()
 
     def count_text(self, text: str) -> int:
         raise NotImplementedError
@@ -208,44 +213,76 @@ class CachingCounter:
     def __call__(
         self, messages: Sequence[AnyMessage | None], tool_infos: Sequence[ToolInfo], /
     ) -> int:
-        current = tuple(messages)
-        previous, running = self._last
-        return self._sum(current, tool_infos, running, shared_prefix(previous, current))
+        if not isinstance(messages, list | tuple):
+            messages = tuple(messages)
+        # A tuple names itself to a later count_after(known=...); a list may change, so it
+        # names nothing.
+        key = messages if isinstance(messages, tuple) else object()
+        return self._sum(messages, tool_infos, None, key, ())
 
     def count_after(
         self,
-        messages: tuple[AnyMessage, ...],
+        messages: Sequence[AnyMessage],
         tool_infos: Sequence[ToolInfo],
         *,
-        known: tuple[AnyMessage, ...],
-        same: int,
+        known: object,
+        same: int = 0,
+        key: object = None,
+        relabelled: Iterable[int] = (),
     ) -> int:
         """As a call, when the caller knows that the first ``same`` of ``messages`` count as
         those of ``known`` do (the same or equal messages, or ones that differ only in what
-        is not measured, such as flags). While ``known`` is still the last list counted, no
-        search for the shared prefix is needed; otherwise (another caller counted since)
-        this is a plain call."""
-        previous, running = self._last
-        if previous is not known:
-            return self._sum(messages, tool_infos, running, shared_prefix(previous, messages))
-        return self._sum(messages, tool_infos, running, min(same, len(previous)))
+        is not measured, such as flags). ``known`` names the list last counted: the
+        ``messages`` (or ``key``) of the last ``count_after``, or the tuple of the last call.
+        While it is still the last list counted, no search for the shared prefix is needed;
+        otherwise (``None``, or another caller counted since) this is a plain call.
+        ``relabelled`` are positions below ``same`` that hold new objects counting as
+        before (flagged copies): they are remembered, so a later plain call finds them
+        shared. The counter keeps ``key`` (``messages`` by default) as the list's name."""
+        return self._sum(
+            messages, tool_infos, (known, same), messages if key is None else key, relabelled
+        )
 
     def _sum(
         self,
-        current: tuple[AnyMessage | None, ...],
+        messages: Sequence[AnyMessage | None],
         tool_infos: Sequence[ToolInfo],
-        running: list[int],
-        shared: int,
+        trusted: tuple[object, int] | None,
+        key: object,
+        relabelled: Iterable[int],
     ) -> int:
-        shared = min(shared, len(current))
-        totals = running[: shared + 1]
-        total = totals[-1]
-        for msg in current[shared:]:
-            if msg is not None:
-                total += self.count_message(msg)
-            totals.append(total)
-        self._last = (current, totals)
-        return total + self.count_tools(tool_infos)
+        tools = self.count_tools(tool_infos)
+        # Another thread is summing with this counter: count without the running totals
+        # rather than wait for it (every message's count is cached all the same).
+        if not self._lock.acquire(blocking=False):
+            return sum(self.count_message(m) for m in messages if m is not None) + tools
+        try:
+            items, totals = self._items, self._totals
+            if trusted is not None and trusted[0] is self._key:
+                shared = min(trusted[1], len(items), len(messages))
+                for i in relabelled:
+                    if i < shared:
+                        items[i] = messages[i]
+            else:
+                shared = shared_prefix(items, messages)
+            new = messages[shared:]
+            del items[shared:]
+            del totals[shared + 1 :]
+            total = totals[-1]
+            for msg in new:
+                if msg is not None:
+                    total += self.count_message(msg)
+                totals.append(total)
+            items.extend(new)
+            self._key = key
+        except BaseException:
+            # A count that failed half-way (an encoding that cannot load) leaves nothing
+            # half-done behind it.
+            self._items, self._totals, self._key = [], [0], object()
+            raise
+        finally:
+            self._lock.release()
+        return total + tools
 
     def cache_info(self) -> CacheInfo:
         """Hits, misses and live entries of the message and tool caches."""

@@ -4,6 +4,7 @@ exactly what a fresh one gives."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from typing import Any
 
@@ -12,12 +13,13 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from reduction_app.engine import access, clear, landmarks
-from reduction_app.engine.backends import InMemoryBackend
+from reduction_app.engine.backends import InMemoryBackend, WriteRequest
 from reduction_app.engine.clear import ChatModelAgentState, clear_range
-from reduction_app.engine.errors import MessageError
-from reduction_app.engine.landmarks import Landmarks, find_landmarks
+from reduction_app.engine.errors import MessageError, OffloadError
+from reduction_app.engine.landmarks import Landmarks, carry_landmarks, find_landmarks
 from reduction_app.engine.messages import Message
-from tests.engine.clear_support import agentic_text, call_msg, chars, middleware
+from reduction_app.engine.tokens import ApproxTokenCounter
+from tests.engine.clear_support import FailingBackend, agentic_text, call_msg, chars, middleware
 from tests.engine.test_clear_properties import (
     CONFIGS,
     SETTINGS,
@@ -185,3 +187,158 @@ def test_carried_equals_fresh_agentic(
 ) -> None:
     assume(_named(rs, more))
     _twice(agentic_conversation(rs), config, agentic_conversation(more)[2:])
+
+
+# The middleware's mirror (carry_landmarks): what it keeps is never the caller's list ----
+
+
+def _edits() -> dict[str, Any]:
+    """Ways a caller may change the list it got back before sending it again."""
+    extra = [call_msg(("c8", "grep")), Message.tool("r" * 100, "c8")]
+
+    def replace(msgs: list[Any]) -> None:
+        msgs[1] = Message.user("another question")
+
+    def unflag(msgs: list[Any]) -> None:
+        msgs[2] = dataclasses.replace(msgs[2], extra={})
+
+    def truncate(msgs: list[Any]) -> None:
+        del msgs[-4:]
+
+    def extend(msgs: list[Any]) -> None:
+        msgs.extend(extra)
+
+    def prepend(msgs: list[Any]) -> None:
+        msgs.insert(0, Message.system("new system prompt"))
+
+    def refill(msgs: list[Any]) -> None:
+        msgs[:] = [*session(7)]
+
+    def nothing(msgs: list[Any]) -> None:
+        pass
+
+    return {f.__name__: f for f in (replace, unflag, truncate, extend, prepend, refill, nothing)}
+
+
+EDITS = _edits()
+
+
+def test_carry_landmarks_equals_find_landmarks_whatever_the_next_list() -> None:
+    for name, edit in EDITS.items():
+        first = session(6)
+        carried = carry_landmarks(first, None)
+        changed = list(first)
+        edit(changed)
+        got = carry_landmarks(changed, carried)
+        assert got == find_landmarks(changed, None), name
+        assert got.messages == changed and got.messages is not changed, name
+
+
+def test_carry_landmarks_reads_the_list_it_is_given_and_keeps_its_own() -> None:
+    msgs = session(3)
+    items = list(msgs)
+    marks = carry_landmarks(msgs, None)
+    assert marks.messages is not msgs
+    msgs.append(Message.user("later"))
+    assert list(marks.messages) == items
+    again = carry_landmarks(msgs, marks)
+    assert again.messages is marks.messages  # the mirror is reused, brought up to date
+    assert (again.shared, list(again.messages)) == (len(items), msgs)
+
+
+def _approx_or_chars(kind: str) -> dict[str, Any]:
+    if kind == "approx":
+        return {"token_counter": ApproxTokenCounter(), "max_tokens_for_clear": 150}
+    return {"token_counter": chars, "max_tokens_for_clear": 300}
+
+
+@pytest.mark.parametrize("counter", ["approx", "chars"])
+@pytest.mark.parametrize("edit", sorted(EDITS))
+def test_carried_middleware_equals_fresh_after_the_caller_edits_what_it_returned(
+    edit: str, counter: str
+) -> None:
+    """The caller changes the returned list in place and sends that very list again: the
+    output is a fresh middleware's, and the carried landmarks are fresh ones."""
+    backend = InMemoryBackend()
+    config = _approx_or_chars(counter)
+    carried, _ = middleware(backend, **config)
+    out = carried.before_model_rewrite_state(ChatModelAgentState(messages=session(6)))
+    assert any(access.is_processed(m) for m in out.messages)
+    returned = out.messages
+    assert isinstance(returned, list)
+    EDITS[edit](returned)
+    sent = list(returned)
+    got = carried.before_model_rewrite_state(ChatModelAgentState(messages=returned))
+    fresh, _ = middleware(
+        backend, **{**config, "token_counter": _approx_or_chars(counter)["token_counter"]}
+    )
+    want = fresh.before_model_rewrite_state(ChatModelAgentState(messages=list(sent)))
+    assert list(got.messages) == list(want.messages)
+    assert returned == sent and all(a is b for a, b in zip(returned, sent, strict=True))
+    assert got.messages is not returned
+    marks = carried._rt.landmarks
+    assert marks is not None and marks == find_landmarks(got.messages, None)
+    assert marks.messages is not got.messages
+
+
+def test_a_carried_middleware_never_changes_a_list_it_returned() -> None:
+    """An agent appends to the list it got and sends it again; the next pass clears into
+    a new list, and the list the caller holds keeps what the caller put there."""
+    backend = InMemoryBackend()
+    mw, _ = middleware(backend, token_counter=ApproxTokenCounter(), max_tokens_for_clear=150)
+    held = mw.before_model_rewrite_state(ChatModelAgentState(messages=session(6))).messages
+    assert isinstance(held, list)
+    for i in range(10, 14):
+        held += [call_msg((f"c{i}", "grep")), Message.tool("r" * 100, f"c{i}")]
+        items = list(held)
+        deep = [dataclasses.replace(m) for m in held]
+        out = mw.before_model_rewrite_state(ChatModelAgentState(messages=held))
+        assert out.messages is not held
+        assert all(a is b for a, b in zip(held, items, strict=True)) and held == deep
+        held = list(out.messages)
+
+
+def test_a_failed_pass_leaves_the_carried_middleware_as_a_fresh_one() -> None:
+    """A write that fails leaves the caller's list as it was, and the next call (the same
+    list, the disk free again) clears as a fresh middleware does."""
+    backend = FailingBackend(fail_on=0)
+    config = {"token_counter": ApproxTokenCounter(), "max_tokens_for_clear": 150}
+    carried, _ = middleware(backend, **config)
+    first = carried.before_model_rewrite_state(ChatModelAgentState(messages=session(6)))
+    backend.fail_on = backend.writes + 1  # the next write
+    more = [*first.messages, call_msg(("c9", "grep")), Message.tool("r" * 100, "c9")]
+    more += [call_msg(("c10", "grep")), Message.tool("r" * 100, "c10")]
+    with pytest.raises(OffloadError):
+        carried.before_model_rewrite_state(ChatModelAgentState(messages=more))
+    got = carried.before_model_rewrite_state(ChatModelAgentState(messages=more))
+    fresh, _ = middleware(backend, **{**config, "token_counter": ApproxTokenCounter()})
+    want = fresh.before_model_rewrite_state(ChatModelAgentState(messages=more))
+    assert list(got.messages) == list(want.messages)
+
+
+class _YieldingBackend(InMemoryBackend):
+    async def write(self, request: WriteRequest) -> None:  # type: ignore[override]
+        await asyncio.sleep(0)
+        super().write(request)
+
+
+async def test_interleaved_async_passes_each_give_what_a_fresh_middleware_gives() -> None:
+    """Two passes of one middleware interleave at their writes: the second finds no
+    landmarks (the first holds them) and starts afresh; both, and the call after them,
+    give what a fresh middleware gives."""
+    backend = _YieldingBackend()
+    config = {"token_counter": ApproxTokenCounter(), "max_tokens_for_clear": 150}
+    mw, _ = middleware(backend, **config)
+    first = await mw.abefore_model_rewrite_state(ChatModelAgentState(messages=session(6)))
+    a = [*first.messages, call_msg(("c20", "grep")), Message.tool("a" * 100, "c20")]
+    b = [*first.messages, call_msg(("c30", "grep")), Message.tool("b" * 100, "c30")]
+    got_a, got_b = await asyncio.gather(
+        mw.abefore_model_rewrite_state(ChatModelAgentState(messages=a)),
+        mw.abefore_model_rewrite_state(ChatModelAgentState(messages=b)),
+    )
+    c = [*got_b.messages, call_msg(("c40", "grep")), Message.tool("c" * 100, "c40")]
+    got_c = await mw.abefore_model_rewrite_state(ChatModelAgentState(messages=c))
+    for sent, got in ((a, got_a), (b, got_b), (c, got_c)):
+        fresh, _ = middleware(backend, **{**config, "token_counter": ApproxTokenCounter()})
+        want = await fresh.abefore_model_rewrite_state(ChatModelAgentState(messages=sent))
+        assert list(got.messages) == list(want.messages)

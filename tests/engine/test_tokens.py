@@ -561,3 +561,88 @@ def test_count_after_counts_from_the_first_change() -> None:
     changed = (*first[:3], Message.tool("x" * 400, first[3].tool_call_id), *first[4:])
     fresh = ApproxTokenCounter()(changed, [])
     assert counter.count_after(changed, [], known=first, same=3) == fresh
+
+
+def test_count_after_remembers_relabelled_positions() -> None:
+    """A flagged copy below ``same`` is remembered: a later plain call with the flagged
+    list finds the whole list shared and sums nothing again."""
+    counter = ApproxTokenCounter()
+    first = c2()
+    total = counter.count_after(first, [], known=None, key="first")
+    flagged = [*first]
+    flagged[2] = dataclasses.replace(first[2], extra={"_reduction_mw_processed": True})
+    assert counter.count_after(flagged, [], known="first", same=6, relabelled=[2]) == total
+    hits = counter.cache_info().message_hits
+    assert counter(tuple(flagged), []) == total
+    assert counter.cache_info().message_hits == hits
+
+
+def test_count_after_with_no_known_list_searches() -> None:
+    counter = ApproxTokenCounter()
+    first = c2()
+    total = counter(first, [])
+    changed = [*first[:3], Message.tool("x" * 400, "call_987654321"), *first[4:]]
+    want = ApproxTokenCounter()(changed, [])
+    assert counter.count_after(changed, [], known=None, same=len(first)) == want
+    assert counter.count_after(first, [], known=changed, same=3) == total
+
+
+def test_counter_counts_alone_while_another_thread_holds_its_totals() -> None:
+    """A sum that finds the running totals in use counts the whole list without them, and
+    leaves them as they were."""
+    counter = ApproxTokenCounter()
+    first = tuple(c2())
+    total = counter(first, [])
+    other = [Message.user("a" * 40)]
+    with counter._lock:
+        assert counter(other, []) == ApproxTokenCounter()(other, [])
+    hits = counter.cache_info().message_hits
+    assert counter.count_after(first, [], known=first, same=len(first)) == total
+    assert counter.cache_info().message_hits == hits
+
+
+def test_counter_counts_right_after_a_count_that_failed_half_way() -> None:
+    class Fragile(ApproxTokenCounter):
+        def count_text(self, text: str) -> int:
+            if "boom" in text:
+                raise RuntimeError("boom")
+            return super().count_text(text)
+
+    counter = Fragile()
+    first = tuple(c2())
+    counter(first, [])
+    with pytest.raises(RuntimeError, match="boom"):
+        counter([*first, Message.user("a" * 80), Message.user("boom")], [])
+    longer = [*first, Message.user("a" * 80)]
+    assert counter.count_after(longer, [], known=first, same=len(first)) == (
+        ApproxTokenCounter()(longer, [])
+    )
+
+
+def test_shared_prefix_compares_lists_tuples_and_a_mix() -> None:
+    from reduction_app.engine._caches import shared_prefix
+
+    a, b, c = c2()[:3]
+    assert shared_prefix([a, b, c], [a, b]) == 2
+    assert shared_prefix((a, b, c), (a, Message.user("other"), c)) == 1
+    assert shared_prefix([a, b, c], (a, b, c)) == 3
+    assert shared_prefix([], [a]) == 0
+
+
+def test_counter_counts_a_sequence_that_cannot_be_sliced() -> None:
+    from collections.abc import Sequence as SequenceABC
+
+    class Plain(SequenceABC[Message]):
+        def __init__(self, items: list[Message]) -> None:
+            self.items = items
+
+        def __len__(self) -> int:
+            return len(self.items)
+
+        def __getitem__(self, index: int) -> Message:  # type: ignore[override]
+            if not isinstance(index, int):
+                raise TypeError("no slices")
+            return self.items[index]
+
+    messages = c2()
+    assert ApproxTokenCounter()(Plain(messages), []) == ApproxTokenCounter()(messages, [])
