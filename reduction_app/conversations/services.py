@@ -32,42 +32,61 @@ def conversation_upsert(
     some of them reduced, and adds a few, so a call writes what it added and changed
     rather than its whole context again. The stored tools and system are not loaded to be
     replaced."""
-    for _ in range(2):
-        try:
-            with transaction.atomic():
-                rows = Conversation.objects.select_for_update().defer("tools", "system")
-                conversation, created = rows.get_or_create(
-                    workspace=workspace,
-                    client_id=client_id,
-                    defaults={
-                        "message_format": message_format,
-                        "message_count": len(transcript or []),
-                        "tools": tools or [],
-                        "title": title or "",
-                        "system": system,
-                    },
-                )
-                if created:
-                    _transcript_write(conversation, transcript or [], stored={})
-                    return conversation
-                changed = ["updated_at"]
-                if transcript is not None and len(transcript) >= conversation.message_count:
-                    _transcript_write(conversation, transcript, stored=None)
-                    conversation.message_count = len(transcript)
-                    conversation.message_format = message_format
-                    conversation.system = system
-                    changed += ["message_count", "message_format", "system"]
-                if tools:
-                    conversation.tools = tools
-                    changed.append("tools")
-                if title:
-                    conversation.title = title
-                    changed.append("title")
-                conversation.save(update_fields=changed)
+    with transaction.atomic(savepoint=False):
+        conversation = _locked(workspace, client_id)
+        if conversation is None:
+            conversation = _created(
+                workspace=workspace,
+                client_id=client_id,
+                defaults={
+                    "message_format": message_format,
+                    "message_count": len(transcript or []),
+                    "tools": tools or [],
+                    "title": title or "",
+                    "system": system,
+                },
+            )
+            if conversation is not None:
+                _transcript_write(conversation, transcript or [], stored={})
                 return conversation
-        except IntegrityError:
-            continue
-    raise ServiceError(f"conversation {client_id!r} could not be saved")
+            conversation = _locked(workspace, client_id)
+            if conversation is None:  # created, then deleted, in between
+                raise ServiceError(f"conversation {client_id!r} could not be saved")
+        changed = ["updated_at"]
+        if transcript is not None and len(transcript) >= conversation.message_count:
+            _transcript_write(conversation, transcript, stored=None)
+            conversation.message_count = len(transcript)
+            conversation.message_format = message_format
+            conversation.system = system
+            changed += ["message_count", "message_format", "system"]
+        if tools:
+            conversation.tools = tools
+            changed.append("tools")
+        if title:
+            conversation.title = title
+            changed.append("title")
+        conversation.save(update_fields=changed)
+        return conversation
+
+
+def _locked(workspace: Workspace, client_id: str) -> Conversation | None:
+    """The conversation, locked for this transaction (the stored tools and system, which
+    an update replaces, are not loaded)."""
+    rows = Conversation.objects.select_for_update().defer("tools", "system")
+    return rows.filter(workspace=workspace, client_id=client_id).first()
+
+
+def _created(
+    *, workspace: Workspace, client_id: str, defaults: dict[str, Any]
+) -> Conversation | None:
+    """A new conversation, or ``None`` when another request created it first. Only this
+    insert runs in a savepoint, so the common case (the conversation exists) costs no
+    savepoint statements, and a lost race leaves the caller's transaction usable."""
+    try:
+        with transaction.atomic():
+            return Conversation.objects.create(workspace=workspace, client_id=client_id, **defaults)
+    except IntegrityError:
+        return None
 
 
 def message_digest(message: Any) -> str:

@@ -164,3 +164,39 @@ def test_conversation_delete_removes_content_on_commit(
     for callback in callbacks:
         callback()
     assert offloads.names() == []
+
+
+def test_conversation_upsert_that_loses_a_create_race_updates_the_winner(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another request creates the conversation between this one's look and its insert:
+    the insert's IntegrityError is caught in its savepoint, and the winner is updated in
+    the same transaction."""
+    from reduction_app.conversations import services
+
+    conversation_upsert(
+        workspace=workspace, client_id="c", message_format="openai_chat", transcript=[{"a": 1}]
+    )
+    looks = iter([None])
+    real = services._locked
+    monkeypatch.setattr(services, "_locked", lambda ws, cid: next(looks, real(ws, cid)))
+    won = conversation_upsert(
+        workspace=workspace,
+        client_id="c",
+        message_format="openai_chat",
+        transcript=[{"a": 1}, {"b": 2}],
+    )
+    assert Conversation.objects.get() == won
+    assert transcript(won) == [{"a": 1}, {"b": 2}]
+
+
+def test_conversation_upsert_of_an_existing_conversation_makes_no_savepoint(
+    workspace: Workspace,
+) -> None:
+    """The common case runs no savepoint statements (each is a round trip on PostgreSQL)."""
+    conversation_upsert(workspace=workspace, client_id="c", message_format="openai_chat")
+    with CaptureQueriesContext(connection) as queries:
+        conversation_upsert(
+            workspace=workspace, client_id="c", message_format="openai_chat", transcript=[{}]
+        )
+    assert not [q for q in queries if "SAVEPOINT" in q["sql"]]
