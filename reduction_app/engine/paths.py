@@ -190,8 +190,8 @@ class DefaultPathGenerator:
         base = self.base_path(detail)
         content = Content(self.content_of, detail)
         # A backend that knows its contents' digests answers without reading them back.
-        digest_of = getattr(self.backend, "digest", None)
-        read = getattr(self.backend, "read", None)
+        by_digest = callable(getattr(self.backend, "digest", None))
+        probe = getattr(self.backend, "digest" if by_digest else "read", None)
         for n in range(1, 10_000):
             candidate = base if n == 1 else f"{base}-{n}"
             held = self.registry.promised(candidate)
@@ -199,21 +199,13 @@ class DefaultPathGenerator:
                 if content == held:
                     return candidate
                 continue
-            if digest_of is not None:
-                stored_digest: Any
+            if probe is not None:
+                stored: Any
                 try:
-                    stored_digest = yield call(digest_of, candidate)
+                    stored = yield call(probe, candidate)
                 except FileNotFoundError:
-                    stored_digest = None
-                if stored_digest is not None and content.digest != stored_digest:
-                    continue
-            elif read is not None:
-                existing: Any
-                try:
-                    existing = yield call(read, candidate)
-                except FileNotFoundError:
-                    existing = None
-                if existing is not None and content.text != existing:
+                    stored = None
+                if stored is not None and (content.digest if by_digest else content.text) != stored:
                     continue
             if self.registry.promise(candidate, content):
                 return candidate
