@@ -136,10 +136,15 @@ def _median_ms(seconds: list[float]) -> float:
 # Buffered ---------------------------------------------------------------------------------
 
 
-def _middleware(max_length: int | None) -> tuple[ReductionMiddleware, InMemoryBackend]:
+def _middleware(
+    max_length: int | None, text_raw: bool = False
+) -> tuple[ReductionMiddleware, InMemoryBackend]:
     backend = InMemoryBackend()
     # 0 is the engine's default (zero_means_default).
-    return new(ReductionConfig(backend=backend, max_length_for_trunc=max_length or 0)), backend
+    config = ReductionConfig(
+        backend=backend, max_length_for_trunc=max_length or 0, trunc_stream_text_raw=text_raw
+    )
+    return new(config), backend
 
 
 def limit_of(max_length: int | None) -> int:
@@ -223,9 +228,9 @@ Consumer = Callable[[Iterator[Any], bool], object]
 
 
 def _wrapped_stream(
-    text: str, chunk: int, enhanced: bool, max_length: int | None
+    text: str, chunk: int, enhanced: bool, max_length: int | None, text_raw: bool = False
 ) -> tuple[Callable[[], Iterator[Any]], InMemoryBackend]:
-    mw, backend = _middleware(max_length)
+    mw, backend = _middleware(max_length, text_raw)
     ctx = _context()
     if enhanced:
         enhanced_wrapped = mw.wrap_enhanced_streamable_tool_call(
@@ -236,25 +241,32 @@ def _wrapped_stream(
     return lambda: iter(wrapped(ARGUMENTS)), backend
 
 
-def check_stream(text: str, chunk: int, enhanced: bool, max_length: int | None) -> None:
+def check_stream(
+    text: str, chunk: int, enhanced: bool, max_length: int | None, text_raw: bool = False
+) -> None:
     """The stream is cut at the limit and the whole output offloaded (checked once, untimed)."""
-    open_stream, backend = _wrapped_stream(text, chunk, enhanced, max_length)
+    open_stream, backend = _wrapped_stream(text, chunk, enhanced, max_length, text_raw)
     seen = consume_join(open_stream(), enhanced)
     path = truncation_file_path(seen)
     limit = limit_of(max_length)
     if path is None or not seen.startswith(text[:limit]) or len(seen) >= len(text):
         raise AssertionError("the stream was not cut at the limit")
     stored = backend.read(path)
-    if enhanced:
+    if enhanced and not text_raw:
         stored = "".join(p["text"] for p in json.loads(stored))
     if stored != text:
         raise AssertionError("the offload does not hold the whole stream")
 
 
 def measure_stream(
-    text: str, chunk: int, enhanced: bool, runs: int, max_length: int | None
+    text: str,
+    chunk: int,
+    enhanced: bool,
+    runs: int,
+    max_length: int | None,
+    text_raw: bool = False,
 ) -> dict[str, list[float]]:
-    check_stream(text, chunk, enhanced, max_length)
+    check_stream(text, chunk, enhanced, max_length, text_raw)
     source = enhanced_source if enhanced else str_source
 
     def raw(consume: Consumer) -> Callable[[], Thunk]:
@@ -262,7 +274,7 @@ def measure_stream(
 
     def wrapped(consume: Consumer) -> Callable[[], Thunk]:
         def make() -> Thunk:
-            open_stream, _ = _wrapped_stream(text, chunk, enhanced, max_length)
+            open_stream, _ = _wrapped_stream(text, chunk, enhanced, max_length, text_raw)
             return lambda: consume(open_stream(), enhanced)
 
         return make
@@ -348,16 +360,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             for name, times in buffered.items()
         }
         streams: dict[str, Any] = {}
-        for enhanced in (False, True):
+        # The opt-in trunc_stream_text_raw (docs/behaviour.md §3.10) as a third wrapper.
+        for mode in ("str", "enhanced", "enhanced-raw"):
+            enhanced, text_raw = mode != "str", mode == "enhanced-raw"
             for chunk in args.chunks:
-                label = f"{'enhanced' if enhanced else 'str'}/{chunk}"
+                label = f"{mode}/{chunk}"
                 print(f"{kind}: stream {label}...", file=sys.stderr)
-                times = measure_stream(text, chunk, enhanced, args.runs, args.max_length)
+                times = measure_stream(text, chunk, enhanced, args.runs, args.max_length, text_raw)
                 streams[label] = {
                     "wrapper": (
-                        "wrap_enhanced_streamable_tool_call"
-                        if enhanced
-                        else "wrap_streamable_tool_call"
+                        "wrap_streamable_tool_call"
+                        if not enhanced
+                        else "wrap_enhanced_streamable_tool_call"
+                        + (" (trunc_stream_text_raw)" if text_raw else "")
                     ),
                     "chunk_chars": chunk,
                     "chunks": -(-len(text) // chunk),
@@ -447,7 +462,7 @@ def print_report(report: dict[str, Any]) -> None:
             rows.append(
                 [
                     kind,
-                    s["wrapper"].removeprefix("wrap_").removesuffix("_tool_call"),
+                    s["wrapper"].removeprefix("wrap_").replace("_tool_call", ""),
                     f"{s['chunk_chars']:,}",
                     f"{s['chunks']:,}",
                     f"{s['raw_join_median_ms']:.1f}",

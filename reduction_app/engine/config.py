@@ -98,6 +98,7 @@ class ReductionConfig:
     max_length_for_trunc: int = DEFAULT_MAX_LENGTH_FOR_TRUNC
     trunc_exclude_tools: Collection[str] = ()
     trunc_only_when_shorter: bool = False
+    trunc_stream_text_raw: bool = False
     token_counter: str | Callable[[Sequence[Any], Sequence[Any]], int] = "approx"
     max_tokens_for_clear: int = DEFAULT_MAX_TOKENS_FOR_CLEAR
     clear_retention_suffix_limit: int = DEFAULT_RETENTION

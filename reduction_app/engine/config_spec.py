@@ -201,6 +201,17 @@ CONFIG_FIELDS: tuple[ConfigField, ...] = (
         switch=True,
     ),
     ConfigField(
+        name="trunc_stream_text_raw",
+        kind="bool",
+        default=False,
+        help=(
+            "Beyond the reference: a streamed ToolResult output cut at the limit whose "
+            "parts are all plain text is offloaded as its joined text, as a string stream "
+            "is, not as the JSON of every part of every chunk; read_file can then page "
+            "through it by line, and the offload costs a join instead of escaping."
+        ),
+    ),
+    ConfigField(
         name="token_counter",
         kind="choice",
         default="approx",

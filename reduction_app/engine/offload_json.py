@@ -40,7 +40,7 @@ import msgspec
 from reduction_app.engine.messages import Media
 from reduction_app.engine.tool_io import ToolOutputPart
 
-__all__ = ["media_to_json", "part_to_json", "stringify"]
+__all__ = ["joined_plain_text", "media_to_json", "part_to_json", "stringify"]
 
 _MEDIA_TYPES = ("image", "audio", "video", "file")
 
@@ -101,6 +101,18 @@ def _plain_text(part: object) -> str | None:
     ):
         return text
     return None
+
+
+def joined_plain_text(parts: Sequence[ToolOutputPart]) -> str | None:
+    """The texts of ``parts`` joined, when every part is a plain text part (its type and
+    text, nothing else); ``None`` otherwise."""
+    texts = []
+    for part in parts:
+        text = _plain_text(part)
+        if text is None:
+            return None
+        texts.append(text)
+    return "".join(texts)
 
 
 def _text_object(text: str) -> _TextObject:

@@ -21,6 +21,7 @@ from typing import Any
 from reduction_app.engine._steps import AwaitableInSyncPhase, Steps, invoke, run_async, run_sync
 from reduction_app.engine.errors import ReductionError
 from reduction_app.engine.notices import stream_notice
+from reduction_app.engine.offload_json import joined_plain_text
 from reduction_app.engine.parts import flatten_tool_results, stringify, text_length, text_prefix
 from reduction_app.engine.runtime import Resolved, Runtime
 from reduction_app.engine.tool_io import (
@@ -161,7 +162,8 @@ def finish_stream_steps(
     if cut.enhanced:
         parts = flatten_tool_results(cut.chunks)
         full = ToolResult(parts=tuple(parts))
-        content = stringify(parts)
+        joined = joined_plain_text(parts) if rt.config.trunc_stream_text_raw else None
+        content = stringify(parts) if joined is None else joined
     else:
         content = "".join(cut.chunks)
         full = ToolResult.of_text(content)

@@ -44,5 +44,5 @@ def test_main_prints_both_tables(tmp_path: Path, capsys: pytest.CaptureFixture[s
     report = json.loads(out.read_text(encoding="utf-8"))
     assert set(report["outputs"]) == {"ascii", "non-ascii"}
     streams = report["outputs"]["ascii"]["streams"]
-    assert set(streams) == {"str/256", "enhanced/256"}
+    assert set(streams) == {"str/256", "enhanced/256", "enhanced-raw/256"}
     assert streams["str/256"]["chunks"] == 24

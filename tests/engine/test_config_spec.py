@@ -51,6 +51,7 @@ def test_json_fields_are_the_spec_json_kinds() -> None:
         "max_length_for_trunc",
         "trunc_exclude_tools",
         "trunc_only_when_shorter",
+        "trunc_stream_text_raw",
         "token_counter",
         "max_tokens_for_clear",
         "clear_retention_suffix_limit",

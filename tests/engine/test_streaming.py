@@ -449,6 +449,47 @@ def test_enhanced_stream_first_chunk_passes_and_the_rest_is_offloaded_as_json() 
     }
 
 
+def test_enhanced_stream_with_text_raw_offloads_the_joined_text() -> None:
+    """``trunc_stream_text_raw`` (docs/behaviour.md §3.10): the file holds the texts joined,
+    and everything the stream yields, the path and the event are as without it."""
+    chunks = [result(text("first chunk")), result(text("x" * 40), text("y" * 40))]
+    runs = []
+    for raw in (False, True):
+        backend, events = InMemoryBackend(), []
+        config = ReductionConfig(
+            backend=backend,
+            max_length_for_trunc=70,
+            trunc_stream_text_raw=raw,
+            on_event=events.append,
+        )
+        runs.append((enhanced_stream(new(config), chunks, "e5"), backend.files, events))
+    (out_json, files_json, events_json), (out_raw, files_raw, events_raw) = runs
+    assert out_raw == out_json
+    assert events_raw == events_json
+    assert files_raw == {"/tmp/trunc/e5": "first chunk" + "x" * 40 + "y" * 40}
+    assert files_json["/tmp/trunc/e5"].startswith("[\n")
+
+
+@pytest.mark.parametrize(
+    "other",
+    [AUDIO_A, ToolOutputPart(type="text", text="tagged", extra={"k": "v"})],
+    ids=["media", "extra"],
+)
+def test_enhanced_stream_with_text_raw_keeps_json_for_other_parts(other: ToolOutputPart) -> None:
+    """A part that is not plain text (media, a text with ``extra``) keeps the JSON."""
+    chunks = [result(text("x" * 20)), result(other)]
+    files = []
+    for raw in (False, True):
+        backend = InMemoryBackend()
+        mw = new(
+            ReductionConfig(backend=backend, max_length_for_trunc=10, trunc_stream_text_raw=raw)
+        )
+        enhanced_stream(mw, chunks, "m")
+        files.append(backend.files)
+    assert files[0] == files[1]
+    assert files[1]["/tmp/trunc/m"] == stringify([text("x" * 20), other])
+
+
 def test_enhanced_stream_conflicting_media_do_not_prevent_the_notice() -> None:
     """Case 11: the audio parts after the cut are dropped from the output, kept in the file."""
     backend = InMemoryBackend()

@@ -19,6 +19,7 @@ DEFAULT_CONFIG = {
     "max_length_for_trunc": 50000,
     "trunc_exclude_tools": [],
     "trunc_only_when_shorter": False,
+    "trunc_stream_text_raw": False,
     "token_counter": "approx",
     "max_tokens_for_clear": 160000,
     "clear_retention_suffix_limit": 1,

@@ -116,6 +116,7 @@ def test_config_new_creates_version_one() -> None:
         "max_length_for_trunc": 50000,
         "trunc_exclude_tools": [],
         "trunc_only_when_shorter": False,
+        "trunc_stream_text_raw": False,
         "token_counter": "approx",
         "max_tokens_for_clear": 8000,
         "clear_retention_suffix_limit": 1,
