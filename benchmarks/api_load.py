@@ -25,6 +25,9 @@ For each config, measured one after another:
 2. **test client**: the same request through Django's test client in this process, on the
    server's database: the whole Django layer, without HTTP and gunicorn.
 3. **1 client**: one request at a time over loopback for ``--solo-seconds``.
+3a. **Django floor**: the same, to a second gunicorn serving :mod:`benchmarks.stack_floor`:
+   Django with no middleware, whose one view does the in-process work and nothing else.
+   What any API on this stack costs at least (``--no-floor`` leaves it out).
 4. **N clients** (``--clients``, 8): concurrent requests for ``--seconds``; p50 and p99
    latency, answered requests per second, errors.
 
@@ -56,6 +59,8 @@ from benchmarks.api_report import print_report
 from benchmarks.corpus import build_conversation, dump_openai
 from benchmarks.loadgen import LoadResult, percentile, post_once, run_load
 from benchmarks.server import Server, fresh_postgres, production_server
+from benchmarks.stack_floor import FLOOR_PATH, READY_PATH
+from benchmarks.stack_floor import SETTINGS as FLOOR_SETTINGS
 from reduction_app.engine import (
     ChatModelAgentState,
     InMemoryBackend,
@@ -175,25 +180,31 @@ class DjangoClient:
 
 
 def check_answer(server: Server, body: bytes) -> dict[str, Any]:
-    """One request, checked: 200, and the messages the engine gives in-process (so both
-    sides do the same work); the figures the report shows."""
-    host, port = _address(server)
-    status, _, data = post_once(host, port, PATH, body, _headers(server))
-    if status != 200:
-        raise RuntimeError(f"{PATH} answered {status}: {data[:500]!r}\n{server.log.read_text()}")
-    answer = json.loads(data)
-    _, expected = in_process(body, InMemoryBackend())
-    if answer["messages"] != expected["messages"] or len(answer["events"]) != len(
-        expected["events"]
-    ):
-        raise RuntimeError(f"{PATH} answered other messages or events than the engine in-process")
+    """One request, checked (:func:`answer_checked`); the figures the report shows."""
+    answer, size = answer_checked(server, body, PATH)
     return {
         "applied": answer["applied"],
         "tokens_before": answer["tokens_before"],
         "tokens_after": answer["tokens_after"],
         "events": len(answer["events"]),
-        "answer_bytes": len(data),
+        "answer_bytes": size,
     }
+
+
+def answer_checked(server: Server, body: bytes, path: str) -> tuple[dict[str, Any], int]:
+    """One request to ``path``, checked: 200, and the messages and as many events as the
+    engine gives in-process (so both sides do the same work); the answer and its size."""
+    host, port = _address(server)
+    status, _, data = post_once(host, port, path, body, _headers(server))
+    if status != 200:
+        raise RuntimeError(f"{path} answered {status}: {data[:500]!r}\n{server.log.read_text()}")
+    answer = json.loads(data)
+    _, expected = in_process(body, InMemoryBackend())
+    if answer["messages"] != expected["messages"] or len(answer["events"]) != len(
+        expected["events"]
+    ):
+        raise RuntimeError(f"{path} answered other messages or events than the engine in-process")
+    return answer, len(data)
 
 
 def _address(server: Server) -> tuple[str, int]:
@@ -227,6 +238,7 @@ def measure_payload(
     payload: Payload,
     django_client: DjangoClient,
     args: argparse.Namespace,
+    floor: Server | None = None,
 ) -> dict[str, Any]:
     """Every figure of one payload (the module docstring lists them)."""
     host, port = _address(server)
@@ -263,6 +275,11 @@ def measure_payload(
         seconds=args.solo_seconds,
         request_for=lambda _: (solo_body, headers),
     )
+    floor_figures = None
+    if floor is not None:
+        floor_figures = measure_floor(floor, solo_body, args)
+        floor_figures["ratio"] = floor_figures["p50_ms"] / (1000 * in_process)
+        floor_figures["api_over_floor"] = 1000 * solo.p(50) / floor_figures["p50_ms"]
     loaded = run_load(
         host,
         port,
@@ -282,16 +299,45 @@ def measure_payload(
         "loaded": _load_figures(loaded),
         "overhead_ratio": solo.p(50) / in_process,
         "overhead_ms": 1000 * (solo.p(50) - in_process),
+        "floor": floor_figures,
     }
 
 
-def measure(server: Server, wire: list[dict[str, Any]], args: argparse.Namespace) -> dict[str, Any]:
+def measure_floor(floor: Server, body: bytes, args: argparse.Namespace) -> dict[str, Any]:
+    """One client against the floor server, as against the API: its answer checked, a
+    warm-up, then ``--solo-seconds`` of requests."""
+    answer_checked(floor, body, FLOOR_PATH)
+    host, port = _address(floor)
+    headers = _headers(floor)
+    run_load(
+        host,
+        port,
+        FLOOR_PATH,
+        clients=1,
+        seconds=args.warmup_seconds,
+        request_for=lambda _: (body, headers),
+    )
+    solo = run_load(
+        host,
+        port,
+        FLOOR_PATH,
+        clients=1,
+        seconds=args.solo_seconds,
+        request_for=lambda _: (body, headers),
+    )
+    figures = _load_figures(solo)
+    return {k: figures[k] for k in ("requests", "errors", "p50_ms", "p99_ms")}
+
+
+def measure(
+    server: Server, wire: list[dict[str, Any]], args: argparse.Namespace, floor: Server | None
+) -> dict[str, Any]:
     django_client = DjangoClient(server)
     figures: dict[str, Any] = {}
     chosen = [p for p in PAYLOADS if p.name in args.payloads]
     for payload in chosen:
         print(f"{payload.name}...", file=sys.stderr)
-        figures[payload.name] = measure_payload(server, wire, payload, django_client, args)
+        figures[payload.name] = measure_payload(server, wire, payload, django_client, args, floor)
     if args.profile:
         print(f"\ncProfile of {args.profile} test-client requests ({chosen[0].name}):")
         django_client.profile(body_for(wire, chosen[0], "load-profile"), args.profile)
@@ -330,6 +376,11 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
         help="serve from a fresh database made (and dropped) on this PostgreSQL server, "
         "e.g. postgres://postgres@127.0.0.1:5432/postgres; SQLite by default",
     )
+    parser.add_argument(
+        "--no-floor",
+        action="store_true",
+        help="do not measure the Django floor (benchmarks.stack_floor) beside the API",
+    )
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     unknown = set(args.payloads) - {p.name for p in PAYLOADS}
@@ -357,7 +408,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             production_server(Path(folder), workers=args.workers, database_url=database_url)
         )
         print(f"server on {server.url}", file=sys.stderr)
-        figures = measure(server, wire, args)
+        floor = None
+        if not args.no_floor:
+            floor = stack.enter_context(
+                production_server(
+                    Path(folder) / "floor",
+                    workers=args.workers,
+                    settings=FLOOR_SETTINGS,
+                    ready_path=READY_PATH,
+                )
+            )
+            print(f"Django floor on {floor.url}", file=sys.stderr)
+        figures = measure(server, wire, args, floor)
     report = {
         "machine": {
             "python": platform.python_version(),

@@ -63,6 +63,27 @@ def print_report(report: dict[str, Any]) -> None:
             rows,
         )
     )
+    floors = {name: v["floor"] for name, v in f.items() if v.get("floor")}
+    if floors:
+        print(
+            "\nThe Django floor: the in-process work as a Django view with no middleware, "
+            "authentication, validation or database, one client (ms):"
+        )
+        rows = [
+            [
+                name,
+                f"{f[name]['in_process_ms']:.1f}",
+                f"{floor['p50_ms']:.1f}",
+                f"{floor['p99_ms']:.1f}",
+                floor["requests"],
+                f"{floor['ratio']:.2f}x",
+                f"{f[name]['one_client']['p50_ms']:.1f}",
+                f"{floor['api_over_floor']:.2f}x",
+            ]
+            for name, floor in floors.items()
+        ]
+        headers = ["payload", "in-process", "floor p50", "floor p99", "requests"]
+        print(table([*headers, "floor / in-process", "API p50", "API / floor"], rows))
     clients = next(iter(f.values()))["loaded"]["clients"] if f else 0
     print(f"\n{clients} concurrent clients:")
     rows = [

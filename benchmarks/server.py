@@ -72,10 +72,15 @@ class Server:
         return manage(self.env, *args)
 
 
-def server_env(folder: Path, *, workers: int, database_url: str | None = None) -> dict[str, str]:
+def server_env(
+    folder: Path, *, workers: int, database_url: str | None = None, settings: str | None = None
+) -> dict[str, str]:
     """The environment of a production server whose data all lives in ``folder`` (or,
-    with ``database_url``, in that database and ``folder``)."""
+    with ``database_url``, in that database and ``folder``); ``settings`` names another
+    settings module than ``config.settings``."""
     env = {k: v for k, v in os.environ.items() if k not in _NOT_INHERITED}
+    if settings is not None:
+        env["DJANGO_SETTINGS_MODULE"] = settings
     env.update(
         DJANGO_DEBUG="0",
         DJANGO_SECRET_KEY=secrets.token_urlsafe(50),
@@ -130,14 +135,20 @@ def fresh_postgres(server_url: str) -> Iterator[str]:
 
 @contextmanager
 def production_server(
-    folder: Path, *, workers: int = 2, database_url: str | None = None
+    folder: Path,
+    *,
+    workers: int = 2,
+    database_url: str | None = None,
+    settings: str | None = None,
+    ready_path: str = "/accounts/login/",
 ) -> Iterator[Server]:
     """Migrate, collect static files, make an API key, start gunicorn; stop it on exit.
 
     The database is a SQLite file in ``folder`` unless ``database_url`` names another
-    (empty) one."""
+    (empty) one; ``settings`` names another settings module (the benchmark's floor),
+    whose ``ready_path`` answers 200 once it serves."""
     folder.mkdir(parents=True, exist_ok=True)
-    env = server_env(folder, workers=workers, database_url=database_url)
+    env = server_env(folder, workers=workers, database_url=database_url, settings=settings)
     manage(env, "migrate", "--noinput")
     manage(env, "collectstatic", "--noinput", "--verbosity", "0")
     api_key = manage(env, "create_api_key", "load", "--workspace", "bench").splitlines()[-1]
@@ -153,7 +164,7 @@ def production_server(
             start_new_session=True,
         )
     try:
-        url = _wait_until_serving(process, log, workers)
+        url = _wait_until_serving(process, log, workers, ready_path)
         yield Server(url, api_key, folder, env, log, workers)
     finally:
         _stop(process)
@@ -162,7 +173,9 @@ def production_server(
 _LISTENING = re.compile(r"Listening at: (http://127\.0\.0\.1:\d+)")
 
 
-def _wait_until_serving(process: subprocess.Popen[bytes], log: Path, workers: int) -> str:
+def _wait_until_serving(
+    process: subprocess.Popen[bytes], log: Path, workers: int, ready_path: str
+) -> str:
     """The server's URL, once every worker has booted and a request was answered."""
     deadline = time.monotonic() + START_TIMEOUT
     while time.monotonic() < deadline:
@@ -170,7 +183,11 @@ def _wait_until_serving(process: subprocess.Popen[bytes], log: Path, workers: in
             raise RuntimeError(f"gunicorn exited with {process.returncode}:\n{log.read_text()}")
         text = log.read_text(errors="replace")
         found = _LISTENING.search(text)
-        if found and text.count("Booting worker") >= workers and _answers(found.group(1)):
+        if (
+            found
+            and text.count("Booting worker") >= workers
+            and _answers(found.group(1) + ready_path)
+        ):
             return found.group(1)
         time.sleep(0.1)
     raise RuntimeError(f"gunicorn did not start in {START_TIMEOUT:.0f} s:\n{log.read_text()}")
@@ -178,7 +195,7 @@ def _wait_until_serving(process: subprocess.Popen[bytes], log: Path, workers: in
 
 def _answers(url: str) -> bool:
     try:
-        with urllib.request.urlopen(f"{url}/accounts/login/", timeout=5) as response:
+        with urllib.request.urlopen(url, timeout=5) as response:
             return bool(response.status == 200)
     except (urllib.error.URLError, OSError):
         return False
