@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 from django.db import models
 from ninja import Field, Schema
-from pydantic import create_model
+from ninja.schema import DjangoGetter
+from pydantic import ModelWrapValidatorHandler, ValidationInfo, create_model, model_validator
 
 from reduction_app.models import EventRecord
 
@@ -58,6 +60,38 @@ class EventOut(_EventFields):  # type: ignore[misc,valid-type]  # a base built a
     @staticmethod
     def resolve_config_version(obj: Any) -> int | None:
         return obj.config_version.number if obj.config_version_id else None
+
+    # Replaces django-ninja's validator of the same name, which wraps every input, a dict
+    # too, in a getter that runs the resolvers above field by field (some 40 µs an event).
+    # A dict is taken as it is: it must hold the resolved fields (event_answers).
+    @model_validator(mode="wrap")
+    @classmethod
+    def _run_root_validator(
+        cls, values: Any, handler: ModelWrapValidatorHandler[Any], info: ValidationInfo
+    ) -> Any:
+        if isinstance(values, dict):
+            return handler(values)
+        return handler(DjangoGetter(values, cls, info.context))
+
+
+_EVENT_FIELD_NAMES = tuple(name for name in _event_fields() if name != "id")
+
+
+def event_answers(rows: Sequence[EventRecord]) -> list[dict[str, Any]]:
+    """The :class:`EventOut` of rows just recorded, as dicts (which it validates as they
+    are): what the list of events answers for them. The rows' conversation and config
+    version must be loaded, as they are on rows made with those objects."""
+    return [
+        {
+            "id": row.pk,
+            **{name: getattr(row, name) for name in _EVENT_FIELD_NAMES},
+            "conversation_id": EventOut.resolve_conversation_id(row),
+            "config_id": EventOut.resolve_config_id(row),
+            "config_version": EventOut.resolve_config_version(row),
+            "created_at": row.created_at,
+        }
+        for row in rows
+    ]
 
 
 class FileOut(Schema):

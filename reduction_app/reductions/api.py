@@ -14,6 +14,7 @@ from reduction_app.engine import formats, get_token_counter, inspect
 from reduction_app.engine.formats import parts_from_json, parts_to_json
 from reduction_app.http import ApiRequest, api_workspace
 from reduction_app.models import ConfigVersion, Workspace
+from reduction_app.records.schemas import event_answers
 from reduction_app.reductions.schemas import (
     ClearIn,
     ClearOut,
@@ -92,7 +93,7 @@ def truncate(request: ApiRequest, payload: TruncateIn) -> Status[dict[str, Any]]
             "truncated": bool(session.events),
             "result": result,
             "offload_path": offloads[0] if offloads else None,
-            "events": rows,
+            "events": event_answers(rows),
         },
     )
 
@@ -146,7 +147,7 @@ def clear(request: ApiRequest, payload: ClearIn) -> Status[dict[str, Any]]:
             "applied": summary is not None and summary.reason == "applied",
             "tokens_before": tokens_before,
             "tokens_after": tokens_after,
-            "events": rows,
+            "events": event_answers(rows),
         },
     )
 

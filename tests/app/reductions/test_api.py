@@ -569,6 +569,28 @@ def test_clear_twice_over_http_loses_nothing(api: ApiClient) -> None:
 
 
 @pytest.mark.parametrize("conversation_id", [None, "run-1"])
+def test_engine_answers_events_as_the_event_list_does(
+    api: ApiClient, conversation_id: str | None
+) -> None:
+    """/clear and /truncate answer the events they recorded field for field as
+    GET /events answers the same rows (the engine endpoints hand the schema dicts, the
+    list hands it rows): ids, conversation, stored config and version, times."""
+    config = api.post("/configs", {"name": "c", "config": {**CLEAR_AT_100, **SMALL}}).json()
+    body: dict[str, Any] = {"config_id": config["id"]}
+    if conversation_id is not None:
+        body["conversation_id"] = conversation_id
+    cleared = api.post("/clear", {**body, "messages": CHAT}).json()["events"]
+    truncated = truncate(api, "x" * 500, config=None, **body).json()["events"]
+    assert [e["kind"] for e in cleared] == ["tool", "summary"]
+    assert len(truncated) == 1
+    listed = api.get("/events", {"limit": 10}).json()["results"]
+    assert [*cleared, *truncated] == sorted(listed, key=lambda e: e["id"])
+    assert {(e["conversation_id"], e["config_id"], e["config_version"]) for e in listed} == {
+        (conversation_id, config["id"], 1)
+    }
+
+
+@pytest.mark.parametrize("conversation_id", [None, "run-1"])
 def test_clear_queries_do_not_grow_with_the_results(
     api: ApiClient, conversation_id: str | None
 ) -> None:
