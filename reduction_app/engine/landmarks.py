@@ -22,7 +22,11 @@ tail and the positions a pass wrote. The caller may change the list it was hande
 so the mirror is never that list; and comparing two lists is the one pass over the whole
 conversation a call makes (a list compare checks identity inline, in C).
 
-This module owns the positions, not the phase: ``clear.py`` uses them.
+The range's end (:func:`range_end`, where the retained rounds begin) is not carried: it
+is found afresh from the end of the list, a walk over the retained rounds only.
+
+This module owns the positions, not the phase: ``clear.py`` and ``clear_pass.py`` use
+them.
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ from reduction_app.engine.access import (
     tool_calls_of,
 )
 
-__all__ = ["Landmarks", "carry_landmarks", "find_landmarks"]
+__all__ = ["Landmarks", "carry_landmarks", "find_landmarks", "range_end"]
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -115,6 +119,17 @@ def carry_landmarks(messages: list[Any], last: Landmarks | None) -> Landmarks:
     if shared < old or len(mirror) != len(messages):
         mirror[shared:] = messages[shared:]
     return _found(mirror, shared, last, object())
+
+
+def range_end(messages: Sequence[AnyMessage], retention: int) -> int:
+    """Where the retained rounds begin: the ``retention``-th latest assistant message with
+    tool calls (the end of the list when ``retention`` keeps none)."""
+    end, left = len(messages), retention
+    while left > 0 and end > 0:
+        if tool_calls_of(messages[end - 1]):
+            left -= 1
+        end -= 1
+    return end
 
 
 def _found(

@@ -19,9 +19,9 @@ Chinese, as the config's ``language`` (or the process default) says.
 
 This module owns the text, how a manifest message is recognised again (the whole text
 of a user message, wrapper and first line included), and :func:`with_manifest`, which
-puts the one manifest of a conversation in place. The clear phase (``clear.py``)
-decides when: after a pass it applies, with the manifest right before the retained
-rounds.
+puts the one manifest of a conversation in place. The clear phase decides when
+(``clear_pass.py``, as it counts a pass): after a pass it applies, with the manifest right
+before the retained rounds.
 """
 
 from __future__ import annotations

@@ -25,8 +25,8 @@ says ``edits_files=False`` never edits one. Paths compare as given, character fo
 character.
 
 This module only finds the superseded calls, in one pass over the conversation from the
-start of the clear range; the clear phase (``clear.py``) clears them and decides when a
-pass stops.
+start of the clear range; the clear phase clears them (``clear_pass.py``) and decides when
+a pass stops (``clear.py``).
 """
 
 from __future__ import annotations
