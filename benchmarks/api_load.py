@@ -17,22 +17,31 @@ too), under two configs:
 
 For each config, measured one after another:
 
-1. **in-process**: ``formats.json_loads`` of the request body (the decoder the API's
-   body parser uses), the format's parse, the clear phase with an ``InMemoryBackend``,
-   the format's dump and ``msgspec.json.encode`` of the answer (messages and events;
-   the encoder the API's renderer uses): the same JSON in and out as the API, minus HTTP,
-   authentication, the database and the offload storage. Median of ``--repeat`` runs.
-2. **test client**: the same request through Django's test client in this process, on the
-   server's database: the whole Django layer, without HTTP and gunicorn.
-3. **1 client**: one request at a time over loopback for ``--solo-seconds``.
-3a. **Django floor**: the same, to a second gunicorn serving :mod:`benchmarks.stack_floor`:
-   Django with no middleware, whose one view does the in-process work and nothing else.
-   What any API on this stack costs at least (``--no-floor`` leaves it out).
-4. **N clients** (``--clients``, 8): concurrent requests for ``--seconds``; p50 and p99
+1. **test client**: the request through Django's test client in this process, on the
+   server's database: the whole Django layer, without HTTP and gunicorn. Median of
+   ``--repeat`` runs.
+2. **one at a time**, three contenders taken in turn for ``--slice-seconds`` each, round
+   after round, until each has had ``--solo-seconds`` (so a drift of the machine's speed
+   hits all three alike):
+
+   - **in-process**: ``formats.json_loads`` of the request body (the decoder the API's
+     body parser uses), the format's parse, the clear phase with an ``InMemoryBackend``,
+     the format's dump and ``msgspec.json.encode`` of the answer (messages and events;
+     the encoder the API's renderer uses): the same JSON in and out as the API, minus
+     HTTP, authentication, the database and the offload storage;
+   - **API**: one client posting to the server over loopback;
+   - **Django floor**: one client posting to a second gunicorn serving
+     :mod:`benchmarks.stack_floor`, Django with no middleware whose one view does the
+     in-process work and nothing else: what any API on this stack costs at least
+     (``--no-floor`` leaves it out and the next);
+   - **body in**: the same server's view that reads the body and answers ``{}``: what
+     getting 517 KB into a view costs, before any work.
+3. **N clients** (``--clients``, 8): concurrent requests for ``--seconds``; p50 and p99
    latency, answered requests per second, errors.
 
-The **overhead ratio** is the 1-client p50 over the in-process median. Load averages
-are printed before and after: the figures only mean something on an idle machine.
+The **overhead ratio** is the API's 1-client p50 over the in-process median; the floor's
+ratio is the least it could be on this stack. Load averages are printed before and
+after: the figures only mean something on an idle machine.
 Writes ``benchmarks/results/api_load.json``.
 """
 
@@ -57,9 +66,9 @@ import msgspec
 
 from benchmarks.api_report import print_report
 from benchmarks.corpus import build_conversation, dump_openai
-from benchmarks.loadgen import LoadResult, percentile, post_once, run_load
+from benchmarks.loadgen import LoadResult, in_turn, post_once, run_for, run_load
 from benchmarks.server import Server, fresh_postgres, production_server
-from benchmarks.stack_floor import FLOOR_PATH, READY_PATH
+from benchmarks.stack_floor import BODY_PATH, FLOOR_PATH, READY_PATH
 from benchmarks.stack_floor import SETTINGS as FLOOR_SETTINGS
 from reduction_app.engine import (
     ChatModelAgentState,
@@ -251,10 +260,9 @@ def measure_payload(
 
     solo_body = body("solo")
     checked = check_answer(server, solo_body)
+    if floor is not None:
+        answer_checked(floor, solo_body, FLOOR_PATH)
     backend = InMemoryBackend()
-    in_process, in_process_all = median_of(
-        lambda: in_process_seconds(solo_body, backend), args.repeat
-    )
     client_body = body("test-client")
     test_client, _ = median_of(lambda: django_client.post(client_body), args.repeat)
     bodies = [body(str(c)) for c in range(args.clients)]
@@ -267,19 +275,31 @@ def measure_payload(
         seconds=args.warmup_seconds,
         request_for=lambda c: (bodies[c], headers),
     )
-    solo = run_load(
-        host,
-        port,
-        PATH,
-        clients=1,
-        seconds=args.solo_seconds,
-        request_for=lambda _: (solo_body, headers),
-    )
-    floor_figures = None
+
+    def one_client(target: Server, path: str) -> Callable[[float], LoadResult]:
+        target_host, target_port = _address(target)
+        target_headers = _headers(target)
+        return lambda seconds: run_load(
+            target_host,
+            target_port,
+            path,
+            clients=1,
+            seconds=seconds,
+            request_for=lambda _: (solo_body, target_headers),
+        )
+
+    contenders = {
+        "in_process": lambda seconds: run_for(
+            seconds, lambda: in_process_seconds(solo_body, backend)
+        ),
+        "api": one_client(server, PATH),
+    }
     if floor is not None:
-        floor_figures = measure_floor(floor, solo_body, args)
-        floor_figures["ratio"] = floor_figures["p50_ms"] / (1000 * in_process)
-        floor_figures["api_over_floor"] = 1000 * solo.p(50) / floor_figures["p50_ms"]
+        contenders["floor"] = one_client(floor, FLOOR_PATH)
+        contenders["body_in"] = one_client(floor, BODY_PATH)
+    in_turn(contenders, args.warmup_seconds, args.slice_seconds)  # warm every side
+    solo = in_turn(contenders, args.solo_seconds, args.slice_seconds)
+    in_process, api = solo["in_process"].p(50), solo["api"]
     loaded = run_load(
         host,
         port,
@@ -288,45 +308,32 @@ def measure_payload(
         seconds=args.seconds,
         request_for=lambda c: (bodies[c], headers),
     )
-    return {
+    figures: dict[str, Any] = {
         "config": payload.config,
         "what": payload.what,
         "answer": checked,
         "in_process_ms": 1000 * in_process,
-        "in_process_p99_ms": 1000 * percentile(in_process_all, 99),
+        "in_process_p99_ms": 1000 * solo["in_process"].p(99),
+        "in_process_runs": solo["in_process"].requests,
         "test_client_ms": 1000 * test_client,
-        "one_client": _load_figures(solo),
+        "one_client": _load_figures(api),
         "loaded": _load_figures(loaded),
-        "overhead_ratio": solo.p(50) / in_process,
-        "overhead_ms": 1000 * (solo.p(50) - in_process),
-        "floor": floor_figures,
+        "overhead_ratio": api.p(50) / in_process,
+        "overhead_ms": 1000 * (api.p(50) - in_process),
+        "floor": None,
     }
-
-
-def measure_floor(floor: Server, body: bytes, args: argparse.Namespace) -> dict[str, Any]:
-    """One client against the floor server, as against the API: its answer checked, a
-    warm-up, then ``--solo-seconds`` of requests."""
-    answer_checked(floor, body, FLOOR_PATH)
-    host, port = _address(floor)
-    headers = _headers(floor)
-    run_load(
-        host,
-        port,
-        FLOOR_PATH,
-        clients=1,
-        seconds=args.warmup_seconds,
-        request_for=lambda _: (body, headers),
-    )
-    solo = run_load(
-        host,
-        port,
-        FLOOR_PATH,
-        clients=1,
-        seconds=args.solo_seconds,
-        request_for=lambda _: (body, headers),
-    )
-    figures = _load_figures(solo)
-    return {k: figures[k] for k in ("requests", "errors", "p50_ms", "p99_ms")}
+    if floor is not None:
+        floor_run = solo["floor"]
+        figures["floor"] = {
+            "requests": floor_run.requests,
+            "errors": floor_run.errors,
+            "p50_ms": 1000 * floor_run.p(50),
+            "p99_ms": 1000 * floor_run.p(99),
+            "ratio": floor_run.p(50) / in_process,
+            "api_over_floor": api.p(50) / floor_run.p(50),
+            "body_in_p50_ms": 1000 * solo["body_in"].p(50),
+        }
+    return figures
 
 
 def measure(
@@ -352,9 +359,20 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--workers", type=int, default=2, help="gunicorn sync workers")
     parser.add_argument("--clients", type=int, default=8, help="concurrent clients")
     parser.add_argument("--seconds", type=float, default=20.0, help="concurrent phase, each")
-    parser.add_argument("--solo-seconds", type=float, default=5.0, help="1-client phase, each")
+    parser.add_argument(
+        "--solo-seconds",
+        type=float,
+        default=6.0,
+        help="1-client phase, each of in-process, API and floor (taken in turn)",
+    )
+    parser.add_argument(
+        "--slice-seconds",
+        type=float,
+        default=1.0,
+        help="1-client phase: each contender's turn, in seconds",
+    )
     parser.add_argument("--warmup-seconds", type=float, default=2.0)
-    parser.add_argument("--repeat", type=int, default=30, help="in-process and test-client runs")
+    parser.add_argument("--repeat", type=int, default=30, help="test-client runs")
     parser.add_argument("--tokens", type=int, default=100_000, help="cl100k tokens, at most")
     parser.add_argument(
         "--payloads",

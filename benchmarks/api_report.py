@@ -67,12 +67,14 @@ def print_report(report: dict[str, Any]) -> None:
     if floors:
         print(
             "\nThe Django floor: the in-process work as a Django view with no middleware, "
-            "authentication, validation or database, one client (ms):"
+            "authentication, validation or database; body in: a view that reads the body and "
+            "answers {}. One client, taken in turn with the API and in-process (ms):"
         )
         rows = [
             [
                 name,
                 f"{f[name]['in_process_ms']:.1f}",
+                f"{floor['body_in_p50_ms']:.1f}",
                 f"{floor['p50_ms']:.1f}",
                 f"{floor['p99_ms']:.1f}",
                 floor["requests"],
@@ -82,7 +84,7 @@ def print_report(report: dict[str, Any]) -> None:
             ]
             for name, floor in floors.items()
         ]
-        headers = ["payload", "in-process", "floor p50", "floor p99", "requests"]
+        headers = ["payload", "in-process", "body in p50", "floor p50", "floor p99", "requests"]
         print(table([*headers, "floor / in-process", "API p50", "API / floor"], rows))
     clients = next(iter(f.values()))["loaded"]["clients"] if f else 0
     print(f"\n{clients} concurrent clients:")

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["LoadResult", "percentile", "post_once", "run_load"]
+__all__ = ["LoadResult", "in_turn", "percentile", "post_once", "run_for", "run_load"]
 
 REQUEST_TIMEOUT = 120.0
 """Seconds one request may take before it counts as an error."""
@@ -56,6 +56,15 @@ class LoadResult:
 
     def p(self, q: float) -> float:
         return percentile(self.latencies, q)
+
+    def add(self, other: LoadResult) -> None:
+        """Count ``other``'s requests and time as this run's too."""
+        self.seconds += other.seconds
+        self.latencies += other.latencies
+        self.errors += other.errors
+        for status, count in other.statuses.items():
+            self.statuses[status] = self.statuses.get(status, 0) + count
+        self.client_cpu_seconds += other.client_cpu_seconds
 
 
 def post_once(
@@ -115,3 +124,27 @@ def run_load(
     result.seconds = time.perf_counter() - start
     result.client_cpu_seconds = time.process_time() - cpu_start
     return result
+
+
+def run_for(seconds: float, call: Callable[[], float]) -> LoadResult:
+    """``call`` (which returns the seconds it measured) again and again for ``seconds``,
+    in this thread: an in-process contender timed as a one-client load."""
+    result = LoadResult(1, 0.0)
+    start = time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        result.latencies.append(call())
+    result.seconds = time.perf_counter() - start
+    return result
+
+
+def in_turn(
+    contenders: dict[str, Callable[[float], LoadResult]], seconds: float, slice_seconds: float
+) -> dict[str, LoadResult]:
+    """Each contender run for ``slice_seconds`` in turn, round after round, until each has
+    had about ``seconds``: the load on a shared machine drifts, and contenders taken in
+    turn meet the same drift, so their ratios hold where their milliseconds do not."""
+    results = {name: LoadResult(1, 0.0) for name in contenders}
+    for _ in range(max(1, round(seconds / slice_seconds))):
+        for name, run in contenders.items():
+            results[name].add(run(slice_seconds))
+    return results

@@ -7,6 +7,8 @@ floor to be read against. For benchmarks only: the view answers anyone, unauthen
 """
 
 FLOOR_PATH = "/floor/clear"
+BODY_PATH = "/floor/body"
+"""Reads the request's body and answers ``{}``: what getting the body in costs."""
 READY_PATH = "/floor/"
 """Answers 200 once a worker serves (what the server helper waits for)."""
 SETTINGS = "benchmarks.stack_floor.settings"
