@@ -1,0 +1,70 @@
+"""The API load benchmark runs end to end, with its Django floor, on a small conversation
+and prints its tables (figures are not checked: timings are not unit tests)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from benchmarks.loadgen import LoadResult, in_turn, run_for
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_in_turn_gives_every_contender_its_slices_round_after_round() -> None:
+    order: list[str] = []
+
+    def contender(name: str, latency: float) -> Callable[[float], LoadResult]:
+        def run(seconds: float) -> LoadResult:
+            order.append(name)
+            return LoadResult(1, seconds, latencies=[latency], statuses={200: 1})
+
+        return run
+
+    results = in_turn({"a": contender("a", 1.0), "b": contender("b", 2.0)}, 3.0, 1.0)
+    assert order == ["a", "b", "a", "b", "a", "b"]
+    assert results["a"].latencies == [1.0, 1.0, 1.0]
+    assert (results["b"].seconds, results["b"].statuses) == (3.0, {200: 3})
+
+
+def test_run_for_keeps_every_measured_time() -> None:
+    result = run_for(0.05, lambda: 0.001)
+    assert result.requests >= 1
+    assert set(result.latencies) == {0.001}
+    assert result.seconds >= 0.05
+
+
+def test_main_measures_the_api_and_the_floor(tmp_path: Path) -> None:
+    """Two real gunicorn servers: the API's and the floor's. Their answers are checked
+    against the engine in-process by the benchmark itself, so a floor that did other
+    work, or none, fails it."""
+    out = tmp_path / "api_load.json"
+    argv = [
+        *("--tokens", "4000", "--workers", "1", "--clients", "2", "--repeat", "2"),
+        *("--seconds", "0.5", "--solo-seconds", "0.6", "--slice-seconds", "0.3"),
+        *("--warmup-seconds", "0.2", "--out", str(out)),
+    ]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DATABASE_"))}
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.api_load", *argv],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "The Django floor" in done.stdout
+    report = json.loads(out.read_text())
+    for figures in report["figures"].values():
+        floor = figures["floor"]
+        assert floor["requests"] > 0
+        assert floor["errors"] == 0
+        assert figures["one_client"]["errors"] == 0
+        assert floor["body_in_p50_ms"] > 0
+        assert figures["in_process_runs"] > 0
