@@ -20,9 +20,9 @@ For each config, measured one after another:
 1. **test client**: the request through Django's test client in this process, on the
    server's database: the whole Django layer, without HTTP and gunicorn. Median of
    ``--repeat`` runs.
-2. **one at a time**, three contenders taken in turn for ``--slice-seconds`` each, round
+2. **one at a time**, four contenders taken in turn for ``--slice-seconds`` each, round
    after round, until each has had ``--solo-seconds`` (so a drift of the machine's speed
-   hits all three alike):
+   hits them alike):
 
    - **in-process**: ``formats.json_loads`` of the request body (the decoder the API's
      body parser uses), the format's parse, the clear phase with an ``InMemoryBackend``,
@@ -32,8 +32,8 @@ For each config, measured one after another:
    - **API**: one client posting to the server over loopback;
    - **Django floor**: one client posting to a second gunicorn serving
      :mod:`benchmarks.stack_floor`, Django with no middleware whose one view does the
-     in-process work and nothing else: what any API on this stack costs at least
-     (``--no-floor`` leaves it out and the next);
+     in-process work and sends the bytes it encoded, nothing else: what any API on this
+     stack costs at least (``--no-floor`` leaves it out and the next);
    - **body in**: the same server's view that reads the body and answers ``{}``: what
      getting 517 KB into a view costs, before any work.
 3. **N clients** (``--clients``, 8): concurrent requests for ``--seconds``; p50 and p99
@@ -124,8 +124,9 @@ def body_for(wire: list[dict[str, Any]], payload: Payload, conversation_id: str 
     return json.dumps(body).encode()
 
 
-def in_process(body: bytes, backend: InMemoryBackend) -> tuple[float, dict[str, Any]]:
-    """What ``/clear`` computes for ``body``, in this process: seconds, and the answer."""
+def in_process(body: bytes, backend: InMemoryBackend) -> tuple[float, dict[str, Any], bytes]:
+    """What ``/clear`` computes for ``body``, in this process: seconds, the answer, and
+    the answer encoded (the floor's view sends these bytes, encoding nothing again)."""
     start = time.perf_counter()
     data = formats.json_loads(body)
     messages = formats.parse("openai_chat", data["messages"])
@@ -137,8 +138,8 @@ def in_process(body: bytes, backend: InMemoryBackend) -> tuple[float, dict[str, 
     )
     system, out = formats.dump("openai_chat", state.messages)
     answer = {"messages": out, "system": system, "events": [e.to_dict() for e in events]}
-    msgspec.json.encode(answer)
-    return time.perf_counter() - start, answer
+    encoded = msgspec.json.encode(answer)
+    return time.perf_counter() - start, answer, encoded
 
 
 def in_process_seconds(body: bytes, backend: InMemoryBackend) -> float:
@@ -208,7 +209,7 @@ def answer_checked(server: Server, body: bytes, path: str) -> tuple[dict[str, An
     if status != 200:
         raise RuntimeError(f"{path} answered {status}: {data[:500]!r}\n{server.log.read_text()}")
     answer = json.loads(data)
-    _, expected = in_process(body, InMemoryBackend())
+    _, expected, _ = in_process(body, InMemoryBackend())
     if answer["messages"] != expected["messages"] or len(answer["events"]) != len(
         expected["events"]
     ):
@@ -363,7 +364,7 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
         "--solo-seconds",
         type=float,
         default=6.0,
-        help="1-client phase, each of in-process, API and floor (taken in turn)",
+        help="1-client phase, each of in-process, API, floor and body in (taken in turn)",
     )
     parser.add_argument(
         "--slice-seconds",

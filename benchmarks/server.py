@@ -81,6 +81,8 @@ def server_env(
     env = {k: v for k, v in os.environ.items() if k not in _NOT_INHERITED}
     if settings is not None:
         env["DJANGO_SETTINGS_MODULE"] = settings
+        # Benchmark-only settings load only with this (benchmarks/stack_floor/settings.py).
+        env["REDUCTION_BENCHMARK_SERVER"] = "1"
     env.update(
         DJANGO_DEBUG="0",
         DJANGO_SECRET_KEY=secrets.token_urlsafe(50),

@@ -4,7 +4,6 @@ server helper to wait for."""
 
 from __future__ import annotations
 
-import msgspec
 from django.http import HttpRequest, HttpResponse
 from django.urls import path
 from django.views.decorators.csrf import csrf_exempt
@@ -20,8 +19,8 @@ _BACKEND = InMemoryBackend()
 
 @csrf_exempt
 def clear_floor(request: HttpRequest) -> HttpResponse:
-    _, answer = in_process(request.body, _BACKEND)
-    return HttpResponse(msgspec.json.encode(answer), content_type="application/json")
+    _, _, encoded = in_process(request.body, _BACKEND)
+    return HttpResponse(encoded, content_type="application/json")
 
 
 @csrf_exempt

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from reduction_app.engine import access, clear, clear_pass, clear_rewriter, landmarks
+from reduction_app.engine import access, clear, clear_rewriter, landmarks
 from reduction_app.engine.backends import InMemoryBackend, WriteRequest
 from reduction_app.engine.clear import ChatModelAgentState, clear_range
 from reduction_app.engine.errors import MessageError, OffloadError
@@ -117,17 +117,20 @@ def _counting(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     """Counts the calls of the per-message checks the clear phase makes, from every
     module of it that imports them."""
     calls = {"is_processed": 0, "tool_calls_of": 0}
-    for module in (landmarks, clear, clear_pass, clear_rewriter):
+    patched: set[str] = set()
+    for module in (landmarks, clear, clear_rewriter):
         for name in calls:
             real = getattr(access, name)
             if getattr(module, name, None) is not real:
                 continue
+            patched.add(name)
 
             def counted(msg: Any, _name: str = name, _real: Any = real) -> Any:
                 calls[_name] += 1
                 return _real(msg)
 
             monkeypatch.setattr(module, name, counted)
+    assert patched == set(calls)
     return calls
 
 

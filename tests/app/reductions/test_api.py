@@ -27,6 +27,7 @@ from reduction_app.conversations.selectors import conversation_transcript
 from reduction_app.engine.inspect import wire_pairing_problems
 from reduction_app.models import Conversation, EventRecord, OffloadedFile
 from reduction_app.records.s3 import OffloadS3Storage
+from reduction_app.records.schemas import EventOut
 from tests.app.support import (
     ApiClient,
     bare,
@@ -566,6 +567,15 @@ def test_clear_twice_over_http_loses_nothing(api: ApiClient) -> None:
         "/tmp/clear/call_b",
     ]
     assert conversation_transcript(conversation=Conversation.objects.get()) == second["messages"]
+
+
+def test_event_out_has_one_root_validator() -> None:
+    """EventOut's dict path replaces django-ninja's validator by taking its name; were
+    ninja to rename it, both would run and a dict would lose its resolved fields."""
+    assert list(EventOut.__pydantic_decorators__.model_validators) == ["_run_root_validator"]
+    assert EventOut.__pydantic_decorators__.model_validators["_run_root_validator"].cls_ref == (
+        f"{EventOut.__module__}.{EventOut.__qualname__}:{id(EventOut)}"
+    )
 
 
 @pytest.mark.parametrize("conversation_id", [None, "run-1"])
