@@ -67,7 +67,7 @@ import msgspec
 from benchmarks.api_report import print_report
 from benchmarks.corpus import build_conversation, dump_openai
 from benchmarks.loadgen import LoadResult, in_turn, post_once, run_for, run_load
-from benchmarks.server import Server, fresh_postgres, production_server
+from benchmarks.server import NOT_INHERITED, Server, fresh_postgres, production_server
 from benchmarks.stack_floor import BODY_PATH, FLOOR_PATH, READY_PATH
 from benchmarks.stack_floor import SETTINGS as FLOOR_SETTINGS
 from reduction_app.engine import (
@@ -157,6 +157,10 @@ class DjangoClient:
     """Django's test client in this process, on the server's database and settings."""
 
     def __init__(self, server: Server) -> None:
+        # The server's environment, and nothing it was kept from: a TEST_DATABASE_URL left
+        # here would win over the server's database in the settings.
+        for name in NOT_INHERITED:
+            os.environ.pop(name, None)
         os.environ.update(server.env)
         os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings"
         import django

@@ -28,6 +28,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 __all__ = [
     "GUNICORN_ARGS",
+    "NOT_INHERITED",
     "ROOT",
     "Server",
     "fresh_postgres",
@@ -45,7 +46,7 @@ GUNICORN_ARGS = ("--config", "config/gunicorn_conf.py", "config.wsgi")
 
 # What the server must not inherit: another database (TEST_DATABASE_URL wins over
 # DATABASE_URL in the settings), another key, or gunicorn flags meant for another server.
-_NOT_INHERITED = (
+NOT_INHERITED = (
     "DATABASE_URL",
     "TEST_DATABASE_URL",
     "DJANGO_SECRET_KEY",
@@ -78,7 +79,7 @@ def server_env(
     """The environment of a production server whose data all lives in ``folder`` (or,
     with ``database_url``, in that database and ``folder``); ``settings`` names another
     settings module than ``config.settings``."""
-    env = {k: v for k, v in os.environ.items() if k not in _NOT_INHERITED}
+    env = {k: v for k, v in os.environ.items() if k not in NOT_INHERITED}
     if settings is not None:
         env["DJANGO_SETTINGS_MODULE"] = settings
         # Benchmark-only settings load only with this (benchmarks/stack_floor/settings.py).
