@@ -409,6 +409,9 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     unknown = set(args.payloads) - {p.name for p in PAYLOADS}
     if unknown:
         parser.error(f"unknown payloads: {sorted(unknown)}")
+    for name in ("solo_seconds", "slice_seconds", "seconds"):
+        if not getattr(args, name) > 0:
+            parser.error(f"--{name.replace('_', '-')} must be more than 0")
     return args
 
 

@@ -11,6 +11,9 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
+from benchmarks import api_load
 from benchmarks.loadgen import LoadResult, in_turn, run_for
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,6 +40,16 @@ def test_run_for_keeps_every_measured_time() -> None:
     assert result.requests >= 1
     assert set(result.latencies) == {0.001}
     assert result.seconds >= 0.05
+
+
+@pytest.mark.parametrize("flag", ["--slice-seconds", "--solo-seconds", "--seconds"])
+def test_main_refuses_a_time_that_is_not_positive(
+    flag: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        api_load.main([flag, "0"])
+    assert exited.value.code == 2
+    assert f"{flag} must be more than 0" in capsys.readouterr().err
 
 
 def test_main_measures_the_api_and_the_floor(tmp_path: Path) -> None:
