@@ -1,28 +1,11 @@
 """Which tool results a later call has superseded: the rule of the opt-in
-``clear_superseded`` strategy (docs/behaviour.md §4.12).
+``clear_superseded`` strategy, written out in docs/behaviour.md §4.12.
 
-A result is superseded when a later call in the conversation makes it redundant:
-
-* the same tool with the same arguments (equal as parsed JSON when both parse, else as
-  text), or, for a call that reads a file, a call that reads the whole of that file,
-  whose own result is in context whole (present, not cleared, not truncated): the model
-  sees the same thing again; or
-* for a call that reads a file, a call that edits that file and has a result that does
-  not say the edit failed (one starting with :data:`FAILED_EDIT_PREFIXES`; a cleared or
-  truncated result counts): the read shows the file as it was, and the model must read
-  it again to see it as it is. The edit's own result is never cleared by this rule.
-
-A call names a file when its arguments are a JSON object naming it in exactly one of
-``path``, ``file_path`` or ``filename``. It reads that file when its tool reads files
-(the names in :data:`READ_TOOLS`, the config's ``read_file_tool_name``, or a
-``tool_config`` entry with ``reads_files=True``) or it is a text editor's ``"command":
-"view"``; it reads the whole file when it has no other argument (besides that
-``command``). It edits that file when its tool edits files (the names in
-:data:`EDIT_TOOLS`, or an entry with ``edits_files=True``) or its ``command`` is one of
-a text editor's edits (:data:`EDIT_COMMANDS`), whatever the tool's name, as for
-``"view"``. A tool whose entry says ``reads_files=False`` never reads a file, one that
-says ``edits_files=False`` never edits one. Paths compare as given, character for
-character.
+The names that rule lists live here, once: the tools that read files
+(:data:`READ_TOOLS`), the tools that edit them (:data:`EDIT_TOOLS`), a text editor's
+edit commands (:data:`EDIT_COMMANDS`), the arguments that name a file
+(:data:`PATH_KEYS`) and how a failed edit's output starts
+(:data:`FAILED_EDIT_PREFIXES`); a test holds the page's lists to them.
 
 This module only finds the superseded calls, in one pass over the conversation from the
 start of the clear range; the clear phase clears them (``clear_pass.py``) and decides when

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import re
+from pathlib import Path
 from typing import Any
 
 from hypothesis import given
@@ -21,7 +23,15 @@ from reduction_app.engine.config import ReductionConfig, ToolReductionConfig
 from reduction_app.engine.events import ReductionEvent
 from reduction_app.engine.messages import Message
 from reduction_app.engine.notices import clear_placeholder, trunc_notice
-from reduction_app.engine.superseded import Readers, superseded_calls
+from reduction_app.engine.superseded import (
+    EDIT_COMMANDS,
+    EDIT_TOOLS,
+    FAILED_EDIT_PREFIXES,
+    PATH_KEYS,
+    READ_TOOLS,
+    Readers,
+    superseded_calls,
+)
 from reduction_app.engine.tool_io import ClearResult, ToolDetail, ToolOutputPart, ToolResult
 from tests.engine.clear_support import (
     agentic_call,
@@ -780,3 +790,26 @@ def test_clear_superseded_truncated_result_points_at_its_truncation_file() -> No
     assert [(e.strategy, e.offload_path) for e in events if e.kind == "tool"] == [
         ("superseded", "/tmp/trunc/c1")
     ]
+
+
+def _contract_names(after: str, until: str) -> list[str]:
+    """The code names docs/behaviour.md §4.12 lists between two phrases of its text."""
+    page = (Path(__file__).resolve().parents[2] / "docs" / "behaviour.md").read_text("utf-8")
+    section = page.split("### §4.12 ", 1)[1].split("\n### ", 1)[0]
+    text = " ".join(section.split())
+    return re.findall(r"`([^`]+)`", text.split(after, 1)[1].split(until, 1)[0])
+
+
+def test_superseded_names_are_those_the_contract_lists() -> None:
+    """The tools, commands, arguments and failure marks of the rule are written once in
+    the code; the contract's lists are held to them."""
+    reads = _contract_names("its tool reads files (", "the configured")
+    edits = _contract_names("its tool edits files (", "or a tool whose")
+    commands = _contract_names('`"command"` is ', "(the edits")
+    keys = _contract_names("in exactly one of", "Paths compare")
+    failed = _contract_names("the edit failed:", "changed nothing")
+    assert set(reads) == READ_TOOLS
+    assert set(edits) == EDIT_TOOLS
+    assert set(commands) == EDIT_COMMANDS
+    assert tuple(keys) == PATH_KEYS
+    assert tuple(failed) == FAILED_EDIT_PREFIXES

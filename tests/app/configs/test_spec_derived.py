@@ -1,6 +1,6 @@
 """Everything that lists config fields is built from the engine's spec: the JSON fields, the
 dashboard form and its help, the Tune knobs, the sweep grid, the API's config model and
-the README table. A field injected into the spec shows up in each of them."""
+the table of docs/engine.md. A field injected into the spec shows up in each of them."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from reduction_app.simulations.views import tune
 from simulator.compare import GRID_KNOBS
 from tests.app.support import ApiClient
 from tests.engine.config_support import EXTRA, inject_extra_field
-from tests.test_readme import README, config_table, config_table_expected
+from tests.test_manual import ENGINE_PAGE, config_table, config_table_expected
 
 CONFIG_BODIES = ("TruncateIn", "ClearIn", "ConfigIn", "ConfigUpdateIn", "SimulationConfigIn")
 """The request bodies that carry an engine config."""
@@ -149,4 +149,4 @@ def test_injected_knob_reaches_the_tune_sliders(extra_field: engine.ConfigField)
 def test_injected_field_needs_a_readme_row(extra_field: engine.ConfigField) -> None:
     expected = config_table_expected()
     assert expected[-1] == (EXTRA.name, 3, EXTRA.help)
-    assert config_table(README.read_text(encoding="utf-8")) != expected
+    assert config_table(ENGINE_PAGE.read_text(encoding="utf-8")) != expected
