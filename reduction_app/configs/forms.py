@@ -29,7 +29,7 @@ __all__ = [
 ]
 
 FIELD_HELP: dict[str, str] = {spec.name: spec.help for spec in engine.json_config_fields()}
-"""One line of help per JSON field: the spec's, which the README's table shows too."""
+"""One line of help per JSON field: the spec's, which docs/engine.md's table shows too."""
 
 CHOICE_LABELS = {"en": "en (English)", "zh": "zh (Chinese)"}
 """How a select shows a choice, where the value alone says too little."""

@@ -3,7 +3,7 @@
 Pure Python; importing it never loads Django. Build a middleware with
 :func:`new`, wrap tool calls with its ``wrap_*`` methods (truncation) and call
 :meth:`~ReductionMiddleware.before_model_rewrite_state` before every model call
-(clear). See the README for every config field, and docs/behaviour.md for what the
+(clear). See docs/engine.md for every config field, and docs/behaviour.md for what the
 engine promises and its deliberate differences from the reference.
 
 This module is the surface for reducing conversations. Read-only helpers (classify a

@@ -5,7 +5,7 @@ Each :class:`ConfigField` gives a field's name, kind, default, one line of help,
 Tune page's slider and a sweep grid move it. Everything else that lists config fields is
 derived from it: the engine's JSON parser and checks (:mod:`reduction_app.engine.config`),
 the dashboard's form, the Tune page's knobs, the sweep grid, the REST API's documented
-config model, and the README's table (a test holds the table to this spec). Adding a
+config model, and the table of docs/engine.md (a test holds it to this spec). Adding a
 config field is a :class:`ConfigField` here and the field on the dataclass.
 
 This module owns descriptions, not behaviour: the checks themselves live in ``config``.
@@ -98,7 +98,7 @@ class ConfigField:
     kind: FieldKind
     default: Any
     help: str
-    """One line, plain text: the dashboard, the API document and the README all show it."""
+    """One line, plain text: the dashboard, the API document and docs/engine.md all show it."""
     zero_means_default: bool = False
     """As in the reference, ``0`` stands for :attr:`default`."""
     minimum: int | None = None
