@@ -85,7 +85,8 @@ class ReductionConfig:
     """Everything the reduction middleware can be told.
 
     Each field's kind, default and help are in :data:`CONFIG_FIELDS`
-    (:mod:`reduction_app.engine.config_spec`), in this order; the table of docs/engine.md shows them.
+    (:mod:`reduction_app.engine.config_spec`), in this order; the table of docs/engine.md
+    shows them.
     """
 
     backend: Backend | None = None
