@@ -404,3 +404,31 @@ def test_main_replay_says_which_strategy_cleared_what(tmp_path: Path) -> None:
         "strategies (openhands-multi-swe-bench-llama4.jsonl:3#ponylang__ponyc-4588, sup10): "
         "reference 43 results, 9,078 tok saved; superseded 4 results, 1,388 tok saved",
     ]
+
+
+@pytest.mark.parametrize("command", ["calibrate", "front"])
+def test_main_without_recordings_exits_2_naming_the_folder(
+    command: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The folder comes from REDUCTION_RECORDINGS_DIR, or from --recordings (or its former
+    name, --data), which wins."""
+    monkeypatch.setenv("REDUCTION_RECORDINGS_DIR", str(tmp_path / "unset"))
+    how = (
+        "pass --recordings DIR or set REDUCTION_RECORDINGS_DIR to the folder of recorded "
+        "agent runs (a copy of shared/data/conversations)"
+    )
+    assert run(command) == (2, "", f"error: no recordings at {tmp_path / 'unset'}: {how}\n")
+    for option in ("--recordings", "--data"):
+        missing = tmp_path / option.strip("-")
+        error = f"error: no recordings at {missing}: {how}\n"
+        assert run(command, option, missing) == (2, "", error)
+
+
+@needs_recordings
+def test_main_calibrate_reads_the_recordings_option(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("REDUCTION_RECORDINGS_DIR", str(tmp_path / "unset"))
+    code, out, err = run("calibrate", "--recordings", CONVERSATIONS, "--json")
+    assert (code, err) == (0, "")
+    assert len(json.loads(out)["calibration"]) == 6

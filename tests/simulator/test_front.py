@@ -160,13 +160,6 @@ def test_cli_front_check_fails_when_no_config_meets_it(monkeypatch: pytest.Monke
     assert out.getvalue().endswith("Target not met by any config.\n")
 
 
-def test_cli_front_bad_data_folder(tmp_path: object) -> None:
-    err = io.StringIO()
-    missing = f"{tmp_path}/nope"
-    assert cli.main(["front", "--data", missing], out=io.StringIO(), err=err) == 2
-    assert err.getvalue() == f"error: {missing}: not a folder of recordings (see --data)\n"
-
-
 @needs_recordings
 def test_cli_front_progress_goes_to_stderr() -> None:
     err = io.StringIO()
