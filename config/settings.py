@@ -13,6 +13,8 @@ from typing import Any
 
 from django.core.exceptions import ImproperlyConfigured
 
+from simulator.recordings_folder import recordings_dir
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
@@ -327,6 +329,13 @@ def _sweep_lease(environ: Mapping[str, str]) -> tuple[float, int]:
 
 
 REDUCTION_SWEEP_LEASE_SECONDS, REDUCTION_SWEEP_MAX_RUNS = _sweep_lease(os.environ)
+
+# The recorded agent runs (OpenHands, tau-bench, ...) that `manage.py seed_demo` imports
+# for replay. They are not part of the repository: the folder is REDUCTION_RECORDINGS_DIR,
+# else shared/data/conversations beside the checkout (simulator/recordings_folder.py
+# reads the variable, for the simulator's commands too). Without the folder the demo
+# holds only its own conversations.
+REDUCTION_RECORDINGS_DIR = recordings_dir()
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

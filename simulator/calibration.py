@@ -5,11 +5,12 @@ the preset of the model that ran them, and the context tokens of each call are s
 against the provider's count: per call where the recording has it (τ²-bench's
 ``usage.prompt_tokens``), else for the whole run (SWE-agent's ``tokens_sent``).
 
-The shipped set (:data:`SHIPPED`, under ``data/conversations``) is what
-``python -m simulator calibrate`` prints and what the test suite holds to 2% in
-aggregate. τ²-bench result files keep neither the agent's tool schemas nor its system
-prompt around the policy; both were generated from the τ²-bench code the runs used and
-ship beside them (``tau2/agent/``), and are put back before replaying.
+The shipped set (:data:`SHIPPED`, relative to the recordings folder of
+:mod:`simulator.recordings_folder`) is what ``python -m simulator calibrate`` prints and
+what the test suite holds to 2% in aggregate. τ²-bench result files keep neither the
+agent's tool schemas nor its system prompt around the policy; both were generated from the
+τ²-bench code the runs used and ship beside them (``tau2/agent/``), and are put back
+before replaying.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ class Shipped:
     """A shipped recording with provider figures, and how to replay it."""
 
     path: str
-    """Relative to ``data/conversations``."""
+    """Relative to the recordings folder."""
     preset: str
     """The price preset of the model that ran it."""
     tau2_domain: str = ""

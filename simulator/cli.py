@@ -2,7 +2,8 @@
 calibrate the token counts against providers' bills.
 
 Exit codes: 0 on success, 2 for bad input (an unreadable file, an unknown format, a bad
-config or grid), with a one-line error naming the file, line or field at fault.
+config or grid, no recordings folder for ``calibrate`` and ``front``), with a one-line
+error naming the file, line, field or folder at fault.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from simulator.front import front, render_front
 from simulator.importers import FORMATS, ImportError_, RecordedConversation, load_conversations
 from simulator.parallel import default_workers
 from simulator.pricing import PRESETS, Pricing, engine_measure, pricing_for
+from simulator.recordings_folder import RecordingsNotFound, require_recordings
 from simulator.results import REFERENCE_STRATEGY, ReplayResult
 
 __all__ = ["main"]
@@ -252,9 +254,7 @@ def _sweep(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
 
 
 def _calibrate(args: argparse.Namespace, out: TextIO) -> None:
-    root = Path(args.data)
-    if not root.is_dir():
-        raise InputError(f"{root}: not a folder of recordings (see --data)")
+    root = require_recordings(args.recordings, option="--recordings")
     rows = [calibrate(root, item) for item in SHIPPED]
     checks = [check_strategy(root, item) for item in STRATEGY_RUNS]
     if args.json:
@@ -269,9 +269,7 @@ def _calibrate(args: argparse.Namespace, out: TextIO) -> None:
 
 
 def _front(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    root = Path(args.data)
-    if not root.is_dir():
-        raise InputError(f"{root}: not a folder of recordings (see --data)")
+    root = require_recordings(args.recordings, option="--recordings")
     result = front(root, pricing_for(args.pricing), progress=None if args.quiet else _progress(err))
     if args.json:
         json.dump(dataclasses.asdict(result) | {"target_met_by": result.target_configs()}, out)
@@ -281,8 +279,18 @@ def _front(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return 1 if args.check and not result.target_configs() else 0
 
 
-_DATA = str(Path(__file__).resolve().parent.parent / "data" / "conversations")
-_DATA_HELP = "the folder of shipped recordings (default: the repository's)"
+def _recordings_option(parser: argparse.ArgumentParser) -> None:
+    # --data is the option's former name, kept for scripts that use it.
+    parser.add_argument(
+        "--recordings",
+        "--data",
+        dest="recordings",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="the folder of recorded agent runs (default: $REDUCTION_RECORDINGS_DIR, else "
+        "shared/data/conversations beside the checkout)",
+    )
 
 
 def _positive(value: str) -> int:
@@ -359,13 +367,13 @@ def _parser() -> argparse.ArgumentParser:
         "calibrate",
         help="the simulator's counts against the provider's on the shipped recordings",
     )
-    cal.add_argument("--data", default=_DATA, metavar="DIR", help=_DATA_HELP)
+    _recordings_option(cal)
     cal.add_argument("--json", action="store_true", help="print JSON instead of a table")
     fr = sub.add_parser(
         "front",
         help="issue 10's target: Eino's configs and the strategies over the shipped recordings",
     )
-    fr.add_argument("--data", default=_DATA, metavar="DIR", help=_DATA_HELP)
+    _recordings_option(fr)
     fr.add_argument(
         "--pricing",
         default="claude-sonnet-4.5",
@@ -401,7 +409,7 @@ def main(
             _sweep(args, out, err)
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else 0
-    except (InputError, ImportError_, ReductionError, ValueError) as exc:
+    except (InputError, ImportError_, RecordingsNotFound, ReductionError, ValueError) as exc:
         err.write(f"error: {exc}\n")
         return 2
     return 0

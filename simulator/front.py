@@ -50,7 +50,7 @@ CODING = (
     "claude-code/5c0375b4-57a5-4f26-b12d-d022ee4e51b7.jsonl",
     "claude-code/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl",
 )
-"""The shipped coding-agent recordings (relative to ``data/conversations``): 11 runs."""
+"""The shipped coding-agent recordings (relative to the recordings folder): 11 runs."""
 SERVICE = (
     "tau-bench-airline-gpt-4o.json",
     "tau2/airline-gpt-4.1-mini.json",

@@ -1,4 +1,5 @@
-"""config/settings.py: the offload storage and the sweep lease chosen from the environment."""
+"""config/settings.py: the offload storage, the sweep lease and the recordings folder chosen
+from the environment."""
 
 from __future__ import annotations
 
@@ -130,3 +131,28 @@ def test_sweep_lease_refuses_what_cannot_be_a_lease(environ: dict[str, str], mes
     with pytest.raises(ImproperlyConfigured) as caught:
         _sweep_lease(environ)
     assert str(caught.value) == message
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [(None, ROOT.parent / "shared" / "data" / "conversations"), ("/srv/runs", Path("/srv/runs"))],
+    ids=["unset", "set"],
+)
+def test_recordings_dir_from_the_environment(value: str | None, expected: Path) -> None:
+    """REDUCTION_RECORDINGS_DIR, else shared/data/conversations beside the checkout."""
+    environ = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in {"DATABASE_URL", "TEST_DATABASE_URL", "REDUCTION_RECORDINGS_DIR"}
+    }
+    if value is not None:
+        environ["REDUCTION_RECORDINGS_DIR"] = value
+    done = subprocess.run(
+        [sys.executable, "-c", "import config.settings as s; print(s.REDUCTION_RECORDINGS_DIR)"],
+        cwd=ROOT,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (done.returncode, done.stdout) == (0, f"{expected}\n"), done.stderr

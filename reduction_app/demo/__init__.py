@@ -12,8 +12,10 @@
   the REST API's ``/truncate`` and ``/clear`` do: events, offloaded files (content in
   the workspace's storage) and transcripts are all real. The rows are then dated over
   the last ten days (a fixed offset per conversation, a fixed step per call);
-* real recordings for replay and compare (OpenHands and tau-bench runs from
-  ``data/conversations/``), stored as conversations without events.
+* real recordings for replay and compare (OpenHands and tau-bench runs of the recordings
+  folder, ``settings.REDUCTION_RECORDINGS_DIR``), stored as conversations without events.
+  The recordings are not part of the repository; without the folder the workspace holds
+  only the demo agent's conversations (:attr:`SeedReport.recordings_found` says which).
 
 It is idempotent: what exists already (a profile by name, a conversation by id) is kept,
 so a second run adds nothing. ``demo_reset`` empties the workspace first. Members are
@@ -27,7 +29,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from pathlib import Path
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
@@ -40,9 +44,7 @@ from reduction_app.demo.specs import (
     DEMO_NAME,
     DEMO_SLUG,
     LIVE,
-    OPENHANDS,
     PROFILES,
-    RECORDINGS,
     REPO,
     REPO_MOUNT,
     TEXT_SUFFIXES,
@@ -85,6 +87,14 @@ class SeedReport:
     profiles_created: int = 0
     seconds: float = 0.0
     counts: dict[str, int] = field(default_factory=dict)
+    recordings: Path = field(default_factory=Path)
+    """The folder the real recordings were imported from, or looked for in."""
+    recordings_found: bool = False
+    """Whether that folder was there (when not, no recording was imported)."""
+    imported: dict[str, int] = field(default_factory=dict)
+    """Real recordings this run imported, by source (``OpenHands``, ``tau-bench``)."""
+    imported_before: int = 0
+    """Real recordings that were there already."""
 
     @property
     def already_seeded(self) -> bool:
@@ -160,24 +170,28 @@ def demo_seed(
     reset: bool = False,
     say: Callable[[str], None] = _quiet,
     now: datetime | None = None,
+    recordings: Path | None = None,
 ) -> SeedReport:
     """Seed the demo workspace (see the module docstring); ``small`` seeds only the live
-    conversations marked ``small`` and one recording of each kind.
+    conversations marked ``small`` and one recording of each kind. The recordings are
+    imported from ``recordings`` (by default ``settings.REDUCTION_RECORDINGS_DIR``) when
+    that folder is there, and left out when it is not.
 
     Raises ``FileNotFoundError`` outside a checkout of this repository (the demo agent
-    reads its files, and the recordings are in its ``data/`` folder).
+    reads its files).
     """
     started = time.perf_counter()
-    if not (RECORDINGS / OPENHANDS).is_file():
+    if not (REPO / "data" / "demo").is_dir():
         raise FileNotFoundError(
-            f"the demo needs a checkout of Reduction Lab; {RECORDINGS / OPENHANDS} is missing"
+            f"the demo needs a checkout of Reduction Lab; {REPO / 'data' / 'demo'} is missing"
         )
+    folder = Path(settings.REDUCTION_RECORDINGS_DIR) if recordings is None else recordings
     workspace = workspace_get_or_create(name=DEMO_NAME)
     if reset:
         demo_reset(workspace=workspace)
         say(f"Emptied workspace {workspace.slug!r}.")
     anchor = (now or timezone.now()).replace(second=0, microsecond=0)
-    report = SeedReport(workspace=workspace)
+    report = SeedReport(workspace=workspace, recordings=folder, recordings_found=folder.is_dir())
     versions = _profiles(workspace, anchor, report)
     live = [spec for spec in LIVE if spec.small or not small]
     existing = set(
@@ -199,11 +213,17 @@ def demo_seed(
             line = record_live(workspace, spec, version, tree, anchor)
             say(f"{prefix} ({spec.profile} v{spec.version}): {line}")
         report.created.append(spec.client_id)
-    for client_id, imported in import_recordings(workspace, anchor, existing, small):
+    recorded: list[tuple[str, str, str | None]] = []
+    if report.recordings_found:
+        recorded = import_recordings(workspace, folder, anchor, existing, small)
+    for source, client_id, imported in recorded:
+        report.imported.setdefault(source, 0)
         if imported is None:
             report.kept.append(client_id)
+            report.imported_before += 1
         else:
             report.created.append(client_id)
+            report.imported[source] += 1
             say(f"imported {client_id}: {imported}")
     report.counts = _counts(workspace)
     report.seconds = time.perf_counter() - started

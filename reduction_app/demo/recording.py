@@ -7,7 +7,7 @@ the conversation's id, as the REST API's ``/truncate`` and ``/clear`` do. The ro
 then dated: a conversation starts a fixed number of days before the seeding, and each
 call takes a few seconds drawn from the conversation's own seed. :func:`record_plain`
 records the agent's raw transcript (no engine, no events); :func:`import_recordings`
-stores the OpenHands and tau-bench runs of ``data/conversations/`` for replay.
+stores OpenHands and tau-bench runs of the recordings folder for replay.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import random
 import time
 from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from django.db import transaction
@@ -26,7 +27,6 @@ from reduction_app.conversations.services import conversation_upsert
 from reduction_app.demo.specs import (
     OPENHANDS,
     OPENHANDS_DAYS_AGO,
-    RECORDINGS,
     SYSTEM_PROMPT,
     TAU_BENCH,
     TAU_BENCH_RUNS,
@@ -232,12 +232,13 @@ def _remove_unused(names: Iterable[str]) -> None:
 
 
 def import_recordings(
-    workspace: Workspace, anchor: datetime, existing: set[str], small: bool
-) -> list[tuple[str, str | None]]:
-    """The shared real recordings, as conversations to replay (no events). Returns each
-    client id with a summary line, or ``None`` when it was there already."""
-    items: list[tuple[str, str, list[Any], list[Any], float]] = []
-    runs = (RECORDINGS / OPENHANDS).read_text(encoding="utf-8").splitlines()
+    workspace: Workspace, folder: Path, anchor: datetime, existing: set[str], small: bool
+) -> list[tuple[str, str, str | None]]:
+    """The real recordings of ``folder``, as conversations to replay (no events). Returns
+    each one's source (``OpenHands``, ``tau-bench``) and client id with a summary line, or
+    ``None`` when it was there already."""
+    items: list[tuple[str, str, str, list[Any], list[Any], float]] = []
+    runs = (folder / OPENHANDS).read_text(encoding="utf-8").splitlines()
     for line, days in zip(runs[: 1 if small else None], OPENHANDS_DAYS_AGO, strict=False):
         run = json.loads(line)
         instance = str(run.get("instance_id", "run"))
@@ -245,8 +246,8 @@ def import_recordings(
         model = str(run.get("metadata", {}).get("llm_config", {}).get("model", "")).split("/")[-1]
         model = model.removeprefix("openrouter-")
         title = f"OpenHands CodeActAgent on {instance}" + (f" ({model})" if model else "")
-        items.append((f"openhands-{instance}", title, messages, tools, days))
-    tau: list[dict[str, Any]] = formats.json_loads_utf8((RECORDINGS / TAU_BENCH).read_bytes())
+        items.append(("OpenHands", f"openhands-{instance}", title, messages, tools, days))
+    tau: list[dict[str, Any]] = formats.json_loads_utf8((folder / TAU_BENCH).read_bytes())
     by_key = {(r.get("task_id"), r.get("trial")): r for r in tau}
     for task_id, trial, days in TAU_BENCH_RUNS[: 1 if small else None]:
         run = by_key[(task_id, trial)]
@@ -255,13 +256,12 @@ def import_recordings(
         if len(opening) > 70:
             opening = opening[:69].rstrip() + "…"
         title = f"tau-bench airline, task {task_id}: {opening}"
-        items.append(
-            (f"tau-bench-airline-task{task_id}-trial{trial}", title, run["traj"], [], days)
-        )
-    out: list[tuple[str, str | None]] = []
-    for client_id, title, messages, tools, days in items:
+        client_id = f"tau-bench-airline-task{task_id}-trial{trial}"
+        items.append(("tau-bench", client_id, title, run["traj"], [], days))
+    out: list[tuple[str, str, str | None]] = []
+    for source, client_id, title, messages, tools, days in items:
         if client_id in existing:
-            out.append((client_id, None))
+            out.append((source, client_id, None))
             continue
         with transaction.atomic():
             conversation = conversation_upsert(
@@ -276,5 +276,5 @@ def import_recordings(
             Conversation.objects.filter(pk=conversation.pk).update(
                 created_at=begin, updated_at=begin + timedelta(minutes=len(messages) // 2 + 1)
             )
-        out.append((client_id, f"{len(messages)} messages, {len(tools)} tool schemas"))
+        out.append((source, client_id, f"{len(messages)} messages, {len(tools)} tool schemas"))
     return out

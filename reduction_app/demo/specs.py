@@ -1,6 +1,7 @@
 """What the demo workspace holds: its config profiles, the demo agent's conversations
 (the tasks it is given over which tree, under which config, when), and which real
-recordings are imported. Data only; ``reduction_app.demo`` does the seeding."""
+recordings are imported (from the recordings folder, ``settings.REDUCTION_RECORDINGS_DIR``).
+Data only; ``reduction_app.demo`` does the seeding."""
 
 from __future__ import annotations
 
@@ -19,7 +20,6 @@ __all__ = [
     "OPENHANDS",
     "OPENHANDS_DAYS_AGO",
     "PROFILES",
-    "RECORDINGS",
     "REPO",
     "REPO_MOUNT",
     "SYSTEM_PROMPT",
@@ -35,7 +35,6 @@ DEMO_SLUG = "demo"
 REPO = Path(__file__).resolve().parents[2]
 REPO_MOUNT = "reduction-lab"
 """The name this repository's files are shown under (``reduction-lab/README.md``)."""
-RECORDINGS = REPO / "data" / "conversations"
 TEXT_SUFFIXES = (".py", ".html", ".md", ".toml", ".txt")
 """The files grep searches; read_file reads any file of the tree."""
 JQUERY = "django/contrib/admin/static/admin/js/vendor/jquery/jquery.js"

@@ -13,7 +13,7 @@ from django.test import Client
 from reduction_app.conversations.services import conversation_upsert
 from reduction_app.models import Conversation, Workspace
 from reduction_app.workspaces.services import workspace_get_or_create
-from tests.conftest import CONVERSATIONS
+from tests.conftest import CONVERSATIONS, skip_without_recordings
 
 PASSWORD = "correct horse battery"
 
@@ -23,6 +23,7 @@ def openhands_run(index: int = 0) -> tuple[list[dict[str, Any]], list[dict[str, 
     """OpenHands run ``index`` as OpenAI chat messages and tools (the simulator's importer)."""
     from simulator.importers import openhands_to_openai
 
+    skip_without_recordings()
     path = CONVERSATIONS / "openhands-multi-swe-bench-llama4.jsonl"
     line = path.read_text().splitlines()[index]
     return openhands_to_openai(json.loads(line))

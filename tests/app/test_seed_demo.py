@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 from datetime import UTC, datetime, timedelta
 from io import StringIO
 from pathlib import Path
@@ -26,6 +27,7 @@ from reduction_app.demo.specs import GUESTBOOK, JQUERY
 from reduction_app.models import ConfigProfile, Conversation, EventRecord, OffloadedFile, Workspace
 from reduction_app.records.storage import offload_storage, read_stored
 from simulator.corpus import SourceTree
+from tests.conftest import CONVERSATIONS, needs_recordings
 
 pytestmark = pytest.mark.django_db
 
@@ -33,6 +35,10 @@ PASSWORD = "a long demo password"
 SMALL_LIVE = [s.client_id for s in LIVE if s.small]
 SMALL_IMPORTED = ["openhands-ponylang__ponyc-4595", "tau-bench-airline-task3-trial0"]
 NOW = datetime(2026, 3, 14, 15, 9, 26, tzinfo=UTC)
+HOW = (
+    "pass --recordings DIR or set REDUCTION_RECORDINGS_DIR to the folder of recorded agent "
+    "runs (a copy of shared/data/conversations)"
+)
 
 
 def seed(*args: str) -> list[str]:
@@ -70,6 +76,7 @@ def tree() -> SourceTree:
     return demo_tree()
 
 
+@needs_recordings
 def test_seed_demo_creates_the_workspace_and_a_member_who_can_sign_in(client: Client) -> None:
     lines = seed("--small", "--user", "ada", "--password", PASSWORD)
     workspace = Workspace.objects.get(slug=DEMO_SLUG)
@@ -86,6 +93,7 @@ def test_seed_demo_creates_the_workspace_and_a_member_who_can_sign_in(client: Cl
     )
 
 
+@needs_recordings
 def test_seed_demo_without_user_only_seeds() -> None:
     lines = seed("--small")
     assert Workspace.objects.get(slug=DEMO_SLUG).members.count() == 0
@@ -94,6 +102,7 @@ def test_seed_demo_without_user_only_seeds() -> None:
     assert "4 conversations, 3 configs, 4 config versions" in lines[-1]
 
 
+@needs_recordings
 def test_seed_demo_prints_progress_per_conversation() -> None:
     lines = seed("--small")
     assert [line.split(" (", 1)[0] for line in lines[:2]] == [
@@ -102,9 +111,10 @@ def test_seed_demo_prints_progress_per_conversation() -> None:
     ]
     assert lines[0].startswith("[1/2] demo-admin-jquery (Defaults v1): ")
     assert lines[1].startswith("[2/2] demo-guestbook-xss (Tight (clear at 8k) v1): ")
-    assert lines[2:4] == [
+    assert lines[2:5] == [
         "imported openhands-ponylang__ponyc-4595: 47 messages, 4 tool schemas",
         "imported tau-bench-airline-task3-trial0: 62 messages, 0 tool schemas",
+        f"recordings: 1 OpenHands and 1 tau-bench runs imported from {CONVERSATIONS}",
     ]
 
 
@@ -214,6 +224,7 @@ def test_seed_demo_keeps_a_script_tag_as_tool_output() -> None:
     assert stored(reads[0]) == source.read_text(encoding="utf-8")
 
 
+@needs_recordings
 def test_seed_demo_dates_rows_over_days_before_now() -> None:
     report = demo_seed(small=True, now=NOW)
     anchor = NOW.replace(second=0, microsecond=0)
@@ -254,6 +265,7 @@ def test_seed_demo_is_deterministic() -> None:
     assert first == second
 
 
+@needs_recordings
 def test_seed_demo_twice_adds_nothing() -> None:
     seed("--small", "--user", "ada", "--password", PASSWORD)
     before = counts()
@@ -263,8 +275,12 @@ def test_seed_demo_twice_adds_nothing() -> None:
         "[1/2] demo-admin-jquery: already there",
         "[2/2] demo-guestbook-xss: already there",
     ]
-    assert lines[2].startswith("Workspace 'demo' is already seeded (4 conversations, ")
-    assert lines[2].endswith("; nothing added. Use --reset to seed it again.")
+    assert lines[2] == (
+        f"recordings: 0 OpenHands and 0 tau-bench runs imported from {CONVERSATIONS} "
+        "(2 were there already)"
+    )
+    assert lines[3].startswith("Workspace 'demo' is already seeded (4 conversations, ")
+    assert lines[3].endswith("; nothing added. Use --reset to seed it again.")
 
 
 def test_seed_demo_reset_wipes_the_workspace_and_seeds_it_again() -> None:
@@ -280,6 +296,7 @@ def test_seed_demo_reset_wipes_the_workspace_and_seeds_it_again() -> None:
     assert workspace.members.filter(username="ada").exists()
 
 
+@needs_recordings
 def test_seed_demo_imports_recordings_ready_to_replay() -> None:
     seed("--small")
     workspace = Workspace.objects.get(slug=DEMO_SLUG)
@@ -291,10 +308,15 @@ def test_seed_demo_imports_recordings_ready_to_replay() -> None:
         assert len(recorded.messages) == conversation.message_count > 40
 
 
+@needs_recordings
 def test_seed_demo_default_seeds_everything_in_time() -> None:
     report = demo_seed()
     assert report.seconds < 30
     assert report.counts["conversations"] == len(LIVE) + 3 + 5
+    assert (report.recordings, report.imported) == (
+        CONVERSATIONS,
+        {"OpenHands": 3, "tau-bench": 5},
+    )
     assert (report.counts["configs"], report.counts["config_versions"]) == (3, 4)
     live = Conversation.objects.filter(workspace=report.workspace, client_id__startswith="demo-")
     with_events = live.filter(events__isnull=False).distinct()
@@ -303,3 +325,57 @@ def test_seed_demo_default_seeds_everything_in_time() -> None:
     assert tools == {"read_file", "grep", "list_dir"}
     dates = report.workspace.events.aggregate(first=Min("created_at"), last=Max("created_at"))
     assert dates["last"] - dates["first"] > timedelta(days=8)
+
+
+# Without the recordings folder ----------------------------------------------------------
+
+
+def test_seed_demo_without_the_recordings_seeds_only_its_own(settings: Any, tmp_path: Path) -> None:
+    """The recordings are not in the repository: without their folder the demo agent's
+    conversations are seeded, and the output says where the recordings were looked for."""
+    settings.REDUCTION_RECORDINGS_DIR = tmp_path / "none"
+    lines = seed("--small")
+    workspace = Workspace.objects.get(slug=DEMO_SLUG)
+    assert sorted(workspace.conversations.values_list("client_id", flat=True)) == sorted(SMALL_LIVE)
+    assert lines[2] == f"recordings: none imported; no recordings at {tmp_path / 'none'}: {HOW}"
+    assert lines[3].startswith("Seeded workspace 'demo' in ")
+    assert "2 conversations, 3 configs, 4 config versions" in lines[3]
+
+
+def test_seed_demo_default_without_the_recordings_seeds_every_live_conversation(
+    settings: Any, tmp_path: Path
+) -> None:
+    settings.REDUCTION_RECORDINGS_DIR = tmp_path / "none"
+    report = demo_seed()
+    assert report.counts["conversations"] == len(LIVE)
+    assert (report.recordings, report.recordings_found, report.imported) == (
+        tmp_path / "none",
+        False,
+        {},
+    )
+    assert (report.counts["configs"], report.counts["config_versions"]) == (3, 4)
+
+
+def test_seed_demo_recordings_option_refuses_a_missing_folder(tmp_path: Path) -> None:
+    """A folder asked for by name must be there (the setting's may be missing)."""
+    with pytest.raises(CommandError) as info:
+        seed("--small", "--recordings", str(tmp_path / "typo"))
+    assert str(info.value) == f"no recordings at {tmp_path / 'typo'}: {HOW}"
+    assert not Workspace.objects.filter(slug=DEMO_SLUG).exists()
+
+
+@needs_recordings
+def test_seed_demo_recordings_option_imports_from_that_folder(
+    settings: Any, tmp_path: Path
+) -> None:
+    settings.REDUCTION_RECORDINGS_DIR = tmp_path / "none"
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    for name in ("openhands-multi-swe-bench-llama4.jsonl", "tau-bench-airline-gpt-4o.json"):
+        shutil.copy(CONVERSATIONS / name, folder / name)
+    lines = seed("--small", "--recordings", str(folder))
+    assert f"recordings: 1 OpenHands and 1 tau-bench runs imported from {folder}" in lines
+    workspace = Workspace.objects.get(slug=DEMO_SLUG)
+    assert sorted(workspace.conversations.values_list("client_id", flat=True)) == sorted(
+        SMALL_LIVE + SMALL_IMPORTED
+    )

@@ -8,7 +8,6 @@ import json
 import re
 from collections.abc import Callable, Sequence
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 from reduction_app.engine.backends import InMemoryBackend, WriteRequest
@@ -26,6 +25,7 @@ from reduction_app.engine.events import ReductionEvent
 from reduction_app.engine.messages import Message, ToolCall
 from reduction_app.engine.middleware import ReductionMiddleware, new
 from reduction_app.engine.notices import clear_placeholder
+from tests.conftest import CONVERSATIONS, skip_without_recordings
 
 ARGS = '{"location": "London, UK", "unit": "c"}'
 QUESTION = (
@@ -38,7 +38,7 @@ PLACEHOLDER_ID1 = (
     "Use read_file to view</persisted-output>"
 )
 DROPPED = "[Old tool result content cleared]"
-TAU_BENCH = Path("/work/shared/data/conversations/tau-bench-airline-gpt-4o.json")
+TAU_BENCH = CONVERSATIONS / "tau-bench-airline-gpt-4o.json"
 
 
 def call_msg(*calls: tuple[str, str] | tuple[str, str, str]) -> Message:
@@ -188,6 +188,7 @@ def message_from_openai(raw: dict[str, Any]) -> Message:
 
 @cache
 def _tau_runs() -> list[dict[str, Any]]:
+    skip_without_recordings()
     return json.loads(TAU_BENCH.read_text(encoding="utf-8"))  # type: ignore[no-any-return]
 
 

@@ -15,7 +15,7 @@ from simulator.importers import RecordedConversation, load_conversations
 from simulator.members import CLEAR_ONLY, truncation_key
 from simulator.pricing import Pricing, pricing_for, with_cache_prices
 from simulator.replay import Prepared, no_reduction, replay, replay_many
-from tests.conftest import CONVERSATIONS
+from tests.conftest import CONVERSATIONS, needs_recordings
 from tests.simulator.cases import ENGINE, hand_conversation
 
 Named = list[tuple[str, Mapping[str, Any] | None]]
@@ -77,6 +77,7 @@ def _alone(conversation: RecordedConversation, named: Named, pricing: Pricing) -
     ]
 
 
+@needs_recordings
 @pytest.mark.parametrize("pricing", ["gpt-4o", "claude-sonnet-4.5", "engine"])
 def test_replay_many_equals_each_replay_on_real_recordings(pricing: str) -> None:
     """Every field of every result, per-call records, events and kept contexts included."""

@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 
 from simulator.calibration import SHIPPED, calibrate, render_table
-from tests.conftest import CONVERSATIONS
+from tests.conftest import CONVERSATIONS, needs_recordings
+
+pytestmark = needs_recordings
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ import pytest
 
 from reduction_app.engine.formats import messages_to_openai, tools_to_openai
 from simulator.cli import main
-from tests.conftest import CONVERSATIONS, REPO
+from tests.conftest import CONVERSATIONS, REPO, needs_recordings
 from tests.simulator.cases import HAND_CONFIG, hand_conversation
 
 TAU = CONVERSATIONS / "tau-bench-airline-gpt-4o.json"
@@ -312,6 +312,7 @@ def test_main_format_option(files: dict[str, Path]) -> None:
     assert err.startswith("error: hand.json: messages[0].role: ")
 
 
+@needs_recordings
 def test_python_m_simulator_subprocess() -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "simulator", "replay", str(OPENHANDS), "--json"],
@@ -328,6 +329,7 @@ def test_python_m_simulator_subprocess() -> None:
     assert missing.stderr == "error: nope.json: cannot read: No such file or directory\n"
 
 
+@needs_recordings
 def test_python_m_simulator_closed_pipe_is_quiet() -> None:
     """``python -m simulator ... | head -c 100``: no BrokenPipeError traceback, and the exit
     code of a process killed by SIGPIPE. The JSON of 400 replays (megabytes) cannot fit in
@@ -345,6 +347,7 @@ def test_python_m_simulator_closed_pipe_is_quiet() -> None:
     assert stderr == b""
 
 
+@needs_recordings
 def test_cli_readme_example_runs_on_the_shipped_files() -> None:
     """The README's example: three shipped configs on the shipped OpenHands runs, and the
     shipped grid."""
@@ -371,6 +374,7 @@ def test_cli_readme_example_runs_on_the_shipped_files() -> None:
     )
 
 
+@needs_recordings
 def test_main_replay_says_which_strategy_cleared_what(tmp_path: Path) -> None:
     """A replay using a strategy beyond the reference's gets a line saying what each did."""
     plain = tmp_path / "c20.json"
@@ -400,3 +404,31 @@ def test_main_replay_says_which_strategy_cleared_what(tmp_path: Path) -> None:
         "strategies (openhands-multi-swe-bench-llama4.jsonl:3#ponylang__ponyc-4588, sup10): "
         "reference 43 results, 9,078 tok saved; superseded 4 results, 1,388 tok saved",
     ]
+
+
+@pytest.mark.parametrize("command", ["calibrate", "front"])
+def test_main_without_recordings_exits_2_naming_the_folder(
+    command: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The folder comes from REDUCTION_RECORDINGS_DIR, or from --recordings (or its former
+    name, --data), which wins."""
+    monkeypatch.setenv("REDUCTION_RECORDINGS_DIR", str(tmp_path / "unset"))
+    how = (
+        "pass --recordings DIR or set REDUCTION_RECORDINGS_DIR to the folder of recorded "
+        "agent runs (a copy of shared/data/conversations)"
+    )
+    assert run(command) == (2, "", f"error: no recordings at {tmp_path / 'unset'}: {how}\n")
+    for option in ("--recordings", "--data"):
+        missing = tmp_path / option.strip("-")
+        error = f"error: no recordings at {missing}: {how}\n"
+        assert run(command, option, missing) == (2, "", error)
+
+
+@needs_recordings
+def test_main_calibrate_reads_the_recordings_option(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("REDUCTION_RECORDINGS_DIR", str(tmp_path / "unset"))
+    code, out, err = run("calibrate", "--recordings", CONVERSATIONS, "--json")
+    assert (code, err) == (0, "")
+    assert len(json.loads(out)["calibration"]) == 6

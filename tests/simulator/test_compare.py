@@ -10,7 +10,7 @@ from simulator.compare import compare, cost_point, grid_configs, pareto_front, s
 from simulator.importers import RecordedConversation, load_conversations
 from simulator.pricing import pricing_for
 from simulator.replay import replay
-from tests.conftest import CONVERSATIONS
+from tests.conftest import CONVERSATIONS, needs_recordings
 from tests.simulator.cases import ENGINE, HAND_CONFIG, hand_conversation
 
 
@@ -153,6 +153,7 @@ def test_sweep_replays_every_combination() -> None:
     assert [r["pareto"] for r in as_json["results"]] == [i in result.front for i in range(6)]
 
 
+@needs_recordings
 def test_sweep_front_on_a_real_run() -> None:
     conv = load_conversations(CONVERSATIONS / "openhands-multi-swe-bench-llama4.jsonl")[1]
     grid = {
@@ -255,7 +256,7 @@ def _corpus() -> RecordedConversation:
     return RecordedConversation("corpus", messages, parse_tools("openai_chat", TOOLS_OPENAI))
 
 
-@pytest.mark.parametrize("source", ["recording", "corpus"])
+@pytest.mark.parametrize("source", [pytest.param("recording", marks=needs_recordings), "corpus"])
 def test_sweep_fast_path_equals_the_plain_loop(
     source: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -20,7 +20,7 @@ from simulator.front import (
     render_front,
 )
 from simulator.pricing import cache_percents, pricing_for, with_cache_prices
-from tests.conftest import CONVERSATIONS, REPO
+from tests.conftest import CONVERSATIONS, REPO, needs_recordings
 
 SONNET = pricing_for("claude-sonnet-4.5")
 
@@ -30,6 +30,7 @@ def shipped() -> FrontResult:
     return front(CONVERSATIONS, SONNET)
 
 
+@needs_recordings
 def test_front_meets_the_target_on_the_shipped_recordings(shipped: FrontResult) -> None:
     base, budget = shipped.coding[0], shipped.coding[1]
     assert len(shipped.recordings) == 11
@@ -43,6 +44,7 @@ def test_front_meets_the_target_on_the_shipped_recordings(shipped: FrontResult) 
     assert shipped.target_configs() == [len(FRONT_CONFIGS) - 2]
 
 
+@needs_recordings
 def test_front_eino_configs_miss_the_target(shipped: FrontResult) -> None:
     """Clear at 10k with truncation at 8k saves 33.4% but re-fetches 3 results; the same
     knobs as the strategies' config, without the strategies, bill two τ-bench runs more
@@ -55,6 +57,7 @@ def test_front_eino_configs_miss_the_target(shipped: FrontResult) -> None:
     assert not any(shipped.meets_target(i) for i in range(2, 5))
 
 
+@needs_recordings
 def test_front_manifest_and_digests_cost_what_they_carry(shipped: FrontResult) -> None:
     """The last row adds the manifest and 50-token digests: more tokens, one run billed
     more than no reduction, and a re-fetch from the clears moving."""
@@ -64,12 +67,14 @@ def test_front_manifest_and_digests_cost_what_they_carry(shipped: FrontResult) -
     assert not shipped.meets_target(len(FRONT_CONFIGS) - 1)
 
 
+@needs_recordings
 def test_front_simulator_page_shows_the_command_output(shipped: FrontResult) -> None:
     """The tables of docs/simulator.md are what ``python -m simulator front`` prints."""
     page = (REPO / "docs" / "simulator.md").read_text(encoding="utf-8")
     assert render_front(shipped) in page
 
 
+@needs_recordings
 def test_front_sets_are_the_shipped_files() -> None:
     for path in CODING + SERVICE:
         assert (CONVERSATIONS / path).is_file(), path
@@ -125,6 +130,7 @@ def test_meets_target_rules() -> None:
     assert not _result(_totals("c", [0.5, 0.5]), [1.0, 1.000001]).meets_target(2)
 
 
+@needs_recordings
 def test_cli_front_prints_the_tables_and_checks(shipped: FrontResult) -> None:
     out, err = io.StringIO(), io.StringIO()
     assert cli.main(["front", "--quiet", "--check"], out=out, err=err) == 0
@@ -134,6 +140,7 @@ def test_cli_front_prints_the_tables_and_checks(shipped: FrontResult) -> None:
     )
 
 
+@needs_recordings
 def test_cli_front_json(shipped: FrontResult) -> None:
     out = io.StringIO()
     assert cli.main(["front", "--quiet", "--json"], out=out, err=io.StringIO()) == 0
@@ -144,6 +151,7 @@ def test_cli_front_json(shipped: FrontResult) -> None:
     assert data["coding"][0]["costs"] == [round(c, 6) for c in shipped.coding[0].costs]
 
 
+@needs_recordings
 def test_cli_front_check_fails_when_no_config_meets_it(monkeypatch: pytest.MonkeyPatch) -> None:
     """Without the strategies' config, ``--check`` exits with 1."""
     monkeypatch.setattr(cli, "front", functools.partial(front, configs=FRONT_CONFIGS[:-2]))
@@ -152,13 +160,7 @@ def test_cli_front_check_fails_when_no_config_meets_it(monkeypatch: pytest.Monke
     assert out.getvalue().endswith("Target not met by any config.\n")
 
 
-def test_cli_front_bad_data_folder(tmp_path: object) -> None:
-    err = io.StringIO()
-    missing = f"{tmp_path}/nope"
-    assert cli.main(["front", "--data", missing], out=io.StringIO(), err=err) == 2
-    assert err.getvalue() == f"error: {missing}: not a folder of recordings (see --data)\n"
-
-
+@needs_recordings
 def test_cli_front_progress_goes_to_stderr() -> None:
     err = io.StringIO()
     cli.main(["front"], out=io.StringIO(), err=err)

@@ -18,7 +18,7 @@ from simulator.importers import (
     openhands_to_openai,
 )
 from simulator.sources.openhands import OBSERVATION_CUT_MARKER
-from tests.conftest import CONVERSATIONS
+from tests.conftest import CONVERSATIONS, needs_recordings
 
 TAU = CONVERSATIONS / "tau-bench-airline-gpt-4o.json"
 OPENHANDS = CONVERSATIONS / "openhands-multi-swe-bench-llama4.jsonl"
@@ -180,6 +180,7 @@ def test_load_conversations_format_overrides_detection(tmp_path: Path) -> None:
     assert isinstance(conv.messages[0], AgenticMessage)
 
 
+@needs_recordings
 def test_load_conversations_tau_bench() -> None:
     convs = load_conversations(TAU)
     assert len(convs) == 200
@@ -191,6 +192,7 @@ def test_load_conversations_tau_bench() -> None:
     assert all(c.tools == () for c in convs)
 
 
+@needs_recordings
 def test_load_conversations_openhands_runs() -> None:
     convs = load_conversations(OPENHANDS)
     assert [len(c.messages) for c in convs] == [47, 67, 100]
@@ -209,6 +211,7 @@ def test_load_conversations_openhands_runs() -> None:
         assert _roles(conv.messages)[:2] == ["system", "user"]
 
 
+@needs_recordings
 def test_openhands_to_openai_one_assistant_message_per_model_response() -> None:
     runs = [json.loads(line) for line in OPENHANDS.read_text(encoding="utf-8").splitlines()]
     for run in runs:
@@ -229,6 +232,7 @@ def test_openhands_to_openai_one_assistant_message_per_model_response() -> None:
     ]
 
 
+@needs_recordings
 def test_load_conversations_openhands_finish_calls_have_no_result() -> None:
     unanswered = []
     for conv in load_conversations(OPENHANDS):

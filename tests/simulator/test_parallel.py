@@ -11,7 +11,7 @@ from simulator.importers import load_conversations
 from simulator.parallel import batches, replay_configs, totals_only
 from simulator.pricing import pricing_for
 from simulator.replay import replay
-from tests.conftest import CONVERSATIONS
+from tests.conftest import CONVERSATIONS, needs_recordings
 from tests.simulator.cases import ENGINE, hand_conversation
 
 CONFIGS: list[tuple[str, dict[str, Any] | None]] = [
@@ -27,6 +27,7 @@ def test_batches_keep_configs_that_truncate_alike_together() -> None:
     assert batches(CONFIGS[:2], workers=8) == [[0], [1]]
 
 
+@needs_recordings
 @pytest.mark.parametrize("share", [True, False])
 def test_replay_configs_pool_gives_the_loops_results_in_order(
     share: bool, monkeypatch: pytest.MonkeyPatch

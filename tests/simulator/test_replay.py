@@ -25,7 +25,7 @@ from simulator.importers import RecordedConversation, load_conversations
 from simulator.pricing import Pricing
 from simulator.replay import no_reduction, replay
 from simulator.results import CallRecord, ClearPass, StrategyEffect
-from tests.conftest import CONVERSATIONS
+from tests.conftest import CONVERSATIONS, needs_recordings
 from tests.simulator.cases import ENGINE, HAND_CONFIG, call, hand_conversation
 from tests.simulator.cases import result as result_msg
 
@@ -181,6 +181,7 @@ def real() -> list[RecordedConversation]:
     return [*tau(), *openhands()]
 
 
+@needs_recordings
 @pytest.mark.parametrize(
     ("which", "config", "expected"),
     [
@@ -220,6 +221,7 @@ def test_replay_real_conversation_totals(
     assert t.uncached_tokens == t.input_tokens_billed - t.cached_tokens
 
 
+@needs_recordings
 def test_replay_baseline_equals_plain_counting() -> None:
     """With reduction off, each call sends the recorded prefix before its assistant
     message, counted by the engine's counter; no events; each call caches the previous
@@ -252,6 +254,7 @@ def _placeholder_excess(result_calls: Sequence[CallRecord]) -> int:
     )
 
 
+@needs_recordings
 def test_replay_lower_clear_threshold_never_sends_more() -> None:
     """A lower ``max_tokens_for_clear`` never sends more tokens, once the placeholders that
     are longer than their results are set aside.
@@ -281,6 +284,7 @@ def test_replay_lower_clear_threshold_never_sends_more() -> None:
     assert sums == [6324498, 6324498, 6325246, 6950808, 7428427, 7786948, 8130394]
 
 
+@needs_recordings
 @pytest.mark.parametrize("counter", ["approx", "cl100k_base"])
 def test_replay_is_deterministic(counter: str) -> None:
     config = {"max_tokens_for_clear": 3000, "max_length_for_trunc": 2000, "token_counter": counter}
@@ -290,6 +294,7 @@ def test_replay_is_deterministic(counter: str) -> None:
         assert json.dumps(first, sort_keys=True) == json.dumps(second, sort_keys=True)
 
 
+@needs_recordings
 def test_replay_cl100k_counts_differently_from_approx() -> None:
     conv = tau()[0]
     assert replay(
@@ -539,6 +544,7 @@ def test_replay_minimum_cacheable_prefix_comes_from_the_preset() -> None:
     assert sonnet.totals.input_tokens_billed == haiku.totals.input_tokens_billed
 
 
+@needs_recordings
 @pytest.mark.parametrize(
     ("recording", "without_edits", "with_edits"),
     [
@@ -577,6 +583,7 @@ def test_superseded_reads_of_files_edited_since_on_the_shipped_recordings(
     assert counts == [without_edits, with_edits]
 
 
+@needs_recordings
 def test_replay_superseded_reads_of_an_edited_file_on_the_fastjson2_run() -> None:
     """The gpt-5 OpenHands run views JSON.java whole, then lines of it, then inserts into it:
     under a 20,000-token threshold the pass before call 12 clears both views as superseded.
@@ -599,6 +606,7 @@ def test_replay_superseded_reads_of_an_edited_file_on_the_fastjson2_run() -> Non
     assert (plain.totals.input_tokens_billed, plain.totals.peak_context_tokens) == (339853, 26504)
 
 
+@needs_recordings
 def test_replay_offload_manifest_on_a_shipped_recording() -> None:
     """The OpenHands fastjson2 run cleared at 10,000 tokens with the manifest on: from the
     first applied pass on, every call sends exactly one manifest, listing every result

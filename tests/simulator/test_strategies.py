@@ -18,7 +18,7 @@ from simulator.strategies import (
     strategy_config,
     tool_names,
 )
-from tests.conftest import CONVERSATIONS
+from tests.conftest import CONVERSATIONS, needs_recordings
 from tests.simulator.cases import ENGINE, call, result
 
 
@@ -59,6 +59,7 @@ def test_keep_last_observations_with_the_engine_by_hand() -> None:
     assert [m.content for m in last] == [m.content for m in direct]
 
 
+@needs_recordings
 @pytest.mark.parametrize("item", STRATEGY_RUNS, ids=lambda i: i.path)
 def test_strategy_engine_agrees_with_swe_agents_rule_on_every_call(item: Shipped) -> None:
     check = check_strategy(CONVERSATIONS, item)
@@ -66,6 +67,7 @@ def test_strategy_engine_agrees_with_swe_agents_rule_on_every_call(item: Shipped
     assert sum(check.engine) <= check.full_history
 
 
+@needs_recordings
 def test_strategy_elides_on_the_longer_runs() -> None:
     checks = {i.path: check_strategy(CONVERSATIONS, i) for i in STRATEGY_RUNS}
     pydicom = checks["swe-agent/gpt4-pydicom-1458.traj"]
@@ -82,6 +84,7 @@ def test_strategy_config_refuses_unknown_strategies() -> None:
     )
 
 
+@needs_recordings
 def test_cli_calibrate_prints_both_tables_and_json() -> None:
     out, err = StringIO(), StringIO()
     assert main(["calibrate"], out=out, err=err) == 0, err.getvalue()
@@ -92,5 +95,3 @@ def test_cli_calibrate_prints_both_tables_and_json() -> None:
     assert main(["calibrate", "--json"], out=out, err=err) == 0
     data = json.loads(out.getvalue())
     assert len(data["calibration"]) == 6 and len(data["strategies"]) == 4
-    assert main(["calibrate", "--data", "/nonexistent"], out=StringIO(), err=err) == 2
-    assert err.getvalue() == ("error: /nonexistent: not a folder of recordings (see --data)\n")

@@ -1,15 +1,18 @@
-"""``manage.py seed_demo [--user NAME --password PW] [--reset] [--small]``: fill the demo
-workspace with realistic data made through the engine (``reduction_app/demo/``)."""
+"""``manage.py seed_demo [--user NAME --password PW] [--reset] [--small] [--recordings DIR]``:
+fill the demo workspace with realistic data made through the engine (``reduction_app/demo/``).
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from reduction_app.demo import demo_member_set, demo_seed
+from reduction_app.demo import SeedReport, demo_member_set, demo_seed
+from simulator.recordings_folder import RecordingsNotFound, require_recordings
 
 COUNTS = (
     ("conversations", "conversations"),
@@ -26,8 +29,8 @@ COUNTS = (
 class Command(BaseCommand):
     help = (
         "Fill the demo workspace with conversations of a scripted agent running real tools "
-        "over real source trees through the engine, plus real recordings to replay. "
-        "Idempotent: what is there already is kept."
+        "over real source trees through the engine, plus real recordings to replay when "
+        "their folder is there. Idempotent: what is there already is kept."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -43,6 +46,13 @@ class Command(BaseCommand):
         parser.add_argument(
             "--small", action="store_true", help="Seed only a few conversations (for tests)."
         )
+        parser.add_argument(
+            "--recordings",
+            type=Path,
+            metavar="DIR",
+            help="The folder of recorded agent runs to import (default: the "
+            "REDUCTION_RECORDINGS_DIR setting; without that folder, none are imported).",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         username, password = options["user"], options["password"]
@@ -55,12 +65,19 @@ class Command(BaseCommand):
                 self.stderr.write(
                     f"Warning: a weak password for {username!r}: {' '.join(exc.messages)}"
                 )
+        recordings = options["recordings"]
         try:
+            if recordings is not None:
+                require_recordings(recordings, option="--recordings")
             report = demo_seed(
-                small=options["small"], reset=options["reset"], say=self.stdout.write
+                small=options["small"],
+                reset=options["reset"],
+                say=self.stdout.write,
+                recordings=recordings,
             )
-        except FileNotFoundError as exc:
+        except (FileNotFoundError, RecordingsNotFound) as exc:
             raise CommandError(str(exc)) from exc
+        self.stdout.write(_recordings_line(report))
         counts = report.counts
         if username:
             try:
@@ -87,3 +104,15 @@ class Command(BaseCommand):
             self.stdout.write(f"{verb} user {username!r}, a member of {report.workspace.slug!r}.")
             if password:
                 self.stdout.write(f"Sign in at /accounts/login/ as {username} / {password}")
+
+
+def _recordings_line(report: SeedReport) -> str:
+    """Which real recordings this run imported, and from where; or why none."""
+    if not report.recordings_found:
+        missing = RecordingsNotFound(report.recordings, option="--recordings")
+        return f"recordings: none imported; {missing}"
+    counts = " and ".join(f"{n} {source}" for source, n in report.imported.items())
+    line = f"recordings: {counts} runs imported from {report.recordings}"
+    if report.imported_before:
+        line += f" ({report.imported_before} were there already)"
+    return line

@@ -18,13 +18,14 @@ from reduction_app.simulations.services import simulation_create, simulation_enq
 from simulator.compare import sweep
 from simulator.importers import openhands_to_openai
 from simulator.pricing import pricing_for
-from tests.conftest import CONVERSATIONS
+from tests.conftest import CONVERSATIONS, skip_without_recordings
 
 GRID = {"max_tokens_for_clear": [4000, 8000, 16000], "clear_retention_suffix_limit": [1, 2]}
 
 
 def openhands_run(index: int = 0) -> dict[str, Any]:
     """An OpenHands recording (the first: ponyc-4595) as OpenAI chat messages and tools."""
+    skip_without_recordings()
     line = (
         (CONVERSATIONS / "openhands-multi-swe-bench-llama4.jsonl").read_text().splitlines()[index]
     )

@@ -14,7 +14,7 @@ from django.core.management import CommandError, call_command
 from reduction_app.conversations.selectors import conversation_transcript
 from reduction_app.models import Simulation
 from tests.app.support import ApiClient, documented, error
-from tests.conftest import CONVERSATIONS
+from tests.conftest import CONVERSATIONS, skip_without_recordings
 
 pytestmark = pytest.mark.django_db
 
@@ -23,6 +23,7 @@ def _openhands_run() -> dict[str, object]:
     """The first OpenHands recording, converted to OpenAI chat by the simulator's importer."""
     from simulator.importers import openhands_to_openai
 
+    skip_without_recordings()
     line = (CONVERSATIONS / "openhands-multi-swe-bench-llama4.jsonl").read_text().splitlines()[0]
     messages, tools = openhands_to_openai(json.loads(line))
     return {"messages": messages, "tools": tools}

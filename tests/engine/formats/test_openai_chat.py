@@ -10,7 +10,7 @@ import pytest
 from reduction_app.engine.errors import FormatError
 from reduction_app.engine.formats import messages_from_openai, messages_to_openai
 from reduction_app.engine.messages import Media, Message, MessagePart, ToolCall
-from tests.conftest import CONVERSATIONS
+from tests.conftest import CONVERSATIONS, needs_recordings
 
 DATA = CONVERSATIONS
 TAU_BENCH = DATA / "tau-bench-airline-gpt-4o.json"
@@ -188,6 +188,7 @@ def test_messages_to_openai_gives_back_what_was_parsed(wire: list[dict[str, Any]
     assert messages_to_openai(messages_from_openai(wire)) == wire
 
 
+@needs_recordings
 def test_messages_openai_round_trip_every_tau_bench_trajectory() -> None:
     runs = json.loads(TAU_BENCH.read_text())
     messages = 0
@@ -199,6 +200,7 @@ def test_messages_openai_round_trip_every_tau_bench_trajectory() -> None:
     assert (len(runs), messages) == (200, 5308)
 
 
+@needs_recordings
 def test_messages_openai_round_trip_every_openhands_model_message() -> None:
     seen = 0
     for line in OPENHANDS.read_text().splitlines():

@@ -18,7 +18,7 @@ from reduction_app.engine.formats import (
     tools_to_responses,
 )
 from reduction_app.engine.messages import ToolInfo
-from tests.conftest import CONVERSATIONS
+from tests.conftest import CONVERSATIONS, needs_recordings
 
 OPENHANDS = CONVERSATIONS / "openhands-multi-swe-bench-llama4.jsonl"
 SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
@@ -142,6 +142,7 @@ def test_tools_round_trip_each_format(
     assert dump(parse(wire)) == wire
 
 
+@needs_recordings
 def test_tools_openai_round_trip_the_openhands_tool_schemas() -> None:
     first = json.loads(OPENHANDS.read_text().splitlines()[0])
     (system,) = [event for event in first["history"] if event.get("action") == "system"]
