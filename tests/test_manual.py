@@ -68,16 +68,19 @@ _ENV_READ = re.compile(
     r"""(?:(?:os\.)?environ(?:\.get)?[\[(]|_env_(?:bool|int)\()\s*"([A-Z][A-Z0-9_]*)\""""
 )
 _AWS_NAME = re.compile(r'"(AWS_[A-Z0-9_]+)"')
-_ENV_SOURCES = ("settings.py", "gunicorn_conf.py")
+_VARIABLE_NAME = re.compile(r'^[A-Z_]*VARIABLE = "([A-Z][A-Z0-9_]*)"', re.M)
+_ENV_SOURCES = ("config/settings.py", "config/gunicorn_conf.py", "simulator/recordings_folder.py")
 _ENV_ROW = re.compile(r"^\| `([A-Z][A-Z0-9_]*)` \|", re.M)
 
 
 def environment_variables_read() -> set[str]:
-    """Every variable the settings and gunicorn's config read from the environment."""
-    config = ROOT / "config"
-    texts = [(config / source).read_text(encoding="utf-8") for source in _ENV_SOURCES]
-    # The S3 options are read in a loop over (option, "AWS_...") pairs.
-    return {name for text in texts for name in _ENV_READ.findall(text) + _AWS_NAME.findall(text)}
+    """Every variable the settings, gunicorn's config and the recordings folder (which the
+    settings read) take from the environment."""
+    texts = [(ROOT / source).read_text(encoding="utf-8") for source in _ENV_SOURCES]
+    # The S3 options are read in a loop over (option, "AWS_...") pairs; the recordings
+    # folder's variable is a named constant.
+    patterns = (_ENV_READ, _AWS_NAME, _VARIABLE_NAME)
+    return {name for text in texts for pattern in patterns for name in pattern.findall(text)}
 
 
 def test_deploying_page_lists_every_environment_variable() -> None:
