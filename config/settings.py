@@ -104,7 +104,7 @@ MIDDLEWARE = [
 
 ROOT_URLCONF = "config.urls"
 
-# Headers and cookies for a browser's safety. README: "Security". Django's defaults for
+# Headers and cookies for a browser's safety. docs/deploying.md, "Security". Django's defaults for
 # the first three, set here so that they are seen.
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
@@ -244,7 +244,7 @@ MEDIA_ROOT = Path(os.environ.get("REDUCTION_MEDIA_ROOT", BASE_DIR / "media"))
 # a folder under MEDIA_ROOT by default; OFFLOAD_STORAGE=s3 puts it in an S3 bucket, or on
 # any S3-compatible server (MinIO, Ceph, R2), through django-storages. The AWS_* names are
 # django-storages' own; credentials (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, a profile,
-# an instance role) are found by boto3 as usual. README: "Offloaded files on S3".
+# an instance role) are found by boto3 as usual. docs/deploying.md, "On S3".
 def _offload_storage(environ: Mapping[str, str]) -> dict[str, Any]:
     """The ``offload`` entry of STORAGES that ``environ`` asks for."""
     kind = environ.get("OFFLOAD_STORAGE", "").strip().lower() or "local"
@@ -297,9 +297,9 @@ REDUCTION_MAX_REQUEST_BYTES = int(os.environ.get("REDUCTION_MAX_REQUEST_BYTES", 
 DATA_UPLOAD_MAX_MEMORY_SIZE = REDUCTION_MAX_REQUEST_BYTES + 1024
 
 
-# Quotas per workspace (a workspace's own fields override both; 0 is no limit). README:
-# "Security". The bytes of offloaded content a workspace holds, 1 GiB by default: a
-# request that would go over it answers 429 and records nothing.
+# Quotas per workspace (a workspace's own fields override both; 0 is no limit).
+# docs/deploying.md, "Security". The bytes of offloaded content a workspace holds, 1 GiB
+# by default: a request that would go over it answers 429 and records nothing.
 REDUCTION_QUOTA_OFFLOAD_BYTES = _env_int("REDUCTION_QUOTA_OFFLOAD_BYTES", 1024 * 1024 * 1024)
 # REST API requests a minute per workspace, counted in the database; off by default.
 REDUCTION_RATE_LIMIT = _env_int("REDUCTION_RATE_LIMIT", 0)
@@ -308,7 +308,7 @@ REDUCTION_RATE_LIMIT = _env_int("REDUCTION_RATE_LIMIT", 0)
 # A part of a sweep on the task workers is leased (reduction_app/simulations/leases.py): the
 # worker running it writes a heartbeat every sixth of the lease, and a part whose heartbeat
 # is older than the lease is taken back from its worker, which is presumed dead, and queued
-# again, up to REDUCTION_SWEEP_MAX_RUNS runs in all. README: "Sweeps on several workers".
+# again, up to REDUCTION_SWEEP_MAX_RUNS runs in all. docs/simulator.md, "Sweeps on several workers".
 def _sweep_lease(environ: Mapping[str, str]) -> tuple[float, int]:
     """The lease of a sweep part in seconds, and the most runs a part gets."""
     lease_text = environ.get("REDUCTION_SWEEP_LEASE_SECONDS", "60")

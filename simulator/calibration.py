@@ -167,7 +167,7 @@ def calibrate(root: Path, item: Shipped) -> FileCalibration:
 
 
 def render_table(rows: Sequence[FileCalibration]) -> str:
-    """The per-file spread and the aggregate, as the README shows it."""
+    """The per-file spread and the aggregate, as docs/simulator.md shows it."""
     header = "| file | preset | runs | calls | provider tokens | simulated | ratio | worst call |"
     lines = [header, "|---|---|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
