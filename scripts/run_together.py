@@ -15,15 +15,17 @@ ignored (``nohup``) stays ignored.
 
 When a command ends by itself (its port is taken, say), the others are stopped the same
 way and this process exits with that command's status. When it is asked to stop, it exits
-0 once everything has ended: make, which got the same Ctrl-C, then ends the way an
-interrupted command does (status 130) and prints no error of its own, as it would if this
-process reported the interruption.
+0 once everything has ended. Under make that keeps a Ctrl-C quiet: a recipe ending with
+status 130, or killed by SIGINT, would have make print "Error 130" or "Interrupt"; make,
+which got the same Ctrl-C, still ends as an interrupted command does (status 130).
 
-A shell could not do this: ``trap 'kill 0' INT TERM EXIT`` signals every process in
-make's group, make itself and whatever ran make included, and dash runs the TERM trap
-again inside ``kill 0`` (it signals the shell too), deeper each time, until the shell
-overflows its stack and dies of a segmentation fault. Signalling each child by its id
-instead leaves the worker with two signals, the terminal's and the shell's.
+Why not the shell: ``trap 'kill 0' INT TERM EXIT`` signals every process in make's group,
+make itself and whatever ran make included, and dash runs the TERM trap again inside
+``kill 0`` (which signals the shell too), deeper each time, until the shell overflows its
+stack and dies of a segmentation fault. Signalling each child by its id instead still
+gives the worker two signals, the terminal's and the shell's (a background job starts
+with SIGINT ignored, but ``db_worker`` installs its own handler), and a shell without job
+control cannot give a command a process group of its own (``setsid`` is not on macOS).
 """
 
 from __future__ import annotations
