@@ -26,10 +26,12 @@ setup: $(STAMP)
 # machine; a browser elsewhere must name it by a host in DJANGO_ALLOWED_HOSTS). HOST comes
 # from the command line only: some shells export HOST as the machine's name (tcsh does),
 # and the development server, with DEBUG on, should not follow it onto the network.
-# Ctrl-C stops both (scripts/run_together.py says how); make then exits 130, as an
-# interrupted command does, and prints no error. First the demo workspace is seeded
-# (idempotent: a second run keeps what is there) with a member who can sign in right away;
-# choose them with `make run DEMO_USER=ada DEMO_PASSWORD='a long secret'`.
+# Ctrl-C stops both (scripts/run_together.py says how) and make prints no error; make
+# exits 130, as any command interrupted by Ctrl-C does, so that a script running it can
+# tell an interruption from a server that ended by itself (its status then). First the
+# demo workspace is seeded (idempotent: a second run keeps what is there) with a member
+# who can sign in right away; choose them with
+# `make run DEMO_USER=ada DEMO_PASSWORD='a long secret'`.
 HOST = 127.0.0.1
 PORT ?= 8000
 # An IPv6 address goes in brackets, in the URL and for runserver alike.
