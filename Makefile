@@ -6,28 +6,46 @@ STAMP := $(VENV)/.installed
 
 .PHONY: run serve test test-sqlite test-postgres setup lint bench bench-api clean
 
+# A first run takes a minute here, which pip --quiet would spend in silence: each step
+# says what it does instead of echoing its command.
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required")'
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
-	touch $(STAMP)
+	@test -x $(BIN)/python || { echo "Creating $(VENV) with $(PYTHON) ..."; $(PYTHON) -m venv $(VENV); }
+	@echo "Installing Reduction Lab and its dependencies into $(VENV) (a minute the first time) ..."
+	@$(BIN)/python -m pip install --quiet --upgrade pip
+	@$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
 
 setup: $(STAMP)
-	$(BIN)/python manage.py migrate --noinput
-	$(BIN)/python manage.py collectstatic --noinput --verbosity 0
+	@echo "Migrating the database ..."
+	@$(BIN)/python manage.py migrate --noinput --verbosity 0
+	@$(BIN)/python manage.py collectstatic --noinput --verbosity 0
 
-# The web server and, beside it, the task worker that runs background simulations;
-# Ctrl-C stops both. First the demo workspace is seeded (idempotent: a second run keeps
-# what is there) with a member who can sign in right away; choose them with
+# The web server and, beside it, the task worker that runs background simulations, on
+# http://HOST:PORT: `make run PORT=8765`, `make run HOST=0.0.0.0` (every address of this
+# machine; a browser elsewhere must name it by a host in DJANGO_ALLOWED_HOSTS). HOST comes
+# from the command line only: some shells export HOST as the machine's name (tcsh does),
+# and the development server, with DEBUG on, should not follow it onto the network.
+# Ctrl-C stops both (scripts/run_together.py says how) and make prints no error; make
+# exits 130, as any command interrupted by Ctrl-C does, so that a script running it can
+# tell an interruption from a server that ended by itself (its status then). First the
+# demo workspace is seeded (idempotent: a second run keeps what is there) with a member
+# who can sign in right away; choose them with
 # `make run DEMO_USER=ada DEMO_PASSWORD='a long secret'`.
+HOST = 127.0.0.1
+PORT ?= 8000
+# An IPv6 address goes in brackets, in the URL and for runserver alike.
+ADDRESS = $(if $(findstring :,$(HOST)),[$(HOST)],$(HOST)):$(PORT)
 DEMO_USER ?= demo
 DEMO_PASSWORD ?= demo-password
 run: setup
-	$(BIN)/python manage.py seed_demo --user '$(DEMO_USER)' --password '$(DEMO_PASSWORD)'
-	@trap 'kill 0' EXIT INT TERM; \
-	$(BIN)/python manage.py db_worker --no-reload --no-startup-delay & \
-	$(BIN)/python manage.py runserver 127.0.0.1:8000
+	@echo "Seeding the demo workspace ..."
+	@$(BIN)/python manage.py seed_demo --user '$(DEMO_USER)' --password '$(DEMO_PASSWORD)' \
+		--site 'http://$(ADDRESS)'
+	@echo "Serving on http://$(ADDRESS) (Ctrl-C stops the server and the worker)"
+	@$(BIN)/python scripts/run_together.py \
+		-- $(BIN)/python manage.py db_worker --no-reload --no-startup-delay \
+		-- $(BIN)/python manage.py runserver '$(ADDRESS)'
 
 # The production server (README, "Deploying"): DEBUG off, static files collected for
 # whitenoise, gunicorn with WEB_CONCURRENCY sync workers (default: one per core, at
@@ -38,10 +56,9 @@ serve: export DJANGO_DEBUG = 0
 serve: $(STAMP)
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py collectstatic --noinput --verbosity 0
-	@# The trap is reset before `kill 0`, which signals this shell too.
-	@trap 'trap - EXIT INT TERM; kill 0' EXIT INT TERM; \
-	$(BIN)/python manage.py db_worker --no-reload & \
-	$(BIN)/gunicorn --config config/gunicorn_conf.py config.wsgi
+	@$(BIN)/python scripts/run_together.py \
+		-- $(BIN)/python manage.py db_worker --no-reload \
+		-- $(BIN)/gunicorn --config config/gunicorn_conf.py config.wsgi
 
 # `make test` runs the whole suite on SQLite, then on PostgreSQL. PostgreSQL is the
 # server TEST_DATABASE_URL names, or else the one scripts/ensure_postgres.sh finds or

@@ -1,9 +1,11 @@
-"""``python -m simulator``: replay recorded conversations under configs, sweep a grid, or
-calibrate the token counts against providers' bills.
+"""``python -m simulator``: replay recorded conversations under configs, sweep a grid,
+calibrate the token counts against providers' bills, or check whether a config beats
+Eino's on the shipped recordings.
 
-Exit codes: 0 on success, 2 for bad input (an unreadable file, an unknown format, a bad
-config or grid, no recordings folder for ``calibrate`` and ``front``), with a one-line
-error naming the file, line, field or folder at fault.
+Exit codes: 0 on success, 1 when ``front --check`` finds no config meeting its goal, 2 for
+bad input (an unreadable file, an unknown format, a bad config or grid, no recordings
+folder for ``calibrate`` and ``front``), with a one-line error naming the file, line,
+field or folder at fault.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from simulator.calibration import (
     render_table,
 )
 from simulator.compare import compare, grid_configs, sweep
-from simulator.front import front, render_front
+from simulator.front import FRONT_CONFIGS, GOAL_SAVING, front, render_front
 from simulator.importers import FORMATS, ImportError_, RecordedConversation, load_conversations
 from simulator.parallel import default_workers
 from simulator.pricing import PRESETS, Pricing, engine_measure, pricing_for
@@ -272,11 +274,11 @@ def _front(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     root = require_recordings(args.recordings, option="--recordings")
     result = front(root, pricing_for(args.pricing), progress=None if args.quiet else _progress(err))
     if args.json:
-        json.dump(dataclasses.asdict(result) | {"target_met_by": result.target_configs()}, out)
+        json.dump(dataclasses.asdict(result) | {"goal_met_by": result.goal_configs()}, out)
         out.write("\n")
     else:
         out.write(render_front(result))
-    return 1 if args.check and not result.target_configs() else 0
+    return 1 if args.check and not result.goal_configs() else 0
 
 
 def _recordings_option(parser: argparse.ArgumentParser) -> None:
@@ -304,7 +306,9 @@ def _positive(value: str) -> int:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="python -m simulator", description=__doc__.splitlines()[0])
+    parser = _Parser(
+        prog="python -m simulator", description=" ".join(__doc__.split("\n\n")[0].split())
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     common = _Parser(add_help=False)
     common.add_argument("file", help="a recorded conversation, or a JSON/JSONL file of many")
@@ -371,7 +375,10 @@ def _parser() -> argparse.ArgumentParser:
     cal.add_argument("--json", action="store_true", help="print JSON instead of a table")
     fr = sub.add_parser(
         "front",
-        help="issue 10's target: Eino's configs and the strategies over the shipped recordings",
+        help=(
+            f"whether a config beats Eino's on the shipped recordings: at least {GOAL_SAVING:.0%} "
+            f'saved, no more re-fetches than "{FRONT_CONFIGS[1][0]}", no run billed more'
+        ).replace("%", "%%"),
     )
     _recordings_option(fr)
     fr.add_argument(
@@ -383,7 +390,7 @@ def _parser() -> argparse.ArgumentParser:
     fr.add_argument("--json", action="store_true", help="print JSON instead of tables")
     fr.add_argument("--quiet", action="store_true", help="no progress bar")
     fr.add_argument(
-        "--check", action="store_true", help="exit with 1 when no config meets the target"
+        "--check", action="store_true", help="exit with 1 when no config meets the goal"
     )
     return parser
 
@@ -392,7 +399,7 @@ def main(
     argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: TextIO | None = None
 ) -> int:
     """Run the command line; returns the exit code (0 ok, 1 ``front --check`` found no
-    config meeting the target, 2 bad input)."""
+    config meeting the goal, 2 bad input)."""
     out = out or sys.stdout
     err = err or sys.stderr
     try:

@@ -106,7 +106,7 @@ class LocalFileBackend:
     """A backend in a local folder. Every path is taken relative to ``root`` and kept in it.
 
     Writes are atomic: the content goes to a temporary file in the same folder, which
-    is then renamed over the target, so a reader never sees half a file. Text is
+    is then renamed to the file's own path, so a reader never sees half a file. Text is
     stored as UTF-8 with newlines untouched, so a read returns exactly what was written.
     """
 

@@ -13,8 +13,8 @@ plus what arrived since. Two positions decide the work (docs/behaviour.md §4.3)
 Both are "the first message that ...", and flags are only ever added, so what the
 previous pass found still holds for the part of the new list that is the same objects
 (or equal ones) as its output, and only the rest has to be looked at: the per-call cost
-no longer grows with the conversation (issue 11). :class:`Landmarks` is what one pass
-leaves for the next; a middleware keeps the last one.
+no longer grows with the conversation. :class:`Landmarks` is what one pass leaves for the
+next; a middleware keeps the last one.
 
 What the middleware keeps is a *mirror*: a private list it brings to the content of each
 list it is handed (:func:`carry_landmarks`) and of each list it returns, editing only the

@@ -93,6 +93,12 @@ def test_seed_demo_creates_the_workspace_and_a_member_who_can_sign_in(client: Cl
     )
 
 
+def test_seed_demo_names_the_site_in_the_sign_in_line() -> None:
+    """``make run`` passes where it serves, so the closing line is a link to open."""
+    lines = seed("--small", "--user", "ada", "--password", PASSWORD, "--site", "http://[::1]:8765/")
+    assert lines[-1] == f"Sign in at http://[::1]:8765/accounts/login/ as ada / {PASSWORD}"
+
+
 @needs_recordings
 def test_seed_demo_without_user_only_seeds() -> None:
     lines = seed("--small")

@@ -1,5 +1,5 @@
-"""Tests for simulator.front: issue 10's target over the shipped recordings, and the
-copy of its tables in docs/simulator.md."""
+"""Tests for simulator.front: its goal over the shipped recordings, and the copy of
+its tables in docs/simulator.md."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def shipped() -> FrontResult:
 
 
 @needs_recordings
-def test_front_meets_the_target_on_the_shipped_recordings(shipped: FrontResult) -> None:
+def test_front_meets_the_goal_on_the_shipped_recordings(shipped: FrontResult) -> None:
     base, budget = shipped.coding[0], shipped.coding[1]
     assert len(shipped.recordings) == 11
     assert (round(base.cost_usd, 4), base.input_tokens_billed) == (1.3418, 2_508_734)
@@ -41,11 +41,11 @@ def test_front_meets_the_target_on_the_shipped_recordings(shipped: FrontResult) 
     assert strategies.refetches == 0
     assert strategies.worse_than(base) == []
     assert shipped.service[-2].worse_than(shipped.service[0]) == []
-    assert shipped.target_configs() == [len(FRONT_CONFIGS) - 2]
+    assert shipped.goal_configs() == [len(FRONT_CONFIGS) - 2]
 
 
 @needs_recordings
-def test_front_eino_configs_miss_the_target(shipped: FrontResult) -> None:
+def test_front_eino_configs_miss_the_goal(shipped: FrontResult) -> None:
     """Clear at 10k with truncation at 8k saves 33.4% but re-fetches 3 results; the same
     knobs as the strategies' config, without the strategies, bill two τ-bench runs more
     than no reduction (a 4,057-character output whose notice is 4,195)."""
@@ -54,7 +54,7 @@ def test_front_eino_configs_miss_the_target(shipped: FrontResult) -> None:
     assert (f"{ten_k.saving(base):.1%}", ten_k.refetches) == ("33.4%", 3)
     assert (f"{same_knobs.saving(base):.1%}", same_knobs.refetches) == ("26.1%", 0)
     assert len(shipped.service[4].worse_than(shipped.service[0])) == 2
-    assert not any(shipped.meets_target(i) for i in range(2, 5))
+    assert not any(shipped.meets_goal(i) for i in range(2, 5))
 
 
 @needs_recordings
@@ -64,7 +64,7 @@ def test_front_manifest_and_digests_cost_what_they_carry(shipped: FrontResult) -
     base, last = shipped.coding[0], shipped.coding[-1]
     assert (f"{last.saving(base):.1%}", last.refetches) == ("21.2%", 1)
     assert [shipped.recordings[i] for i in last.worse_than(base)] == ["gpt4-pydicom-1458.traj"]
-    assert not shipped.meets_target(len(FRONT_CONFIGS) - 1)
+    assert not shipped.meets_goal(len(FRONT_CONFIGS) - 1)
 
 
 @needs_recordings
@@ -122,12 +122,12 @@ def _result(candidate: ConfigTotals, service: list[float] | None = None) -> Fron
     )
 
 
-def test_meets_target_rules() -> None:
-    assert _result(_totals("c", [0.7, 0.8], 2)).meets_target(2)  # saves 25%, 2 re-fetches
-    assert not _result(_totals("c", [0.7, 0.81])).meets_target(2)  # saves 24.5%
-    assert not _result(_totals("c", [0.5, 0.5], 3)).meets_target(2)  # over the budget
-    assert not _result(_totals("c", [0.4, 1.01])).meets_target(2)  # worse on run b
-    assert not _result(_totals("c", [0.5, 0.5]), [1.0, 1.000001]).meets_target(2)
+def test_meets_goal_rules() -> None:
+    assert _result(_totals("c", [0.7, 0.8], 2)).meets_goal(2)  # saves 25%, 2 re-fetches
+    assert not _result(_totals("c", [0.7, 0.81])).meets_goal(2)  # saves 24.5%
+    assert not _result(_totals("c", [0.5, 0.5], 3)).meets_goal(2)  # over the budget
+    assert not _result(_totals("c", [0.4, 1.01])).meets_goal(2)  # worse on run b
+    assert not _result(_totals("c", [0.5, 0.5]), [1.0, 1.000001]).meets_goal(2)
 
 
 @needs_recordings
@@ -136,7 +136,9 @@ def test_cli_front_prints_the_tables_and_checks(shipped: FrontResult) -> None:
     assert cli.main(["front", "--quiet", "--check"], out=out, err=err) == 0
     assert out.getvalue() == render_front(shipped)
     assert out.getvalue().endswith(
-        'Target met by: "strategies: the same, only when shorter, cache-aware, superseded".\n'
+        '\nGoal: at least 25% saved, no more re-fetches than "Eino: clear at 40k", and no run '
+        "(customer-service runs included) billed more than with no reduction.\n\n"
+        'Goal met by: "strategies: the same, only when shorter, cache-aware, superseded".\n'
     )
 
 
@@ -145,7 +147,7 @@ def test_cli_front_json(shipped: FrontResult) -> None:
     out = io.StringIO()
     assert cli.main(["front", "--quiet", "--json"], out=out, err=io.StringIO()) == 0
     data = json.loads(out.getvalue())
-    assert data["target_met_by"] == [len(FRONT_CONFIGS) - 2]
+    assert data["goal_met_by"] == [len(FRONT_CONFIGS) - 2]
     assert data["pricing"] == "claude-sonnet-4.5"
     assert [c["name"] for c in data["coding"]] == [name for name, _ in FRONT_CONFIGS]
     assert data["coding"][0]["costs"] == [round(c, 6) for c in shipped.coding[0].costs]
@@ -157,7 +159,7 @@ def test_cli_front_check_fails_when_no_config_meets_it(monkeypatch: pytest.Monke
     monkeypatch.setattr(cli, "front", functools.partial(front, configs=FRONT_CONFIGS[:-2]))
     out = io.StringIO()
     assert cli.main(["front", "--quiet", "--check"], out=out, err=io.StringIO()) == 1
-    assert out.getvalue().endswith("Target not met by any config.\n")
+    assert out.getvalue().endswith("Goal met by: no config.\n")
 
 
 @needs_recordings

@@ -1,6 +1,6 @@
-"""``manage.py seed_demo [--user NAME --password PW] [--reset] [--small] [--recordings DIR]``:
-fill the demo workspace with realistic data made through the engine (``reduction_app/demo/``).
-"""
+"""``manage.py seed_demo [--user NAME --password PW] [--site URL] [--reset] [--small]
+[--recordings DIR]``: fill the demo workspace with realistic data made through the engine
+(``reduction_app/demo/``)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import Any
 from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.urls import reverse
 
 from reduction_app.demo import SeedReport, demo_member_set, demo_seed
 from simulator.recordings_folder import RecordingsNotFound, require_recordings
@@ -38,6 +39,12 @@ class Command(BaseCommand):
             "--user", help="Make this user a member of the demo workspace (created if new)."
         )
         parser.add_argument("--password", help="The user's password (set when given).")
+        parser.add_argument(
+            "--site",
+            default="",
+            help="The address the site is served on (http://127.0.0.1:8000), for the sign-in "
+            "link printed at the end.",
+        )
         parser.add_argument(
             "--reset",
             action="store_true",
@@ -103,7 +110,8 @@ class Command(BaseCommand):
             verb = "Created" if created else "Updated"
             self.stdout.write(f"{verb} user {username!r}, a member of {report.workspace.slug!r}.")
             if password:
-                self.stdout.write(f"Sign in at /accounts/login/ as {username} / {password}")
+                login = options["site"].rstrip("/") + reverse("login")
+                self.stdout.write(f"Sign in at {login} as {username} / {password}")
 
 
 def _recordings_line(report: SeedReport) -> str:
