@@ -47,7 +47,7 @@ run: setup
 		-- $(BIN)/python manage.py db_worker --no-reload --no-startup-delay \
 		-- $(BIN)/python manage.py runserver '$(ADDRESS)'
 
-# The production server (README, "Deploying"): DEBUG off, static files collected for
+# The production server (docs/deploying.md): DEBUG off, static files collected for
 # whitenoise, gunicorn with WEB_CONCURRENCY sync workers (default: one per core, at
 # least 2) on GUNICORN_BIND (default 127.0.0.1:8000), and the task worker beside it;
 # Ctrl-C stops both. DJANGO_SECRET_KEY must be set (DJANGO_ALLOW_INSECURE_KEY=1 runs on

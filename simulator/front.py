@@ -213,7 +213,7 @@ def _short(name: str) -> str:
 
 def render_front(result: FrontResult) -> str:
     """The totals table, the per-recording table and the goal with its verdict, in Markdown
-    (the README shows them as printed)."""
+    (docs/simulator.md shows them as printed)."""
     base = result.coding[0]
     lines = [
         f"Cache-aware cost at {result.pricing} prices over the {len(result.recordings)} "
