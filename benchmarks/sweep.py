@@ -26,7 +26,8 @@ others work, rerun when that is near 0 (``--runs 3`` keeps the best of three).
 ``--before DIR`` also times one replay and the plain sweep with the code in ``DIR`` (a
 checkout of an earlier commit). ``--tasks`` measures sweeps on django-tasks workers
 instead: the same grid as one task per combination, on 1 then 2 ``manage.py db_worker``
-processes (:mod:`benchmarks.taskworkers`), against a SQLite file or ``--database-url``.
+processes (:mod:`benchmarks.taskworkers`), against a SQLite file or a fresh database on
+the PostgreSQL server of ``--database-url``.
 
 Every sweep's results are hashed; the benchmark says whether all ways gave the same.
 Prints tables and writes ``benchmarks/results/sweep.json``; ``--readme`` also writes them
@@ -445,7 +446,11 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--runs", type=int, default=1, help="runs of each sweep; the best is kept")
     parser.add_argument("--before", type=Path, help="also time the code in this checkout")
     parser.add_argument("--tasks", action="store_true", help="measure django-tasks workers")
-    parser.add_argument("--database-url", help="with --tasks: the database (default: SQLite)")
+    parser.add_argument(
+        "--database-url",
+        help="with --tasks: a PostgreSQL server, on which a fresh database is made (and "
+        "dropped), e.g. postgres://postgres@127.0.0.1:5432/postgres; SQLite by default",
+    )
     parser.add_argument("--out", type=Path, default=RESULTS)
     add_readme_arguments(parser)
     return parser.parse_args(argv)
@@ -455,8 +460,7 @@ def block_name(args: argparse.Namespace) -> str:
     """The README block this run's figures go to."""
     if not args.tasks:
         return "sweep"
-    url = args.database_url or "sqlite"
-    return "sweep-tasks-sqlite" if url.startswith("sqlite") else "sweep-tasks-postgres"
+    return "sweep-tasks-postgres" if args.database_url else "sweep-tasks-sqlite"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -477,8 +481,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"{os.cpu_count()} CPUs; load average at start {os.getloadavg()}", flush=True)
     with tempfile.TemporaryDirectory(prefix="sweep-bench-") as tmp:
         folder = Path(tmp)
-        if args.tasks:
-            report["tasks"] = measure_tasks(args.database_url, folder)
+        if args.tasks and args.database_url:
+            from benchmarks.server import fresh_postgres
+
+            with fresh_postgres(args.database_url) as url:
+                report["tasks"] = measure_tasks(url, folder)
+        elif args.tasks:
+            report["tasks"] = measure_tasks(None, folder)
         else:
             report["scales"] = [
                 measure_scale(int(s), folder, args.runs, args.before)
