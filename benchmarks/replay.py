@@ -504,6 +504,11 @@ def _deciles(report: dict[str, Any]) -> tuple[list[str], list[list[Any]]]:
     return ["decile", "context msgs", *names], rows
 
 
+def _symbols(goal: str) -> str:
+    """A goal as the README's sentences write it (the console keeps ASCII)."""
+    return goal.replace("<=", "≤").replace(">=", "≥")
+
+
 def _met(met: bool | None) -> str:
     return "" if met is None else ("met" if met else "not met")
 
@@ -528,7 +533,7 @@ def markdown(report: dict[str, Any]) -> list[str]:
     ratios = _ratios(report)
     rows = [[name, value, goal] for name, value, goal, _ in ratios]
     goals = " ".join(
-        f"{name[0].upper()}{name[1:]}: **{value}** (goal {goal}: {_met(met)})."
+        f"{name[0].upper()}{name[1:]}: **{value}** (goal {_symbols(goal)}: {_met(met)})."
         for name, value, goal, met in ratios
         if met is not None
     )

@@ -570,7 +570,7 @@ def markdown(report: dict[str, Any]) -> list[str]:
         "Buffered: ms from the tool's return to the wrapper's, against one copy "
         '(`text + "\\n"`):',
         md_table(*_buffered(report)),
-        f"{_streamed_title(report)}:",
+        f"{_streamed_title(report).replace('<=', '≤')}:",
         md_table(*_streamed(report), left=2),
         "\n".join(f"- {line}" for line in goals(report)),
     ]
