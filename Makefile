@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run serve test test-sqlite test-postgres setup lint bench bench-api clean
+.PHONY: run serve test test-sqlite test-postgres setup lint bench bench-api bench-readme clean
 
 # A first run takes a minute here, which pip --quiet would spend in silence: each step
 # says what it does instead of echoing its command.
@@ -135,6 +135,30 @@ bench: $(STAMP)
 BENCH_ARGS ?=
 bench-api: $(STAMP)
 	$(BIN)/python -m benchmarks.api_load $(BENCH_ARGS)
+
+# Every benchmark, one after another, each writing its figures into its block of
+# benchmarks/README.md (see "Regenerating" there): about 40 minutes, best on an idle
+# machine. The PostgreSQL runs make a fresh database on BENCH_POSTGRES (a server URL), or
+# else on the server scripts/ensure_postgres.sh finds or starts. BENCHMARKS picks some,
+# e.g. `make bench-readme BENCHMARKS='replay flat'`.
+BENCHMARKS ?= replay flat truncation memory quotas purge sweep sweep-tasks api_load
+bench-readme: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
+	@set -e; pg_url="$${BENCH_POSTGRES:-}"; \
+	case " $(BENCHMARKS) " in *" sweep-tasks "*|*" api_load "*) \
+		if [ -z "$$pg_url" ]; then pg_url=$$(bash scripts/ensure_postgres.sh); fi;; \
+	esac; \
+	for name in $(BENCHMARKS); do \
+		case $$name in \
+		sweep-tasks) runs="sweep --tasks|sweep --tasks --database-url $$pg_url";; \
+		api_load) runs="api_load|api_load --no-conversation-id|api_load --postgres $$pg_url|api_load --postgres $$pg_url --no-conversation-id";; \
+		*) runs=$$name;; \
+		esac; \
+		IFS='|'; for run in $$runs; do \
+			unset IFS; echo "== python -m benchmarks.$$run --readme =="; \
+			$(SQLITE_ENV) $(BIN)/python -m benchmarks.$$run --readme; \
+		done; unset IFS; \
+	done
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -42,7 +42,9 @@ For each config, measured one after another:
 The **overhead ratio** is the API's 1-client p50 over the in-process median; the floor's
 ratio is the least it could be on this stack. Load averages are printed before and
 after: the figures only mean something on an idle machine.
-Writes ``benchmarks/results/api_load.json``.
+Writes ``benchmarks/results/api_load.json``; ``--readme`` also writes the tables into the
+run's block of benchmarks/README.md, one per database and with or without
+``conversation_id`` (:data:`README_BLOCKS`).
 """
 
 from __future__ import annotations
@@ -64,9 +66,10 @@ from urllib.parse import urlsplit
 
 import msgspec
 
-from benchmarks.api_report import print_report
+from benchmarks.api_report import markdown, print_report
 from benchmarks.corpus import build_conversation, dump_openai
 from benchmarks.loadgen import LoadResult, in_turn, post_once, run_for, run_load
+from benchmarks.report import Stamp, add_readme_arguments, readme_path, write_block
 from benchmarks.server import NOT_INHERITED, Server, fresh_postgres, production_server
 from benchmarks.stack_floor import BODY_PATH, FLOOR_PATH, READY_PATH
 from benchmarks.stack_floor import SETTINGS as FLOOR_SETTINGS
@@ -81,10 +84,27 @@ from reduction_app.engine import (
 )
 from simulator.corpus import TOOLS_OPENAI
 
-__all__ = ["PAYLOADS", "Payload", "conversation", "in_process", "in_process_seconds", "main"]
+__all__ = [
+    "PAYLOADS",
+    "README_BLOCKS",
+    "Payload",
+    "block_name",
+    "conversation",
+    "in_process",
+    "in_process_seconds",
+    "main",
+]
 
 RESULTS = Path(__file__).parent / "results" / "api_load.json"
 PATH = "/api/v1/clear"
+PACKAGES = ("Django", "django-ninja", "gunicorn", "msgspec")
+README_BLOCKS = (
+    "api_load-sqlite",
+    "api_load-sqlite-no-conversation-id",
+    "api_load-postgres",
+    "api_load-postgres-no-conversation-id",
+)
+"""The blocks of benchmarks/README.md that ``--readme`` writes (:func:`block_name`)."""
 
 
 @dataclass(frozen=True)
@@ -405,6 +425,7 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
         help="do not measure the Django floor (benchmarks.stack_floor) beside the API",
     )
     parser.add_argument("--out", type=Path, default=RESULTS)
+    add_readme_arguments(parser)
     args = parser.parse_args(argv)
     unknown = set(args.payloads) - {p.name for p in PAYLOADS}
     if unknown:
@@ -415,6 +436,12 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
+def block_name(args: argparse.Namespace) -> str:
+    """The README block of a run: its database, and whether it sends a conversation_id."""
+    database = "postgres" if args.postgres else "sqlite"
+    return f"api_load-{database}" + ("-no-conversation-id" if args.no_conversation_id else "")
+
+
 def _gunicorn_version() -> str:
     from importlib.metadata import version
 
@@ -423,6 +450,9 @@ def _gunicorn_version() -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parse(argv)
+    readme = readme_path(args, block_name(args))
+    packages = (*PACKAGES, "psycopg") if args.postgres else PACKAGES
+    stamp = Stamp.take("benchmarks.api_load", argv, packages)
     print("building the conversation...", file=sys.stderr)
     messages = conversation(args.tokens)
     wire = dump_openai(messages)
@@ -467,13 +497,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         "conversation_id": not args.no_conversation_id,
         "load_before": load_before,
         "load_after": list(os.getloadavg()),
-        "args": {k: v for k, v in vars(args).items() if k != "out"},
+        "args": {k: v for k, v in vars(args).items() if k not in ("out", "readme_path")},
         "figures": figures,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     print_report(report)
     print(f"\nwrote {args.out}")
+    if readme is not None:
+        name = block_name(args)
+        write_block(readme, name, stamp.block(markdown(report), report["load_after"]))
+        print(f"wrote its block {name} of {readme}")
     return 0
 
 

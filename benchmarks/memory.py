@@ -54,6 +54,7 @@ from typing import Any
 
 from benchmarks.common import ROOT, engine_revision, load_average, machine, table, versions
 from benchmarks.corpus import build_conversation, conversation_chars, dump_openai
+from benchmarks.report import Stamp, add_readme_arguments, md_table, readme_path, write_block
 from reduction_app.engine import (
     ChatModelAgentState,
     InMemoryBackend,
@@ -68,10 +69,10 @@ from reduction_app.engine import (
 )
 from reduction_app.engine.inspect import is_clear_placeholder
 
-__all__ = ["build", "main", "measure_child"]
+__all__ = ["README_BLOCKS", "build", "main", "measure_child"]
 
 TOKENS = 1_000_000
-"""cl100k_base tokens the conversation holds at least: the issue's 1 M."""
+"""cl100k_base tokens the conversation holds at least: 1 M."""
 THRESHOLD = 100_000
 COUNTERS = ("approx", "cl100k_base")
 INPUTS = ("bytes", "str")
@@ -80,10 +81,13 @@ the importers), or a ``str`` through ``json.loads`` (the way before, for compari
 CHARS_PER_TOKEN = 4.8
 """The corpus's characters per cl100k token (4,167,663 / 867,520): the first guess of
 how many characters make ``--tokens``; the build grows until the count is reached."""
-TARGET = 3.0
+GOAL = 3.0
 """Peak memory of parsing and clearing, at most this many times the JSON's size."""
 RESULTS = Path(__file__).parent / "results" / "memory.json"
 MB = 1_000_000
+PACKAGES = ("tiktoken", "msgspec")
+README_BLOCKS = ("memory",)
+"""The block of benchmarks/README.md that ``--readme`` writes."""
 
 
 # The conversation -------------------------------------------------------------------------
@@ -301,6 +305,7 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--out", type=Path, default=RESULTS)
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--how", choices=("tracemalloc", "rss"), help=argparse.SUPPRESS)
+    add_readme_arguments(parser)
     return parser.parse_args(argv)
 
 
@@ -312,6 +317,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         print(json.dumps(figures))
         return 0
+    readme = readme_path(args, *README_BLOCKS)
+    stamp = Stamp.take("benchmarks.memory", argv, PACKAGES)
     host = machine()
     print("building the conversation...", file=sys.stderr)
     messages, tokens = build(args.tokens, args.min_messages)
@@ -342,20 +349,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     report = {
         "machine": host,
         "engine": engine_revision(),
-        "versions": versions(("tiktoken",)),
+        "versions": versions(PACKAGES),
         "conversation": conversation,
         "config": {
             "max_tokens_for_clear": args.threshold,
             "backend": "InMemoryBackend",
             "other_fields": "defaults",
         },
-        "target_peak_over_json": TARGET,
+        "goal_peak_over_json": GOAL,
         "runs": runs,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     print_report(report)
     print(f"\nwrote {args.out}")
+    if readme is not None:
+        block = stamp.block(markdown(report), host["load_average_at_end"])
+        write_block(readme, README_BLOCKS[0], block)
+        print(f"wrote its block of {readme}")
     return 0
 
 
@@ -370,36 +381,46 @@ HELD = {
 """Each input's name in the tables, and how it is decoded."""
 
 
-def print_report(report: dict[str, Any]) -> None:
-    c, m = report["conversation"], report["machine"]
+def _summary(report: dict[str, Any]) -> str:
+    c = report["conversation"]
     sizes = ", ".join(f"{n} {b:,} bytes" for n, b in c["json_bytes"].items())
-    print(
-        f"\nConversation: {c['messages']:,} messages, {c['chars']:,} characters, "
+    return (
+        f"Conversation: {c['messages']:,} messages, {c['chars']:,} characters, "
         f"{c['cl100k_tokens']:,} cl100k_base tokens, {c['tool_results']} tool results, "
         f"{c['non_ascii_chars']} non-ASCII characters.\nCompact JSON: {sizes}.\n"
         f"Clear: one call over the whole conversation, max_tokens_for_clear="
         f"{report['config']['max_tokens_for_clear']:,}, InMemoryBackend, other fields at "
-        f"their defaults.\nMachine: {m['cpus']} CPUs, Python {m['python']}; load average "
+        f"their defaults."
+    )
+
+
+def print_report(report: dict[str, Any]) -> None:
+    m = report["machine"]
+    print(
+        f"\n{_summary(report)}\nMachine: {m['cpus']} CPUs, Python {m['python']}; load average "
         f"(1, 5, 15 min) {m['load_average_at_start']} at the start, "
         f"{m['load_average_at_end']} at the end."
     )
-    target = report["target_peak_over_json"]
+    goal = report["goal_peak_over_json"]
     for source in INPUTS:
         runs = [r for r in report["runs"] if r["input"] == source]
         if runs:
-            _print_runs(source, runs, target)
+            _print_runs(source, runs, goal)
 
 
-def _print_runs(source: str, runs: list[dict[str, Any]], target: float) -> None:
+def _traced_title(source: str, goal: float) -> str:
     held, decoder = HELD[source]
-    short = held.removeprefix("the ")
-    print(
-        f"\nThe JSON held as {source}, parsed with messages_from_openai({decoder}).\n"
+    return (
+        f"The JSON held as {source}, parsed with messages_from_openai({decoder}).\n"
         f"tracemalloc, MB (times the JSON's size): {held} in memory; the peak while reading"
         " the file;\nabove "
         f"{held}: the peak of parsing, what parsing keeps, the peak of parsing and clearing;"
-        f"\nand that last peak counting {held}. Target: <= {target:g}x."
+        f"\nand that last peak counting {held}. Goal: <= {goal:g}x."
     )
+
+
+def _traced(source: str, runs: list[dict[str, Any]]) -> tuple[list[str], list[list[Any]]]:
+    held = HELD[source][0]
     rows = []
     for r in runs:
         if r["how"] != "tracemalloc":
@@ -418,22 +439,28 @@ def _print_runs(source: str, runs: list[dict[str, Any]], target: float) -> None:
                 r["results_cleared"],
             ]
         )
-    print(
-        table(
-            [
-                "JSON",
-                "counter",
-                short,
-                "reading peak",
-                "parse peak",
-                "parse keeps",
-                f"peak above {held}",
-                f"peak counting {held}",
-                "cleared",
-            ],
-            rows,
-        )
-    )
+    headers = [
+        "JSON",
+        "counter",
+        held.removeprefix("the "),
+        "reading peak",
+        "parse peak",
+        "parse keeps",
+        f"peak above {held}",
+        f"peak counting {held}",
+        "cleared",
+    ]
+    return headers, rows
+
+
+RSS_TITLE = (
+    "Resident set size (VmRSS, VmHWM) in a process without tracemalloc, MB above the"
+    " RSS before reading\n(times the JSON's size), and seconds:"
+)
+
+
+def _rss_table(source: str, runs: list[dict[str, Any]]) -> tuple[list[str], list[list[Any]]]:
+    held = HELD[source][0]
     rows = []
     for r in runs:
         if r["how"] != "rss":
@@ -452,29 +479,74 @@ def _print_runs(source: str, runs: list[dict[str, Any]], target: float) -> None:
                 f"{r['clear_s']:.3f}",
             ]
         )
+    headers = [
+        "JSON",
+        "counter",
+        held.removeprefix("the "),
+        "reading peak",
+        f"peak above {held}",
+        f"peak counting {held}",
+        "read s",
+        "parse s",
+        "clear s",
+    ]
+    return headers, rows
+
+
+def _print_runs(source: str, runs: list[dict[str, Any]], goal: float) -> None:
+    print(f"\n{_traced_title(source, goal)}")
+    print(table(*_traced(source, runs)))
+    headers, rows = _rss_table(source, runs)
     if not rows:
         print("\nResident set size: not measured (needs Linux's /proc/self).")
         return
-    print(
-        "\nResident set size (VmRSS, VmHWM) in a process without tracemalloc, MB above the"
-        " RSS before reading\n(times the JSON's size), and seconds:"
-    )
-    print(
-        table(
-            [
-                "JSON",
-                "counter",
-                short,
-                "reading peak",
-                f"peak above {held}",
-                f"peak counting {held}",
-                "read s",
-                "parse s",
-                "clear s",
-            ],
-            rows,
+    print(f"\n{RSS_TITLE}")
+    print(table(headers, rows))
+
+
+def goals(report: dict[str, Any]) -> list[str]:
+    """Per way of holding the JSON: the peak counting it, against the goal."""
+    goal = report["goal_peak_over_json"]
+    lines = []
+    for source in INPUTS:
+        runs = [r for r in report["runs"] if r["input"] == source and r["how"] == "tracemalloc"]
+        if not runs:
+            continue
+        ratios = [r["peak_with_document"] / r["json_bytes"] for r in runs]
+        low, high = f"{min(ratios):.2f}x", f"{max(ratios):.2f}x"
+        missed = sum(x > goal for x in ratios)
+        verdict = (
+            "met"
+            if not missed
+            else "not met"
+            if missed == len(ratios)
+            else f"not met in {missed} of {len(ratios)} rows"
         )
-    )
+        lines.append(
+            f"Held as {source}, the peak of parsing and clearing counting {HELD[source][0]}: "
+            f"**{low if low == high else f'{low} to {high}'}** the JSON's size (tracemalloc; "
+            f"goal ≤ {goal:g}x: {verdict})."
+        )
+    return lines
+
+
+def markdown(report: dict[str, Any]) -> list[str]:
+    """The figures as the README shows them: per way of holding the JSON, its tables."""
+    goal = report["goal_peak_over_json"]
+    sections = [_summary(report).replace("\n", " ")]
+    for source in INPUTS:
+        runs = [r for r in report["runs"] if r["input"] == source]
+        if not runs:
+            continue
+        sections += [
+            _traced_title(source, goal).replace("\n", " ") + "",
+            md_table(*_traced(source, runs), left=2),
+        ]
+        headers, rows = _rss_table(source, runs)
+        if rows:
+            sections += [RSS_TITLE.replace("\n", " "), md_table(headers, rows, left=2)]
+    sections.append("\n".join(f"- {line}" for line in goals(report)))
+    return sections
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ content) beside newer ones, then ``purge --older-than 30 --dry-run`` and ``purge
 its content goes at once). Afterwards it checks that exactly the newer records and their
 content are left.
 
-    python -m benchmarks.purge [--conversations 2000] [--kept 500]
+    python -m benchmarks.purge [--conversations 2000] [--kept 500] [--readme]
 """
 
 from __future__ import annotations
@@ -21,12 +21,18 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.common import load_average, machine, table
+from benchmarks.report import Stamp, add_readme_arguments, md_table, readme_path, write_block
+
+__all__ = ["README_BLOCKS", "main"]
 
 MESSAGES = 20
 FILES = 5
 OUTPUT_CHARS = 2_000
 SHARED_EVERY = 10
 """Every tenth old conversation repeats an output of a kept one (stored once, kept)."""
+PACKAGES = ("Django",)
+README_BLOCKS = ("purge",)
+"""The block of benchmarks/README.md that ``--readme`` writes."""
 
 
 def _setup(folder: Path) -> None:
@@ -130,14 +136,18 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--conversations", type=int, default=2_000, help="old ones, purged")
     parser.add_argument("--kept", type=int, default=500, help="newer ones, kept")
+    add_readme_arguments(parser)
     args = parser.parse_args(argv)
+    readme = readme_path(args, *README_BLOCKS)
+    stamp = Stamp.take("benchmarks.purge", argv, PACKAGES)
     print(machine())
     with tempfile.TemporaryDirectory(prefix="purge-bench-") as scratch:
         folder = Path(scratch)
         _setup(folder)
         start = time.perf_counter()
         _fill(args.conversations, args.kept)
-        print(f"filled in {time.perf_counter() - start:.1f} s")
+        fill_seconds = time.perf_counter() - start
+        print(f"filled in {fill_seconds:.1f} s")
         offload = folder / "media" / "offload"
         stored_before = sum(1 for p in offload.rglob("*") if p.is_file())
         dry_seconds, dry_lines = _purge("--dry-run")
@@ -171,7 +181,24 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         f"{stored_after} after"
     )
     print(table(["SQLite", "time"], rows))
-    print(f"load average at the end: {load_average()}")
+    end = load_average()
+    print(f"load average at the end: {end}")
+    if readme is not None:
+        what = (
+            f"{args.conversations:,} old conversations of {MESSAGES} messages and {FILES} files "
+            f"each, beside {args.kept:,} newer ones, on SQLite and the local offload folder; "
+            f"{stored_before:,} stored files before the purge, {stored_after:,} after; filled "
+            f"in {fill_seconds:.1f} s. What the purge printed:"
+        )
+        sections = [
+            what,
+            "```\n" + "\n".join(lines) + "\n```",
+            md_table(["`manage.py purge --older-than 30`", "time"], rows),
+            f"Left afterwards, as expected: {left['conversations']:,} conversations, "
+            f"{left['files']:,} file rows, {left['stored files']:,} stored files.",
+        ]
+        write_block(readme, README_BLOCKS[0], stamp.block(sections, end))
+        print(f"wrote its block of {readme}")
     return {"dry_run_seconds": dry_seconds, "seconds": seconds, "left": left}
 
 

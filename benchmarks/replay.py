@@ -36,6 +36,7 @@ from typing import Any
 
 from benchmarks.common import engine_revision, load_average, machine, table, versions
 from benchmarks.corpus import build_conversation, conversation_chars
+from benchmarks.report import Stamp, add_readme_arguments, md_table, readme_path, write_block
 from reduction_app.engine import (
     ApproxTokenCounter,
     ChatModelAgentState,
@@ -48,7 +49,14 @@ from reduction_app.engine import (
 )
 from reduction_app.engine.inspect import is_clear_placeholder, render_message
 
-__all__ = ["Run", "main", "replay_langchain_apply", "replay_langchain_middleware", "replay_ours"]
+__all__ = [
+    "README_BLOCKS",
+    "Run",
+    "main",
+    "replay_langchain_apply",
+    "replay_langchain_middleware",
+    "replay_ours",
+]
 
 THRESHOLD = 100_000
 """``max_tokens_for_clear`` and LangChain's ``trigger``, in approximate tokens."""
@@ -58,6 +66,13 @@ LANGCHAIN_KEEP = 2
 """LangChain keeps this many latest tool results: the corpus's mean results per round."""
 RESULTS = Path(__file__).parent / "results" / "replay.json"
 DECILES = 10
+EXACT_GOAL = 1.3
+"""The exact replay costs at most this many single tiktoken passes over the same text."""
+LANGCHAIN_GOAL = 50.0
+"""LangChain's middleware, as an agent runs it, takes at least this many times ours."""
+PACKAGES = ("tiktoken", "langchain", "langchain-core", "pydantic")
+README_BLOCKS = ("replay",)
+"""The block of benchmarks/README.md that ``--readme`` writes."""
 
 
 @dataclass
@@ -309,6 +324,7 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
         help="max_tokens_for_clear (and LangChain's trigger); 20000 passes it by the 10th call",
     )
     parser.add_argument("--out", type=Path, default=RESULTS)
+    add_readme_arguments(parser)
     return parser.parse_args(argv)
 
 
@@ -353,6 +369,8 @@ def _figures(run: Run, totals: list[float]) -> dict[str, Any]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parse(argv)
+    readme = readme_path(args, *README_BLOCKS)
+    stamp = Stamp.take("benchmarks.replay", argv, PACKAGES)
     host = machine()
     print("building the corpus...", file=sys.stderr)
     corpus = build_conversation(args.min_messages, args.min_chars)
@@ -363,7 +381,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     report = {
         "machine": host,
         "engine": engine_revision(),
-        "versions": versions(("tiktoken", "langchain", "langchain-core", "pydantic")),
+        "versions": versions(PACKAGES),
         "corpus": {
             "messages": len(corpus),
             "chars": conversation_chars(corpus),
@@ -400,23 +418,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     print_report(report)
     print(f"\nwrote {args.out}")
+    if readme is not None:
+        end = report["machine"]["load_average_at_end"]
+        write_block(readme, README_BLOCKS[0], stamp.block(markdown(report), end))
+        print(f"wrote its block of {readme}")
     return 0
 
 
-def print_report(report: dict[str, Any]) -> None:
-    c, f, r = report["corpus"], report["figures"], report["ratios"]
-    print(
-        f"\nCorpus: {c['messages']} messages, {c['chars']:,} characters, {c['calls']} model calls, "
-        f"{c['tool_results']} tool results. Threshold {report['config']['max_tokens_for_clear']:,} "
-        f"tokens; median of {report['runs']} runs; garbage collector "
-        f"{'paused' if report['gc_paused'] else 'on'}."
+def _summary(report: dict[str, Any]) -> str:
+    c = report["corpus"]
+    return (
+        f"Corpus: {c['messages']:,} messages, {c['chars']:,} characters, {c['calls']} model "
+        f"calls, {c['tool_results']} tool results. Threshold "
+        f"{report['config']['max_tokens_for_clear']:,} tokens; median of {report['runs']} runs; "
+        f"garbage collector {'paused' if report['gc_paused'] else 'on'}."
     )
-    m = report["machine"]
-    print(
-        f"Machine: {m['cpus']} CPUs, Python {m['python']}; load average (1, 5, 15 min) "
-        f"{m['load_average_at_start']} at the start, {m['load_average_at_end']} at the end.\n"
-    )
-    rows = [
+
+
+def _replays(report: dict[str, Any]) -> tuple[list[str], list[list[Any]]]:
+    f = report["figures"]
+    rows: list[list[Any]] = [
         [
             name,
             f"{v['total_s']:.3f}",
@@ -429,64 +450,101 @@ def print_report(report: dict[str, Any]) -> None:
         ]
         for name, v in f.items()
     ]
-    rows.append(
-        [
-            "one tiktoken pass (cl100k_base)",
-            f"{report['one_tiktoken_pass_s']:.3f}",
-            "",
-            "",
-            "",
-            "",
-            "",
-            "",
-        ]
-    )
-    print(
-        table(
-            [
-                "replay",
-                "total s",
-                "mean ms/call",
-                "max ms",
-                "calls cleared",
-                "final tokens",
-                "placeholders",
-                "all totals s",
-            ],
-            rows,
-        )
-    )
-    print()
-    print(
-        table(
-            ["ratio", "value", "target"],
-            [
-                [
-                    "exact run / one tiktoken pass",
-                    f"{r['exact_over_one_tiktoken_pass']:.2f}x",
-                    "<= 1.3x",
-                ],
-                [
-                    "LangChain wrap_model_call / ours approx",
-                    f"{r['langchain_wrap_model_call_over_ours_approx']:.1f}x",
-                    ">= 50x",
-                ],
-                [
-                    "LangChain apply (carried) / ours approx",
-                    f"{r['langchain_apply_carried_over_ours_approx']:.1f}x",
-                    "(best case for LangChain)",
-                ],
-            ],
-        )
-    )
-    print("\nMean ms per call by decile of the replay (context length in messages at its end):")
+    one_pass = f"{report['one_tiktoken_pass_s']:.3f}"
+    rows.append(["one tiktoken pass (cl100k_base)", one_pass, "", "", "", "", "", ""])
+    headers = [
+        "replay",
+        "total s",
+        "mean ms/call",
+        "max ms",
+        "calls cleared",
+        "final tokens",
+        "placeholders",
+        "all totals s",
+    ]
+    return headers, rows
+
+
+def _ratios(report: dict[str, Any]) -> list[tuple[str, str, str, bool | None]]:
+    """Each ratio as printed, its goal, and whether it is met (``None``: no goal)."""
+    r = report["ratios"]
+    exact = r["exact_over_one_tiktoken_pass"]
+    wrap = r["langchain_wrap_model_call_over_ours_approx"]
+    carried = r["langchain_apply_carried_over_ours_approx"]
+    return [
+        (
+            "exact run / one tiktoken pass",
+            f"{exact:.2f}x",
+            f"<= {EXACT_GOAL:g}x",
+            exact <= EXACT_GOAL,
+        ),
+        (
+            "LangChain wrap_model_call / ours approx",
+            f"{wrap:.1f}x",
+            f">= {LANGCHAIN_GOAL:g}x",
+            wrap >= LANGCHAIN_GOAL,
+        ),
+        (
+            "LangChain apply (carried) / ours approx",
+            f"{carried:.1f}x",
+            "(best case for LangChain)",
+            None,
+        ),
+    ]
+
+
+def _deciles(report: dict[str, Any]) -> tuple[list[str], list[list[Any]]]:
+    f = report["figures"]
     names = list(f)
     rows = []
     for d in range(DECILES):
-        row = [d + 1, f[names[0]]["deciles"][d]["context_messages_at_end"]]
+        row: list[Any] = [d + 1, f[names[0]]["deciles"][d]["context_messages_at_end"]]
         row += [f"{f[n]['deciles'][d]['mean_ms']:.3f}" for n in names]
         rows.append(row)
-    print(table(["decile", "context msgs", *names], rows))
+    return ["decile", "context msgs", *names], rows
+
+
+def _symbols(goal: str) -> str:
+    """A goal as the README's sentences write it (the console keeps ASCII)."""
+    return goal.replace("<=", "≤").replace(">=", "≥")
+
+
+def _met(met: bool | None) -> str:
+    return "" if met is None else ("met" if met else "not met")
+
+
+def print_report(report: dict[str, Any]) -> None:
+    print(f"\n{_summary(report)}")
+    m = report["machine"]
+    print(
+        f"Machine: {m['cpus']} CPUs, Python {m['python']}; load average (1, 5, 15 min) "
+        f"{m['load_average_at_start']} at the start, {m['load_average_at_end']} at the end.\n"
+    )
+    print(table(*_replays(report)))
+    print()
+    rows = [[name, value, goal] for name, value, goal, _ in _ratios(report)]
+    print(table(["ratio", "value", "goal"], rows))
+    print("\nMean ms per call by decile of the replay (context length in messages at its end):")
+    print(table(*_deciles(report)))
+
+
+def markdown(report: dict[str, Any]) -> list[str]:
+    """The figures as the README shows them: the corpus, the tables, the goals."""
+    ratios = _ratios(report)
+    rows = [[name, value, goal] for name, value, goal, _ in ratios]
+    goals = " ".join(
+        f"{name[0].upper()}{name[1:]}: **{value}** (goal {_symbols(goal)}: {_met(met)})."
+        for name, value, goal, met in ratios
+        if met is not None
+    )
+    return [
+        _summary(report),
+        md_table(*_replays(report)),
+        md_table(["ratio", "value", "goal"], rows),
+        goals,
+        "Mean ms per call by tenth of the replay (context length in messages at its end):",
+        md_table(*_deciles(report)),
+    ]
 
 
 if __name__ == "__main__":

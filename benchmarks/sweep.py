@@ -26,10 +26,13 @@ others work, rerun when that is near 0 (``--runs 3`` keeps the best of three).
 ``--before DIR`` also times one replay and the plain sweep with the code in ``DIR`` (a
 checkout of an earlier commit). ``--tasks`` measures sweeps on django-tasks workers
 instead: the same grid as one task per combination, on 1 then 2 ``manage.py db_worker``
-processes (:mod:`benchmarks.taskworkers`), against a SQLite file or ``--database-url``.
+processes (:mod:`benchmarks.taskworkers`), against a SQLite file or a fresh database on
+the PostgreSQL server of ``--database-url``.
 
 Every sweep's results are hashed; the benchmark says whether all ways gave the same.
-Prints tables and writes ``benchmarks/results/sweep.json``.
+Prints tables and writes ``benchmarks/results/sweep.json``; ``--readme`` also writes them
+into their block of benchmarks/README.md (``sweep``, or ``sweep-tasks-sqlite`` /
+``sweep-tasks-postgres`` with ``--tasks``).
 """
 
 from __future__ import annotations
@@ -48,7 +51,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["GRID", "main"]
+from benchmarks.report import Stamp, add_readme_arguments, md_table, readme_path, write_block
+
+__all__ = ["GRID", "README_BLOCKS", "main"]
 
 GRID: dict[str, list[int]] = {
     "max_tokens_for_clear": [10_000, 20_000, 40_000, 80_000, 160_000],
@@ -61,6 +66,12 @@ SINGLES = (0, 6, 12, 18, 24, 25, 31, 37, 43, 49)
 the two diagonals, so every threshold and truncation limit is there twice."""
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "benchmarks" / "results" / "sweep.json"
+GOAL_SHARE = 4
+"""A sweep of K combinations takes at most K / this many single replays."""
+PACKAGES = ("tiktoken", "Django", "django-tasks")
+README_BLOCKS = ("sweep", "sweep-tasks-sqlite", "sweep-tasks-postgres")
+"""The blocks of benchmarks/README.md that ``--readme`` writes: in-process sweeps, and
+sweeps on django-tasks workers over each database."""
 
 # What a fresh process runs: one measure, printed as one JSON line. Written against the
 # simulator's public functions only, so it runs on an earlier checkout too (--before).
@@ -230,26 +241,119 @@ def measure_scale(scale: int, folder: Path, runs: int, before: Path | None) -> d
         measures = [child({**base, "mode": "sweep"}, tree=before) for _ in range(runs)]
         best = min(measures, key=lambda m: m["seconds"])
         rows.insert(0, {"label": f"before ({before.name}), plain loop", "mode": "sweep", **best})
-    combinations = 50
+    checks = {r["check"] for r in rows}
+    report.update(one_replay_s=one, sweeps=rows, same_results=len(checks) == 1)
+    print(f"\n{scale_table(report)}")
+    if before is not None:
+        print(f"one replay before: {report['before_one_replay_s']:.3f} s")
+    combinations = _combinations()
+    print(f"goal: ≤ {combinations / GOAL_SHARE:.1f} × one replay (K/{GOAL_SHARE})")
+    print(f"same results every way: {'yes' if len(checks) == 1 else 'NO: ' + str(checks)}")
+    return report
+
+
+def _combinations() -> int:
+    count = 1
+    for values in GRID.values():
+        count *= len(values)
+    return count
+
+
+def scale_table(scale: dict[str, Any]) -> str:
+    """The sweeps of one scale as a markdown table (printed as it is, too)."""
+    one, rows = scale["one_replay_s"], scale["sweeps"]
     plain = next(r for r in rows if r["label"] == "plain loop, 1 process")["seconds"]
-    print(
-        f"\n| sweep of {combinations} combinations | s | CPU s | × one replay | vs plain "
-        "| load | others |"
-    )
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    lines = [
+        f"| sweep of {_combinations()} combinations, scale {scale['scale']} | s | CPU s "
+        "| × one replay | vs plain | load | others |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
     for row in rows:
-        print(
-            f"| {row['label']} | {row['seconds']:.2f} | {row['cpu']:.2f} | "
+        lines.append(
+            f"| {row['label'].strip()} | {row['seconds']:.2f} | {row['cpu']:.2f} | "
             f"{row['seconds'] / one:.1f} | {plain / row['seconds']:.2f}× | {row['load']} "
             f"| {row['others']} |"
         )
-    if before is not None:
-        print(f"one replay before: {report['before_one_replay_s']:.3f} s")
-    checks = {r["check"] for r in rows}
-    print(f"target: ≤ {combinations / 4:.1f} × one replay (K/4)")
-    print(f"same results every way: {'yes' if len(checks) == 1 else 'NO: ' + str(checks)}")
-    report.update(one_replay_s=one, sweeps=rows, same_results=len(checks) == 1)
-    return report
+    return "\n".join(lines)
+
+
+def _scale_markdown(scale: dict[str, Any]) -> list[str]:
+    c, one = scale["conversation"], scale["one_replay_s"]
+    singles = [s["seconds"] for s in scale["singles"]]
+    goal = _combinations() / GOAL_SHARE
+    verdicts = []
+    for label, short in (
+        ("share=True, 2 processes", "share=True on 2 processes"),
+        ("  + prefixes shared (share=True), 1 process", "share=True in 1 process"),
+    ):
+        row = next((r for r in scale["sweeps"] if r["label"] == label), None)
+        if row is not None:
+            times = row["seconds"] / one
+            met = "met" if times <= goal else "not met"
+            verdicts.append(f"{short}: **{times:.1f}** × one replay ({met})")
+    before = scale.get("before_one_replay_s")
+    return [
+        f"Scale {scale['scale']}: {c['messages']:,} messages, {c['model_calls']} model calls, "
+        f"{c['chars']:,} characters. One replay: **{one:.3f} s** (the mean of "
+        f"{len(singles)} combinations replayed alone, {min(singles):.3f} to "
+        f"{max(singles):.3f} s)" + (f"; before: {before:.3f} s." if before is not None else "."),
+        scale_table(scale),
+        f"Goal ≤ {goal:g} × one replay (K/{GOAL_SHARE}): " + "; ".join(verdicts) + ". "
+        f"Same results every way: {'yes' if scale['same_results'] else 'no'}.",
+    ]
+
+
+def growth_rows(first: dict[str, Any], last: dict[str, Any]) -> list[list[str]]:
+    """How each figure grew from the first scale to the last."""
+    messages = last["conversation"]["messages"] / first["conversation"]["messages"]
+    rows = [
+        ["conversation (messages)", f"{messages:.2f}"],
+        ["one replay", f"{last['one_replay_s'] / first['one_replay_s']:.2f}"],
+    ]
+    for a, b in zip(first["sweeps"], last["sweeps"], strict=True):
+        rows.append([a["label"].strip(), f"{b['seconds'] / a['seconds']:.2f}"])
+    return rows
+
+
+def markdown(report: dict[str, Any]) -> list[str]:
+    """The figures as the README shows them."""
+    if "tasks" in report:
+        return _tasks_markdown(report["tasks"])
+    grid = ", ".join(f"`{k}` {', '.join(f'{v:,}' for v in vs)}" for k, vs in GRID.items())
+    sections = [
+        f"The grid: {grid}; priced as {PRICING}; every figure in a fresh process, the best "
+        f"of {report['runs']} run(s)."
+    ]
+    for scale in report["scales"]:
+        sections += _scale_markdown(scale)
+    if len(report["scales"]) > 1:
+        first, last = report["scales"][0], report["scales"][-1]
+        sections.append(
+            md_table(["growth from the first scale to the last", "×"], growth_rows(first, last))
+        )
+    return sections
+
+
+def _tasks_markdown(tasks: dict[str, Any]) -> list[str]:
+    rows = [
+        [
+            run["workers"],
+            f"{run['seconds']:.2f}",
+            ", ".join(str(n) for n in run["parts_per_worker"]),
+            run["status"],
+            run["load"],
+            run["others"],
+        ]
+        for run in tasks["runs"]
+    ]
+    headers = [f"workers ({tasks['database']})", "s", "parts per worker", "status"]
+    return [
+        f"The grid of {_combinations()} combinations as one task per combination (and one "
+        "for the baseline), timed from the first part taken to the sweep gathered:",
+        md_table([*headers, "load", "others"], rows),
+        f"Speed-up from 1 to 2 workers: **{tasks['speedup']:.2f}×**; results the same as an "
+        f"in-process sweep's: {'yes' if tasks['same_results'] else 'no'}.",
+    ]
 
 
 def measure_tasks(database_url: str | None, folder: Path) -> dict[str, Any]:
@@ -342,13 +446,27 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--runs", type=int, default=1, help="runs of each sweep; the best is kept")
     parser.add_argument("--before", type=Path, help="also time the code in this checkout")
     parser.add_argument("--tasks", action="store_true", help="measure django-tasks workers")
-    parser.add_argument("--database-url", help="with --tasks: the database (default: SQLite)")
+    parser.add_argument(
+        "--database-url",
+        help="with --tasks: a PostgreSQL server, on which a fresh database is made (and "
+        "dropped), e.g. postgres://postgres@127.0.0.1:5432/postgres; SQLite by default",
+    )
     parser.add_argument("--out", type=Path, default=RESULTS)
+    add_readme_arguments(parser)
     return parser.parse_args(argv)
+
+
+def block_name(args: argparse.Namespace) -> str:
+    """The README block this run's figures go to."""
+    if not args.tasks:
+        return "sweep"
+    return "sweep-tasks-postgres" if args.database_url else "sweep-tasks-sqlite"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parse(argv)
+    readme = readme_path(args, block_name(args))
+    stamp = Stamp.take("benchmarks.sweep", argv, PACKAGES)
     report: dict[str, Any] = {
         "machine": {
             "python": platform.python_version(),
@@ -358,12 +476,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         "grid": GRID,
         "pricing": PRICING,
         "load_at_start": list(os.getloadavg()),
+        "runs": args.runs,
     }
     print(f"{os.cpu_count()} CPUs; load average at start {os.getloadavg()}", flush=True)
     with tempfile.TemporaryDirectory(prefix="sweep-bench-") as tmp:
         folder = Path(tmp)
-        if args.tasks:
-            report["tasks"] = measure_tasks(args.database_url, folder)
+        if args.tasks and args.database_url:
+            from benchmarks.server import fresh_postgres
+
+            with fresh_postgres(args.database_url) as url:
+                report["tasks"] = measure_tasks(url, folder)
+        elif args.tasks:
+            report["tasks"] = measure_tasks(None, folder)
         else:
             report["scales"] = [
                 measure_scale(int(s), folder, args.runs, args.before)
@@ -372,16 +496,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "scales" in report and len(report["scales"]) > 1:
         first, last = report["scales"][0], report["scales"][-1]
         print("\n| growth from the first scale to the last | × |\n|---|---:|")
-        print(
-            f"| conversation (messages) | "
-            f"{last['conversation']['messages'] / first['conversation']['messages']:.2f} |"
-        )
-        print(f"| one replay | {last['one_replay_s'] / first['one_replay_s']:.2f} |")
-        for a, b in zip(first["sweeps"], last["sweeps"], strict=True):
-            print(f"| {a['label'].strip()} | {b['seconds'] / a['seconds']:.2f} |")
+        for label, times in growth_rows(first, last):
+            print(f"| {label} | {times} |")
+    report["load_at_end"] = list(os.getloadavg())
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2, default=str) + "\n", encoding="utf-8")
     print(f"\nwrote {args.out}")
+    if readme is not None:
+        name = block_name(args)
+        write_block(readme, name, stamp.block(markdown(report), report["load_at_end"]))
+        print(f"wrote its block {name} of {readme}")
     return 0
 
 

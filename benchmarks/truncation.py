@@ -49,6 +49,7 @@ from typing import Any
 
 from benchmarks.common import engine_revision, load_average, machine, table, versions
 from benchmarks.corpus import django_root
+from benchmarks.report import Stamp, add_readme_arguments, md_table, readme_path, write_block
 from reduction_app.engine import (
     InMemoryBackend,
     ReductionConfig,
@@ -60,20 +61,31 @@ from reduction_app.engine import (
 )
 from reduction_app.engine.inspect import truncation_file_path
 
-__all__ = ["consume_count", "consume_join", "enhanced_source", "main", "output_text", "str_source"]
+__all__ = [
+    "README_BLOCKS",
+    "consume_count",
+    "consume_join",
+    "enhanced_source",
+    "main",
+    "output_text",
+    "str_source",
+]
 
 SIZE = 50_000_000
-"""Bytes of UTF-8 in the output: the issue's 50 MB."""
+"""Bytes of UTF-8 in the output: 50 MB."""
 CHUNKS = (65_536, 4_096)
 """Characters per streamed chunk: 64 KiB and 4 KiB of ASCII."""
 KINDS = ("ascii", "non-ascii")
 RUNS = 5
 RESULTS = Path(__file__).parent / "results" / "truncation.json"
-BUFFERED_TARGET = 2.0
+BUFFERED_GOAL = 2.0
 """Truncating a buffered output costs at most this many copies of it."""
-STREAM_TARGET = 0.10
+STREAM_GOAL = 0.10
 """Streaming truncation adds at most this share to consuming the stream."""
 ARGUMENTS = '{"command": "make all"}'
+PACKAGES = ("msgspec",)
+README_BLOCKS = ("truncation",)
+"""The block of benchmarks/README.md that ``--readme`` writes."""
 
 
 # The output -----------------------------------------------------------------------------
@@ -301,6 +313,7 @@ class Args:
     runs: int
     max_length: int | None
     out: Path
+    readme: Path | None
 
 
 def _parse(argv: Sequence[str] | None) -> Args:
@@ -320,6 +333,7 @@ def _parse(argv: Sequence[str] | None) -> Args:
         help="max_length_for_trunc (default: the engine's default)",
     )
     parser.add_argument("--out", type=Path, default=RESULTS)
+    add_readme_arguments(parser)
     ns = parser.parse_args(argv)
     return Args(
         size=ns.size,
@@ -328,6 +342,7 @@ def _parse(argv: Sequence[str] | None) -> Args:
         runs=ns.runs,
         max_length=ns.max_length,
         out=ns.out,
+        readme=readme_path(ns, *README_BLOCKS),
     )
 
 
@@ -337,6 +352,7 @@ def _overhead(raw: list[float], wrapped: list[float]) -> float:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parse(argv)
+    stamp = Stamp.take("benchmarks.truncation", argv, PACKAGES)
     host = machine()
     limit = limit_of(args.max_length)
     outputs: dict[str, Any] = {}
@@ -388,17 +404,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     report = {
         "machine": host,
         "engine": engine_revision(),
-        "versions": versions(("tiktoken",)),
+        "versions": versions(PACKAGES),
         "size_utf8_bytes": args.size,
         "max_length_for_trunc": limit,
         "runs": args.runs,
-        "targets": {"buffered_copies": BUFFERED_TARGET, "stream_overhead": STREAM_TARGET},
+        "goals": {"buffered_copies": BUFFERED_GOAL, "stream_overhead": STREAM_GOAL},
         "outputs": outputs,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     print_report(report)
     print(f"\nwrote {args.out}")
+    if args.readme is not None:
+        block = stamp.block(markdown(report), host["load_average_at_end"])
+        write_block(args.readme, README_BLOCKS[0], block)
+        print(f"wrote its block of {args.readme}")
     return 0
 
 
@@ -406,19 +426,17 @@ def _pct(x: float) -> str:
     return f"{100 * x:+.1f}%"
 
 
-def print_report(report: dict[str, Any]) -> None:
-    m = report["machine"]
-    print(
-        f"\nOne tool output of at most {report['size_utf8_bytes']:,} UTF-8 bytes; "
+def _summary(report: dict[str, Any]) -> str:
+    return (
+        f"One tool output of at most {report['size_utf8_bytes']:,} UTF-8 bytes; "
         f"max_length_for_trunc={report['max_length_for_trunc']:,}; InMemoryBackend; median "
-        f"of {report['runs']} runs, garbage collector on.\nMachine: {m['cpus']} CPUs, Python "
-        f"{m['python']}; load average (1, 5, 15 min) {m['load_average_at_start']} at the "
-        f"start, {m['load_average_at_end']} at the end.\n"
+        f"of {report['runs']} runs, garbage collector on."
     )
-    outputs = report["outputs"]
-    print("Buffered: ms from the tool's return to the wrapper's, against one copy (text + '\\n')")
+
+
+def _buffered(report: dict[str, Any]) -> tuple[list[str], list[list[Any]]]:
     rows = []
-    for kind, f in outputs.items():
+    for kind, f in report["outputs"].items():
         b = f["buffered"]
         rows.append(
             [
@@ -431,38 +449,36 @@ def print_report(report: dict[str, Any]) -> None:
                 f"{b['invokable']['copies']:.2f}x",
                 f"{b['enhanced_invokable']['median_ms']:.2f}",
                 f"{b['enhanced_invokable']['copies']:.2f}x",
-                f"<= {report['targets']['buffered_copies']:g}x",
+                f"<= {report['goals']['buffered_copies']:g}x",
             ]
         )
-    print(
-        table(
-            [
-                "output",
-                "chars",
-                "UTF-8 bytes",
-                "one copy ms",
-                "UTF-8 encode ms",
-                "invokable ms",
-                "/ copy",
-                "enhanced ms",
-                "/ copy",
-                "target",
-            ],
-            rows,
-        )
-    )
-    target = report["targets"]["stream_overhead"]
-    print(
-        "\nStreamed: ms to read the whole stream, without the middleware (raw) and through "
-        f"it; what the middleware adds (target <= {100 * target:g}%)"
-    )
+    headers = [
+        "output",
+        "chars",
+        "UTF-8 bytes",
+        "one copy ms",
+        "UTF-8 encode ms",
+        "invokable ms",
+        "/ copy",
+        "enhanced ms",
+        "/ copy",
+        "goal",
+    ]
+    return headers, rows
+
+
+def _wrapper(stream: dict[str, Any]) -> str:
+    return str(stream["wrapper"]).removeprefix("wrap_").replace("_tool_call", "")
+
+
+def _streamed(report: dict[str, Any]) -> tuple[list[str], list[list[Any]]]:
     rows = []
-    for kind, f in outputs.items():
+    for kind, f in report["outputs"].items():
         for s in f["streams"].values():
             rows.append(
                 [
                     kind,
-                    s["wrapper"].removeprefix("wrap_").replace("_tool_call", ""),
+                    _wrapper(s),
                     f"{s['chunk_chars']:,}",
                     f"{s['chunks']:,}",
                     f"{s['raw_join_median_ms']:.1f}",
@@ -473,23 +489,91 @@ def print_report(report: dict[str, Any]) -> None:
                     _pct(s["count_overhead"]),
                 ]
             )
-    print(
-        table(
-            [
-                "output",
-                "wrapper",
-                "chunk chars",
-                "chunks",
-                "raw join ms",
-                "wrapped join ms",
-                "added",
-                "raw count ms",
-                "wrapped count ms",
-                "added",
-            ],
-            rows,
-        )
+    headers = [
+        "output",
+        "wrapper",
+        "chunk chars",
+        "chunks",
+        "raw join ms",
+        "wrapped join ms",
+        "added",
+        "raw count ms",
+        "wrapped count ms",
+        "added",
+    ]
+    return headers, rows
+
+
+def _streamed_title(report: dict[str, Any]) -> str:
+    goal = report["goals"]["stream_overhead"]
+    return (
+        "Streamed: ms to read the whole stream, without the middleware (raw) and through "
+        f"it; what the middleware adds (goal <= {100 * goal:g}%)"
     )
+
+
+def print_report(report: dict[str, Any]) -> None:
+    m = report["machine"]
+    print(
+        f"\n{_summary(report)}\nMachine: {m['cpus']} CPUs, Python "
+        f"{m['python']}; load average (1, 5, 15 min) {m['load_average_at_start']} at the "
+        f"start, {m['load_average_at_end']} at the end.\n"
+    )
+    print("Buffered: ms from the tool's return to the wrapper's, against one copy (text + '\\n')")
+    print(table(*_buffered(report)))
+    print(f"\n{_streamed_title(report)}")
+    print(table(*_streamed(report)))
+
+
+def _verdict(values: list[float], goal: float) -> str:
+    """Whether every row meets ``goal`` (at most), some do, or none."""
+    missed = sum(v > goal for v in values)
+    if not missed:
+        return "met"
+    if missed == len(values):
+        return "not met"
+    return f"not met in {missed} of {len(values)} rows"
+
+
+def _spread(values: list[float], shown: Callable[[float], str]) -> str:
+    low, high = shown(min(values)), shown(max(values))
+    return low if low == high else f"{low} to {high}"
+
+
+def goals(report: dict[str, Any]) -> list[str]:
+    """One sentence per kind of figure: its range over the rows, against its goal."""
+    outputs = report["outputs"].values()
+    copies = report["goals"]["buffered_copies"]
+    buffered = [
+        f["buffered"][w]["copies"] for f in outputs for w in ("invokable", "enhanced_invokable")
+    ]
+    lines = [
+        f"Buffered, either wrapper: **{_spread(buffered, lambda x: f'{x:.2f}x')}** one copy "
+        f"(goal ≤ {copies:g}x: {_verdict(buffered, copies)})."
+    ]
+    goal = report["goals"]["stream_overhead"]
+    for wrapper in dict.fromkeys(_wrapper(s) for f in outputs for s in f["streams"].values()):
+        streams = [s for f in outputs for s in f["streams"].values() if _wrapper(s) == wrapper]
+        for consumer, what in (("join", "keeps the stream"), ("count", "keeps nothing")):
+            added = [s[f"{consumer}_overhead"] for s in streams]
+            lines.append(
+                f"`{wrapper}`, read by a consumer that {what}: **{_spread(added, _pct)}** "
+                f"(goal ≤ {100 * goal:g}%: {_verdict(added, goal)})."
+            )
+    return lines
+
+
+def markdown(report: dict[str, Any]) -> list[str]:
+    """The figures as the README shows them: both tables, then the goals."""
+    return [
+        _summary(report),
+        "Buffered: ms from the tool's return to the wrapper's, against one copy "
+        '(`text + "\\n"`):',
+        md_table(*_buffered(report)),
+        f"{_streamed_title(report).replace('<=', '≤')}:",
+        md_table(*_streamed(report), left=2),
+        "\n".join(f"- {line}" for line in goals(report)),
+    ]
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ import pytest
 
 from benchmarks import api_load
 from benchmarks.loadgen import LoadResult, in_turn, run_for
+from tests.benchmarks.support import readme_copy, written_block
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -55,13 +56,14 @@ def test_main_refuses_a_time_that_is_not_positive(
 def test_main_measures_the_api_and_the_floor(tmp_path: Path) -> None:
     """Two real gunicorn servers: the API's and the floor's. Their answers are checked
     against the engine in-process by the benchmark itself, so a floor that did other
-    work, or none, fails it."""
-    out = tmp_path / "api_load.json"
-    argv = [
+    work, or none, fails it. The tables go into a copy of the README."""
+    out, readme = tmp_path / "api_load.json", readme_copy(tmp_path)
+    sizes = [
         *("--tokens", "4000", "--workers", "1", "--clients", "2", "--repeat", "2"),
         *("--seconds", "0.5", "--solo-seconds", "0.6", "--slice-seconds", "0.3"),
-        *("--warmup-seconds", "0.2", "--out", str(out)),
+        *("--warmup-seconds", "0.2"),
     ]
+    argv = [*sizes, "--out", str(out), "--readme-path", str(readme)]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DATABASE_"))}
     process = subprocess.Popen(
         [sys.executable, "-m", "benchmarks.api_load", *argv],
@@ -92,3 +94,9 @@ def test_main_measures_the_api_and_the_floor(tmp_path: Path) -> None:
         assert figures["one_client"]["errors"] == 0
         assert floor["body_in_p50_ms"] > 0
         assert figures["in_process_runs"] > 0
+    block = written_block(readme, "api_load-sqlite")
+    assert block[1] == f"`python -m benchmarks.api_load {' '.join(sizes)}`"
+    for title in ("One request at a time", "The Django floor", "2 concurrent clients"):
+        assert any(line.startswith(title) for line in block), title
+    assert block[-3].startswith("- API p50 / in-process: **")
+    assert block[-1] == "- Errors (any status but 200): 0."

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks import memory
+from tests.benchmarks.support import readme_copy, written_block
 
 
 def test_build_reaches_the_token_count() -> None:
@@ -17,12 +18,13 @@ def test_build_reaches_the_token_count() -> None:
     assert len(messages) >= 5
 
 
-def test_main_measures_in_fresh_processes(
+def test_main_measures_in_fresh_processes_and_writes_its_block(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    out = tmp_path / "memory.json"
+    out, readme = tmp_path / "memory.json", readme_copy(tmp_path)
     argv = ["--tokens", "3000", "--min-messages", "5", "--threshold", "500"]
-    assert memory.main([*argv, "--counters", "approx", "--out", str(out)]) == 0
+    argv += ["--counters", "approx"]
+    assert memory.main([*argv, "--out", str(out), "--readme-path", str(readme)]) == 0
     printed = capsys.readouterr().out
     assert "cl100k_base tokens" in printed
     assert "load average" in printed
@@ -42,3 +44,10 @@ def test_main_measures_in_fresh_processes(
         assert run["peak_with_document"] >= run["peak_above_document"] > 0
     if memory.rss_measurable():
         assert "Resident set size (VmRSS, VmHWM)" in printed
+    block = written_block(readme, "memory")
+    assert block[1] == f"`python -m benchmarks.memory {' '.join(argv)}`"
+    assert sum(line.startswith("| utf-8 | approx | ") for line in block) == (
+        4 if memory.rss_measurable() else 2
+    )
+    assert block[-2].startswith("- Held as bytes, the peak of parsing and clearing")
+    assert block[-1].startswith("- Held as str, the peak of parsing and clearing")

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks import truncation
+from tests.benchmarks.support import readme_copy, written_block
 
 
 def test_output_text_fits_the_size_in_utf8_bytes() -> None:
@@ -30,10 +31,12 @@ def test_consumers_read_strings_and_results_alike() -> None:
     assert truncation.consume_join(results, True) == "abcde"
 
 
-def test_main_prints_both_tables(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    out = tmp_path / "truncation.json"
-    argv = ["--size", "6000", "--max-length", "1000", "--chunks", "256"]
-    assert truncation.main([*argv, "--runs", "1", "--out", str(out)]) == 0
+def test_main_prints_both_tables_and_writes_its_block(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out, readme = tmp_path / "truncation.json", readme_copy(tmp_path)
+    argv = ["--size", "6000", "--max-length", "1000", "--chunks", "256", "--runs", "1"]
+    assert truncation.main([*argv, "--out", str(out), "--readme-path", str(readme)]) == 0
     printed = capsys.readouterr().out
     assert "max_length_for_trunc=1,000" in printed
     assert "load average" in printed
@@ -46,3 +49,9 @@ def test_main_prints_both_tables(tmp_path: Path, capsys: pytest.CaptureFixture[s
     streams = report["outputs"]["ascii"]["streams"]
     assert set(streams) == {"str/256", "enhanced/256", "enhanced-raw/256"}
     assert streams["str/256"]["chunks"] == 24
+    block = written_block(readme, "truncation")
+    assert block[1] == f"`python -m benchmarks.truncation {' '.join(argv)}`"
+    assert any(line.startswith("| output | chars | UTF-8 bytes | one copy ms |") for line in block)
+    assert sum(line.startswith("| ascii | ") for line in block) == 4
+    assert sum(line.startswith("- `enhanced_streamable`, read by") for line in block) == 2
+    assert block[-1].startswith("- `enhanced_streamable (trunc_stream_text_raw)`, read by")
