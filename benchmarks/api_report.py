@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from benchmarks.common import table
-from benchmarks.report import md_table
+from benchmarks.report import md_table, verdict
 
 __all__ = ["GOAL", "markdown", "print_report"]
 
@@ -151,16 +151,9 @@ def goals(report: dict[str, Any]) -> list[str]:
     if not f:
         return []
     ratios = [v["overhead_ratio"] for v in f]
-    missed = sum(r > GOAL for r in ratios)
-    verdict = (
-        "met"
-        if not missed
-        else "not met"
-        if missed == len(ratios)
-        else f"not met for {missed} of {len(ratios)} payloads"
-    )
     lines = [
-        f"API p50 / in-process: **{_ratios(ratios)}** (goal ≤ {GOAL:g}x: {verdict}).",
+        f"API p50 / in-process: **{_ratios(ratios)}** "
+        f"(goal ≤ {GOAL:g}x: {verdict(ratios, GOAL, 'payloads')}).",
     ]
     floors = [v["floor"] for v in f if v.get("floor")]
     if floors:

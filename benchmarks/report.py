@@ -46,6 +46,7 @@ __all__ = [
     "md_table",
     "readme_path",
     "replace_block",
+    "verdict",
     "write_block",
 ]
 
@@ -228,6 +229,17 @@ def _command(module: str, argv: Sequence[str] | None) -> str:
 
 
 # Markdown ---------------------------------------------------------------------------------
+
+
+def verdict(values: Sequence[float], goal: float, rows: str = "rows") -> str:
+    """Whether every value meets ``goal`` (at most), some do, or none: ``met``,
+    ``not met in 2 of 4 rows`` or ``not met``."""
+    missed = sum(value > goal for value in values)
+    if not missed:
+        return "met"
+    if missed == len(values):
+        return "not met"
+    return f"not met in {missed} of {len(values)} {rows}"
 
 
 def md_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], *, left: int = 1) -> str:

@@ -49,7 +49,14 @@ from typing import Any
 
 from benchmarks.common import engine_revision, load_average, machine, table, versions
 from benchmarks.corpus import django_root
-from benchmarks.report import Stamp, add_readme_arguments, md_table, readme_path, write_block
+from benchmarks.report import (
+    Stamp,
+    add_readme_arguments,
+    md_table,
+    readme_path,
+    verdict,
+    write_block,
+)
 from reduction_app.engine import (
     InMemoryBackend,
     ReductionConfig,
@@ -525,16 +532,6 @@ def print_report(report: dict[str, Any]) -> None:
     print(table(*_streamed(report)))
 
 
-def _verdict(values: list[float], goal: float) -> str:
-    """Whether every row meets ``goal`` (at most), some do, or none."""
-    missed = sum(v > goal for v in values)
-    if not missed:
-        return "met"
-    if missed == len(values):
-        return "not met"
-    return f"not met in {missed} of {len(values)} rows"
-
-
 def _spread(values: list[float], shown: Callable[[float], str]) -> str:
     low, high = shown(min(values)), shown(max(values))
     return low if low == high else f"{low} to {high}"
@@ -549,7 +546,7 @@ def goals(report: dict[str, Any]) -> list[str]:
     ]
     lines = [
         f"Buffered, either wrapper: **{_spread(buffered, lambda x: f'{x:.2f}x')}** one copy "
-        f"(goal ≤ {copies:g}x: {_verdict(buffered, copies)})."
+        f"(goal ≤ {copies:g}x: {verdict(buffered, copies)})."
     ]
     goal = report["goals"]["stream_overhead"]
     for wrapper in dict.fromkeys(_wrapper(s) for f in outputs for s in f["streams"].values()):
@@ -558,7 +555,7 @@ def goals(report: dict[str, Any]) -> list[str]:
             added = [s[f"{consumer}_overhead"] for s in streams]
             lines.append(
                 f"`{wrapper}`, read by a consumer that {what}: **{_spread(added, _pct)}** "
-                f"(goal ≤ {100 * goal:g}%: {_verdict(added, goal)})."
+                f"(goal ≤ {100 * goal:g}%: {verdict(added, goal)})."
             )
     return lines
 

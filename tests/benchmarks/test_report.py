@@ -13,7 +13,15 @@ import pytest
 
 import benchmarks
 from benchmarks import report
-from benchmarks.report import BlockError, Stamp, markers, md_table, replace_block, write_block
+from benchmarks.report import (
+    BlockError,
+    Stamp,
+    markers,
+    md_table,
+    replace_block,
+    verdict,
+    write_block,
+)
 from tests.benchmarks.support import STAMP_LINE, block_of
 
 BEFORE = "# Title\r\nCRLF line, é and ✓ kept\r\n\r\n"
@@ -197,3 +205,10 @@ def test_the_readme_has_a_generated_block_for_every_known_name() -> None:
         assert STAMP_LINE.fullmatch(first), f"block {name!r} starts with {first!r}"
         module = _known_blocks()[name]
         assert command.startswith(f"`python -m benchmarks.{module}"), name
+
+
+def test_verdict_says_met_some_or_none() -> None:
+    assert verdict([1.0, 1.5], 1.5) == "met"
+    assert verdict([1.0, 1.6, 2.0], 1.5) == "not met in 2 of 3 rows"
+    assert verdict([1.6], 1.5, "payloads") == "not met"
+    assert verdict([1.0, 1.6], 1.5, "payloads") == "not met in 1 of 2 payloads"
