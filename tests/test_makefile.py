@@ -168,6 +168,19 @@ def interrupt(run: Started) -> None:
         pytest.fail(f"make still runs {STOP_SECONDS} s after Ctrl-C:\n{run.output()}")
 
 
+def interrupted_cleanly(run: Started) -> str:
+    """Ctrl-C ``run`` and check that it stopped as it should; its output. make ends as an
+    interrupted command does (killed by SIGINT: 130 in a shell), having printed no error
+    of its own (the recipe itself finished with 0), and nothing it started is left."""
+    interrupt(run)
+    output = run.output()
+    assert run.make.returncode == -signal.SIGINT, output
+    for word in ("Segmentation fault", "Error", "Traceback"):
+        assert word not in output
+    assert processes_with(run.marker) == {}
+    return output
+
+
 @UNIX
 @ONCE
 def test_make_run_serves_on_the_port_given_and_stops_cleanly_on_ctrl_c(
@@ -181,15 +194,7 @@ def test_make_run_serves_on_the_port_given_and_stops_cleanly_on_ctrl_c(
     assert any(f"runserver 127.0.0.1:{port}" in line for line in alive), alive
     assert any("manage.py db_worker" in line for line in alive), alive
 
-    interrupt(run)
-
-    output = run.output()
-    # make ends as an interrupted command does (killed by SIGINT: 130 in a shell), having
-    # printed no error of its own; the recipe itself finished with 0.
-    assert run.make.returncode == -signal.SIGINT, output
-    for word in ("Segmentation fault", "Error", "Traceback"):
-        assert word not in output
-    assert processes_with(run.marker) == {}
+    output = interrupted_cleanly(run)
     lines = output.splitlines()
     assert [line for line in lines if line.endswith(" ...") or line.startswith("Serving")] == [
         "Migrating the database ...",
@@ -215,13 +220,7 @@ def test_make_serve_stops_cleanly_on_ctrl_c(
     wait_for_sign_in(run)
     assert any("gunicorn" in line for line in processes_with(run.marker).values())
 
-    interrupt(run)
-
-    output = run.output()
-    assert run.make.returncode == -signal.SIGINT, output
-    for word in ("Segmentation fault", "Error", "Traceback"):
-        assert word not in output
-    assert processes_with(run.marker) == {}
+    interrupted_cleanly(run)
 
 
 def test_make_run_names_the_host_and_port_given() -> None:
