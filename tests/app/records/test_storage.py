@@ -255,3 +255,20 @@ def test_storage_digest_comes_from_the_row_without_reading(
     assert backend.digest("/a") == digest("é\udc80")
     with pytest.raises(FileNotFoundError):
         backend.digest("/b")
+
+
+def test_storage_discard_asks_the_index_once_per_batch(
+    workspace: Workspace, offloads: OffloadStore, django_assert_num_queries: Any
+) -> None:
+    """Cleaning up after a request looks up which of its contents a row names by the
+    workspace and the storage names (the ``file_quota`` index), in batches, not one
+    unindexed query per content."""
+    backend = DjangoStorageBackend(workspace)
+    for n in range(3):
+        backend.write(WriteRequest(file_path=f"/p{n}", content=f"content {n}"))
+    record(backend, "/p0")
+    with django_assert_num_queries(1) as captured:
+        backend.discard()
+    sql = captured.captured_queries[0]["sql"]
+    assert '"workspace_id" =' in sql and '"storage_name" IN' in sql
+    assert [offloads.read_bytes(name) for name in offloads.names()] == [b"content 0"]

@@ -1,0 +1,70 @@
+"""``manage.py offload_check [--workspace SLUG]``: whether every stored byte of offloaded
+content is accounted for (``records.integrity``); exit status 1 when something is not."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from reduction_app.models import Workspace
+from reduction_app.records.integrity import WorkspaceCheck, offload_check
+
+SHOWN = 20
+"""Names listed per kind of problem; the rest are counted."""
+
+
+class Command(BaseCommand):
+    help = (
+        "Check that the offload storage, the file rows and the quota usage agree: report "
+        "stored content no row names, rows whose content is not stored, and a recorded "
+        "usage that differs from the bytes stored. Changes nothing; exits with 1 when "
+        "anything is found. Content a request is storing at that moment shows as not "
+        "named until the request is recorded."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--workspace", metavar="SLUG", help="Only this workspace.")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        workspaces = Workspace.objects.order_by("slug")
+        if options["workspace"]:
+            workspaces = workspaces.filter(slug=options["workspace"])
+            if not workspaces.exists():
+                raise CommandError(f"no workspace {options['workspace']!r}")
+        checks = [offload_check(workspace=workspace) for workspace in workspaces]
+        for check in checks:
+            self._report(check)
+        if not all(check.consistent for check in checks):
+            raise CommandError("offloaded content is not all accounted for", returncode=1)
+
+    def _report(self, check: WorkspaceCheck) -> None:
+        slug = check.workspace.slug
+        self.stdout.write(
+            f"{slug}: {check.stored} stored, {check.named} named by rows; usage recorded "
+            f"{check.usage_recorded:,} bytes, stored {check.usage_stored:,} bytes"
+            + (": consistent" if check.consistent else "")
+        )
+        if check.unnamed:
+            size = sum(check.unnamed.values())
+            self._list(
+                f"{slug}: {len(check.unnamed)} stored, named by no row ({size:,} bytes):",
+                list(check.unnamed),
+            )
+        if check.missing:
+            self._list(
+                f"{slug}: {len(check.missing)} named by rows, not stored:",
+                [f"{name} ({', '.join(paths)})" for name, paths in check.missing.items()],
+            )
+        if check.usage_recorded != check.usage_stored:
+            self.stdout.write(
+                f"{slug}: usage recorded {check.usage_recorded:,} bytes differs from the "
+                f"{check.usage_stored:,} bytes stored for its rows"
+            )
+
+    def _list(self, heading: str, lines: list[str]) -> None:
+        self.stdout.write(heading)
+        for line in lines[:SHOWN]:
+            self.stdout.write(f"  {line}")
+        if len(lines) > SHOWN:
+            self.stdout.write(f"  ... and {len(lines) - SHOWN} more")
