@@ -76,7 +76,7 @@ def test_gunicorn_conf_access_log_leaves_out_query_strings() -> None:
     class Response:
         status = "200 OK"
         sent = 42
-        headers: list[tuple[str, str]] = []
+        headers = ()
 
     logger = Logger(config)
     atoms = logger.atoms(Response(), [], environ, timedelta(milliseconds=5))
