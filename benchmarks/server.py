@@ -74,11 +74,17 @@ class Server:
 
 
 def server_env(
-    folder: Path, *, workers: int, database_url: str | None = None, settings: str | None = None
+    folder: Path,
+    *,
+    workers: int,
+    database_url: str | None = None,
+    settings: str | None = None,
+    extra: dict[str, str] | None = None,
 ) -> dict[str, str]:
     """The environment of a production server whose data all lives in ``folder`` (or,
     with ``database_url``, in that database and ``folder``); ``settings`` names another
-    settings module than ``config.settings``."""
+    settings module than ``config.settings``; ``extra`` adds variables (or overrides
+    these)."""
     env = {k: v for k, v in os.environ.items() if k not in NOT_INHERITED}
     if settings is not None:
         env["DJANGO_SETTINGS_MODULE"] = settings
@@ -98,6 +104,7 @@ def server_env(
         # Served over plain HTTP on loopback: cookies marked Secure would not come back.
         DJANGO_SECURE_COOKIES="0",
     )
+    env.update(extra or {})
     return env
 
 
@@ -144,14 +151,17 @@ def production_server(
     database_url: str | None = None,
     settings: str | None = None,
     ready_path: str = "/accounts/login/",
+    env: dict[str, str] | None = None,
 ) -> Iterator[Server]:
     """Migrate, collect static files, make an API key, start gunicorn; stop it on exit.
 
     The database is a SQLite file in ``folder`` unless ``database_url`` names another
     (empty) one; ``settings`` names another settings module (the benchmark's floor),
-    whose ``ready_path`` answers 200 once it serves."""
+    whose ``ready_path`` answers 200 once it serves; ``env`` adds to its environment."""
     folder.mkdir(parents=True, exist_ok=True)
-    env = server_env(folder, workers=workers, database_url=database_url, settings=settings)
+    env = server_env(
+        folder, workers=workers, database_url=database_url, settings=settings, extra=env
+    )
     manage(env, "migrate", "--noinput")
     manage(env, "collectstatic", "--noinput", "--verbosity", "0")
     api_key = manage(env, "create_api_key", "load", "--workspace", "bench").splitlines()[-1]

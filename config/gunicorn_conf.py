@@ -19,6 +19,13 @@ bind = [os.environ.get("GUNICORN_BIND", "127.0.0.1:8000")]
 # cores; two at least, so one slow request never stalls the site.
 workers = int(os.environ.get("WEB_CONCURRENCY") or max(2, os.cpu_count() or 1))
 
+# The access log (off unless ``--access-logfile`` is given) names a request by method,
+# path and protocol: gunicorn's default logs the request line, query string included,
+# which carries offloaded files' paths and any key a client wrongly sends as ``?api_key=``.
+# The referer, a page of this site with its own query string, is left out for the same
+# reason.
+access_log_format = '%(h)s %(l)s %(u)s %(t)s "%(m)s %(U)s %(H)s" %(s)s %(b)s "%(a)s"'
+
 # gunicorn 25 and later open a control socket at one path per user (for `gunicornc`),
 # which two servers on one machine would fight over; nothing here uses it. Older gunicorn
 # ignores the name.

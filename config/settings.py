@@ -295,6 +295,13 @@ STORAGES = {
 # The REST API refuses request bodies larger than this (bytes); 32 MB by default.
 REDUCTION_MAX_REQUEST_BYTES = int(os.environ.get("REDUCTION_MAX_REQUEST_BYTES", 32 * 1024 * 1024))
 DATA_UPLOAD_MAX_MEMORY_SIZE = REDUCTION_MAX_REQUEST_BYTES + 1024
+# A body over that limit is still read, up to this many bytes, and thrown away before the
+# 413 is sent: a client that writes its whole body before reading the answer (Python's
+# http.client, most HTTP libraries) would otherwise see its connection reset, never the
+# 413. Past it the 413 is sent unread and the connection closed. 8 times the limit.
+REDUCTION_MAX_DISCARD_BYTES = _env_int(
+    "REDUCTION_MAX_DISCARD_BYTES", 8 * REDUCTION_MAX_REQUEST_BYTES
+)
 
 
 # Quotas per workspace (a workspace's own fields override both; 0 is no limit).

@@ -17,7 +17,7 @@ import json
 import urllib.error
 import urllib.parse
 import urllib.request
-from typing import Any, cast
+from typing import Any, NoReturn, cast
 
 __all__ = ["ReductionAPIError", "ReductionClient"]
 
@@ -57,19 +57,31 @@ class ReductionClient:
                 raw = response.read()
                 kind = response.headers.get("Content-Type", "")
         except urllib.error.HTTPError as exc:
-            payload = exc.read()
-            try:
-                error = json.loads(payload)
+            self._raise_for(exc)
+        except urllib.error.URLError as exc:
+            # urllib wraps only what failed while the request was being sent; a server
+            # resets the connection then when it refuses a body too big to read through.
+            if data is not None and isinstance(exc.reason, (ConnectionResetError, BrokenPipeError)):
                 raise ReductionAPIError(
-                    exc.code, error.get("detail", ""), error.get("field")
-                ) from None
-            except (ValueError, AttributeError):
-                raise ReductionAPIError(exc.code, payload.decode("utf-8", "replace")) from None
+                    413,
+                    f"the server closed the connection while the request body of {len(data)} "
+                    "bytes was being sent, as it does with a body far over its size limit",
+                ) from exc
+            raise
         if not raw:
             return None
         if kind.startswith("application/json"):
             return json.loads(raw)
         return raw.decode("utf-8")
+
+    @staticmethod
+    def _raise_for(exc: urllib.error.HTTPError) -> NoReturn:
+        payload = exc.read()
+        try:
+            error = json.loads(payload)
+            raise ReductionAPIError(exc.code, error.get("detail", ""), error.get("field")) from None
+        except (ValueError, AttributeError):
+            raise ReductionAPIError(exc.code, payload.decode("utf-8", "replace")) from None
 
     def _object(
         self, method: str, path: str, body: Any = None, query: dict[str, Any] | None = None

@@ -1,11 +1,13 @@
 """Limits the app puts on requests before any view runs, as Django middleware: the size
-of a REST API body, and no NUL character in an address. (The engine's reduction
-middleware is ``reduction_app.engine``.)"""
+of a REST API body (sent with a length or chunked), and no NUL character in an address.
+(The engine's reduction middleware is ``reduction_app.engine``.)"""
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Callable
+from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import BadRequest
@@ -30,10 +32,77 @@ def _nul_in_address(request: HttpRequest) -> tuple[str | None] | None:
     return None
 
 
+_CHUNK = 64 * 1024
+"""Bytes read at a time from a body."""
+
+
+def _discard(stream: Any, most: int) -> None:
+    """Read and drop what ``stream`` holds, up to ``most`` bytes. A client that goes away
+    meanwhile ends it: the 413 is sent all the same."""
+    left = most
+    try:
+        while left > 0:
+            chunk = stream.read(min(_CHUNK, left))
+            if not chunk:
+                return
+            left -= len(chunk)
+    except OSError:  # Django's UnreadablePostError too
+        return
+
+
+def _too_big(request: HttpRequest, size: int, limit: int) -> HttpResponse:
+    """The 413 of a body of ``size`` bytes (its Content-Length), sent after reading the body
+    when it is at most ``REDUCTION_MAX_DISCARD_BYTES``: a client that writes its whole body
+    before reading (``http.client``, ``ReductionClient``) then reads the 413 instead of a
+    reset connection. A bigger one is not read; gunicorn's sync worker closes the
+    connection after the answer."""
+    if size <= settings.REDUCTION_MAX_DISCARD_BYTES:
+        _discard(request, size)
+    detail = f"request body of {size} bytes is over the limit of {limit} bytes"
+    return _json_error(413, detail)
+
+
+def _read_chunked(request: HttpRequest, limit: int) -> HttpResponse | None:
+    """Read a chunked body (no Content-Length, so Django reads it as empty) into the
+    request, or answer why not: 413 past ``limit``, 411 when the server does not say that
+    its WSGI input ends with the body (``wsgi.input_terminated``: gunicorn does; the
+    development server does not, and reading on would wait for bytes that never come)."""
+    if not request.META.get("wsgi.input_terminated"):
+        return _json_error(
+            411,
+            "chunked request bodies (Transfer-Encoding: chunked) are not read by this "
+            "server: send the body with a Content-Length header",
+        )
+    stream = request.META["wsgi.input"]
+    parts: list[bytes] = []
+    size = 0
+    while size <= limit:
+        chunk = stream.read(min(_CHUNK, limit + 1 - size))
+        if not chunk:
+            break
+        parts.append(chunk)
+        size += len(chunk)
+    if size > limit:
+        _discard(stream, settings.REDUCTION_MAX_DISCARD_BYTES - size)
+        return _json_error(413, f"chunked request body is over the limit of {limit} bytes")
+    body = b"".join(parts)
+    # What HttpRequest.body leaves behind once it has read a body, so that .body, .read()
+    # and .POST all see this one.
+    request._body = body
+    request._stream = io.BytesIO(body)
+    request.META["CONTENT_LENGTH"] = str(size)
+    return None
+
+
+def _chunked(request: HttpRequest) -> bool:
+    return "chunked" in request.META.get("HTTP_TRANSFER_ENCODING", "").lower()
+
+
 class ApiRequestSizeMiddleware:
-    """Answer 413 with a JSON error, before reading the body, when an API request is too
-    big; refuse an address with a NUL character (an API request with 422 and a JSON error,
-    a page with 400)."""
+    """Answer 413 with a JSON error when an API request's body is too big (a chunked body
+    is read here, within the limit, or answered 411 where the server cannot); refuse an
+    address with a NUL character (an API request with 422 and a JSON error, a page with
+    400)."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
@@ -50,11 +119,14 @@ class ApiRequestSizeMiddleware:
             return _json_error(422, f"{name}: must not contain NUL characters", name)
         if api:
             limit = settings.REDUCTION_MAX_REQUEST_BYTES
+            if _chunked(request):
+                refused = _read_chunked(request, limit)
+                if refused is not None:
+                    return refused
             try:
                 size = int(request.META.get("CONTENT_LENGTH") or 0)
             except ValueError:
                 size = 0
             if size > limit:
-                detail = f"request body of {size} bytes is over the limit of {limit} bytes"
-                return _json_error(413, detail)
+                return _too_big(request, size, limit)
         return self.get_response(request)

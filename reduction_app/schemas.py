@@ -54,10 +54,16 @@ class ErrorOut(Schema):
 # Every operation needs a key (401). django-ninja answers 422 for a path or query
 # parameter that does not validate (``/configs/abc``, a required one left out); for a
 # body it answers 400 when the bytes are not JSON and 422 when the JSON does not fit, and
-# ApiRequestSizeMiddleware answers 413 for a body over REDUCTION_MAX_REQUEST_BYTES.
+# ApiRequestSizeMiddleware answers 413 for a body over REDUCTION_MAX_REQUEST_BYTES, and
+# 411 for a chunked body where the server cannot read one.
 AUTH_ERRORS: dict[int, type[Schema]] = {401: ErrorOut}
 PARAM_ERRORS: dict[int, type[Schema]] = {**AUTH_ERRORS, 422: ErrorOut}
-BODY_ERRORS: dict[int, type[Schema]] = {**PARAM_ERRORS, 400: ErrorOut, 413: ErrorOut}
+BODY_ERRORS: dict[int, type[Schema]] = {
+    **PARAM_ERRORS,
+    400: ErrorOut,
+    411: ErrorOut,
+    413: ErrorOut,
+}
 
 
 def response_links(

@@ -6,9 +6,12 @@ import os
 import runpy
 import subprocess
 import sys
+from datetime import timedelta
 from typing import Any
 
 import pytest
+from gunicorn.config import Config
+from gunicorn.glogging import Logger
 
 from tests.conftest import REPO
 
@@ -51,3 +54,34 @@ def test_gunicorn_conf_freezes_what_a_worker_loaded() -> None:
         [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=60
     )
     assert done.stdout.split() == ["True", "0"]
+
+
+def test_gunicorn_conf_access_log_leaves_out_query_strings() -> None:
+    """A logged request names its method, path and protocol; neither the query string (an
+    offloaded file's path, a key sent as ``?api_key=``) nor the referer's appears."""
+    config = Config()
+    config.set("access_log_format", conf()["access_log_format"])
+    query = "path=/tmp/trunc/call_1&api_key=rl_secret"
+    environ = {
+        "REQUEST_METHOD": "GET",
+        "RAW_URI": f"/api/v1/files/read?{query}",
+        "PATH_INFO": "/api/v1/files/read",
+        "QUERY_STRING": query,
+        "SERVER_PROTOCOL": "HTTP/1.1",
+        "REMOTE_ADDR": "127.0.0.1",
+        "HTTP_REFERER": f"http://127.0.0.1:8000/files/?{query}",
+        "HTTP_USER_AGENT": "agent/1.0",
+    }
+
+    class Response:
+        status = "200 OK"
+        sent = 42
+        headers = ()
+
+    logger = Logger(config)
+    atoms = logger.atoms(Response(), [], environ, timedelta(milliseconds=5))
+    atoms["t"] = "[04/Dec/2026:18:00:00 +0000]"
+    assert config.access_log_format % atoms == (
+        '127.0.0.1 - - [04/Dec/2026:18:00:00 +0000] "GET /api/v1/files/read HTTP/1.1" 200 42 '
+        '"agent/1.0"'
+    )

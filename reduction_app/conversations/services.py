@@ -91,9 +91,11 @@ def _created(
 
 def message_digest(message: Any) -> str:
     """What tells a stored message from a changed one: a SHA-256 over the message's JSON
-    values, each tagged with its kind and length, dict keys sorted (PostgreSQL's ``jsonb``
-    gives a message back with its keys reordered). Hashing the values as they are costs a
-    third of serialising the message to JSON first, which is most of a call's upsert."""
+    values, each tagged with its kind and length, dict keys in the order sent. The order
+    counts because a transcript gives messages back exactly as last sent, key order
+    included: a message sent again with its keys reordered is a changed message. Hashing
+    the values as they are costs a third of serialising the message to JSON first, which
+    is most of a call's upsert."""
     hasher = hashlib.sha256()
     _feed(hasher, message)
     return hasher.hexdigest()
@@ -107,7 +109,7 @@ def _feed(hasher: Any, value: Any) -> None:
         hasher.update(data)
     elif isinstance(value, dict):
         hasher.update(b"d%d:" % len(value))
-        for key in sorted(value):
+        for key in value:
             _feed(hasher, key)
             _feed(hasher, value[key])
     elif isinstance(value, list):

@@ -108,6 +108,7 @@ def test_openapi_document_generates(api: ApiClient) -> None:
         "401",
         "404",
         "409",
+        "411",
         "413",
         "422",
         "503",
@@ -118,7 +119,7 @@ def test_openapi_document_generates(api: ApiClient) -> None:
 
 
 def test_openapi_every_operation_documents_the_errors_before_it_runs(api: ApiClient) -> None:
-    """401 everywhere; 400, 413 and 422 with a body; 422 with a parameter that can fail to
+    """401 everywhere; 400, 411, 413 and 422 with a body; 422 with a parameter that can fail to
     parse (an integer, a required one, a bounded one, a cursor)."""
     document = api.client.get("/api/v1/openapi.json").json()
     for path, methods in document["paths"].items():
@@ -127,7 +128,7 @@ def test_openapi_every_operation_documents_the_errors_before_it_runs(api: ApiCli
             label = f"{method.upper()} {path}"
             assert HTTPStatus.UNAUTHORIZED in codes, label
             if "requestBody" in operation:
-                assert {400, 413, 422} <= codes, label
+                assert {400, 411, 413, 422} <= codes, label
             for parameter in operation.get("parameters", []):
                 schema = parameter["schema"]
                 can_fail = (

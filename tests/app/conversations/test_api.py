@@ -231,3 +231,15 @@ def test_conversation_id_with_a_nul_is_a_documented_422(api: ApiClient, method: 
     assert HTTPStatus.UNPROCESSABLE_ENTITY in documented(
         api, method, "/conversations/{conversation_id}"
     )
+
+
+def test_conversation_keeps_the_key_order_last_sent_through_clear(api: ApiClient) -> None:
+    """The same conversation sent again to ``/clear`` with one message's keys in another
+    order: the transcript gives back the order of the last call, not the first."""
+    first = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+    second = [first[0], {"content": "hello", "role": "assistant"}]
+    for messages in (first, second):
+        response = api.post("/clear", {"conversation_id": "order", "messages": messages})
+        assert response.status_code == HTTPStatus.OK
+    got = api.get("/conversations/order").json()["messages"]
+    assert [list(m) for m in got] == [["role", "content"], ["content", "role"]]
