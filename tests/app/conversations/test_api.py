@@ -177,7 +177,6 @@ def _call_and_result(call_id: str, content: str) -> list[dict[str, Any]]:
     ]
 
 
-@pytest.mark.xfail(strict=True, reason="the first conversation owns the shared file row")
 def test_conversation_delete_keeps_the_file_another_conversation_offloaded_to_the_same_path(
     api: ApiClient, offloads: OffloadStore, django_capture_on_commit_callbacks: Any
 ) -> None:
