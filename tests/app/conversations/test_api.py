@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
+from django.test.html import parse_html
 
 from reduction_app.models import Conversation
 from tests.app.support import ApiClient, documented, error, follow, offload
@@ -213,12 +214,17 @@ def test_conversation_delete_keeps_the_file_another_conversation_offloaded_to_th
     api.workspace.members.add(member)
     page = Client()
     page.force_login(member)
-    listing = page.get("/files/", {"conversation": "run-y"})
-    assert listing.status_code == HTTPStatus.OK
-    assert f"<code>{path}</code>" in listing.content.decode()
+    link = parse_html(
+        f'<a href="/files/view/?path={path}&amp;conversation=run-y"><code>{path}</code></a>'
+    )
+    for address in ("/files/?conversation=run-y", "/conversations/run-y/"):
+        shown = page.get(address)
+        assert shown.status_code == HTTPStatus.OK
+        assert link in parse_html(shown.content.decode()), address
     viewed = page.get("/files/view/", {"path": path, "conversation": "run-y"})
     assert viewed.status_code == HTTPStatus.OK
-    assert page.get("/conversations/run-y/").status_code == HTTPStatus.OK
+    assert viewed.context["file"].conversation.client_id == "run-y"
+    assert page.get("/files/raw/", {"path": path, "conversation": "run-y"}).getvalue() == content
 
     with django_capture_on_commit_callbacks(execute=True):
         assert api.delete("/conversations/run-y").status_code == HTTPStatus.NO_CONTENT
