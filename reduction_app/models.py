@@ -184,7 +184,15 @@ class ConfigVersion(models.Model):
 
 
 class OffloadedFile(models.Model):
-    """Content the engine moved out of a conversation; the text is in ``storage_name``."""
+    """Content the engine moved out of a conversation; the text is in ``storage_name``.
+
+    A row is one conversation's file at one path (or, with no conversation, a request's
+    that named none). The engine keeps a path to one content in the whole workspace, and
+    two conversations may name the same path (both cleared call ``call_1`` with the same
+    output): each then has a row of its own, naming the same stored content, which is
+    stored once. A conversation thus lists, reads and deletes its own rows only, and the
+    content stays while any row names it.
+    """
 
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="files")
     conversation = models.ForeignKey(
@@ -208,10 +216,22 @@ class OffloadedFile(models.Model):
     class Meta:
         ordering = ("-created_at", "-id")
         constraints = (
-            models.UniqueConstraint(fields=["workspace", "path"], name="file_path_unique"),
+            models.UniqueConstraint(
+                fields=["workspace", "conversation", "path"],
+                condition=models.Q(conversation__isnull=False),
+                name="file_path_unique_in_conversation",
+            ),
+            # NULLs are distinct in a unique index: files of no conversation need their own.
+            models.UniqueConstraint(
+                fields=["workspace", "path"],
+                condition=models.Q(conversation__isnull=True),
+                name="file_path_unique_loose",
+            ),
         )
         indexes = (
             models.Index(fields=["workspace", "conversation"]),
+            # A path's rows in every conversation: what the engine checks a path against.
+            models.Index(fields=["workspace", "path"], name="file_path"),
             # Whether a workspace holds a content already, and the sizes of what it holds,
             # read from the index alone (workspaces.quotas).
             models.Index(fields=["workspace", "storage_name", "size_bytes"], name="file_quota"),

@@ -64,8 +64,8 @@ def list_files(request: ApiRequest, filters: Query[FileFilter]) -> Any:
     return rows
 
 
-def _file_or_404(request: ApiRequest, path: str) -> OffloadedFile:
-    row = file_get(workspace=api_workspace(request), path=path)
+def _file_or_404(request: ApiRequest, path: str, conversation_id: str | None) -> OffloadedFile:
+    row = file_get(workspace=api_workspace(request), path=path, conversation=conversation_id)
     if row is None:
         raise ApiError(404, f"file not found: {path}", "path")
     return row
@@ -98,9 +98,11 @@ def read_file(
     path: str,
     offset: QueryEx[int, P(ge=0, le=MAX_ID)] = 0,
     limit: QueryEx[int, P(ge=1, le=MAX_READ_LINES)] = 2000,
+    conversation_id: str | None = None,
 ) -> Status[dict[str, Any]]:
-    """The read_file tool: ``limit`` numbered lines from line ``offset`` (0-based)."""
-    row = _file_or_404(request, path)
+    """The read_file tool: ``limit`` numbered lines from line ``offset`` (0-based), of the
+    file of ``conversation_id`` when given (a 404 if it names no such path)."""
+    row = _file_or_404(request, path, conversation_id)
     content = read_stored(offload_storage(), row.storage_name)
     body, total = numbered_lines(content, offset, limit)
     services.file_mark_read(file=row)
@@ -117,9 +119,10 @@ def read_file(
     tags=["files"],
     url_name="file_raw",
 )
-def raw_file(request: ApiRequest, path: str) -> HttpResponse:
-    """The exact content of an offloaded file, as UTF-8 text."""
-    row = _file_or_404(request, path)
+def raw_file(request: ApiRequest, path: str, conversation_id: str | None = None) -> HttpResponse:
+    """The exact content of an offloaded file, as UTF-8 text; of the file of
+    ``conversation_id`` when given (a 404 if it names no such path)."""
+    row = _file_or_404(request, path, conversation_id)
     content = read_stored(offload_storage(), row.storage_name)
     services.file_mark_read(file=row)
     response = HttpResponse(

@@ -13,12 +13,16 @@ from django.db.models.functions import Coalesce, TruncDay, TruncHour
 from reduction_app.models import EventRecord, OffloadedFile, Workspace
 
 
-def file_get(*, workspace: Workspace, path: str) -> OffloadedFile | None:
-    return (
-        OffloadedFile.objects.filter(workspace=workspace, path=path)
-        .select_related("conversation")
-        .first()
-    )
+def file_get(
+    *, workspace: Workspace, path: str, conversation: str | None = None
+) -> OffloadedFile | None:
+    """The file at ``path``: ``conversation``'s (by its client id) when given, else the
+    first recorded. Every conversation naming a path has a row of its own, all naming the
+    same content."""
+    rows = OffloadedFile.objects.filter(workspace=workspace, path=path)
+    if conversation:
+        rows = rows.filter(conversation__client_id=conversation)
+    return rows.select_related("conversation").order_by("id").first()
 
 
 def file_list(
@@ -151,12 +155,13 @@ def file_tool_names(*, workspace: Workspace) -> list[str]:
 
 
 def file_event(*, file: OffloadedFile) -> EventRecord | None:
-    """The event that wrote ``file``: the first one naming its path."""
-    return (
-        EventRecord.objects.filter(workspace_id=file.workspace_id, offload_path=file.path)
-        .order_by("id")
-        .first()
-    )
+    """The event that wrote ``file``: the first one of its conversation naming its path."""
+    rows = EventRecord.objects.filter(workspace_id=file.workspace_id, offload_path=file.path)
+    if file.conversation_id is None:
+        rows = rows.filter(conversation__isnull=True)
+    else:
+        rows = rows.filter(conversation_id=file.conversation_id)
+    return rows.order_by("id").first()
 
 
 def file_totals(*, workspace: Workspace) -> dict[str, Any]:

@@ -87,30 +87,39 @@ def engine_session_record(
                     system=system,
                 )
             staged_writes = list(session.backend.staged.values())
-            # One query for the paths already recorded, one insert for the new ones,
-            # however many results the pass offloaded (and none when it offloaded none).
+            # One query for the paths already recorded (in any conversation), one insert
+            # for those new to this conversation, however many results the pass offloaded
+            # (and none when it offloaded none).
             recorded = (
-                dict(
-                    OffloadedFile.objects.select_for_update()
-                    .filter(workspace=session.workspace, path__in=[w.path for w in staged_writes])
-                    .values_list("path", "sha256")
-                )
+                OffloadedFile.objects.select_for_update()
+                .filter(workspace=session.workspace, path__in=[w.path for w in staged_writes])
+                .values_list("path", "sha256", "conversation_id")
                 if staged_writes
-                else {}
+                else []
             )
+            digests: dict[str, str] = {}
+            own: set[str] = set()
+            owner = conversation.pk if conversation is not None else None
+            for path, digest, conversation_pk in recorded:
+                digests[path] = digest
+                if conversation_pk == owner:
+                    own.add(path)
             new_files = []
             for staged in staged_writes:
-                if staged.path in recorded:
-                    if recorded[staged.path] == staged.digest:
-                        # The engine reuses a path for identical content; the first record
-                        # (its conversation, its call) stands.
-                        continue
+                if staged.path in digests and digests[staged.path] != staged.digest:
                     # Another request took this path for other content after the engine
                     # checked it was free. Recorded offloads are never overwritten.
                     raise ServiceError(
                         f"offload path {staged.path} was taken by another request; "
                         "send this request again"
                     )
+                if staged.path in own:
+                    # The engine reuses a path for identical content; the conversation's
+                    # first record (its call) stands.
+                    continue
+                # New to this conversation, though perhaps not to the workspace: another
+                # conversation's row of the same path names the same stored content, and
+                # each keeps its own, so deleting one leaves the other's.
                 event = by_path.get(staged.path)
                 new_files.append(
                     OffloadedFile(

@@ -1,5 +1,6 @@
 """The models: the recorded event against the engine's event value, the API's event schema
-built from it, and the migration that renamed the model."""
+built from it, and the migrations that moved rows (the model renamed, transcripts a message
+a row, a file row for each conversation naming a path)."""
 
 from __future__ import annotations
 
@@ -125,6 +126,78 @@ def test_transcripts_move_to_message_rows_and_back() -> None:
     executor.migrate(before)
     back = executor.loader.project_state(before).apps.get_model("reduction_app", "Conversation")
     assert {c.client_id: c.transcript for c in back.objects.all()} == {"a": messages, "empty": []}
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    executor.migrate(executor.loader.graph.leaf_nodes())
+
+
+@pytest.mark.django_db(transaction=True)
+def test_files_of_a_shared_path_become_a_row_for_each_conversation_and_back() -> None:
+    """A path recorded once for the first conversation gets a row for each other whose
+    events name it (and for the events of no conversation), all naming the one stored
+    content; the workspace's offload usage stays; reversed, the first row stands."""
+    before = [("reduction_app", "0008_quotas")]
+    after = [("reduction_app", "0009_file_per_conversation")]
+    executor = MigrationExecutor(connection)
+    executor.migrate(before)
+    old = executor.loader.project_state(before).apps
+    workspace = old.get_model("reduction_app", "Workspace").objects.create(
+        name="w", slug="w", offload_bytes=11
+    )
+    conversations = old.get_model("reduction_app", "Conversation").objects
+    x, y, z = (conversations.create(workspace=workspace, client_id=c) for c in "xyz")
+    old.get_model("reduction_app", "OffloadedFile").objects.create(
+        workspace=workspace,
+        conversation=x,
+        path="/tmp/clear/call_1",
+        storage_name="ws1/ab/ab.txt",
+        size_chars=11,
+        size_bytes=11,
+        tokens=3,
+        sha256="ab",
+        phase="clear",
+        tool_name="grep",
+        call_id="call_1",
+        read_count=4,
+    )
+    events = old.get_model("reduction_app", "EventRecord").objects
+    for conversation in (x, y, y, None):
+        events.create(
+            workspace=workspace,
+            conversation=conversation,
+            phase="clear",
+            kind="tool",
+            offload_path="/tmp/clear/call_1",
+        )
+    # A summary names no file; z's tool event names a path no row holds (its content gone).
+    events.create(workspace=workspace, conversation=z, phase="clear", kind="summary")
+    events.create(
+        workspace=workspace, conversation=z, phase="clear", kind="tool", offload_path="/gone"
+    )
+    first_y = events.filter(conversation=y).order_by("id").first().created_at
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    executor.migrate(after)
+    new = executor.loader.project_state(after).apps
+    files = new.get_model("reduction_app", "OffloadedFile").objects.order_by("id")
+    # The copies are inserted in no particular order: compared as a set.
+    assert {
+        (f.conversation and f.conversation.client_id, f.path, f.storage_name, f.call_id)
+        for f in files
+    } == {
+        ("x", "/tmp/clear/call_1", "ws1/ab/ab.txt", "call_1"),
+        ("y", "/tmp/clear/call_1", "ws1/ab/ab.txt", "call_1"),
+        (None, "/tmp/clear/call_1", "ws1/ab/ab.txt", "call_1"),
+    }
+    assert files.count() == 3
+    copy = files.get(conversation__client_id="y")
+    assert (copy.read_count, copy.size_bytes, copy.created_at) == (0, 11, first_y)
+    assert new.get_model("reduction_app", "Workspace").objects.get().offload_bytes == 11
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    executor.migrate(before)
+    back = executor.loader.project_state(before).apps.get_model("reduction_app", "OffloadedFile")
+    assert list(back.objects.values_list("conversation__client_id", "read_count")) == [("x", 4)]
     executor = MigrationExecutor(connection)
     executor.loader.build_graph()
     executor.migrate(executor.loader.graph.leaf_nodes())

@@ -1,5 +1,7 @@
 """Offloaded files: the list (``/files/``), one file's page (``/files/view/?path=``) with
-numbered lines, search and paging, and its exact content (``/files/raw/?path=``).
+numbered lines, search and paging, and its exact content (``/files/raw/?path=``). Both
+take a ``conversation`` (client id) too: two conversations may name the same path, each
+with a file of its own (the same content, their own event and reads).
 
 A file may be many megabytes: its page reads the stored content in chunks, line by line,
 keeping only the lines of the page shown (and, for a search, the numbers of the matching
@@ -75,6 +77,7 @@ def _file_or_404(request: PageRequest) -> OffloadedFile:
     row = selectors.file_get(
         workspace=request.workspace,
         path=request.GET.get("path", ""),
+        conversation=request.GET.get("conversation") or None,
     )
     if row is None:
         raise Http404("no such file")

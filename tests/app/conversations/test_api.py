@@ -8,6 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+from django.test.html import parse_html
 
 from reduction_app.models import Conversation
 from tests.app.support import ApiClient, documented, error, follow, offload
@@ -149,6 +152,86 @@ def test_conversation_delete_keeps_content_another_conversation_names(
     with django_capture_on_commit_callbacks(execute=True):
         assert api.delete("/conversations/run-2").status_code == HTTPStatus.NO_CONTENT
     assert offloads.names() == []
+
+
+def _cleared_call_1(api: ApiClient, conversation: str) -> None:
+    """Clear ``call_1`` of a chat whose two results of 200 characters (51 tokens each, 115
+    in all) go over a clear threshold of 100: the older one is offloaded."""
+    messages = [
+        {"role": "system", "content": "sys"},
+        {"role": "user", "content": "hi"},
+        *_call_and_result("call_1", "same output " * 20),
+        *_call_and_result("call_2", "B" * 200),
+    ]
+    body = {"config": {"max_tokens_for_clear": 100}, "conversation_id": conversation}
+    response = api.post("/clear", {**body, "messages": messages})
+    assert response.status_code == HTTPStatus.OK, response.json()
+    offloaded = [e["offload_path"] for e in response.json()["events"] if e["offload_path"]]
+    assert offloaded == ["/tmp/clear/call_1"]
+
+
+def _call_and_result(call_id: str, content: str) -> list[dict[str, Any]]:
+    call = {"id": call_id, "type": "function", "function": {"name": "grep", "arguments": "{}"}}
+    return [
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": call_id, "content": content},
+    ]
+
+
+def test_conversation_delete_keeps_the_file_another_conversation_offloaded_to_the_same_path(
+    api: ApiClient, offloads: OffloadStore, django_capture_on_commit_callbacks: Any
+) -> None:
+    """Two conversations clearing the same call with the same output name the same path
+    and the same stored content: each lists and reads it, on the API and the dashboard;
+    deleting one leaves it to the other, and deleting both removes it and gives its bytes
+    back to the workspace's offload usage once."""
+    path, content = "/tmp/clear/call_1", b"same output " * 20
+    _cleared_call_1(api, "run-x")
+    _cleared_call_1(api, "run-y")
+    [stored] = offloads.names()
+    api.workspace.refresh_from_db()
+    assert api.workspace.offload_bytes == len(content) == 240
+    for conversation in ("run-x", "run-y"):
+        listed = api.get("/files", {"conversation_id": conversation}).json()["results"]
+        assert [(f["path"], f["conversation_id"]) for f in listed] == [(path, conversation)]
+        assert api.get("/conversations/" + conversation).json()["file_count"] == 1
+
+    with django_capture_on_commit_callbacks(execute=True):
+        assert api.delete("/conversations/run-x").status_code == HTTPStatus.NO_CONTENT
+    assert offloads.names() == [stored]
+    api.workspace.refresh_from_db()
+    assert api.workspace.offload_bytes == 240
+    listed = api.get("/files", {"conversation_id": "run-y"}).json()["results"]
+    assert [(f["path"], f["conversation_id"]) for f in listed] == [(path, "run-y")]
+    assert api.get("/files", {"conversation_id": "run-x"}).json()["results"] == []
+    params = {"path": path, "conversation_id": "run-y"}
+    read = api.get("/files/read", {**params, "limit": 1})
+    assert read.status_code == HTTPStatus.OK
+    assert read.json()["content"] == "1\t" + content.decode() + "\n"
+    assert api.get("/files/raw", params).content == content
+    assert api.get("/files/raw", {"path": path}).content == content
+    member = User.objects.create_user("ada")
+    api.workspace.members.add(member)
+    page = Client()
+    page.force_login(member)
+    link = parse_html(
+        f'<a href="/files/view/?path={path}&amp;conversation=run-y"><code>{path}</code></a>'
+    )
+    for address in ("/files/?conversation=run-y", "/conversations/run-y/"):
+        shown = page.get(address)
+        assert shown.status_code == HTTPStatus.OK
+        assert link in parse_html(shown.content.decode()), address
+    viewed = page.get("/files/view/", {"path": path, "conversation": "run-y"})
+    assert viewed.status_code == HTTPStatus.OK
+    assert viewed.context["file"].conversation.client_id == "run-y"
+    assert page.get("/files/raw/", {"path": path, "conversation": "run-y"}).getvalue() == content
+
+    with django_capture_on_commit_callbacks(execute=True):
+        assert api.delete("/conversations/run-y").status_code == HTTPStatus.NO_CONTENT
+    assert offloads.names() == []
+    api.workspace.refresh_from_db()
+    assert api.workspace.offload_bytes == 0
+    assert api.get("/files/raw", {"path": path}).status_code == HTTPStatus.NOT_FOUND
 
 
 def test_conversation_delete_is_done_even_when_the_storage_fails_to_remove_content(

@@ -185,8 +185,8 @@ def test_conversation_page_timeline_badges_link_the_files() -> None:
     assert '<td class="num">26 tok</td>' in rows[3]
     assert '<span class="badge clear">cleared</span>' in rows[3]
     assert (
-        '<a href="/files/view/?path=/tmp/trunc/call_1"><code>/tmp/trunc/call_1</code></a>'
-        in (rows[3])
+        '<a href="/files/view/?path=/tmp/trunc/call_1&amp;conversation=run-1">'
+        "<code>/tmp/trunc/call_1</code></a>" in (rows[3])
     )
     assert "<td>grep</td>" in rows[3]
     assert "badge" not in rows[7]
@@ -209,7 +209,8 @@ def test_conversation_page_truncated_badge() -> None:
     page = client.get("/conversations/t/").content.decode()
     assert (
         '<span class="badge truncation">truncated</span> '
-        '<a href="/files/view/?path=/tmp/trunc/c1"><code>/tmp/trunc/c1</code></a>'
+        '<a href="/files/view/?path=/tmp/trunc/c1&amp;conversation=t">'
+        "<code>/tmp/trunc/c1</code></a>"
     ) in page
 
 

@@ -179,6 +179,27 @@ def test_files_reads_are_counted(api: ApiClient) -> None:
 
 
 @pytest.mark.parametrize("endpoint", ["/files/read", "/files/raw"])
+def test_files_reads_of_a_shared_path_are_those_of_the_conversation_named(
+    api: ApiClient, endpoint: str
+) -> None:
+    """Two conversations name one path: each has its file, read and counted on its own."""
+    path = offload(api, LINES, conversation="run-1")
+    assert offload(api, LINES, conversation="run-2") == path
+    offload(api, "other output", call_id="call_9", conversation="run-3")
+    for _ in range(2):
+        assert (
+            api.get(endpoint, {"path": path, "conversation_id": "run-2"}).status_code
+            == HTTPStatus.OK
+        )
+    reads = {f["conversation_id"]: f["read_count"] for f in api.get("/files").json()["results"]}
+    assert reads == {"run-1": 0, "run-2": 2, "run-3": 0}
+    for conversation in ("run-3", "nobody"):
+        response = api.get(endpoint, {"path": path, "conversation_id": conversation})
+        assert response.status_code == HTTPStatus.NOT_FOUND
+        assert response.json() == error(f"file not found: {path}", "path")
+
+
+@pytest.mark.parametrize("endpoint", ["/files/read", "/files/raw"])
 def test_files_unknown_path_is_404(api: ApiClient, endpoint: str) -> None:
     response = api.get(endpoint, {"path": "/tmp/trunc/nope"})
     assert response.status_code == HTTPStatus.NOT_FOUND

@@ -43,9 +43,10 @@ def test_events_table_shows_each_event_with_its_links() -> None:
     assert '<a href="/conversations/run-1/">Run one</a>' in page
     assert '<td class="num">12,345 → 1,111 tok</td>' in page
     assert '<td class="num">11,234 tok</td>' in page
-    assert '<a href="/files/view/?path=/tmp/trunc/call_7"><code>/tmp/trunc/call_7</code></a>' in (
-        page
-    )
+    assert (
+        '<a href="/files/view/?path=/tmp/trunc/call_7&amp;conversation=run-1">'
+        "<code>/tmp/trunc/call_7</code></a>"
+    ) in page
     assert "49,380 chars → 4,444" in page
     assert "<code>call_7</code>" in page
 

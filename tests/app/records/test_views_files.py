@@ -19,7 +19,8 @@ BIG_LINES = 50_000
 
 
 def _paths(page: str) -> list[str]:
-    return re.findall(r'<a href="/files/view/\?path=([^"]+)"><code>', page)
+    """The paths the list links to (each link names the file's conversation too)."""
+    return re.findall(r'<a href="/files/view/\?path=([^"&]+)[^"]*"><code>', page)
 
 
 def _line_numbers(page: str) -> list[int]:
@@ -44,6 +45,7 @@ def test_file_list_shows_each_file() -> None:
     stored_file(ws, "/tmp/trunc/call_1", "x" * 12_345, conversation=conv, tool_name="grep")
     page = client.get("/files/").content.decode()
     assert _paths(page) == ["/tmp/trunc/call_1"]
+    assert '<a href="/files/view/?path=/tmp/trunc/call_1&amp;conversation=run-1">' in page
     assert '<a href="/conversations/run-1/">Run one</a>' in page
     assert '<td class="num">12,345 chars</td>' in page
     assert '<td class="num">3,086 tok</td>' in page
@@ -135,7 +137,8 @@ def test_file_page_numbers_lines_and_shows_where_it_came_from() -> None:
         call_id="call_3",
         read_count=2,
     )
-    event = event_row(ws, offload_path="/tmp/trunc/call_3", tokens_saved=1_234)
+    event_row(ws, offload_path="/tmp/trunc/call_3")  # of no conversation: not this file's
+    event = event_row(ws, conversation=conv, offload_path="/tmp/trunc/call_3", tokens_saved=1_234)
     page = client.get("/files/view/", {"path": "/tmp/trunc/call_3"}).content.decode()
     assert re.findall(
         r'<tr id="L(\d+)"><td class="n"><a href="#L\d+">\d+</a></td><td>(.*?)</td>', page
@@ -146,7 +149,10 @@ def test_file_page_numbers_lines_and_shows_where_it_came_from() -> None:
     assert f'<a href="/events/?before={event.pk + 1}">event #{event.pk}</a>' in page
     assert "(truncation, 1,234 tok saved)" in page
     assert "<dd>2 times</dd>" in page
-    assert '<a href="/files/raw/?path=/tmp/trunc/call_3" download>Download raw</a>' in page
+    assert (
+        '<a href="/files/raw/?path=/tmp/trunc/call_3&amp;conversation=run-1" download>'
+        "Download raw</a>"
+    ) in page
 
 
 @pytest.mark.usefixtures("offloads")

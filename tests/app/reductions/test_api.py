@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
+from hashlib import sha256
 from http import HTTPStatus
 from pathlib import Path
 from typing import Any
@@ -150,13 +151,19 @@ def test_truncate_reused_call_id_with_other_content_gets_a_new_file(api: ApiClie
     first, second = "a" * 30, "b" * 30
     assert truncate(api, first).json()["offload_path"] == "/tmp/trunc/call_1"
     assert truncate(api, second).json()["offload_path"] == "/tmp/trunc/call_1-2"
-    # Identical content reuses its file, and the first record stands.
+    # Identical content reuses its path and its stored content; the conversation that
+    # names it too gets a file row of its own.
     assert (
         truncate(api, first, conversation_id="later").json()["offload_path"] == "/tmp/trunc/call_1"
     )
     assert raw(api, "/tmp/trunc/call_1") == first.encode()
     assert raw(api, "/tmp/trunc/call_1-2") == second.encode()
-    assert OffloadedFile.objects.get(path="/tmp/trunc/call_1").conversation is None
+    rows = OffloadedFile.objects.filter(path="/tmp/trunc/call_1").order_by("id")
+    assert [(r.conversation and r.conversation.client_id, r.sha256) for r in rows] == [
+        (None, sha256(first.encode()).hexdigest()),
+        ("later", sha256(first.encode()).hexdigest()),
+    ]
+    assert len({r.storage_name for r in rows}) == 1
 
 
 def test_truncate_with_a_stored_config(api: ApiClient) -> None:

@@ -75,13 +75,32 @@ def test_engine_session_record_never_overwrites_a_recorded_offload(
 
 
 def test_engine_session_record_same_content_keeps_the_first_record(workspace: Workspace) -> None:
+    """The same call offloaded again in one conversation reuses its path and its row."""
+    for call in ("call_1", "call_1"):
+        with session_for(workspace, max_length_for_trunc=4) as session:
+            truncate_in(session, "abcdefgh", call_id=call)
+            engine_session_record(session=session, conversation_id="run-1")
+    row = OffloadedFile.objects.get()
+    assert (row.path, row.conversation.client_id) == ("/tmp/trunc/call_1", "run-1")
+    assert EventRecord.objects.count() == 2
+
+
+def test_engine_session_record_same_path_in_two_conversations_gives_each_a_row(
+    workspace: Workspace,
+) -> None:
+    """Each conversation naming a path has a row of its own, both naming one content."""
     for conversation in ("run-1", "run-2"):
         with session_for(workspace, max_length_for_trunc=4) as session:
             truncate_in(session, "abcdefgh")
             engine_session_record(session=session, conversation_id=conversation)
-    row = OffloadedFile.objects.get()
-    assert row.conversation is not None and row.conversation.client_id == "run-1"
-    assert EventRecord.objects.count() == 2
+    rows = OffloadedFile.objects.order_by("id")
+    assert [(r.path, r.conversation.client_id) for r in rows] == [
+        ("/tmp/trunc/call_1", "run-1"),
+        ("/tmp/trunc/call_1", "run-2"),
+    ]
+    assert len({r.storage_name for r in rows}) == 1
+    workspace.refresh_from_db()
+    assert workspace.offload_bytes == len("abcdefgh")
 
 
 def test_engine_session_record_queries_do_not_grow_with_the_offloads(

@@ -104,6 +104,33 @@ def test_purge_keeps_content_a_newer_row_still_names(
     assert read_stored(offload_storage(), shared) == "shared output"
 
 
+def test_purge_leaves_a_newer_conversation_its_file_at_the_same_path(
+    workspace: Workspace, offloads: OffloadStore, django_capture_on_commit_callbacks: Any
+) -> None:
+    """Two conversations offloaded one output to one path (each has its file row): purging
+    the old one leaves the new one's file, its content and its usage; purging that frees
+    the content, and its 13 bytes, once."""
+    for client_id in ("old", "new"):
+        record(workspace, client_id, "shared output", calls="call")
+    conversation(workspace, "old", days=40)
+    conversation(workspace, "new", days=1)
+    [stored] = offloads.names()
+    with django_capture_on_commit_callbacks(execute=True):
+        report = purge(cutoff=days_ago(CUTOFF_DAYS), workspace=workspace)
+    assert (report.conversations, report.files, report.content) == (1, 1, ContentFreed())
+    [kept] = OffloadedFile.objects.all()
+    assert (kept.conversation.client_id, kept.path) == ("new", "/tmp/trunc/call-0")
+    assert offloads.names() == [stored]
+    workspace.refresh_from_db()
+    assert workspace.offload_bytes == offload_usage(workspace=workspace) == 13
+    with django_capture_on_commit_callbacks(execute=True):
+        report = purge(cutoff=days_ago(0), workspace=workspace)
+    assert (report.files, report.content) == (1, ContentFreed(objects=1, bytes=13))
+    assert offloads.names() == []
+    workspace.refresh_from_db()
+    assert workspace.offload_bytes == offload_usage(workspace=workspace) == 0
+
+
 def test_purge_removes_content_only_after_the_batch_commits(
     workspace: Workspace, offloads: OffloadStore, django_capture_on_commit_callbacks: Any
 ) -> None:
