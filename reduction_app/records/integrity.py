@@ -68,7 +68,9 @@ def offload_check(*, workspace: Workspace, storage: Storage | None = None) -> Wo
     storage = storage or offload_storage()
     rows = OffloadedFile.objects.filter(workspace=workspace)
     paths: dict[str, list[str]] = {}
-    for name, path in rows.values_list("storage_name", "path").order_by("storage_name", "path"):
+    # Conversations that offloaded the same content to the same path each have a row.
+    named = rows.values_list("storage_name", "path").order_by("storage_name", "path").distinct()
+    for name, path in named:
         paths.setdefault(name, []).append(path)
     stored = {name: storage.size(name) for name in stored_names(workspace, storage)}
     usage_recorded = Workspace.objects.values_list("offload_bytes", flat=True).get(pk=workspace.pk)

@@ -23,7 +23,7 @@ LONG = "x" * 30
 """30 bytes: over the 20-character limit below, so offloaded whole."""
 
 
-def truncate(api: ApiClient, result: str, call_id: str) -> Any:
+def truncate(api: ApiClient, result: str, call_id: str, conversation_id: str = "run-1") -> Any:
     response = api.post(
         "/truncate",
         {
@@ -31,7 +31,7 @@ def truncate(api: ApiClient, result: str, call_id: str) -> Any:
             "tool_name": "grep",
             "tool_call_id": call_id,
             "result": result,
-            "conversation_id": "run-1",
+            "conversation_id": conversation_id,
         },
     )
     assert response.status_code == 200, response.content
@@ -128,3 +128,19 @@ def test_offload_check_keeps_workspaces_apart(api: ApiClient, other_api: ApiClie
 def test_offload_check_names_an_unknown_workspace() -> None:
     with pytest.raises(CommandError, match="no workspace 'nowhere'"):
         call_command("offload_check", "--workspace", "nowhere", stdout=io.StringIO())
+
+
+def test_offload_check_counts_a_path_two_conversations_share_once(
+    api: ApiClient, offloads: OffloadStore
+) -> None:
+    truncate(api, LONG, "call_1")
+    truncate(api, LONG, "call_1", conversation_id="run-2")
+    assert OffloadedFile.objects.count() == 2
+
+    check = offload_check(workspace=api.workspace)
+    assert (check.stored, check.named, check.usage_recorded, check.usage_stored) == (1, 1, 30, 30)
+    assert check.consistent
+
+    name = OffloadedFile.objects.values_list("storage_name", flat=True).first()
+    offload_storage().delete(name)
+    assert offload_check(workspace=api.workspace).missing == {name: ["/tmp/trunc/call_1"]}
