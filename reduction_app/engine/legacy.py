@@ -128,13 +128,13 @@ _NOTICE = {
         "{content_sample}"
     ),
     "zh": (
-        "工具结果过大，本次工具调用 {tool_call_id} 的结果已保存到文件系统中的此路径: {file_path}\n"
-        "你可以使用 '{read_file_tool_name}' 工具从文件系统读取结果，但每次只读取其中一部分。\n"
-        "为此，请在 '{read_file_tool_name}' 工具调用中指定 offset 和 limit。\n"
-        "例如，要读取前 100 行，可以使用 '{read_file_tool_name}' 工具"
-        "并设置 offset=0 和 limit=100。\n"
+        "工具结果过大，此工具调用 {tool_call_id} 的结果已保存到文件系统的以下路径：{file_path}\n"
+        "你可以使用 '{read_file_tool_name}' 工具从文件系统读取结果，但请确保每次只读取部分结果。\n"
+        "你可以通过在 '{read_file_tool_name}' 工具调用中指定 offset 和 limit 来实现。\n"
+        "例如，要读取前 100 行，你可以使用 '{read_file_tool_name}' 工具，"
+        "设置 offset=0 和 limit=100。\n"
         "\n"
-        "以下是结果的前 10 行:\n"
+        "以下是结果的前 10 行：\n"
         "{content_sample}"
     ),
 }

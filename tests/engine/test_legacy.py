@@ -186,8 +186,15 @@ def test_legacy_offload_custom_path_and_chinese() -> None:
     out = mw.wrap_invokable_tool_call(lambda _: "y" * 100, ToolContext(name="t", call_id="c9"))(
         "{}"
     )
-    assert out.startswith(
-        "工具结果过大，本次工具调用 c9 的结果已保存到文件系统中的此路径: /custom/c9.txt\n"
+    # The reference's Chinese notice, word for word.
+    assert out == (
+        "工具结果过大，此工具调用 c9 的结果已保存到文件系统的以下路径：/custom/c9.txt\n"
+        "你可以使用 'read_file' 工具从文件系统读取结果，但请确保每次只读取部分结果。\n"
+        "你可以通过在 'read_file' 工具调用中指定 offset 和 limit 来实现。\n"
+        "例如，要读取前 100 行，你可以使用 'read_file' 工具，设置 offset=0 和 limit=100。\n"
+        "\n"
+        "以下是结果的前 10 行：\n"
+        "1: " + "y" * 100 + "\n"
     )
     assert backend.read("/custom/c9.txt") == "y" * 100
 
