@@ -98,7 +98,9 @@ def _media_lines(media: Media | None) -> list[str]:
         lines.append(f"url: {url[:100]}..." if len(url) > 100 else f"url: {url}")
     if media.base64_data:
         data = media.base64_data
-        lines.append(f"base64_data: {data[:20]}... ({len(data)} bytes)")
+        # The reference cuts long data with "..." and its format adds "..." again.
+        cut = f"{data[:20]}..." if len(data) > 20 else data
+        lines.append(f"base64_data: {cut}... ({len(data)} bytes)")
     if media.mime_type:
         lines.append(f"mime_type: {media.mime_type}")
     if media.detail:

@@ -204,12 +204,18 @@ def test_render_block_function_tool_result_piece_without_media() -> None:
 
 
 def test_render_block_media_summarises_base64() -> None:
+    # As the reference's formatMediaString: data over 20 characters is cut with "..."
+    # (truncateString) and the format adds "..." again; short data gets the one "...".
     image = UserInputImage(media=Media(base64_data="A" * 30, mime_type="image/png", detail="high"))
     assert render_block(image) == (
         "type: user_input_image\n"
-        f"      base64_data: {'A' * 20}... (30 bytes)\n"
+        f"      base64_data: {'A' * 20}...... (30 bytes)\n"
         "      mime_type: image/png\n"
         "      detail: high\n"
+    )
+    short = UserInputImage(media=Media(base64_data="A" * 20))
+    assert render_block(short) == (
+        f"type: user_input_image\n      base64_data: {'A' * 20}... (20 bytes)\n"
     )
     pdf = UserInputFile(media=Media(url="https://x.test/a.pdf", name="a.pdf"))
     assert render_block(pdf) == (
