@@ -32,6 +32,10 @@ __all__ = [
 ]
 
 LEGACY_PLACEHOLDER = "[Old tool result content cleared]"
+_DEFAULT_THRESHOLD = 20_000
+_DEFAULT_KEEP_RECENT = 40_000
+_DEFAULT_OFFLOADING_LIMIT = 20_000
+_DEFAULT_READ_FILE_TOOL = "read_file"
 _MAX_SCAN_LINE = 64 * 1024
 _SAMPLE_LINES = 10
 _SAMPLE_LINE_CHARS = 1000
@@ -45,10 +49,14 @@ def legacy_token_count(msg: Message) -> int:
 
 @dataclass(kw_only=True)
 class ClearToolResultConfig:
-    """Settings of the legacy clear hook; every field has the reference's default."""
+    """Settings of the legacy clear hook; every field has the reference's default.
 
-    tool_result_token_threshold: int = 20_000
-    keep_recent_tokens: int = 40_000
+    As in the reference, ``0`` and ``""`` mean "unset": a threshold or budget of 0 and an
+    empty placeholder are read as their defaults.
+    """
+
+    tool_result_token_threshold: int = _DEFAULT_THRESHOLD
+    keep_recent_tokens: int = _DEFAULT_KEEP_RECENT
     clear_tool_result_placeholder: str = LEGACY_PLACEHOLDER
     token_counter: Callable[[Message], int] | None = None
     exclude_tools: Collection[str] = ()
@@ -69,19 +77,22 @@ class LegacyClearToolResult:
         self.config = config
         self._count = config.token_counter or legacy_token_count
         self._exclude = frozenset(config.exclude_tools)
+        # The reference's Go zero values are its "not set" (docs/behaviour.md §6.1).
+        self._threshold = config.tool_result_token_threshold or _DEFAULT_THRESHOLD
+        self._keep_recent = config.keep_recent_tokens or _DEFAULT_KEEP_RECENT
+        self._placeholder = config.clear_tool_result_placeholder or LEGACY_PLACEHOLDER
 
     def before_chat_model(self, messages: Sequence[Message]) -> list[Message]:
         """Old tool results replaced by the placeholder, once tool results pass the threshold."""
-        cfg = self.config
-        placeholder = cfg.clear_tool_result_placeholder
+        placeholder = self._placeholder
         out = list(messages)
         total = sum(self._count(m) for m in out if m.role == ROLE_TOOL and m.content != placeholder)
-        if total <= cfg.tool_result_token_threshold:
+        if total <= self._threshold:
             return out
         protect_from, recent = 0, 0
         for index in range(len(out) - 1, -1, -1):
             recent += self._count(out[index])
-            if recent > cfg.keep_recent_tokens:
+            if recent > self._keep_recent:
                 # The message that overflows the budget is itself kept, as in the reference.
                 protect_from = index
                 break
@@ -117,13 +128,13 @@ _NOTICE = {
         "{content_sample}"
     ),
     "zh": (
-        "工具结果过大，本次工具调用 {tool_call_id} 的结果已保存到文件系统中的此路径: {file_path}\n"
-        "你可以使用 '{read_file_tool_name}' 工具从文件系统读取结果，但每次只读取其中一部分。\n"
-        "为此，请在 '{read_file_tool_name}' 工具调用中指定 offset 和 limit。\n"
-        "例如，要读取前 100 行，可以使用 '{read_file_tool_name}' 工具"
-        "并设置 offset=0 和 limit=100。\n"
+        "工具结果过大，此工具调用 {tool_call_id} 的结果已保存到文件系统的以下路径：{file_path}\n"
+        "你可以使用 '{read_file_tool_name}' 工具从文件系统读取结果，但请确保每次只读取部分结果。\n"
+        "你可以通过在 '{read_file_tool_name}' 工具调用中指定 offset 和 limit 来实现。\n"
+        "例如，要读取前 100 行，你可以使用 '{read_file_tool_name}' 工具，"
+        "设置 offset=0 和 limit=100。\n"
         "\n"
-        "以下是结果的前 10 行:\n"
+        "以下是结果的前 10 行：\n"
         "{content_sample}"
     ),
 }
@@ -149,12 +160,16 @@ def content_sample(text: str) -> str:
 
 @dataclass(kw_only=True)
 class ToolResultConfig(ClearToolResultConfig):
-    """Settings of the legacy tool-result middleware: the clear hook's, plus offloading."""
+    """Settings of the legacy tool-result middleware: the clear hook's, plus offloading.
+
+    ``offloading_token_limit=0`` and ``read_file_tool_name=""`` read as their defaults,
+    as in the reference.
+    """
 
     backend: Backend | None = None
-    offloading_token_limit: int = 20_000
+    offloading_token_limit: int = _DEFAULT_OFFLOADING_LIMIT
     path_generator: Callable[[ToolContext], str] | None = None
-    read_file_tool_name: str = "read_file"
+    read_file_tool_name: str = _DEFAULT_READ_FILE_TOOL
     language: Language | None = None
 
 
@@ -168,6 +183,8 @@ class LegacyToolResultMiddleware(LegacyClearToolResult):
             raise ConfigError("backend", "must be set for the tool result middleware")
         super().__init__(config)
         self.result_config = config
+        self._limit = config.offloading_token_limit or _DEFAULT_OFFLOADING_LIMIT
+        self._read_tool = config.read_file_tool_name or _DEFAULT_READ_FILE_TOOL
 
     def _path(self, ctx: ToolContext, content: str) -> str:
         if self.result_config.path_generator is not None:
@@ -190,13 +207,13 @@ class LegacyToolResultMiddleware(LegacyClearToolResult):
     def _offload(self, ctx: ToolContext, result: str) -> str:
         cfg = self.result_config
         # Tokens are compared with four times the limit, as in the reference (about 16×limit chars).
-        if (len(result) + 3) // 4 <= cfg.offloading_token_limit * 4:
+        if (len(result) + 3) // 4 <= self._limit * 4:
             return result
         path = self._path(ctx, result)
         notice = _NOTICE[get_language(cfg.language)].format(
             tool_call_id=ctx.call_id,
             file_path=path,
-            read_file_tool_name=cfg.read_file_tool_name,
+            read_file_tool_name=self._read_tool,
             content_sample=content_sample(result),
         )
         assert cfg.backend is not None

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reduction_app.engine._steps import AwaitableInSyncPhase, Steps, invoke, run_async, run_sync
-from reduction_app.engine.errors import ReductionError
+from reduction_app.engine.errors import NoBackendError, OffloadError, ReductionError
 from reduction_app.engine.notices import stream_notice
 from reduction_app.engine.offload_json import joined_plain_text
 from reduction_app.engine.parts import flatten_tool_results, stringify, text_length, text_prefix
@@ -154,6 +154,15 @@ def replay(cut: StreamCut) -> Any:
     return "".join(cut.chunks)[cut.forwarded :]
 
 
+def _failure_text(exc: Exception) -> str:
+    """What a stream notice says about a failed offload (docs/behaviour.md §3.3): a failed
+    write's own error, as the reference says it. Our OffloadError's phase and path are
+    for the caller's logs and the buffered paths that raise it, not for the model."""
+    if isinstance(exc, OffloadError) and not isinstance(exc, NoBackendError):
+        return str(exc.cause)
+    return str(exc)
+
+
 def finish_stream_steps(
     rt: Runtime, resolved: Resolved, ctx: ToolContext, arguments: str, cut: StreamCut
 ) -> Steps[Any]:
@@ -180,7 +189,7 @@ def finish_stream_steps(
     except AwaitableInSyncPhase:
         raise
     except Exception as exc:
-        path, error = "", str(exc)
+        path, error = "", _failure_text(exc)
     cfg = rt.config
     notice = stream_notice(
         limit=cfg.max_length_for_trunc,

@@ -91,27 +91,32 @@ def _media_lines(media: Media | None) -> list[str]:
     # Inline data is summarised, not counted: a model never sees base64 as text tokens.
     if media is None:
         return []
-    lines = []
+    # The reference's order: a file's name first, an image's detail last.
+    lines = [f"name: {media.name}"] if media.name else []
     if media.url:
         url = media.url
         lines.append(f"url: {url[:100]}..." if len(url) > 100 else f"url: {url}")
     if media.base64_data:
         data = media.base64_data
-        lines.append(f"base64_data: {data[:20]}... ({len(data)} bytes)")
+        # The reference cuts long data with "..." and its format adds "..." again.
+        cut = f"{data[:20]}..." if len(data) > 20 else data
+        lines.append(f"base64_data: {cut}... ({len(data)} bytes)")
     if media.mime_type:
         lines.append(f"mime_type: {media.mime_type}")
     if media.detail:
         lines.append(f"detail: {media.detail}")
-    if media.name:
-        lines.append(f"name: {media.name}")
     return lines
 
 
 def _render_content(content: blocks.ToolResultContent) -> str:
+    # A piece renders as the reference renders its own blocks: payload lines indented by
+    # six spaces, so after "[i] " the first line keeps its indent; no type label.
     if content.type == "text":
-        return f"text: {content.text}\n"
+        return f"{_INDENT}text: {content.text}\n"
     if content.type in _MEDIA_CONTENT:
-        return f"{content.type}: {', '.join(_media_lines(content.media))}\n"
+        if content.media is None:
+            return f"empty {content.type} block\n"
+        return "".join(f"{_INDENT}{line}\n" for line in _media_lines(content.media))
     # As the reference: a result piece of unknown type contributes only this line.
     return f"unknown block type: {content.type or '<empty>'}\n"
 
@@ -120,9 +125,9 @@ def render_block(block: blocks.ContentBlock) -> str:
     """One agentic block as the counters measure it: ``type: <type>`` and indented payload.
 
     ``type: function_tool_result`` is followed by ``call_id:``, ``name:``,
-    ``content: (k blocks)`` and one ``        [i] <piece>`` line per result piece
-    (``text: …`` or ``image: url: …, mime_type: …``). Media blocks list their media
-    fields; tool search results and raw blocks give their JSON.
+    ``content: (k blocks)`` and ``        [i] `` before each result piece's own lines
+    (``      text: …``, or a medium's ``      url: …`` lines). Media blocks list their
+    media fields; tool search results and raw blocks give their JSON.
     """
     lines: list[str] = []
     if isinstance(block, _TEXT_BLOCKS):

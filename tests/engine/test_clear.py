@@ -590,6 +590,25 @@ def test_clear_two_results_for_one_reused_id_in_one_message_are_both_cleared() -
     assert backend.files == {"/tmp/clear/dup": "one", "/tmp/clear/dup-2": "two"}
 
 
+def test_clear_finds_a_result_anywhere_in_the_run_after_its_call() -> None:
+    """§4.6 step 1: the whole run of tool results after the call is searched. The
+    reference looks only at the next N messages (N calls, here 1), so there the result
+    behind a stray one is never found and stays as it is."""
+    msgs = [
+        Message.user("q"),
+        call_msg(("a", "t")),
+        Message.tool("stray", "x"),
+        Message.tool("A", "a"),
+        call_msg(("k", "t")),
+        Message.tool("kept", "k"),
+    ]
+    backend = InMemoryBackend()
+    mw, _ = middleware(backend, max_tokens_for_clear=1)
+    out = mw.before_model_rewrite_state(state(msgs))
+    assert [m.content for m in out.messages[2:4]] == ["stray", placeholder("/tmp/clear/a")]
+    assert backend.files == {"/tmp/clear/a": "A"}
+
+
 def test_clear_read_file_tool_name_and_root_dir_shape_the_placeholder() -> None:
     backend = InMemoryBackend()
     mw, _ = middleware(

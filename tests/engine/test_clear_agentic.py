@@ -324,9 +324,9 @@ def test_clear_agentic_post_process_conformance_case_40() -> None:
 
 def test_clear_agentic_events_with_the_approx_counter() -> None:
     """The result block renders as ``type: function_tool_result`` plus indented lines; only
-    the ``[0] text: …`` line changes, from 5 to 93 characters of text (+88 → +22 tokens).
-    The event's token figures are the whole result message's (role and block lines
-    included), which the pass already counted: 27 → 49."""
+    the ``[0]       text: …`` line changes, from 5 to 93 characters of text (+88 → +22
+    tokens). The event's token figures are the whole result message's (role "user" 1,
+    plus the block), which the pass already counted: 29 → 51."""
     msgs = [
         agentic_text("user", "q"),
         agentic_call(("a", "t")),
@@ -336,13 +336,13 @@ def test_clear_agentic_events_with_the_approx_counter() -> None:
     mw, events = middleware(InMemoryBackend(), max_tokens_for_clear=1)
     mw.before_model_rewrite_state(state(msgs))
     tool, total = events
-    assert (tool.tokens_before, tool.tokens_after, tool.tokens_saved) == (27, 49, -22)
+    assert (tool.tokens_before, tool.tokens_after, tool.tokens_saved) == (29, 51, -22)
     block_before = (
         "type: function_tool_result\n      call_id: a\n      name: \n"
-        "      content: (1 blocks)\n        [0] text: Sunny\n"
+        "      content: (1 blocks)\n        [0]       text: Sunny\n"
     )
-    assert len(block_before) == 107
-    # 107 // 4 = 26 → (107 + 88) // 4 = 48: the conversation grows by 22 tokens.
+    assert len(block_before) == 113
+    # 113 // 4 = 28 → (113 + 88) // 4 = 50: the conversation grows by 22 tokens.
     assert total.tokens_after - total.tokens_before == 22
     assert total.tokens_saved == -22
 

@@ -186,8 +186,15 @@ def test_legacy_offload_custom_path_and_chinese() -> None:
     out = mw.wrap_invokable_tool_call(lambda _: "y" * 100, ToolContext(name="t", call_id="c9"))(
         "{}"
     )
-    assert out.startswith(
-        "工具结果过大，本次工具调用 c9 的结果已保存到文件系统中的此路径: /custom/c9.txt\n"
+    # The reference's Chinese notice, word for word.
+    assert out == (
+        "工具结果过大，此工具调用 c9 的结果已保存到文件系统的以下路径：/custom/c9.txt\n"
+        "你可以使用 'read_file' 工具从文件系统读取结果，但请确保每次只读取部分结果。\n"
+        "你可以通过在 'read_file' 工具调用中指定 offset 和 limit 来实现。\n"
+        "例如，要读取前 100 行，你可以使用 'read_file' 工具，设置 offset=0 和 limit=100。\n"
+        "\n"
+        "以下是结果的前 10 行：\n"
+        "1: " + "y" * 100 + "\n"
     )
     assert backend.read("/custom/c9.txt") == "y" * 100
 
@@ -255,3 +262,44 @@ def test_legacy_offload_reused_id_gets_its_own_file() -> None:
 def test_legacy_middleware_refuses_none() -> None:
     with pytest.raises(ConfigError, match=r"^config must not be None$"):
         new_tool_result_middleware(None)  # type: ignore[arg-type]
+
+
+def test_legacy_clear_zero_and_empty_read_as_defaults() -> None:
+    """As the reference: a threshold or budget of 0 and an empty placeholder are unset."""
+    old = [Message.user("q"), Message.tool("a" * 40_000, "1"), Message.user("next")]
+    # 10000 tokens of tool results: under the default threshold 20000, nothing changes.
+    zeros = _clear(
+        tool_result_token_threshold=0, keep_recent_tokens=0, clear_tool_result_placeholder=""
+    )
+    assert zeros.before_chat_model(old) == old
+    # 100000 tokens: over the threshold. From the end, "end" is 1 token and the
+    # 40000-token result takes the sum to 40001, over the default budget 40000: it is
+    # protected, and the two results before it get the default placeholder.
+    msgs = [
+        Message.tool("a" * 120_000, "1"),
+        Message.tool("b" * 120_000, "2"),
+        Message.user("q2"),
+        Message.tool("c" * 160_000, "3"),
+        Message.user("end"),
+    ]
+    out = zeros.before_chat_model(msgs)
+    assert [m.content for m in out] == [
+        LEGACY_PLACEHOLDER,
+        LEGACY_PLACEHOLDER,
+        "q2",
+        "c" * 160_000,
+        "end",
+    ]
+
+
+def test_legacy_offload_zero_limit_and_empty_tool_name_read_as_defaults() -> None:
+    """As the reference: offloading_token_limit 0 is 20000, an empty read tool is read_file."""
+    backend = InMemoryBackend()
+    mw = _offloader(backend, offloading_token_limit=0, read_file_tool_name="")
+    ctx = ToolContext(name="t", call_id="c")
+    # 320000 characters are 80000 tokens, not over 4 × 20000: kept.
+    assert mw.wrap_invokable_tool_call(lambda _: "x" * 320_000, ctx)("{}") == "x" * 320_000
+    assert len(backend) == 0
+    out = mw.wrap_invokable_tool_call(lambda _: "x" * 320_001, ctx)("{}")
+    assert "by using the 'read_file' tool" in out
+    assert backend.read("/large_tool_result/c") == "x" * 320_001

@@ -170,27 +170,56 @@ def test_render_block_function_tool_result_with_media() -> None:
             ToolResultContent(type="image", media=Media(url="u" * 120, mime_type="image/png")),
         ),
     )
+    # As the reference's FunctionToolResult.String: "[i] " then the piece's own
+    # rendering, whose lines carry the six-space indent of a block's payload.
     assert render_block(block) == (
         "type: function_tool_result\n"
         "      call_id: c1\n"
         "      name: f\n"
         "      content: (2 blocks)\n"
-        "        [0] text: Sunny\n"
-        f"        [1] image: url: {'u' * 100}..., mime_type: image/png\n"
+        "        [0]       text: Sunny\n"
+        f"        [1]       url: {'u' * 100}...\n"
+        "      mime_type: image/png\n"
+    )
+
+
+def test_render_block_function_tool_result_piece_without_media() -> None:
+    block = FunctionToolResult(
+        call_id="c1",
+        name="f",
+        content=(
+            ToolResultContent(type="file", media=None),
+            ToolResultContent(type="file", media=Media(name="a.pdf", url="https://x.test/a")),
+        ),
+    )
+    assert render_block(block) == (
+        "type: function_tool_result\n"
+        "      call_id: c1\n"
+        "      name: f\n"
+        "      content: (2 blocks)\n"
+        "        [0] empty file block\n"
+        "        [1]       name: a.pdf\n"
+        "      url: https://x.test/a\n"
     )
 
 
 def test_render_block_media_summarises_base64() -> None:
+    # As the reference's formatMediaString: data over 20 characters is cut with "..."
+    # (truncateString) and the format adds "..." again; short data gets the one "...".
     image = UserInputImage(media=Media(base64_data="A" * 30, mime_type="image/png", detail="high"))
     assert render_block(image) == (
         "type: user_input_image\n"
-        f"      base64_data: {'A' * 20}... (30 bytes)\n"
+        f"      base64_data: {'A' * 20}...... (30 bytes)\n"
         "      mime_type: image/png\n"
         "      detail: high\n"
     )
+    short = UserInputImage(media=Media(base64_data="A" * 20))
+    assert render_block(short) == (
+        f"type: user_input_image\n      base64_data: {'A' * 20}... (20 bytes)\n"
+    )
     pdf = UserInputFile(media=Media(url="https://x.test/a.pdf", name="a.pdf"))
     assert render_block(pdf) == (
-        "type: user_input_file\n      url: https://x.test/a.pdf\n      name: a.pdf\n"
+        "type: user_input_file\n      name: a.pdf\n      url: https://x.test/a.pdf\n"
     )
 
 
@@ -214,7 +243,8 @@ def test_approx_agentic_floors_role_and_each_block() -> None:
 
 
 def test_approx_agentic_tool_result_message() -> None:
-    # "user" 4 → 1; the result block is 109 characters → 27; the text block 41 → 10.
+    # "user" 4 → 1; the result block is 115 characters → 28 (27 + 18 + 14 + 26 for its
+    # header lines, 30 for "        [0]       text: Sunny\n"); the text block 41 → 10.
     msg = AgenticMessage(
         role="user",
         content_blocks=(
@@ -222,8 +252,8 @@ def test_approx_agentic_tool_result_message() -> None:
             UserInputText(text="thanks"),
         ),
     )
-    assert [len(s) for s in render_message(msg)] == [4, 109, 41]
-    assert ApproxTokenCounter().count_message(msg) == 1 + 27 + 10
+    assert [len(s) for s in render_message(msg)] == [4, 115, 41]
+    assert ApproxTokenCounter().count_message(msg) == 1 + 28 + 10
 
 
 # --- tools -----------------------------------------------------------------------------------

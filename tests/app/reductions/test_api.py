@@ -909,9 +909,10 @@ def test_clear_anthropic_with_system_gives_exactly_what_the_api_accepts(api: Api
         ANTHROPIC[4],
     ]
     # Blocks are measured one by one: the system 13 tokens, the user text 11, each call
-    # 24, each result 78 (309 characters of rendering, plus its role); the placeholder
-    # makes a result 52.
-    assert (body["applied"], body["tokens_before"], body["tokens_after"]) == (True, 228, 202)
+    # 24, each result 79 (315 characters of rendering → 78, plus 1 for its role): 13 +
+    # 11 + 2 × 24 + 2 × 79 = 230. The 96-character placeholder in place of the 200
+    # characters makes a result (315 - 200 + 96) // 4 + 1 = 53: 230 - 79 + 53 = 204.
+    assert (body["applied"], body["tokens_before"], body["tokens_after"]) == (True, 230, 204)
     assert [(e["kind"], e["call_id"], e["tokens_saved"]) for e in body["events"]] == [
         ("tool", "tu_1", 26),
         ("summary", "", 26),
@@ -955,10 +956,12 @@ def test_clear_openai_responses_gives_exactly_what_the_api_accepts(api: ApiClien
         RESPONSES[3],
         RESPONSES[4],
     ]
+    # The Anthropic conversation's figures without its 13-token system: 11 + 2 × 24 +
+    # 2 × 79 = 217, and 217 - 79 + 53 = 191 once the first result is a placeholder.
     assert (body["applied"], body["tokens_before"], body["tokens_after"], body["system"]) == (
         True,
-        215,
-        189,
+        217,
+        191,
         None,
     )
     assert raw(api, "/tmp/clear/fc_1") == b"A" * 200
