@@ -294,3 +294,76 @@ def test_openapi_links_lead_from_what_is_created_to_its_address(api: ApiClient) 
             for code in ("201", "202")
         },
     }
+
+
+# Hostile input: every one answers a 4xx naming the field, never a 500 -------------------
+
+
+def _nested(levels: int) -> str:
+    """``levels`` objects inside one another, as JSON text (json.dumps would recurse)."""
+    return '{"a":' * levels + "1" + "}" * levels
+
+
+def _chat_call(call_id: str) -> list[dict[str, Any]]:
+    return [
+        {"role": "user", "content": "hi"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": call_id, "type": "function", "function": {"name": "grep", "arguments": "{}"}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": call_id, "content": "A" * 200},
+        {"role": "user", "content": "more"},
+    ]
+
+
+def _deep_tools(levels: int) -> bytes:
+    tool = '{"type":"function","function":{"name":"grep","parameters":' + _nested(levels) + "}}"
+    messages = json.dumps(_chat_call("call_a"))
+    return f'{{"conversation_id":"deep","messages":{messages},"tools":[{tool}]}}'.encode()
+
+
+def _deep_tool_use(levels: int) -> bytes:
+    use = '{"type":"tool_use","id":"t1","name":"grep","input":' + _nested(levels) + "}"
+    return (
+        '{"format":"anthropic","conversation_id":"deep","messages":[{"role":"user","content":"hi"},'
+        f'{{"role":"assistant","content":[{use}]}}]}}'
+    ).encode()
+
+
+# Within the limit (128 levels), a field's path is the field; beyond what the decoder
+# reads (about 990 levels of the whole body), it is where the body passes the limit,
+# shown to 8 components.
+@pytest.mark.parametrize(
+    ("levels", "tools_at", "tool_use_at"),
+    [
+        (129, "tools[0].function.parameters", "messages[1].content[0].input"),
+        (480, "tools[0].function.parameters", "messages[1].content[0].input"),
+        (1_000, "tools[0].function.parameters.a.a.a.a…", "messages[1].content[0].input.a.a.a…"),
+        (100_000, "tools[0].function.parameters.a.a.a.a…", "messages[1].content[0].input.a.a.a…"),
+    ],
+)
+def test_deep_json_is_refused_naming_the_field_and_the_limit(
+    api: ApiClient, levels: int, tools_at: str, tool_use_at: str
+) -> None:
+    for body, where in ((_deep_tools(levels), tools_at), (_deep_tool_use(levels), tool_use_at)):
+        response = api.post_raw("/clear", body)
+        assert response.status_code == HTTPStatus.UNPROCESSABLE_ENTITY
+        assert response.json() == error(
+            f"{where}: nested deeper than the limit of 128 levels", where
+        )
+
+
+@pytest.mark.parametrize("body", [_deep_tools(128), _deep_tool_use(128)], ids=["tools", "input"])
+def test_json_nested_to_the_limit_is_cleared_and_recorded(api: ApiClient, body: bytes) -> None:
+    response = api.post_raw("/clear", body)
+    assert response.status_code == HTTPStatus.OK
+    sent = json.loads(body)
+    assert response.json()["messages"] == sent["messages"]
+    conversation = api.get("/conversations/deep").json()
+    assert (conversation["messages"], conversation["tools"]) == (
+        sent["messages"],
+        sent.get("tools", []),
+    )

@@ -29,8 +29,9 @@ processed flag never leave ``extra``.
 
 from __future__ import annotations
 
+from reduction_app.engine.formats._common import MAX_JSON_DEPTH
 from reduction_app.engine.formats.anthropic import messages_from_anthropic, messages_to_anthropic
-from reduction_app.engine.formats.jsonio import json_loads, json_loads_utf8
+from reduction_app.engine.formats.jsonio import json_loads, json_loads_utf8, nesting_path
 from reduction_app.engine.formats.openai_chat import messages_from_openai, messages_to_openai
 from reduction_app.engine.formats.registry import (
     FORMAT_NAMES,
@@ -58,6 +59,7 @@ from reduction_app.engine.formats.tools import (
 __all__ = [
     "FORMATS",
     "FORMAT_NAMES",
+    "MAX_JSON_DEPTH",
     "MessageStyle",
     "SystemParam",
     "WireFormat",
@@ -72,6 +74,7 @@ __all__ = [
     "messages_to_anthropic",
     "messages_to_openai",
     "messages_to_responses",
+    "nesting_path",
     "parse",
     "parse_tools",
     "parts_from_json",

@@ -32,6 +32,7 @@ from reduction_app.engine.formats._common import (
     OBJECT,
     STR,
     as_object,
+    check_depth,
     check_fields,
     check_type,
     copy_json,
@@ -97,7 +98,7 @@ def block_from(raw: Any, role: str, where: str, names: dict[str, str]) -> Conten
     obj = as_object(raw, where)
     kind = req_str(obj, "type", where)
     if kind in _RAW_TYPES:
-        return RawBlock(data=copy_json(obj))
+        return RawBlock(data=copy_json(obj, where))
     if kind not in _FIELDS:
         raise FormatError(f"{where}.type", f"unknown block type {kind!r}")
     if kind not in ROLE_BLOCKS[role]:
@@ -119,7 +120,7 @@ def block_from(raw: Any, role: str, where: str, names: dict[str, str]) -> Conten
     if kind == "tool_use":
         call_id = req_str(obj, "id", where)
         names[call_id] = req_str(obj, "name", where)
-        arguments = req_object(obj, "input", where)
+        arguments = check_depth(req_object(obj, "input", where), f"{where}.input")
         return FunctionToolCall(
             call_id=call_id,
             name=names[call_id],
@@ -139,7 +140,7 @@ def _source_from(obj: Mapping[str, Any], kind: str, where: str) -> tuple[Media, 
     where += ".source"
     source_type = req_str(source, "type", where)
     if kind == "document" and source_type in _INLINE_SOURCES:
-        return Media(), {_P + "source": copy_json(source)}
+        return Media(), {_P + "source": copy_json(source, where)}
     if source_type not in _SOURCE_FIELDS:
         raise FormatError(f"{where}.type", f"unknown source type {source_type!r}")
     check_fields(source, _SOURCE_FIELDS[source_type], where)

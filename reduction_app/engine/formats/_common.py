@@ -13,6 +13,9 @@ ways a wire field without a slot of its own survives a round trip:
 
 JSON kept verbatim is copied on the way in and on the way out, so neither the
 caller's payload nor the dumped dicts share mutable state with the frozen values.
+The copy walks the value without recursing and refuses one nested deeper than
+``MAX_JSON_DEPTH``: everything past the parse (``json.dumps``, the database's JSON
+columns, the response encoder) recurses once a level.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ __all__ = [
     "AUDIO_MIME",
     "BOOL",
     "LIST",
+    "MAX_JSON_DEPTH",
     "NULL",
     "OBJECT",
     "STR",
@@ -34,6 +38,7 @@ __all__ = [
     "as_object",
     "as_sequence",
     "as_str",
+    "check_depth",
     "check_fields",
     "check_type",
     "copy_json",
@@ -65,12 +70,57 @@ _NAMES = {dict: "an object", list: "a list", str: "a string", bool: "a boolean",
 _NAMES[type(None)] = "null"
 
 
-def copy_json(value: Any) -> Any:
-    """A copy of a JSON value that shares no dict or list with the original."""
-    if isinstance(value, Mapping):
-        return {key: copy_json(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [copy_json(item) for item in value]
+# Objects and lists inside one another that a kept value may hold. A JSON Schema or a
+# tool's input rarely nests past 20; the interpreter's recursion limit (1,000 frames,
+# a few hundred of them spent by a web request) bounds what can be written back.
+MAX_JSON_DEPTH = 128
+
+
+def _too_deep(where: str) -> FormatError:
+    return FormatError(where, f"nested deeper than the limit of {MAX_JSON_DEPTH} levels")
+
+
+def copy_json(value: Any, where: str = "") -> Any:
+    """A copy of a JSON value that shares no dict or list with the original.
+
+    A FormatError at ``where`` when it nests deeper than :data:`MAX_JSON_DEPTH`.
+    """
+    if not isinstance(value, Mapping | list | tuple):
+        return value
+    root: Any = {} if isinstance(value, Mapping) else [None] * len(value)
+    # (original, its copy, its depth); children are filled in place, so keys keep their order.
+    stack: list[tuple[Any, Any, int]] = [(value, root, 1)]
+    while stack:
+        source, target, depth = stack.pop()
+        if depth > MAX_JSON_DEPTH:
+            raise _too_deep(where)
+        items = source.items() if isinstance(source, Mapping) else enumerate(source)
+        for key, item in items:
+            if isinstance(item, Mapping):
+                target[key] = {}
+            elif isinstance(item, list | tuple):
+                target[key] = [None] * len(item)
+            else:
+                target[key] = item
+                continue
+            stack.append((item, target[key], depth + 1))
+    return root
+
+
+def check_depth(value: Any, where: str) -> Any:
+    """``value`` itself, or a FormatError when it nests deeper than :data:`MAX_JSON_DEPTH`."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, Mapping):
+            children: Iterable[Any] = item.values()
+        elif isinstance(item, list | tuple):
+            children = item
+        else:
+            continue
+        if depth + 1 > MAX_JSON_DEPTH:
+            raise _too_deep(where)
+        stack.extend((child, depth + 1) for child in children)
     return value
 
 
@@ -140,7 +190,7 @@ def keep(
 ) -> dict[str, Any]:
     """The fields of ``obj`` named in ``kept`` (field → allowed types), keyed ``prefix + field``."""
     return {
-        prefix + key: copy_json(check_type(obj[key], types, f"{where}.{key}"))
+        prefix + key: copy_json(check_type(obj[key], types, f"{where}.{key}"), f"{where}.{key}")
         for key, types in kept.items()
         if key in obj
     }
@@ -181,7 +231,7 @@ def split_object(
     value = check_type(obj[key], (dict, type(None)), f"{where}.{key}")
     if value is None:
         return None, {prefix + key: None}
-    return copy_json(value), {}
+    return copy_json(value, f"{where}.{key}"), {}
 
 
 def join_object(

@@ -174,7 +174,7 @@ def _item_from(
 ) -> tuple[str, ContentBlock]:
     """The side an item belongs to and its block; ``names`` maps call ids to tool names."""
     if kind in _RAW_ITEMS:
-        return _RAW_ITEMS[kind], RawBlock(data=copy_json(obj))
+        return _RAW_ITEMS[kind], RawBlock(data=copy_json(obj, where))
     obj, kind = checked(obj, _ITEM_TYPES, _FIELDS, where, "item")
     if kind == "reasoning":
         extra = keep(obj, _REASONING_KEPT | {"summary": LIST}, _P, where)
