@@ -15,7 +15,7 @@ from django.conf import settings
 from django.core.validators import MinValueValidator
 from django.db import models
 
-from reduction_app.engine.formats import FORMATS
+from reduction_app.engine.formats import FORMATS, MAX_NAME_CHARS
 
 
 class Workspace(models.Model):
@@ -199,8 +199,8 @@ class OffloadedFile(models.Model):
     tokens = models.PositiveBigIntegerField()
     sha256 = models.CharField(max_length=64)
     phase = models.CharField(max_length=20)
-    tool_name = models.CharField(max_length=200, blank=True)
-    call_id = models.CharField(max_length=200, blank=True)
+    tool_name = models.CharField(max_length=MAX_NAME_CHARS, blank=True)
+    call_id = models.CharField(max_length=MAX_NAME_CHARS, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     read_count = models.PositiveIntegerField(default=0)
     last_read_at = models.DateTimeField(null=True, blank=True)
@@ -255,8 +255,8 @@ class EventRecord(models.Model):
     )
     phase = models.CharField(max_length=20)
     kind = models.CharField(max_length=20)
-    tool_name = models.CharField(max_length=200, blank=True)
-    call_id = models.CharField(max_length=200, blank=True)
+    tool_name = models.CharField(max_length=MAX_NAME_CHARS, blank=True)
+    call_id = models.CharField(max_length=MAX_NAME_CHARS, blank=True)
     chars_before = models.BigIntegerField(default=0)
     chars_after = models.BigIntegerField(default=0)
     tokens_before = models.BigIntegerField(default=0)

@@ -21,14 +21,17 @@ else:
     MessageFormat = Literal[FORMAT_NAMES]
 
 
-def _no_nul(value: str) -> str:
-    # PostgreSQL cannot store NUL in text; refuse it here so both databases answer alike.
-    if "\x00" in value:
-        raise ValueError("must not contain NUL characters")
+def _storable(value: str) -> str:
+    # PostgreSQL cannot store NUL or a lone surrogate in text (SQLite's driver cannot
+    # encode the surrogate either); refuse them here so both databases answer alike, as
+    # the engine refuses them in the ids and names of a conversation.
+    problem = formats.text_problem(value)
+    if problem is not None:
+        raise ValueError(problem)
     return value
 
 
-Text = Annotated[str, AfterValidator(_no_nul)]
+Text = Annotated[str, AfterValidator(_storable)]
 """A string that goes into a text column."""
 
 
@@ -40,7 +43,7 @@ def _addressable(value: str) -> str:
     return value
 
 
-ConversationId = Annotated[str, AfterValidator(_no_nul), AfterValidator(_addressable)]
+ConversationId = Annotated[str, AfterValidator(_storable), AfterValidator(_addressable)]
 """A client's conversation id: stored, and used in dashboard addresses."""
 
 

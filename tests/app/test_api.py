@@ -305,18 +305,19 @@ def _nested(levels: int) -> str:
 
 
 def _chat_call(call_id: str) -> list[dict[str, Any]]:
-    return [
-        {"role": "user", "content": "hi"},
-        {
-            "role": "assistant",
-            "content": None,
-            "tool_calls": [
-                {"id": call_id, "type": "function", "function": {"name": "grep", "arguments": "{}"}}
-            ],
-        },
-        {"role": "tool", "tool_call_id": call_id, "content": "A" * 200},
-        {"role": "user", "content": "more"},
-    ]
+    """Two calls and their results: a clear pass clears the first (``call_id``)."""
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "hi"}]
+    for each in (call_id, "call_b"):
+        function = {"name": "grep", "arguments": "{}"}
+        messages += [
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": each, "type": "function", "function": function}],
+            },
+            {"role": "tool", "tool_call_id": each, "content": "A" * 200},
+        ]
+    return messages
 
 
 def _deep_tools(levels: int) -> bytes:
@@ -367,3 +368,55 @@ def test_json_nested_to_the_limit_is_cleared_and_recorded(api: ApiClient, body: 
         sent["messages"],
         sent.get("tools", []),
     )
+
+
+def _cleared(call_id: str) -> bytes:
+    """A body whose call ``call_id`` is cleared, its events filed under a conversation;
+    ``call_id`` is JSON text, for escapes json.dumps would not write (a lone surrogate)."""
+    body = {
+        "config": {"max_tokens_for_clear": 10},
+        "conversation_id": "run-1",
+        "messages": _chat_call("CALL_ID"),
+    }
+    return json.dumps(body).replace("CALL_ID", call_id).encode()
+
+
+@pytest.mark.parametrize(
+    ("body", "where", "problem"),
+    [
+        (
+            b'{"conversation_id": "a\\ud800", "messages": []}',
+            "conversation_id",
+            "Value error, must not contain a lone surrogate ('\\ud800' at 1)",
+        ),
+        (
+            _cleared("c\\ud800"),
+            "messages[1].tool_calls[0].id",
+            "must not contain a lone surrogate ('\\ud800' at 1)",
+        ),
+        (
+            _cleared("c\\u0000"),
+            "messages[1].tool_calls[0].id",
+            "must not contain NUL characters",
+        ),
+        (
+            _cleared("i" * 10_000),
+            "messages[1].tool_calls[0].id",
+            "longer than the limit of 200 characters (10000 characters)",
+        ),
+    ],
+    ids=["conversation-id-surrogate", "call-id-surrogate", "call-id-nul", "call-id-long"],
+)
+def test_text_no_column_can_hold_is_refused_naming_the_field(
+    api: ApiClient, body: bytes, where: str, problem: str
+) -> None:
+    response = api.post_raw("/clear", body)
+    assert response.status_code == HTTPStatus.UNPROCESSABLE_ENTITY
+    assert response.json() == error(f"{where}: {problem}", where)
+    assert not OffloadedFile.objects.exists()
+
+
+def test_a_call_id_at_the_limit_is_cleared_and_recorded(api: ApiClient) -> None:
+    response = api.post_raw("/clear", _cleared("i" * 200))
+    assert response.status_code == HTTPStatus.OK
+    assert [e["call_id"] for e in response.json()["events"]] == ["i" * 200, ""]

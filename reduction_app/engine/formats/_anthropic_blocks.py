@@ -37,6 +37,7 @@ from reduction_app.engine.formats._common import (
     check_type,
     copy_json,
     keep,
+    req_name,
     req_object,
     req_str,
     required,
@@ -118,8 +119,8 @@ def block_from(raw: Any, role: str, where: str, names: dict[str, str]) -> Conten
         required(obj, "signature", where)
         return Reasoning(text=req_str(obj, "thinking", where), extra=extra)
     if kind == "tool_use":
-        call_id = req_str(obj, "id", where)
-        names[call_id] = req_str(obj, "name", where)
+        call_id = req_name(obj, "id", where)
+        names[call_id] = req_name(obj, "name", where)
         arguments = check_depth(req_object(obj, "input", where), f"{where}.input")
         return FunctionToolCall(
             call_id=call_id,
@@ -127,7 +128,7 @@ def block_from(raw: Any, role: str, where: str, names: dict[str, str]) -> Conten
             arguments=json.dumps(arguments, ensure_ascii=False),
             extra=extra,
         )
-    call_id = req_str(obj, "tool_use_id", where)
+    call_id = req_name(obj, "tool_use_id", where)
     content, shape = _result_content_from(obj, where)
     return FunctionToolResult(
         call_id=call_id, name=names.get(call_id, ""), content=content, extra=extra | shape

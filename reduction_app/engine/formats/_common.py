@@ -13,6 +13,10 @@ ways a wire field without a slot of its own survives a round trip:
 
 JSON kept verbatim is copied on the way in and on the way out, so neither the
 caller's payload nor the dumped dicts share mutable state with the frozen values.
+Ids and names (a tool call's id, a tool's name) are read with ``req_name``: short
+text, without NUL characters or lone surrogates, as every store of them (a file name,
+a database column) can hold.
+
 The copy walks the value without recursing and refuses one nested deeper than
 ``MAX_JSON_DEPTH``: everything past the parse (``json.dumps``, the database's JSON
 columns, the response encoder) recurses once a level.
@@ -20,6 +24,7 @@ columns, the response encoder) recurses once a level.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -31,6 +36,7 @@ __all__ = [
     "BOOL",
     "LIST",
     "MAX_JSON_DEPTH",
+    "MAX_NAME_CHARS",
     "NULL",
     "OBJECT",
     "STR",
@@ -46,6 +52,7 @@ __all__ = [
     "join_object",
     "join_str",
     "keep",
+    "req_name",
     "req_object",
     "req_str",
     "required",
@@ -53,6 +60,7 @@ __all__ = [
     "split_nullable",
     "split_object",
     "split_str",
+    "text_problem",
 ]
 
 # Allowed JSON types of a kept field, by name; each is a tuple for isinstance().
@@ -178,6 +186,38 @@ def required(obj: Mapping[str, Any], key: str, where: str) -> Any:
 def req_str(obj: Mapping[str, Any], key: str, where: str) -> str:
     """A required string field."""
     return as_str(required(obj, key, where), f"{where}.{key}")
+
+
+# Characters of an id or name: providers' ids are about 30 ASCII characters, tool names
+# at most 64 or 128.
+MAX_NAME_CHARS = 200
+# Text PostgreSQL (and UTF-8) cannot hold: NUL, and surrogates, which a decoded ``str``
+# holds only alone (JSON's escaped pairs decode to one character beyond the BMP).
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def text_problem(value: str) -> str | None:
+    """Why ``value`` cannot be stored as text (a NUL, a lone surrogate), or ``None``."""
+    match = _UNSTORABLE.search(value)
+    if match is None:
+        return None
+    if match.group() == "\x00":
+        return "must not contain NUL characters"
+    return f"must not contain a lone surrogate ({match.group()!r} at {match.start()})"
+
+
+def req_name(obj: Mapping[str, Any], key: str, where: str) -> str:
+    """A required id or name: a string of at most :data:`MAX_NAME_CHARS` storable characters."""
+    value = req_str(obj, key, where)
+    if len(value) > MAX_NAME_CHARS:
+        problem: str | None = (
+            f"longer than the limit of {MAX_NAME_CHARS} characters ({len(value)} characters)"
+        )
+    else:
+        problem = text_problem(value)
+    if problem is not None:
+        raise FormatError(f"{where}.{key}", problem)
+    return value
 
 
 def req_object(obj: Mapping[str, Any], key: str, where: str) -> dict[str, Any]:
