@@ -420,3 +420,58 @@ def test_a_call_id_at_the_limit_is_cleared_and_recorded(api: ApiClient) -> None:
     response = api.post_raw("/clear", _cleared("i" * 200))
     assert response.status_code == HTTPStatus.OK
     assert [e["call_id"] for e in response.json()["events"]] == ["i" * 200, ""]
+
+
+def _with(fields: str, messages: Any = None) -> bytes:
+    """A body that clears a call and records the conversation, with ``fields`` (JSON text:
+    json.dumps writes no lone surrogate, no NaN in a strict parser's reach)."""
+    messages = json.dumps(_chat_call("call_a") if messages is None else messages)
+    return f'{{"conversation_id": "run-1", "messages": {messages}, {fields}}}'.encode()
+
+
+@pytest.mark.parametrize(
+    ("fields", "where", "problem"),
+    [
+        (
+            '"tools": [{"type": "function", "function": {"name": "grep", "parameters": '
+            '{"type": "object", "x": [1, Infinity]}}}]',
+            "tools[0].function.parameters.x[1]",
+            "must be a finite number, got Infinity",
+        ),
+        (
+            '"tools": [{"type": "function", '
+            '"function": {"name": "grep", "description": "\\ud800"}}]',
+            "tools[0].function.description",
+            "must not contain a lone surrogate ('\\ud800' at 0)",
+        ),
+        (
+            '"format": "anthropic", "system": [{"type": "text", "text": "s", '
+            '"cache_control": {"type": "ephemeral", "ttl": NaN}}]',
+            "system[0].cache_control.ttl",
+            "must be a finite number, got NaN",
+        ),
+    ],
+    ids=["tools-infinity", "tools-surrogate", "system-nan"],
+)
+def test_json_no_json_column_can_hold_is_refused_naming_the_field(
+    api: ApiClient, fields: str, where: str, problem: str
+) -> None:
+    messages = [{"role": "user", "content": "hi"}] if "anthropic" in fields else None
+    response = api.post_raw("/clear", _with(fields, messages))
+    assert response.status_code == HTTPStatus.UNPROCESSABLE_ENTITY
+    assert response.json() == error(f"{where}: {problem}", where)
+
+
+def test_a_config_integer_beyond_64_bits_is_refused_naming_the_field(api: ApiClient) -> None:
+    response = api.post_raw("/clear", _with(f'"config": {{"max_tokens_for_clear": {2**70}}}'))
+    assert response.status_code == HTTPStatus.UNPROCESSABLE_ENTITY
+    assert response.json() == error(
+        f"config.max_tokens_for_clear must be at most {2**63 - 1}, got {2**70}",
+        "config.max_tokens_for_clear",
+    )
+
+
+def test_a_config_integer_of_64_bits_is_taken(api: ApiClient) -> None:
+    response = api.post_raw("/clear", _with(f'"config": {{"max_tokens_for_clear": {2**63 - 1}}}'))
+    assert response.status_code == HTTPStatus.OK
+    assert response.json()["events"][-1]["threshold"] == 2**63 - 1
