@@ -17,6 +17,9 @@ from django.db import models
 
 from reduction_app.engine.formats import FORMATS, MAX_NAME_CHARS
 
+OFFLOAD_PATH_CHARS = 500
+"""The longest offload path (an ``OffloadedFile.path``); the storage backend takes no longer."""
+
 
 class Workspace(models.Model):
     name = models.CharField(max_length=100)
@@ -190,7 +193,7 @@ class OffloadedFile(models.Model):
     conversation = models.ForeignKey(
         Conversation, on_delete=models.CASCADE, related_name="files", null=True, blank=True
     )
-    path = models.CharField(max_length=500)
+    path = models.CharField(max_length=OFFLOAD_PATH_CHARS)
     storage_name = models.CharField(max_length=500)
     size_chars = models.PositiveBigIntegerField()
     size_bytes = models.PositiveBigIntegerField(

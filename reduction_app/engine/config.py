@@ -35,6 +35,7 @@ from reduction_app.engine.config_spec import (
 from reduction_app.engine.errors import ConfigError
 from reduction_app.engine.events import ReductionEvent
 from reduction_app.engine.notices import Language
+from reduction_app.engine.paths import DEFAULT_PATH_TAIL
 from reduction_app.engine.tokens import TOKEN_COUNTER_NAMES
 from reduction_app.engine.tool_io import ClearResult, ToolDetail, TruncResult
 
@@ -198,6 +199,22 @@ def _check_field(spec: ConfigField, value: object) -> None:
         raise AssertionError(f"{spec.name}: no simple check for kind {spec.kind!r}")
 
 
+def _check_path_room(config: ReductionConfig) -> None:
+    """A backend that takes paths of at most ``max_path_chars`` must get every default
+    path whole: ``root_dir`` leaves room for the longest :data:`DEFAULT_PATH_TAIL`."""
+    limit = getattr(config.backend, "max_path_chars", None)
+    if not isinstance(limit, int) or not isinstance(config.root_dir, str):
+        return
+    room = limit - DEFAULT_PATH_TAIL
+    if len(config.root_dir) > room:
+        raise ConfigError(
+            "root_dir",
+            f"must be at most {room} characters, so that the offload paths under it "
+            f"({DEFAULT_PATH_TAIL} more) stay within the storage's limit of {limit}; "
+            f"got {len(config.root_dir)} characters",
+        )
+
+
 def _check_kinds(config: ReductionConfig, *kinds: FieldKind) -> None:
     for spec in config_spec.config_fields():
         if spec.kind in kinds:
@@ -220,6 +237,8 @@ def validate(config: ReductionConfig | None) -> ReductionConfig:
     )
     _check_backend("backend", config.backend, needs_read=default_paths)
     _check_kinds(config, "name", "folder")
+    if default_paths:
+        _check_path_room(config)
     _check_kinds(config, "int")
     _check_kinds(config, "tool_names")
     _check_kinds(config, "choice")
