@@ -512,3 +512,18 @@ def test_a_root_dir_at_the_limit_takes_the_longest_call_id(api: ApiClient) -> No
     # room for "-9999".
     assert (len(path), path.startswith(f"{root_dir}/clear/{'i.' * 60}-")) == (495, True)
     assert OffloadedFile.objects.get().path == path
+
+
+@pytest.mark.parametrize("levels", [129, 480, 1_000])
+def test_deep_json_in_a_tool_results_parts_is_refused_naming_the_field(
+    api: ApiClient, levels: int
+) -> None:
+    part = '{"type": "text", "text": "0123456789", "extra": ' + _nested(levels) + "}"
+    body = (
+        '{"tool_name": "grep", "conversation_id": "run-1", '
+        f'"config": {{"max_length_for_trunc": 5}}, "result": {{"parts": [{part}]}}}}'
+    )
+    response = api.post_raw("/truncate", body.encode())
+    where = "result.parts[0].extra" + (".a.a.a.a…" if levels == 1_000 else "")
+    assert response.status_code == HTTPStatus.UNPROCESSABLE_ENTITY
+    assert response.json() == error(f"{where}: nested deeper than the limit of 128 levels", where)
