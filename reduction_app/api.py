@@ -76,10 +76,7 @@ class BytesJsonParser(Parser):
             where = formats.nesting_path(request.body, formats.MAX_JSON_DEPTH)
             if where is None:
                 raise
-            depth = formats.MAX_JSON_DEPTH
-            raise engine.FormatError(
-                where, f"nested deeper than the limit of {depth} levels"
-            ) from exc
+            raise formats.too_deep(where) from exc
 
 
 class ReductionLabAPI(NinjaAPI):

@@ -61,6 +61,7 @@ __all__ = [
     "split_object",
     "split_str",
     "text_problem",
+    "too_deep",
 ]
 
 # Allowed JSON types of a kept field, by name; each is a tuple for isinstance().
@@ -84,7 +85,8 @@ _NAMES[type(None)] = "null"
 MAX_JSON_DEPTH = 128
 
 
-def _too_deep(where: str) -> FormatError:
+def too_deep(where: str) -> FormatError:
+    """The error for a value at ``where`` nested deeper than :data:`MAX_JSON_DEPTH`."""
     return FormatError(where, f"nested deeper than the limit of {MAX_JSON_DEPTH} levels")
 
 
@@ -101,7 +103,7 @@ def copy_json(value: Any, where: str = "") -> Any:
     while stack:
         source, target, depth = stack.pop()
         if depth > MAX_JSON_DEPTH:
-            raise _too_deep(where)
+            raise too_deep(where)
         items = source.items() if isinstance(source, Mapping) else enumerate(source)
         for key, item in items:
             if isinstance(item, Mapping):
@@ -127,7 +129,7 @@ def check_depth(value: Any, where: str) -> Any:
         else:
             continue
         if depth + 1 > MAX_JSON_DEPTH:
-            raise _too_deep(where)
+            raise too_deep(where)
         stack.extend((child, depth + 1) for child in children)
     return value
 
