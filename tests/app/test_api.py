@@ -1,5 +1,7 @@
 """What every part of the REST API shares: cursors it did not make are refused, one
-workspace never sees another's records, the OpenAPI document and docs page."""
+workspace never sees another's records, the OpenAPI document and docs page, and hostile
+input (deep JSON, text or numbers no column holds, paths too long) answers a 422 naming
+the field and the limit, on either database, never a 500."""
 
 from __future__ import annotations
 
