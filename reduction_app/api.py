@@ -64,11 +64,19 @@ class BytesJsonParser(Parser):
     bytes a character as soon as one character is beyond Latin-1); ``formats.json_loads``
     returns the same values and raises the same errors without it, so a body django-ninja
     could not parse still answers 400 "Cannot parse request body", with the same reason
-    under DEBUG.
+    under DEBUG. A body nested too deeply to decode is the exception: the FormatError
+    raised here names where it passes ``MAX_JSON_DEPTH``, and the handler of the 400
+    answers it as the 422 a shallower body nested too deeply in one field gets.
     """
 
     def parse_body(self, request: HttpRequest) -> DictStrAny:
-        return cast(DictStrAny, formats.json_loads(request.body))
+        try:
+            return cast(DictStrAny, formats.json_loads(request.body))
+        except RecursionError as exc:
+            where = formats.nesting_path(request.body, formats.MAX_JSON_DEPTH)
+            if where is None:
+                raise
+            raise formats.too_deep(where) from exc
 
 
 class ReductionLabAPI(NinjaAPI):
@@ -238,6 +246,9 @@ def _conflict(request: HttpRequest, exc: ServiceError) -> HttpResponse:
 
 @api.exception_handler(HttpError)
 def _http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
+    if isinstance(exc.__cause__, engine.FormatError):
+        # django-ninja makes every error of the body parser a 400; see BytesJsonParser.
+        return _bad_format(request, exc.__cause__)
     return _error(request, exc.status_code, str(exc.message), getattr(exc, "field", None))
 
 

@@ -15,7 +15,10 @@ from django.conf import settings
 from django.core.validators import MinValueValidator
 from django.db import models
 
-from reduction_app.engine.formats import FORMATS
+from reduction_app.engine.formats import FORMATS, MAX_NAME_CHARS
+
+OFFLOAD_PATH_CHARS = 500
+"""The longest offload path (an ``OffloadedFile.path``); the storage backend takes no longer."""
 
 
 class Workspace(models.Model):
@@ -198,7 +201,7 @@ class OffloadedFile(models.Model):
     conversation = models.ForeignKey(
         Conversation, on_delete=models.CASCADE, related_name="files", null=True, blank=True
     )
-    path = models.CharField(max_length=500)
+    path = models.CharField(max_length=OFFLOAD_PATH_CHARS)
     storage_name = models.CharField(max_length=500)
     size_chars = models.PositiveBigIntegerField()
     size_bytes = models.PositiveBigIntegerField(
@@ -207,8 +210,8 @@ class OffloadedFile(models.Model):
     tokens = models.PositiveBigIntegerField()
     sha256 = models.CharField(max_length=64)
     phase = models.CharField(max_length=20)
-    tool_name = models.CharField(max_length=200, blank=True)
-    call_id = models.CharField(max_length=200, blank=True)
+    tool_name = models.CharField(max_length=MAX_NAME_CHARS, blank=True)
+    call_id = models.CharField(max_length=MAX_NAME_CHARS, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     read_count = models.PositiveIntegerField(default=0)
     last_read_at = models.DateTimeField(null=True, blank=True)
@@ -275,8 +278,8 @@ class EventRecord(models.Model):
     )
     phase = models.CharField(max_length=20)
     kind = models.CharField(max_length=20)
-    tool_name = models.CharField(max_length=200, blank=True)
-    call_id = models.CharField(max_length=200, blank=True)
+    tool_name = models.CharField(max_length=MAX_NAME_CHARS, blank=True)
+    call_id = models.CharField(max_length=MAX_NAME_CHARS, blank=True)
     chars_before = models.BigIntegerField(default=0)
     chars_after = models.BigIntegerField(default=0)
     tokens_before = models.BigIntegerField(default=0)

@@ -5,6 +5,8 @@ of request bodies."""
 
 from __future__ import annotations
 
+import json
+import math
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from ninja import Schema
@@ -21,14 +23,17 @@ else:
     MessageFormat = Literal[FORMAT_NAMES]
 
 
-def _no_nul(value: str) -> str:
-    # PostgreSQL cannot store NUL in text; refuse it here so both databases answer alike.
-    if "\x00" in value:
-        raise ValueError("must not contain NUL characters")
+def _storable(value: str) -> str:
+    # PostgreSQL cannot store NUL or a lone surrogate in text (SQLite's driver cannot
+    # encode the surrogate either); refuse them here so both databases answer alike, as
+    # the engine refuses them in the ids and names of a conversation.
+    problem = formats.text_problem(value)
+    if problem is not None:
+        raise ValueError(problem)
     return value
 
 
-Text = Annotated[str, AfterValidator(_no_nul)]
+Text = Annotated[str, AfterValidator(_storable)]
 """A string that goes into a text column."""
 
 
@@ -40,7 +45,7 @@ def _addressable(value: str) -> str:
     return value
 
 
-ConversationId = Annotated[str, AfterValidator(_no_nul), AfterValidator(_addressable)]
+ConversationId = Annotated[str, AfterValidator(_storable), AfterValidator(_addressable)]
 """A client's conversation id: stored, and used in dashboard addresses."""
 
 
@@ -98,11 +103,41 @@ class StrictIn(Schema):
 _SYSTEM_FORMATS = " or ".join(repr(f.name) for f in formats.FORMATS.values() if f.takes_system)
 
 
+def _json_column_problem(value: Any, where: str) -> tuple[str, str] | None:
+    """Where ``value`` holds what a JSON column cannot (PostgreSQL's ``jsonb`` refuses
+    ``Infinity`` and ``NaN``, NUL and lone surrogates) and why, the first in document
+    order; ``None`` when it holds nothing of the kind. Walks without recursing."""
+    stack: list[tuple[str, Any]] = [(where, value)]
+    while stack:
+        path, item = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            return path, f"must be a finite number, got {json.dumps(item)}"
+        if isinstance(item, str) and (problem := formats.text_problem(item)) is not None:
+            return path, problem
+        if isinstance(item, dict):
+            for key in item:
+                if (problem := formats.text_problem(key)) is not None:
+                    return f"{path}.{key}", f"key {problem}"
+            stack.extend((f"{path}.{key}", child) for key, child in reversed(item.items()))
+        elif isinstance(item, list):
+            stack.extend((f"{path}[{i}]", child) for i, child in reversed(list(enumerate(item))))
+    return None
+
+
 def parse_conversation(
     message_format: str, messages: list[Any], tools: list[Any], system: Any
 ) -> tuple[list[Any], list[Any]]:
-    """The engine's messages and tools of a conversation in ``message_format``."""
+    """The engine's messages and tools of a conversation in ``message_format``.
+
+    The tools and the system parameter are recorded in JSON columns (the messages as
+    text): what those cannot hold is refused here, on either database.
+    """
     wire = formats.get_format(message_format)
     if system is not None and not wire.takes_system:
         raise ApiError(422, f"system is only taken with format {_SYSTEM_FORMATS}", "system")
-    return wire.parse_messages(messages, system), wire.parse_tools(tools)
+    parsed = wire.parse_messages(messages, system), wire.parse_tools(tools)
+    for value, where in ((tools, "tools"), (system, "system")):
+        found = _json_column_problem(value, where)
+        if found is not None:
+            raise ApiError(422, f"{found[0]}: {found[1]}", found[0])
+    return parsed

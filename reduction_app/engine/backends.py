@@ -5,7 +5,9 @@ and for keeping paths unique, ``read(path) -> str`` raising ``FileNotFoundError`
 It may also offer ``digest(path) -> str``, the SHA-256 (hex) of the content's UTF-8
 bytes with lone surrogates kept (``paths.content_digest``), raising
 ``FileNotFoundError`` alike: the unique-path check then uses it instead of ``read``.
-Any of them may be a coroutine function; the async phases await it.
+Any of them may be a coroutine function; the async phases await it. A backend whose
+paths have a length limit says so in ``max_path_chars``: a config whose ``root_dir``
+leaves its default paths no room under it is refused (``ConfigError``).
 
 The Django app adds a backend on Django's Storage API; this module knows nothing of it.
 """

@@ -28,12 +28,14 @@ from reduction_app.engine.config_spec import (
     DEFAULT_MAX_LENGTH_FOR_TRUNC,
     DEFAULT_MAX_TOKENS_FOR_CLEAR,
     DEFAULT_RETENTION,
+    MAX_INT,
     ConfigField,
     FieldKind,
 )
 from reduction_app.engine.errors import ConfigError
 from reduction_app.engine.events import ReductionEvent
 from reduction_app.engine.notices import Language
+from reduction_app.engine.paths import DEFAULT_PATH_TAIL
 from reduction_app.engine.tokens import TOKEN_COUNTER_NAMES
 from reduction_app.engine.tool_io import ClearResult, ToolDetail, TruncResult
 
@@ -135,6 +137,8 @@ def _check_int(name: str, value: object, *, minimum: int | None) -> None:
         raise ConfigError(name, f"must be an integer, got {value!r}")
     if minimum is not None and value < minimum:
         raise ConfigError(name, f"must be at least {minimum}, got {value!r}")
+    if value > MAX_INT:
+        raise ConfigError(name, f"must be at most {MAX_INT}, got {value!r}")
 
 
 def _check_name(name: str, value: object) -> None:
@@ -195,6 +199,22 @@ def _check_field(spec: ConfigField, value: object) -> None:
         raise AssertionError(f"{spec.name}: no simple check for kind {spec.kind!r}")
 
 
+def _check_path_room(config: ReductionConfig) -> None:
+    """A backend that takes paths of at most ``max_path_chars`` must get every default
+    path whole: ``root_dir`` leaves room for the longest :data:`DEFAULT_PATH_TAIL`."""
+    limit = getattr(config.backend, "max_path_chars", None)
+    if not isinstance(limit, int) or not isinstance(config.root_dir, str):
+        return
+    room = limit - DEFAULT_PATH_TAIL
+    if len(config.root_dir) > room:
+        raise ConfigError(
+            "root_dir",
+            f"must be at most {room} characters, so that the offload paths under it "
+            f"({DEFAULT_PATH_TAIL} more) stay within the storage's limit of {limit}; "
+            f"got {len(config.root_dir)} characters",
+        )
+
+
 def _check_kinds(config: ReductionConfig, *kinds: FieldKind) -> None:
     for spec in config_spec.config_fields():
         if spec.kind in kinds:
@@ -217,6 +237,8 @@ def validate(config: ReductionConfig | None) -> ReductionConfig:
     )
     _check_backend("backend", config.backend, needs_read=default_paths)
     _check_kinds(config, "name", "folder")
+    if default_paths:
+        _check_path_room(config)
     _check_kinds(config, "int")
     _check_kinds(config, "tool_names")
     _check_kinds(config, "choice")

@@ -32,6 +32,7 @@ __all__ = [
     "DEFAULT_MAX_TOKENS_FOR_CLEAR",
     "DEFAULT_RETENTION",
     "JSON_KINDS",
+    "MAX_INT",
     "ConfigField",
     "ConfigKnob",
     "FieldKind",
@@ -88,6 +89,11 @@ class ConfigKnob:
     scale: Literal["tokens", "result_chars"] | None = None
     """When ``high`` is ``None``: the slider reaches a little past the conversation's
     tokens, or past its longest tool result in characters."""
+
+
+# The largest value of an ``int`` field: the reference's are Go's 64-bit ``int``, and
+# the database's integer columns (an event's threshold) hold no more.
+MAX_INT = 2**63 - 1
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -34,6 +34,7 @@ from reduction_app.engine.backends import Backend
 from reduction_app.engine.tool_io import ToolDetail
 
 __all__ = [
+    "DEFAULT_PATH_TAIL",
     "Content",
     "DefaultPathGenerator",
     "PathRegistry",
@@ -44,6 +45,11 @@ __all__ = [
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 _MAX_ID = 120
+# Paths a generator tries for one call before it gives up: base, base-2, ... base-9999.
+_CANDIDATES = 10_000
+DEFAULT_PATH_TAIL = len("/clear/") + _MAX_ID + len("-12345678") + len(f"-{_CANDIDATES - 1}")
+"""The most characters a default path runs past its ``root_dir``: ``/clear/`` (or
+``/trunc/``), the longest safe id (a cut id and its digest) and the uniqueness suffix."""
 
 
 def safe_id(call_id: str) -> str:
@@ -192,7 +198,7 @@ class DefaultPathGenerator:
         # A backend that knows its contents' digests answers without reading them back.
         by_digest = callable(getattr(self.backend, "digest", None))
         probe = getattr(self.backend, "digest" if by_digest else "read", None)
-        for n in range(1, 10_000):
+        for n in range(1, _CANDIDATES):
             candidate = base if n == 1 else f"{base}-{n}"
             held = self.registry.promised(candidate)
             if held is not None:
@@ -209,4 +215,4 @@ class DefaultPathGenerator:
                     continue
             if self.registry.promise(candidate, content):
                 return candidate
-        raise RuntimeError(f"no free offload path after 10000 candidates for {base}")
+        raise RuntimeError(f"no free offload path after {_CANDIDATES} candidates for {base}")

@@ -21,7 +21,7 @@ from django.core.files.base import ContentFile
 from django.core.files.storage import Storage, storages
 
 from reduction_app.engine import PathEscapeError, WriteRequest
-from reduction_app.models import OffloadedFile, Workspace
+from reduction_app.models import OFFLOAD_PATH_CHARS, OffloadedFile, Workspace
 
 __all__ = [
     "DjangoStorageBackend",
@@ -59,7 +59,7 @@ _LOOKUP_BATCH = 500
 
 
 def _check_path(path: str) -> None:
-    if not path or "\x00" in path or len(path) > 500:
+    if not path or "\x00" in path or len(path) > OFFLOAD_PATH_CHARS:
         raise PathEscapeError(path)
 
 
@@ -77,6 +77,9 @@ class DjangoStorageBackend:
     request after the lookup is caught when this request is recorded, as it would be
     after a query of its own.)
     """
+
+    max_path_chars = OFFLOAD_PATH_CHARS
+    """Read by the engine's config check: a ``root_dir`` too long for it is refused."""
 
     def __init__(
         self,

@@ -1,5 +1,7 @@
 """What every part of the REST API shares: cursors it did not make are refused, one
-workspace never sees another's records, the OpenAPI document and docs page."""
+workspace never sees another's records, the OpenAPI document and docs page, and hostile
+input (deep JSON, text or numbers no column holds, paths too long) answers a 422 naming
+the field and the limit, on either database, never a 500."""
 
 from __future__ import annotations
 
@@ -295,3 +297,236 @@ def test_openapi_links_lead_from_what_is_created_to_its_address(api: ApiClient) 
             for code in ("201", "202")
         },
     }
+
+
+# Hostile input: every one answers a 4xx naming the field, never a 500 -------------------
+
+
+def _nested(levels: int) -> str:
+    """``levels`` objects inside one another, as JSON text (json.dumps would recurse)."""
+    return '{"a":' * levels + "1" + "}" * levels
+
+
+def _chat_call(call_id: str) -> list[dict[str, Any]]:
+    """Two calls and their results: a clear pass clears the first (``call_id``)."""
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "hi"}]
+    for each in (call_id, "call_b"):
+        function = {"name": "grep", "arguments": "{}"}
+        messages += [
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"id": each, "type": "function", "function": function}],
+            },
+            {"role": "tool", "tool_call_id": each, "content": "A" * 200},
+        ]
+    return messages
+
+
+def _deep_tools(levels: int) -> bytes:
+    tool = '{"type":"function","function":{"name":"grep","parameters":' + _nested(levels) + "}}"
+    messages = json.dumps(_chat_call("call_a"))
+    return f'{{"conversation_id":"deep","messages":{messages},"tools":[{tool}]}}'.encode()
+
+
+def _deep_tool_use(levels: int) -> bytes:
+    use = '{"type":"tool_use","id":"t1","name":"grep","input":' + _nested(levels) + "}"
+    return (
+        '{"format":"anthropic","conversation_id":"deep","messages":[{"role":"user","content":"hi"},'
+        f'{{"role":"assistant","content":[{use}]}}]}}'
+    ).encode()
+
+
+# Within the limit (128 levels), a field's path is the field; beyond what the decoder
+# reads (about 990 levels of the whole body), it is where the body passes the limit,
+# shown to 8 components.
+@pytest.mark.parametrize(
+    ("levels", "tools_at", "tool_use_at"),
+    [
+        (129, "tools[0].function.parameters", "messages[1].content[0].input"),
+        (480, "tools[0].function.parameters", "messages[1].content[0].input"),
+        (1_000, "tools[0].function.parameters.a.a.a.a…", "messages[1].content[0].input.a.a.a…"),
+        (100_000, "tools[0].function.parameters.a.a.a.a…", "messages[1].content[0].input.a.a.a…"),
+    ],
+)
+def test_deep_json_is_refused_naming_the_field_and_the_limit(
+    api: ApiClient, levels: int, tools_at: str, tool_use_at: str
+) -> None:
+    for body, where in ((_deep_tools(levels), tools_at), (_deep_tool_use(levels), tool_use_at)):
+        response = api.post_raw("/clear", body)
+        assert response.status_code == HTTPStatus.UNPROCESSABLE_ENTITY
+        assert response.json() == error(
+            f"{where}: nested deeper than the limit of 128 levels", where
+        )
+
+
+@pytest.mark.parametrize("body", [_deep_tools(128), _deep_tool_use(128)], ids=["tools", "input"])
+def test_json_nested_to_the_limit_is_cleared_and_recorded(api: ApiClient, body: bytes) -> None:
+    response = api.post_raw("/clear", body)
+    assert response.status_code == HTTPStatus.OK
+    sent = json.loads(body)
+    assert response.json()["messages"] == sent["messages"]
+    conversation = api.get("/conversations/deep").json()
+    assert (conversation["messages"], conversation["tools"]) == (
+        sent["messages"],
+        sent.get("tools", []),
+    )
+
+
+def _cleared(call_id: str) -> bytes:
+    """A body whose call ``call_id`` is cleared, its events filed under a conversation;
+    ``call_id`` is JSON text, for escapes json.dumps would not write (a lone surrogate)."""
+    body = {
+        "config": {"max_tokens_for_clear": 10},
+        "conversation_id": "run-1",
+        "messages": _chat_call("CALL_ID"),
+    }
+    return json.dumps(body).replace("CALL_ID", call_id).encode()
+
+
+@pytest.mark.parametrize(
+    ("body", "where", "problem"),
+    [
+        (
+            b'{"conversation_id": "a\\ud800", "messages": []}',
+            "conversation_id",
+            "Value error, must not contain a lone surrogate ('\\ud800' at 1)",
+        ),
+        (
+            _cleared("c\\ud800"),
+            "messages[1].tool_calls[0].id",
+            "must not contain a lone surrogate ('\\ud800' at 1)",
+        ),
+        (
+            _cleared("c\\u0000"),
+            "messages[1].tool_calls[0].id",
+            "must not contain NUL characters",
+        ),
+        (
+            _cleared("i" * 10_000),
+            "messages[1].tool_calls[0].id",
+            "longer than the limit of 200 characters (10000 characters)",
+        ),
+    ],
+    ids=["conversation-id-surrogate", "call-id-surrogate", "call-id-nul", "call-id-long"],
+)
+def test_text_no_column_can_hold_is_refused_naming_the_field(
+    api: ApiClient, body: bytes, where: str, problem: str
+) -> None:
+    response = api.post_raw("/clear", body)
+    assert response.status_code == HTTPStatus.UNPROCESSABLE_ENTITY
+    assert response.json() == error(f"{where}: {problem}", where)
+    assert not OffloadedFile.objects.exists()
+
+
+def test_a_call_id_at_the_limit_is_cleared_and_recorded(api: ApiClient) -> None:
+    response = api.post_raw("/clear", _cleared("i" * 200))
+    assert response.status_code == HTTPStatus.OK
+    assert [e["call_id"] for e in response.json()["events"]] == ["i" * 200, ""]
+
+
+def _with(fields: str, messages: Any = None) -> bytes:
+    """A body that clears a call and records the conversation, with ``fields`` (JSON text:
+    json.dumps writes no lone surrogate, no NaN in a strict parser's reach)."""
+    messages = json.dumps(_chat_call("call_a") if messages is None else messages)
+    return f'{{"conversation_id": "run-1", "messages": {messages}, {fields}}}'.encode()
+
+
+@pytest.mark.parametrize(
+    ("fields", "where", "problem"),
+    [
+        (
+            '"tools": [{"type": "function", "function": {"name": "grep", "parameters": '
+            '{"type": "object", "x": [1, Infinity]}}}]',
+            "tools[0].function.parameters.x[1]",
+            "must be a finite number, got Infinity",
+        ),
+        (
+            '"tools": [{"type": "function", '
+            '"function": {"name": "grep", "description": "\\ud800"}}]',
+            "tools[0].function.description",
+            "must not contain a lone surrogate ('\\ud800' at 0)",
+        ),
+        (
+            '"format": "anthropic", "system": [{"type": "text", "text": "s", '
+            '"cache_control": {"type": "ephemeral", "ttl": NaN}}]',
+            "system[0].cache_control.ttl",
+            "must be a finite number, got NaN",
+        ),
+    ],
+    ids=["tools-infinity", "tools-surrogate", "system-nan"],
+)
+def test_json_no_json_column_can_hold_is_refused_naming_the_field(
+    api: ApiClient, fields: str, where: str, problem: str
+) -> None:
+    messages = [{"role": "user", "content": "hi"}] if "anthropic" in fields else None
+    response = api.post_raw("/clear", _with(fields, messages))
+    assert response.status_code == HTTPStatus.UNPROCESSABLE_ENTITY
+    assert response.json() == error(f"{where}: {problem}", where)
+
+
+def test_a_config_integer_beyond_64_bits_is_refused_naming_the_field(api: ApiClient) -> None:
+    response = api.post_raw("/clear", _with(f'"config": {{"max_tokens_for_clear": {2**70}}}'))
+    assert response.status_code == HTTPStatus.UNPROCESSABLE_ENTITY
+    assert response.json() == error(
+        f"config.max_tokens_for_clear must be at most {2**63 - 1}, got {2**70}",
+        "config.max_tokens_for_clear",
+    )
+
+
+def test_a_config_integer_of_64_bits_is_taken(api: ApiClient) -> None:
+    response = api.post_raw("/clear", _with(f'"config": {{"max_tokens_for_clear": {2**63 - 1}}}'))
+    assert response.status_code == HTTPStatus.OK
+    assert response.json()["events"][-1]["threshold"] == 2**63 - 1
+
+
+# Offload paths are at most 500 characters; a default path runs up to 141 past root_dir:
+# "/clear/" (7), a safe id (120, "-" and an 8-digit digest) and a suffix up to "-9999".
+@pytest.mark.parametrize("endpoint", ["/clear", "/truncate"])
+def test_a_root_dir_too_long_for_the_offload_paths_is_refused_naming_it(
+    api: ApiClient, endpoint: str
+) -> None:
+    root_dir = "/" + "r" * 359
+    body: dict[str, Any] = {"config": {"max_tokens_for_clear": 10, "root_dir": root_dir}}
+    if endpoint == "/clear":
+        body["messages"] = _chat_call("call_a")
+    else:
+        body |= {"tool_name": "grep", "result": "x"}
+    response = api.post(endpoint, body)
+    assert response.status_code == HTTPStatus.UNPROCESSABLE_ENTITY
+    assert response.json() == error(
+        "config.root_dir must be at most 359 characters, so that the offload paths under it "
+        "(141 more) stay within the storage's limit of 500; got 360 characters",
+        "config.root_dir",
+    )
+
+
+def test_a_root_dir_at_the_limit_takes_the_longest_call_id(api: ApiClient) -> None:
+    root_dir = "/" + "r" * 358
+    body = {
+        "config": {"max_tokens_for_clear": 10, "root_dir": root_dir},
+        "conversation_id": "run-1",
+        "messages": _chat_call("i." * 100),
+    }
+    response = api.post("/clear", body)
+    assert response.status_code == HTTPStatus.OK
+    path = response.json()["events"][0]["offload_path"]
+    # 359 + "/clear/" + the id's first 120 characters + "-" and a digest: 495, leaving
+    # room for "-9999".
+    assert (len(path), path.startswith(f"{root_dir}/clear/{'i.' * 60}-")) == (495, True)
+    assert OffloadedFile.objects.get().path == path
+
+
+@pytest.mark.parametrize("levels", [129, 480, 1_000])
+def test_deep_json_in_a_tool_results_parts_is_refused_naming_the_field(
+    api: ApiClient, levels: int
+) -> None:
+    part = '{"type": "text", "text": "0123456789", "extra": ' + _nested(levels) + "}"
+    body = (
+        '{"tool_name": "grep", "conversation_id": "run-1", '
+        f'"config": {{"max_length_for_trunc": 5}}, "result": {{"parts": [{part}]}}}}'
+    )
+    response = api.post_raw("/truncate", body.encode())
+    where = "result.parts[0].extra" + (".a.a.a.a…" if levels == 1_000 else "")
+    assert response.status_code == HTTPStatus.UNPROCESSABLE_ENTITY
+    assert response.json() == error(f"{where}: nested deeper than the limit of 128 levels", where)

@@ -55,6 +55,30 @@ def test_config_custom_paths_take_a_write_only_backend() -> None:
     assert mw.config.backend is not None
 
 
+class _ShortPaths(InMemoryBackend):
+    max_path_chars = 150
+
+
+def test_config_root_dir_leaves_room_for_the_backends_longest_path() -> None:
+    """A default path runs up to 141 characters past root_dir ("/clear/", a 129-character
+    safe id, "-9999"): 9 are left of 150."""
+    assert config_from_dict({"root_dir": "/" + "r" * 8}, backend=_ShortPaths()).root_dir
+    with pytest.raises(ConfigError) as caught:
+        config_from_dict({"root_dir": "/" + "r" * 9}, backend=_ShortPaths())
+    assert str(caught.value) == (
+        "root_dir must be at most 9 characters, so that the offload paths under it "
+        "(141 more) stay within the storage's limit of 150; got 10 characters"
+    )
+    # Paths of the config's own generators are theirs to keep short.
+    config = ReductionConfig(
+        backend=_ShortPaths(),
+        root_dir="/" + "r" * 200,
+        gen_clear_offload_file_path=lambda detail: "/c",
+        gen_trunc_offload_file_path=lambda detail: "/t",
+    )
+    assert new(config).config.root_dir == "/" + "r" * 200
+
+
 def test_config_root_dir_must_not_climb(tmp_path: Any) -> None:
     with pytest.raises(ConfigError, match=r"^root_dir must not contain '\.\.', got '\.\./x'$"):
         config_from_dict({"root_dir": "../x"}, backend=LocalFileBackend(tmp_path))

@@ -146,6 +146,10 @@ def test_unknown_and_python_only_keys_are_refused() -> None:
             "trunc_exclude_tools must hold non-empty tool names, got ''",
         ),
         ({"language": "fr"}, "language must be one of ['en', 'zh'] or None, got 'fr'"),
+        (
+            {"max_length_for_trunc": 2**63},
+            "max_length_for_trunc must be at most 9223372036854775807, got 9223372036854775808",
+        ),
         # Several faults: the switches come first, then names, numbers, lists, choices.
         ({"language": "fr", "skip_clear": "no"}, "skip_clear must be true or false, got 'no'"),
         (

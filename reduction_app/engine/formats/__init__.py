@@ -29,8 +29,14 @@ processed flag never leave ``extra``.
 
 from __future__ import annotations
 
+from reduction_app.engine.formats._common import (
+    MAX_JSON_DEPTH,
+    MAX_NAME_CHARS,
+    text_problem,
+    too_deep,
+)
 from reduction_app.engine.formats.anthropic import messages_from_anthropic, messages_to_anthropic
-from reduction_app.engine.formats.jsonio import json_loads, json_loads_utf8
+from reduction_app.engine.formats.jsonio import json_loads, json_loads_utf8, nesting_path
 from reduction_app.engine.formats.openai_chat import messages_from_openai, messages_to_openai
 from reduction_app.engine.formats.registry import (
     FORMAT_NAMES,
@@ -58,6 +64,8 @@ from reduction_app.engine.formats.tools import (
 __all__ = [
     "FORMATS",
     "FORMAT_NAMES",
+    "MAX_JSON_DEPTH",
+    "MAX_NAME_CHARS",
     "MessageStyle",
     "SystemParam",
     "WireFormat",
@@ -72,10 +80,13 @@ __all__ = [
     "messages_to_anthropic",
     "messages_to_openai",
     "messages_to_responses",
+    "nesting_path",
     "parse",
     "parse_tools",
     "parts_from_json",
     "parts_to_json",
+    "text_problem",
+    "too_deep",
     "tools_from_anthropic",
     "tools_from_openai",
     "tools_from_responses",

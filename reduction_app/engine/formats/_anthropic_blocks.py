@@ -32,10 +32,12 @@ from reduction_app.engine.formats._common import (
     OBJECT,
     STR,
     as_object,
+    check_depth,
     check_fields,
     check_type,
     copy_json,
     keep,
+    req_name,
     req_object,
     req_str,
     required,
@@ -97,7 +99,7 @@ def block_from(raw: Any, role: str, where: str, names: dict[str, str]) -> Conten
     obj = as_object(raw, where)
     kind = req_str(obj, "type", where)
     if kind in _RAW_TYPES:
-        return RawBlock(data=copy_json(obj))
+        return RawBlock(data=copy_json(obj, where))
     if kind not in _FIELDS:
         raise FormatError(f"{where}.type", f"unknown block type {kind!r}")
     if kind not in ROLE_BLOCKS[role]:
@@ -117,16 +119,16 @@ def block_from(raw: Any, role: str, where: str, names: dict[str, str]) -> Conten
         required(obj, "signature", where)
         return Reasoning(text=req_str(obj, "thinking", where), extra=extra)
     if kind == "tool_use":
-        call_id = req_str(obj, "id", where)
-        names[call_id] = req_str(obj, "name", where)
-        arguments = req_object(obj, "input", where)
+        call_id = req_name(obj, "id", where)
+        names[call_id] = req_name(obj, "name", where)
+        arguments = check_depth(req_object(obj, "input", where), f"{where}.input")
         return FunctionToolCall(
             call_id=call_id,
             name=names[call_id],
             arguments=json.dumps(arguments, ensure_ascii=False),
             extra=extra,
         )
-    call_id = req_str(obj, "tool_use_id", where)
+    call_id = req_name(obj, "tool_use_id", where)
     content, shape = _result_content_from(obj, where)
     return FunctionToolResult(
         call_id=call_id, name=names.get(call_id, ""), content=content, extra=extra | shape
@@ -139,7 +141,7 @@ def _source_from(obj: Mapping[str, Any], kind: str, where: str) -> tuple[Media, 
     where += ".source"
     source_type = req_str(source, "type", where)
     if kind == "document" and source_type in _INLINE_SOURCES:
-        return Media(), {_P + "source": copy_json(source)}
+        return Media(), {_P + "source": copy_json(source, where)}
     if source_type not in _SOURCE_FIELDS:
         raise FormatError(f"{where}.type", f"unknown source type {source_type!r}")
     check_fields(source, _SOURCE_FIELDS[source_type], where)

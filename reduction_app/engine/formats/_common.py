@@ -13,10 +13,18 @@ ways a wire field without a slot of its own survives a round trip:
 
 JSON kept verbatim is copied on the way in and on the way out, so neither the
 caller's payload nor the dumped dicts share mutable state with the frozen values.
+Ids and names (a tool call's id, a tool's name) are read with ``req_name``: short
+text, without NUL characters or lone surrogates, as every store of them (a file name,
+a database column) can hold.
+
+The copy walks the value without recursing and refuses one nested deeper than
+``MAX_JSON_DEPTH``: everything past the parse (``json.dumps``, the database's JSON
+columns, the response encoder) recurses once a level.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -27,6 +35,8 @@ __all__ = [
     "AUDIO_MIME",
     "BOOL",
     "LIST",
+    "MAX_JSON_DEPTH",
+    "MAX_NAME_CHARS",
     "NULL",
     "OBJECT",
     "STR",
@@ -34,6 +44,7 @@ __all__ = [
     "as_object",
     "as_sequence",
     "as_str",
+    "check_depth",
     "check_fields",
     "check_type",
     "copy_json",
@@ -41,6 +52,7 @@ __all__ = [
     "join_object",
     "join_str",
     "keep",
+    "req_name",
     "req_object",
     "req_str",
     "required",
@@ -48,6 +60,8 @@ __all__ = [
     "split_nullable",
     "split_object",
     "split_str",
+    "text_problem",
+    "too_deep",
 ]
 
 # Allowed JSON types of a kept field, by name; each is a tuple for isinstance().
@@ -65,12 +79,58 @@ _NAMES = {dict: "an object", list: "a list", str: "a string", bool: "a boolean",
 _NAMES[type(None)] = "null"
 
 
-def copy_json(value: Any) -> Any:
-    """A copy of a JSON value that shares no dict or list with the original."""
-    if isinstance(value, Mapping):
-        return {key: copy_json(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [copy_json(item) for item in value]
+# Objects and lists inside one another that a kept value may hold. A JSON Schema or a
+# tool's input rarely nests past 20; the interpreter's recursion limit (1,000 frames,
+# a few hundred of them spent by a web request) bounds what can be written back.
+MAX_JSON_DEPTH = 128
+
+
+def too_deep(where: str) -> FormatError:
+    """The error for a value at ``where`` nested deeper than :data:`MAX_JSON_DEPTH`."""
+    return FormatError(where, f"nested deeper than the limit of {MAX_JSON_DEPTH} levels")
+
+
+def copy_json(value: Any, where: str = "") -> Any:
+    """A copy of a JSON value that shares no dict or list with the original.
+
+    A FormatError at ``where`` when it nests deeper than :data:`MAX_JSON_DEPTH`.
+    """
+    if not isinstance(value, Mapping | list | tuple):
+        return value
+    root: Any = {} if isinstance(value, Mapping) else [None] * len(value)
+    # (original, its copy, its depth); children are filled in place, so keys keep their order.
+    stack: list[tuple[Any, Any, int]] = [(value, root, 1)]
+    while stack:
+        source, target, depth = stack.pop()
+        if depth > MAX_JSON_DEPTH:
+            raise too_deep(where)
+        items = source.items() if isinstance(source, Mapping) else enumerate(source)
+        for key, item in items:
+            if isinstance(item, Mapping):
+                target[key] = {}
+            elif isinstance(item, list | tuple):
+                target[key] = [None] * len(item)
+            else:
+                target[key] = item
+                continue
+            stack.append((item, target[key], depth + 1))
+    return root
+
+
+def check_depth(value: Any, where: str) -> Any:
+    """``value`` itself, or a FormatError when it nests deeper than :data:`MAX_JSON_DEPTH`."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, Mapping):
+            children: Iterable[Any] = item.values()
+        elif isinstance(item, list | tuple):
+            children = item
+        else:
+            continue
+        if depth + 1 > MAX_JSON_DEPTH:
+            raise too_deep(where)
+        stack.extend((child, depth + 1) for child in children)
     return value
 
 
@@ -130,6 +190,38 @@ def req_str(obj: Mapping[str, Any], key: str, where: str) -> str:
     return as_str(required(obj, key, where), f"{where}.{key}")
 
 
+# Characters of an id or name: providers' ids are about 30 ASCII characters, tool names
+# at most 64 or 128.
+MAX_NAME_CHARS = 200
+# Text PostgreSQL (and UTF-8) cannot hold: NUL, and surrogates, which a decoded ``str``
+# holds only alone (JSON's escaped pairs decode to one character beyond the BMP).
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def text_problem(value: str) -> str | None:
+    """Why ``value`` cannot be stored as text (a NUL, a lone surrogate), or ``None``."""
+    match = _UNSTORABLE.search(value)
+    if match is None:
+        return None
+    if match.group() == "\x00":
+        return "must not contain NUL characters"
+    return f"must not contain a lone surrogate ({match.group()!r} at {match.start()})"
+
+
+def req_name(obj: Mapping[str, Any], key: str, where: str) -> str:
+    """A required id or name: a string of at most :data:`MAX_NAME_CHARS` storable characters."""
+    value = req_str(obj, key, where)
+    if len(value) > MAX_NAME_CHARS:
+        problem: str | None = (
+            f"longer than the limit of {MAX_NAME_CHARS} characters ({len(value)} characters)"
+        )
+    else:
+        problem = text_problem(value)
+    if problem is not None:
+        raise FormatError(f"{where}.{key}", problem)
+    return value
+
+
 def req_object(obj: Mapping[str, Any], key: str, where: str) -> dict[str, Any]:
     """A required object field."""
     return as_object(required(obj, key, where), f"{where}.{key}")
@@ -140,7 +232,7 @@ def keep(
 ) -> dict[str, Any]:
     """The fields of ``obj`` named in ``kept`` (field → allowed types), keyed ``prefix + field``."""
     return {
-        prefix + key: copy_json(check_type(obj[key], types, f"{where}.{key}"))
+        prefix + key: copy_json(check_type(obj[key], types, f"{where}.{key}"), f"{where}.{key}")
         for key, types in kept.items()
         if key in obj
     }
@@ -181,7 +273,7 @@ def split_object(
     value = check_type(obj[key], (dict, type(None)), f"{where}.{key}")
     if value is None:
         return None, {prefix + key: None}
-    return copy_json(value), {}
+    return copy_json(value, f"{where}.{key}"), {}
 
 
 def join_object(

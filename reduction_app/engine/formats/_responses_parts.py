@@ -89,7 +89,7 @@ def part_from(raw: Any, where: str) -> ContentBlock:
         return AssistantGenText(text=text, extra=kept)
     if kind == "refusal":
         req_str(obj, "refusal", where)
-        return RawBlock(data=copy_json(obj))
+        return RawBlock(data=copy_json(obj, where))
     if kind == "input_audio":
         inner = f"{where}.input_audio"
         audio = req_object(obj, "input_audio", where)

@@ -28,17 +28,21 @@ three Python frames and its scanner's call), msgspec none, so a document nested 
 four levels deeper than ``json.loads`` could decode from the same place (about 990
 levels) is decoded rather than refused with ``RecursionError``.
 
+``nesting_path`` says where a document too deep to decode passes a nesting limit, so
+that the refusal can name a field.
+
 This module owns decoding only; the wire formats read the decoded values.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import msgspec
 
-__all__ = ["json_loads", "json_loads_utf8"]
+__all__ = ["json_loads", "json_loads_utf8", "nesting_path"]
 
 # DecodeError for malformed or unsupported input, ValidationError for numbers out of
 # range, RecursionError for nesting beyond the interpreter's limit.
@@ -77,3 +81,51 @@ def json_loads_utf8(data: bytes | bytearray) -> Any:
     """
     done, value = _fast(data)
     return value if done else json.loads(data.decode("utf-8"))
+
+
+# A JSON string (escapes included) or one of the characters that open, close or separate.
+_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{},:]', re.DOTALL)
+# Components of a path a message shows before it elides the rest.
+_SHOWN = 8
+
+
+def nesting_path(data: bytes | bytearray, limit: int) -> str | None:
+    """Where the JSON document ``data`` first nests deeper than ``limit``, as a path such as
+    ``tools[0].function.parameters.a…`` (``""`` for the document itself), or ``None``.
+
+    It reads the document's structure only, without recursing and without checking it is
+    well formed: for a document the decoders refused with ``RecursionError``.
+    """
+    # Per open container: the key (an object's, once read) or index (a list's) it is at.
+    at: list[str | int | None] = []
+    expect_key = False
+    for match in _TOKEN.finditer(data):
+        token = match.group()
+        if token in (b"{", b"["):
+            if len(at) + 1 > limit:
+                return _path_text(at)
+            at.append(None if token == b"{" else 0)
+            expect_key = token == b"{"
+        elif token in (b"}", b"]"):
+            if at:
+                at.pop()
+            expect_key = False
+        elif token == b",":
+            last = at[-1] if at else None
+            if isinstance(last, int):
+                at[-1] = last + 1
+            else:
+                expect_key = True
+        elif token == b":":
+            expect_key = False
+        elif expect_key and at:
+            at[-1] = str(json.loads(token))
+    return None
+
+
+def _path_text(path: list[str | int | None]) -> str:
+    out = ""
+    for part in path[:_SHOWN]:
+        # An object's key is None only in a malformed document (a value before any key).
+        out += f"[{part}]" if isinstance(part, int) else f".{part}" if out else str(part)
+    return out + ("…" if len(path) > _SHOWN else "")

@@ -47,6 +47,7 @@ from reduction_app.engine.formats._common import (
     check_type,
     join_str,
     keep,
+    req_name,
     req_str,
     required,
     restore,
@@ -121,7 +122,7 @@ def _message_from(raw: Any, where: str) -> Message:
     if role == "tool":
         tool_name, name_extra = split_str(obj, "name", _P, where)
         extra |= name_extra
-        tool_call_id = req_str(obj, "tool_call_id", where)
+        tool_call_id = req_name(obj, "tool_call_id", where)
     else:
         extra |= keep(obj, {"name": STR}, _P, where)
     if role == "assistant":
@@ -224,8 +225,8 @@ def _tool_call_from(raw: Any, where: str) -> ToolCall:
     function = as_object(required(obj, "function", where), inner)
     check_fields(function, {"name", "arguments"}, inner)
     return ToolCall(
-        id=req_str(obj, "id", where),
-        name=req_str(function, "name", inner),
+        id=req_name(obj, "id", where),
+        name=req_name(function, "name", inner),
         arguments=req_str(function, "arguments", inner),
         index=check_type(obj["index"], (int,), f"{where}.index") if "index" in obj else None,
     )

@@ -57,6 +57,7 @@ from reduction_app.engine.formats._common import (
     check_type,
     copy_json,
     keep,
+    req_name,
     req_str,
     required,
     restore,
@@ -174,7 +175,7 @@ def _item_from(
 ) -> tuple[str, ContentBlock]:
     """The side an item belongs to and its block; ``names`` maps call ids to tool names."""
     if kind in _RAW_ITEMS:
-        return _RAW_ITEMS[kind], RawBlock(data=copy_json(obj))
+        return _RAW_ITEMS[kind], RawBlock(data=copy_json(obj, where))
     obj, kind = checked(obj, _ITEM_TYPES, _FIELDS, where, "item")
     if kind == "reasoning":
         extra = keep(obj, _REASONING_KEPT | {"summary": LIST}, _P, where)
@@ -187,10 +188,10 @@ def _item_from(
                 raise FormatError(f"{inner}.type", f"unknown summary type {part['type']!r}")
             texts.append(req_str(part, "text", inner))
         return "assistant", Reasoning(text="\n\n".join(texts), extra=extra)
-    call_id = req_str(obj, "call_id", where)
+    call_id = req_name(obj, "call_id", where)
     extra = keep(obj, _ITEM_KEPT, _P, where)
     if kind == "function_call":
-        names[call_id] = req_str(obj, "name", where)
+        names[call_id] = req_name(obj, "name", where)
         arguments = req_str(obj, "arguments", where)
         return "assistant", FunctionToolCall(
             call_id=call_id, name=names[call_id], arguments=arguments, extra=extra

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from reduction_app.engine.errors import FormatError
+from reduction_app.engine.formats._common import check_depth
 from reduction_app.engine.messages import Media
 from reduction_app.engine.parts import part_to_json
 from reduction_app.engine.tool_io import ToolOutputPart
@@ -35,6 +36,7 @@ def _media_from(raw: Any, where: str) -> Media:
                 f"{where}.{key}",
                 f"expected a {'object' if expected is dict else 'string'}, got {value!r}",
             )
+        check_depth(value, f"{where}.{key}")
     return Media(**raw)
 
 
@@ -66,6 +68,8 @@ def parts_from_json(raw: Any, where: str = "parts") -> tuple[ToolOutputPart, ...
         extra = item.get("extra", {})
         if not isinstance(extra, dict):
             raise FormatError(f"{at}.extra", f"expected an object, got {extra!r}")
+        check_depth(extra, f"{at}.extra")
+        search_result = check_depth(item.get("tool_search_result"), f"{at}.tool_search_result")
         media = None
         if kind in _MEDIA:
             if kind not in item:
@@ -76,7 +80,7 @@ def parts_from_json(raw: Any, where: str = "parts") -> tuple[ToolOutputPart, ...
                 type=kind,
                 text=text,
                 media=media,
-                tool_search_result=item.get("tool_search_result"),
+                tool_search_result=search_result,
                 extra=extra,
             )
         )

@@ -122,7 +122,7 @@ def tools_from_responses(tools: Sequence[Mapping[str, Any]]) -> list[ToolInfo]:
         kind = req_str(obj, "type", where)
         if kind in _RESPONSES_BUILTIN:
             name = obj["name"] if isinstance(obj.get("name"), str) else kind
-            infos.append(ToolInfo(name=name, extra={_RESPONSES + "tool": copy_json(obj)}))
+            infos.append(ToolInfo(name=name, extra={_RESPONSES + "tool": copy_json(obj, where)}))
             continue
         _function_type(obj, where)
         check_fields(obj, _FUNCTION_FIELDS | {"type"}, where)
@@ -147,7 +147,7 @@ def tools_from_anthropic(tools: Sequence[Mapping[str, Any]]) -> list[ToolInfo]:
         kind = as_str(obj["type"], f"{where}.type") if "type" in obj else None
         if kind is not None and _ANTHROPIC_SERVER_TYPE.fullmatch(kind):
             name = req_str(obj, "name", where)
-            infos.append(ToolInfo(name=name, extra={_ANTHROPIC + "tool": copy_json(obj)}))
+            infos.append(ToolInfo(name=name, extra={_ANTHROPIC + "tool": copy_json(obj, where)}))
             continue
         if kind not in (None, "custom"):
             raise FormatError(f"{where}.type", f"unknown tool type {kind!r}")
@@ -159,7 +159,12 @@ def tools_from_anthropic(tools: Sequence[Mapping[str, Any]]) -> list[ToolInfo]:
         )
         name = req_str(obj, "name", where)
         infos.append(
-            ToolInfo(name=name, description=description, parameters=copy_json(schema), extra=extra)
+            ToolInfo(
+                name=name,
+                description=description,
+                parameters=copy_json(schema, f"{where}.input_schema"),
+                extra=extra,
+            )
         )
     return infos
 

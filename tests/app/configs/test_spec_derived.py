@@ -119,6 +119,7 @@ def test_injected_field_reaches_the_api_model(extra_field: engine.ConfigField) -
         "default": 3,
         "description": EXTRA.help,
         "minimum": 0,
+        "maximum": 2**63 - 1,
         "title": "Clear Extra Rounds",
         "type": "integer",
     }

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reduction_app.engine.formats import json_loads, json_loads_utf8
+from reduction_app.engine.formats import json_loads, json_loads_utf8, nesting_path
 
 SETTINGS = settings(max_examples=300, deadline=None)
 
@@ -300,3 +300,25 @@ def test_json_loads_makes_no_str_of_the_whole_document(decode: Callable[[bytes],
     data = json.dumps(["x" * 1_000_000, "中"], ensure_ascii=False).encode("utf-8")
     assert traced_peak(decode, data) < 1.1 * len(data)
     assert traced_peak(json.loads, data) > 3 * len(data)
+
+
+@pytest.mark.parametrize(
+    ("data", "limit", "path"),
+    [
+        (b'[1, {"a": [2]}]', 3, None),
+        (b"[[[[", 3, "[0][0][0]"),
+        (b'[1, "[", [2, [[{"k\\"]": {"x": 0}}]]]', 5, '[2][1][0][0].k"]'),
+        (b'{"a": {"b": [0, {"c": [[[[[[[[', 5, "a.b[1].c[0]"),
+        (b'{"a": 1, "b": {"c": 1, "d": {"e": {', 3, "b.d.e"),
+    ],
+)
+def test_nesting_path_names_where_a_document_passes_the_limit(
+    data: bytes, limit: int, path: str | None
+) -> None:
+    """Strings (brackets and escaped quotes in them) are skipped, keys and indexes kept."""
+    assert nesting_path(data, limit) == path
+
+
+def test_nesting_path_shows_eight_components_of_a_deep_path() -> None:
+    data = b'{"tools": [{"function": {"parameters": ' + b'{"a": ' * 100_000
+    assert nesting_path(data, 128) == "tools[0].function.parameters.a.a.a.a…"

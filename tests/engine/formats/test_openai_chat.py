@@ -423,3 +423,18 @@ def test_messages_to_openai_refuses_what_the_api_would_not_take(
         messages_to_openai([message])
 
     assert str(caught.value) == error
+
+
+@pytest.mark.parametrize(
+    ("call_id", "problem"),
+    [
+        ("c\x00", "must not contain NUL characters"),
+        ("ok\udcff", "must not contain a lone surrogate ('\\udcff' at 2)"),
+        ("i" * 201, "longer than the limit of 200 characters (201 characters)"),
+    ],
+)
+def test_messages_from_openai_refuses_ids_no_store_can_hold(call_id: str, problem: str) -> None:
+    wire = [{"role": "tool", "tool_call_id": call_id, "content": "x"}]
+    with pytest.raises(FormatError) as caught:
+        messages_from_openai(wire)
+    assert str(caught.value) == f"messages[0].tool_call_id: {problem}"

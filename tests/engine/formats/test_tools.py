@@ -232,3 +232,25 @@ def test_tools_refuse_what_they_do_not_know(
         parse(wire)
 
     assert str(caught.value) == error
+
+
+def _nested(levels: int) -> dict[str, Any]:
+    value: dict[str, Any] = {}
+    for _ in range(levels - 1):
+        value = {"a": value}
+    return value
+
+
+@pytest.mark.parametrize("levels", [129, 100_000])
+def test_tools_nested_too_deeply_are_refused_without_recursing(levels: int) -> None:
+    tool = {"type": "function", "function": {"name": "f", "parameters": _nested(levels)}}
+    with pytest.raises(FormatError) as caught:
+        tools_from_openai([tool])
+    assert str(caught.value) == (
+        "tools[0].function.parameters: nested deeper than the limit of 128 levels"
+    )
+
+
+def test_tools_nested_to_the_limit_round_trip() -> None:
+    tool = {"type": "function", "function": {"name": "f", "parameters": _nested(128)}}
+    assert tools_to_openai(tools_from_openai([tool])) == [tool]
