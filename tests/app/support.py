@@ -58,6 +58,23 @@ def make_api(name: str) -> ApiClient:
     return ApiClient(Client(), raw, key, workspace)
 
 
+def truncate_over_20(
+    api: ApiClient, result: str, call_id: str, conversation_id: str = "run-1"
+) -> Any:
+    """``POST /truncate`` of a grep result with a 20-character limit: a longer result is
+    offloaded whole."""
+    return api.post(
+        "/truncate",
+        {
+            "config": {"max_length_for_trunc": 20},
+            "tool_name": "grep",
+            "tool_call_id": call_id,
+            "result": result,
+            "conversation_id": conversation_id,
+        },
+    )
+
+
 def documented(api: ApiClient, method: str, path: str) -> set[HTTPStatus]:
     """The status codes the served OpenAPI document gives the operation at ``path``."""
     document = api.client.get(API + "/openapi.json").json()

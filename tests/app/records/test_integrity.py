@@ -14,7 +14,7 @@ from django.core.management.base import CommandError
 from reduction_app.models import OffloadedFile, Workspace
 from reduction_app.records.integrity import offload_check
 from reduction_app.records.storage import offload_storage, storage_name_for
-from tests.app.support import ApiClient
+from tests.app.support import ApiClient, truncate_over_20
 from tests.offload_stores import OffloadStore
 
 pytestmark = pytest.mark.django_db
@@ -24,16 +24,7 @@ LONG = "x" * 30
 
 
 def truncate(api: ApiClient, result: str, call_id: str, conversation_id: str = "run-1") -> Any:
-    response = api.post(
-        "/truncate",
-        {
-            "config": {"max_length_for_trunc": 20},
-            "tool_name": "grep",
-            "tool_call_id": call_id,
-            "result": result,
-            "conversation_id": conversation_id,
-        },
-    )
+    response = truncate_over_20(api, result, call_id, conversation_id)
     assert response.status_code == 200, response.content
     return response.json()
 

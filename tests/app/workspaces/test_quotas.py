@@ -12,25 +12,13 @@ import pytest
 from reduction_app.models import Conversation, EventRecord, OffloadedFile, Workspace
 from reduction_app.workspaces.quotas import offload_usage
 from tests.app.support import ApiClient, error, stored_files
+from tests.app.support import truncate_over_20 as truncate
 
 pytestmark = pytest.mark.django_db
 
 TEXT_A = "0123456789abcdefghijKLMNO"
 TEXT_B = "ABCDEFGHIJ0123456789klmno"
 """25 bytes each; a result over 20 characters is offloaded whole."""
-
-
-def truncate(api: ApiClient, result: str, call_id: str, conversation_id: str = "run-1") -> Any:
-    return api.post(
-        "/truncate",
-        {
-            "config": {"max_length_for_trunc": 20},
-            "tool_name": "grep",
-            "tool_call_id": call_id,
-            "result": result,
-            "conversation_id": conversation_id,
-        },
-    )
 
 
 def over_quota(usage: int, added: int, quota: int) -> dict[str, Any]:
