@@ -72,7 +72,9 @@ class ReductionClient:
             return None
         if kind.startswith("application/json"):
             return json.loads(raw)
-        return raw.decode("utf-8")
+        # The server stores a tool's lone surrogates (undecodable bytes read with
+        # surrogateescape) as UTF-8 writes any other code point; read them back the same.
+        return raw.decode("utf-8", "surrogatepass")
 
     @staticmethod
     def _raise_for(exc: urllib.error.HTTPError) -> NoReturn:

@@ -121,7 +121,9 @@ def read_file(
 )
 def raw_file(request: ApiRequest, path: str, conversation_id: str | None = None) -> HttpResponse:
     """The exact content of an offloaded file, as UTF-8 text; of the file of
-    ``conversation_id`` when given (a 404 if it names no such path)."""
+    ``conversation_id`` when given (a 404 if it names no such path). A lone surrogate in
+    it (a tool's undecodable byte, read with surrogateescape) is written as UTF-8 writes
+    any other code point, three bytes: decode with ``surrogatepass`` to get it back."""
     row = _file_or_404(request, path, conversation_id)
     content = read_stored(offload_storage(), row.storage_name)
     services.file_mark_read(file=row)

@@ -148,3 +148,15 @@ def test_client_error_without_json_body_keeps_the_text(
     error = _error(client.read_file_tool)
     assert (error.status, error.field) == (HTTPStatus.NOT_FOUND, None)
     assert "Not Found" in error.detail
+
+
+def test_client_raw_file_round_trips_lone_surrogates(client: ReductionClient) -> None:
+    """A tool's undecodable bytes (decoded with surrogateescape) are stored as they came;
+    ``/files/raw`` sends them as UTF-8 writes any code point, and the client reads them
+    back exactly."""
+    text = "binary tail: \udcff\udcfe " + "x" * 200
+    out = client.truncate(
+        tool_name="cat", tool_call_id="call_s", result=text, conversation_id="c", config=CONFIG
+    )
+    assert out["truncated"] is True
+    assert client.raw_file(out["offload_path"]) == text
