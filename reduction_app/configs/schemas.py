@@ -12,7 +12,6 @@ from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, core_schema
 
 from reduction_app import engine
-from reduction_app.engine.config_spec import MAX_INT
 from reduction_app.models import ConfigProfile, ConfigVersion
 from reduction_app.schemas import StrictIn, Text
 
@@ -26,7 +25,7 @@ def _config_field(spec: engine.ConfigField) -> tuple[Any, Any]:
         annotation = bool
     elif spec.kind == "int":
         annotation = int
-        constraints["le"] = MAX_INT
+        constraints["le"] = engine.MAX_CONFIG_INT
         if spec.minimum is not None:
             constraints["ge"] = spec.minimum
     elif spec.kind in ("name", "folder"):

@@ -46,6 +46,7 @@ from reduction_app.engine.config import (
 )
 from reduction_app.engine.config_spec import (
     CONFIG_FIELDS,
+    MAX_CONFIG_INT,
     ConfigField,
     ConfigKnob,
     config_field,
@@ -114,6 +115,7 @@ __all__ = [
     "FORMATS",
     "FORMAT_NAMES",
     "JSON_FIELDS",
+    "MAX_CONFIG_INT",
     "PROCESSED_FLAG",
     "TOKEN_COUNTER_NAMES",
     "AgenticMessage",

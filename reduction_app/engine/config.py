@@ -28,7 +28,7 @@ from reduction_app.engine.config_spec import (
     DEFAULT_MAX_LENGTH_FOR_TRUNC,
     DEFAULT_MAX_TOKENS_FOR_CLEAR,
     DEFAULT_RETENTION,
-    MAX_INT,
+    MAX_CONFIG_INT,
     ConfigField,
     FieldKind,
 )
@@ -137,8 +137,8 @@ def _check_int(name: str, value: object, *, minimum: int | None) -> None:
         raise ConfigError(name, f"must be an integer, got {value!r}")
     if minimum is not None and value < minimum:
         raise ConfigError(name, f"must be at least {minimum}, got {value!r}")
-    if value > MAX_INT:
-        raise ConfigError(name, f"must be at most {MAX_INT}, got {value!r}")
+    if value > MAX_CONFIG_INT:
+        raise ConfigError(name, f"must be at most {MAX_CONFIG_INT}, got {value!r}")
 
 
 def _check_name(name: str, value: object) -> None:

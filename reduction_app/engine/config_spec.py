@@ -32,7 +32,7 @@ __all__ = [
     "DEFAULT_MAX_TOKENS_FOR_CLEAR",
     "DEFAULT_RETENTION",
     "JSON_KINDS",
-    "MAX_INT",
+    "MAX_CONFIG_INT",
     "ConfigField",
     "ConfigKnob",
     "FieldKind",
@@ -93,7 +93,7 @@ class ConfigKnob:
 
 # The largest value of an ``int`` field: the reference's are Go's 64-bit ``int``, and
 # the database's integer columns (an event's threshold) hold no more.
-MAX_INT = 2**63 - 1
+MAX_CONFIG_INT = 2**63 - 1
 
 
 @dataclass(frozen=True, kw_only=True)
