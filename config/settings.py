@@ -308,6 +308,11 @@ REDUCTION_MAX_DISCARD_BYTES = _env_int(
 # docs/deploying.md, "Security". The bytes of offloaded content a workspace holds, 1 GiB
 # by default: a request that would go over it answers 429 and records nothing.
 REDUCTION_QUOTA_OFFLOAD_BYTES = _env_int("REDUCTION_QUOTA_OFFLOAD_BYTES", 1024 * 1024 * 1024)
+# Content a request journals before storing it (reduction_app.models.StagedOffload) and
+# still journals this many seconds later belongs to a request that died: the task worker
+# and `manage.py offload_reclaim` remove it. Longer than any request may run (gunicorn's
+# worker timeout, 30 s by default): an hour.
+REDUCTION_STAGED_DEAD_SECONDS = _env_int("REDUCTION_STAGED_DEAD_SECONDS", 3600)
 # REST API requests a minute per workspace, counted in the database; off by default.
 REDUCTION_RATE_LIMIT = _env_int("REDUCTION_RATE_LIMIT", 0)
 

@@ -244,6 +244,34 @@ class OffloadedFile(models.Model):
         return self.path
 
 
+class StagedOffload(models.Model):
+    """Content a request is about to store, written (and committed) before it is stored.
+
+    A request journals every content it will name (``records.storage``), stores what is
+    not stored yet, and deletes its journal rows in the transaction that records its file
+    rows; a request that fails removes what it stored and its rows. Rows left behind
+    belong to a request that died (a killed worker, a lost database connection): their
+    content is counted by the offload quota until ``manage.py offload_reclaim`` (or the
+    task worker) removes it, once the rows are older than ``REDUCTION_STAGED_DEAD_SECONDS``.
+    """
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="staged")
+    request = models.UUIDField(help_text="The request that staged it.")
+    storage_name = models.CharField(max_length=500)
+    size_bytes = models.PositiveBigIntegerField()
+    staged_at = models.DateTimeField()
+
+    class Meta:
+        indexes = (
+            models.Index(fields=["workspace", "storage_name"], name="staged_name"),
+            models.Index(fields=["request"], name="staged_request"),
+            models.Index(fields=["staged_at"], name="staged_at"),
+        )
+
+    def __str__(self) -> str:
+        return self.storage_name
+
+
 class RateWindow(models.Model):
     """A workspace's REST API requests in the current minute, for ``REDUCTION_RATE_LIMIT``.
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django_tasks import task
 
+from reduction_app.records.reclaim import reclaim_all
 from reduction_app.simulations.leases import sweep_watch
 from reduction_app.simulations.services import simulation_run
 from reduction_app.simulations.sweeps import sweep_part_run
@@ -25,3 +26,10 @@ def run_sweep_part(part_id: int) -> str:
 def watch_sweep(simulation_id: int) -> str:
     """Take back the parts whose worker stopped answering; again later while the sweep runs."""
     return sweep_watch(simulation_id=simulation_id)
+
+
+@task()
+def reclaim_offloads() -> int:
+    """Remove what requests that died left in the offload storage, in every workspace;
+    again later while requests' journal rows are left. The bytes removed."""
+    return sum(report.removed_bytes for report in reclaim_all())

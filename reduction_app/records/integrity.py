@@ -4,13 +4,16 @@ Three things must agree for every workspace: the stored objects under its prefix
 (``ws<id>/``, ``records.storage.storage_name_for``), the storage names its file rows
 name, and the usage ``Workspace.offload_bytes`` keeps for the quota. The check reports
 
-* **unnamed** stored objects: content no row names (left by a request that died between
-  storing and recording, say), invisible to purge and to the quota;
+* **unnamed** stored objects: content neither a file row nor a request's journal row
+  (``StagedOffload``) names, invisible to purge and to the quota;
 * **missing** content: rows whose stored object is gone, which read as a storage failure;
 * a **usage** that differs from the bytes of the distinct content the rows name, as the
   storage holds them.
 
-It changes nothing; ``manage.py offload_check`` prints it. Reading every stored object's
+Content only a journal row names belongs to a request storing at that moment, or to one
+that died and that ``records.reclaim`` has not reclaimed yet: it is counted by the quota,
+and reported apart (``staged``), not as a fault. It changes nothing; ``manage.py
+offload_check`` prints it. Reading every stored object's
 size is one storage call each: on S3, one request per object.
 """
 
@@ -21,7 +24,7 @@ from dataclasses import dataclass, field
 
 from django.core.files.storage import Storage
 
-from reduction_app.models import OffloadedFile, Workspace
+from reduction_app.models import OffloadedFile, StagedOffload, Workspace
 from reduction_app.records.storage import offload_storage
 
 __all__ = ["WorkspaceCheck", "offload_check", "stored_names"]
@@ -44,6 +47,8 @@ class WorkspaceCheck:
     """Stored object -> its bytes, for every object no row names."""
     missing: dict[str, list[str]] = field(default_factory=dict)
     """Storage name -> the paths of the rows that name it, for every name not stored."""
+    staged: dict[str, int] = field(default_factory=dict)
+    """Stored object -> its bytes, for every object only journal rows name."""
 
     @property
     def consistent(self) -> bool:
@@ -73,6 +78,9 @@ def offload_check(*, workspace: Workspace, storage: Storage | None = None) -> Wo
     for name, path in named:
         paths.setdefault(name, []).append(path)
     stored = {name: storage.size(name) for name in stored_names(workspace, storage)}
+    journaled = set(
+        StagedOffload.objects.filter(workspace=workspace).values_list("storage_name", flat=True)
+    )
     usage_recorded = Workspace.objects.values_list("offload_bytes", flat=True).get(pk=workspace.pk)
     return WorkspaceCheck(
         workspace=workspace,
@@ -80,6 +88,15 @@ def offload_check(*, workspace: Workspace, storage: Storage | None = None) -> Wo
         named=len(paths),
         usage_recorded=usage_recorded,
         usage_stored=sum(size for name, size in stored.items() if name in paths),
-        unnamed={name: size for name, size in sorted(stored.items()) if name not in paths},
+        unnamed={
+            name: size
+            for name, size in sorted(stored.items())
+            if name not in paths and name not in journaled
+        },
+        staged={
+            name: size
+            for name, size in sorted(stored.items())
+            if name not in paths and name in journaled
+        },
         missing={name: found for name, found in paths.items() if name not in stored},
     )

@@ -13,13 +13,11 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from reduction_app.models import OffloadedFile
-from reduction_app.records.storage import offload_storage
+from reduction_app.models import OffloadedFile, Workspace
+from reduction_app.records.storage import names_in_use, offload_storage
+from reduction_app.workspaces.quotas import lock_workspace
 
 logger = logging.getLogger(__name__)
-
-NAMES_PER_QUERY = 500
-"""Storage names looked up in one ``IN (...)``: far below every database's limit."""
 
 
 def file_mark_read(*, file: OffloadedFile) -> None:
@@ -39,6 +37,26 @@ class ContentFreed:
     """Stored objects the storage failed to remove (each logged): unreferenced bytes."""
 
 
+def _workspace_of(storage_name: str) -> int:
+    """The workspace id in a storage name (``records.storage.storage_name_for``)."""
+    prefix = storage_name.split("/", 1)[0]
+    return int(prefix.removeprefix("ws"))
+
+
+def _remove(storage: Storage, name: str, freed: ContentFreed) -> None:
+    try:
+        size = storage.size(name)
+        storage.delete(name)
+    except FileNotFoundError:
+        return  # already gone: nothing to free
+    except OSError:
+        freed.failures += 1
+        logger.warning("could not delete offloaded content %s", name, exc_info=True)
+        return
+    freed.objects += 1
+    freed.bytes += size
+
+
 def file_content_release(
     *,
     storage_names: Iterable[str],
@@ -49,8 +67,9 @@ def file_content_release(
     commits, unless a file row still names it then.
 
     Content is stored once per workspace and digest, and several rows (other paths, other
-    conversations) may name it; which names are still used is asked after the commit, so
-    a row another request added meanwhile keeps its content. The rows are gone by then:
+    conversations) may name it; which names are still used is asked after the commit,
+    holding the workspace's lock, so a row another request added meanwhile, or a request
+    journaled meanwhile (``records.storage``), keeps its content. The rows are gone by then:
     a storage that fails to remove an object leaves unreferenced bytes, which is logged
     and counted, never raised into the delete that released them.
     """
@@ -61,28 +80,18 @@ def file_content_release(
     storage = storage or offload_storage()
 
     def remove() -> None:
-        used: set[str] = set()
-        for start in range(0, len(names), NAMES_PER_QUERY):
-            chunk = names[start : start + NAMES_PER_QUERY]
-            used.update(
-                OffloadedFile.objects.filter(storage_name__in=chunk).values_list(
-                    "storage_name", flat=True
-                )
-            )
+        by_workspace: dict[int, list[str]] = {}
         for name in names:
-            if name in used:
-                continue
-            try:
-                size = storage.size(name)
-                storage.delete(name)
-            except FileNotFoundError:
-                continue  # already gone: nothing to free
-            except OSError:
-                freed.failures += 1
-                logger.warning("could not delete offloaded content %s", name, exc_info=True)
-                continue
-            freed.objects += 1
-            freed.bytes += size
+            by_workspace.setdefault(_workspace_of(name), []).append(name)
+        for workspace in Workspace.objects.filter(pk__in=by_workspace).order_by("pk"):
+            # Under the workspace's lock, as a request journals the content it will name:
+            # content a request is about to name stays.
+            with transaction.atomic():
+                lock_workspace(workspace)
+                used = names_in_use(workspace, by_workspace[workspace.pk])
+                for name in by_workspace[workspace.pk]:
+                    if name not in used:
+                        _remove(storage, name, freed)
 
     transaction.on_commit(remove, robust=True)
     return freed

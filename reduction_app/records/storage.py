@@ -1,10 +1,14 @@
 """The engine's ``Backend`` on Django's Storage API, scoped to one workspace.
 
 Content is stored under a name derived from its SHA-256 (so a repeat of the same
-content is stored once) as soon as the engine writes it; the database rows that
-make it visible are created by ``reductions.services`` in one transaction with the events,
-after the engine succeeded. If anything fails, :meth:`discard` removes what this
-backend stored and nothing is recorded.
+content is stored once). While the engine runs, what it writes is held by the backend
+(and read back from there); :meth:`DjangoStorageBackend.store` then journals every
+content the request will name (``StagedOffload`` rows, committed first) and stores what is
+not stored yet, before ``reductions.services`` writes, in one transaction, the rows that
+make it visible and deletes the journal's. Nothing the request answers points at content
+before it is stored. If anything fails, :meth:`DjangoStorageBackend.discard` removes what
+this backend stored and its journal rows, and nothing is recorded; a request that dies
+before either leaves its journal rows, by which ``records.reclaim`` finds what it stored.
 
 Only the Storage API is used (``open``, ``save``, ``exists``, ``delete``), never a local
 path, so the ``offload`` storage may be the local folder or a bucket (``records/s3.py``).
@@ -14,18 +18,23 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Collection
-from dataclasses import dataclass
+import uuid
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, replace
 
 from django.core.files.base import ContentFile
 from django.core.files.storage import Storage, storages
+from django.db import DatabaseError, transaction
+from django.utils import timezone
 
-from reduction_app.engine import PathEscapeError, WriteRequest
-from reduction_app.models import OFFLOAD_PATH_CHARS, OffloadedFile, Workspace
+from reduction_app.engine import OffloadError, PathEscapeError, WriteRequest
+from reduction_app.models import OFFLOAD_PATH_CHARS, OffloadedFile, StagedOffload, Workspace
+from reduction_app.workspaces.quotas import lock_workspace, offload_bytes_stage
 
 __all__ = [
     "DjangoStorageBackend",
     "StagedWrite",
+    "names_in_use",
     "offload_storage",
     "read_offloads",
     "storage_name_for",
@@ -51,8 +60,8 @@ class StagedWrite:
     digest: str
     storage_name: str
     size_bytes: int
-    created: bool
-    """Whether this backend created the stored object (and so may remove it)."""
+    created: bool = False
+    """Whether this backend stored the object (and so may remove it): set by ``store``."""
 
 
 _LOOKUP_BATCH = 500
@@ -91,6 +100,8 @@ class DjangoStorageBackend:
         self.workspace = workspace
         self.storage = storage or offload_storage()
         self.staged: dict[str, StagedWrite] = {}
+        self.request = uuid.uuid4()
+        """This request's journal rows (``StagedOffload.request``)."""
         self.conversation_id = conversation_id
         self._expected: frozenset[str] = frozenset()
         self._known: dict[str, tuple[str, str]] | None = None
@@ -98,6 +109,8 @@ class DjangoStorageBackend:
         expected paths (loaded on first read)."""
         self._stored: set[str] = set()
         """Storage names known to hold their content."""
+        self._journaled: set[str] = set()
+        """Storage names this request journaled."""
 
     def expect(self, paths: Collection[str]) -> None:
         """Paths the engine is likely to check, looked up together on the first read."""
@@ -105,20 +118,79 @@ class DjangoStorageBackend:
         self._known = None
 
     def write(self, request: WriteRequest) -> None:
+        """Hold ``request``'s content for :meth:`store`: the engine reads it back from here."""
         _check_path(request.file_path)
         data = request.content.encode("utf-8", "surrogatepass")
         digest = hashlib.sha256(data).hexdigest()
         name = storage_name_for(self.workspace.pk, digest)
-        created = False
-        if name not in self._stored and not self.storage.exists(name):
-            saved = self.storage.save(name, ContentFile(data))
-            if saved != name:
-                # Another writer stored the same content at the same moment; keep one copy.
-                self.storage.delete(saved)
-            created = saved == name
         self.staged[request.file_path] = StagedWrite(
-            request.file_path, request.content, digest, name, len(data), created
+            request.file_path, request.content, digest, name, len(data)
         )
+
+    def store(self, phases: Mapping[str, str] | None = None) -> None:
+        """Journal, then store, every content written since the last call: before anything
+        names it.
+
+        The journal rows of the contents are written in one transaction with the quota
+        check (staged bytes count, ``workspaces.quotas``), committed before the first byte
+        is stored; then each content not stored yet is saved. Raises
+        :class:`~reduction_app.errors.QuotaExceeded` before storing anything when the
+        contents would take the workspace over its quota, and
+        :class:`~reduction_app.engine.OffloadError` (named by the path and its phase in
+        ``phases``) when the storage fails. Run it outside a transaction, so the journal
+        outlives a request that dies while storing.
+        """
+        pending = {w.storage_name: w for w in self.staged.values()}
+        for name in self._journaled:
+            pending.pop(name, None)
+        if not pending:
+            return
+        sizes = {name: w.size_bytes for name, w in pending.items()}
+        with transaction.atomic():
+            dead = offload_bytes_stage(workspace=self.workspace, request=self.request, sizes=sizes)
+            now = timezone.now()
+            StagedOffload.objects.bulk_create(
+                StagedOffload(
+                    workspace=self.workspace,
+                    request=self.request,
+                    storage_name=name,
+                    size_bytes=size,
+                    staged_at=now,
+                )
+                for name, size in sizes.items()
+            )
+        self._journaled.update(sizes)
+        if dead:
+            _reclaim_later(self.workspace)
+        created: set[str] = set()
+        try:
+            for name, staged in pending.items():
+                if name in self._stored:
+                    continue
+                try:
+                    if not self.storage.exists(name) and self._save(staged):
+                        created.add(name)
+                except OSError as exc:
+                    phase = (phases or {}).get(staged.path, "offload")
+                    raise OffloadError(phase, staged.path, exc) from exc
+                self._stored.add(name)
+        finally:
+            if created:
+                self.staged = {
+                    path: replace(w, created=True) if w.storage_name in created else w
+                    for path, w in self.staged.items()
+                }
+
+    def _save(self, staged: StagedWrite) -> bool:
+        """Store ``staged``'s content; whether this call created the stored object."""
+        name = staged.storage_name
+        data = staged.content.encode("utf-8", "surrogatepass")
+        saved = self.storage.save(name, ContentFile(data))
+        if saved != name:
+            # Another writer stored the same content at the same moment; keep one copy.
+            self.storage.delete(saved)
+            return False
+        return True
 
     def read(self, path: str) -> str:
         staged = self.staged.get(path)
@@ -168,28 +240,55 @@ class DjangoStorageBackend:
         return known
 
     def discard(self) -> None:
-        """Remove what this backend stored and no recorded file uses.
+        """Remove what this backend stored and nothing else names, and its journal rows.
 
-        Which of its contents a row names is one indexed query per batch of names (the
-        workspace and its storage names), so cleaning up after a request of thousands of
-        offloads costs a few queries, however many rows the table holds. It runs while
-        another error is on its way out: a storage failing here as well (an unreachable S3
-        fails every call) is logged, so that error is the one reported.
+        In one transaction holding the workspace's lock (as purges, deletes and reclaims
+        do), so no other request can come to name the content between the check and the
+        removal: which of its contents a row (another request's journal, a file row)
+        names is one indexed query per batch of names. It runs while another error is on
+        its way out: a storage or a database failing here as well (an unreachable S3, a
+        lost connection) is logged, so that error is the one reported; the journal rows
+        then left are the reclaim's to find.
         """
         created = sorted({s.storage_name for s in self.staged.values() if s.created})
-        named: set[str] = set()
-        for start in range(0, len(created), _LOOKUP_BATCH):
-            batch = created[start : start + _LOOKUP_BATCH]
-            rows = OffloadedFile.objects.filter(workspace=self.workspace, storage_name__in=batch)
-            named.update(rows.values_list("storage_name", flat=True))
-        for name in created:
-            if name in named:
-                continue
-            try:
-                self.storage.delete(name)
-            except OSError:
-                logger.warning("could not remove staged offload %s", name, exc_info=True)
         self.staged.clear()
+        try:
+            with transaction.atomic():
+                lock_workspace(self.workspace)
+                StagedOffload.objects.filter(request=self.request).delete()
+                named = names_in_use(self.workspace, created)
+                for name in created:
+                    if name in named:
+                        continue
+                    try:
+                        self.storage.delete(name)
+                    except OSError:
+                        logger.warning("could not remove staged offload %s", name, exc_info=True)
+        except DatabaseError:
+            logger.warning("could not clean up a failed request's offloads", exc_info=True)
+
+
+def names_in_use(workspace: Workspace, names: Collection[str]) -> set[str]:
+    """Those of ``names`` a file row or a journal row of the workspace names: one indexed
+    query of each per batch of names."""
+    wanted = sorted(names)
+    used: set[str] = set()
+    for start in range(0, len(wanted), _LOOKUP_BATCH):
+        batch = wanted[start : start + _LOOKUP_BATCH]
+        for model in (OffloadedFile, StagedOffload):
+            rows = model.objects.filter(workspace=workspace, storage_name__in=batch)
+            used.update(rows.values_list("storage_name", flat=True))
+    return used
+
+
+def _reclaim_later(workspace: Workspace) -> None:
+    """Have the task worker reclaim what requests that died left in ``workspace``."""
+    from reduction_app.records.reclaim import reclaim_enqueue
+
+    try:
+        reclaim_enqueue(workspace=workspace)
+    except DatabaseError:
+        logger.warning("could not queue the reclaim of %s", workspace.slug, exc_info=True)
 
 
 def read_stored(storage: Storage, name: str) -> str:

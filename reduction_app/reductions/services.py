@@ -1,10 +1,11 @@
 """The engine inside a recorded session.
 
-Offloads are staged in storage while the engine runs, and only when it succeeded are
-the file rows, the event rows and the conversation written, in one transaction. On
-any failure the staged content is removed and nothing is recorded; a request whose new
-files would take the workspace over its offload quota fails so too
-(``workspaces.quotas``)."""
+Offloads are held by the storage backend while the engine runs; when it succeeded, they
+are journaled and stored (``records.storage``), and then the file rows, the event rows
+and the conversation are written, with the journal rows deleted, in one transaction. On
+any failure the stored content is removed and nothing is recorded; a request whose new
+files would take the workspace over its offload quota fails so too, before storing
+anything (``workspaces.quotas``)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,13 @@ from reduction_app.conversations.services import conversation_upsert
 from reduction_app.engine import get_token_counter
 from reduction_app.engine.inspect import count_text
 from reduction_app.errors import ServiceError
-from reduction_app.models import ConfigVersion, EventRecord, OffloadedFile, Workspace
+from reduction_app.models import (
+    ConfigVersion,
+    EventRecord,
+    OffloadedFile,
+    StagedOffload,
+    Workspace,
+)
 from reduction_app.records.storage import DjangoStorageBackend
 from reduction_app.workspaces.quotas import offload_bytes_add
 
@@ -71,10 +78,12 @@ def engine_session_record(
     tools: list[Any] | None = None,
     system: Any = None,
 ) -> list[EventRecord]:
-    """Write the conversation, the session's files and its events in one transaction."""
+    """Store the session's offloads, then write the conversation, its files and its events
+    in one transaction."""
     counter = get_token_counter(session.middleware.config.token_counter)
     by_path = {e.offload_path: e for e in session.events if e.offload_path and e.kind == "tool"}
     try:
+        session.backend.store(phases={path: e.phase for path, e in by_path.items()})
         with transaction.atomic():
             conversation = None
             if conversation_id:
@@ -141,6 +150,8 @@ def engine_session_record(
                 new_sizes={f.storage_name: f.size_bytes for f in new_files},
             )
             OffloadedFile.objects.bulk_create(new_files)
+            if staged_writes:
+                StagedOffload.objects.filter(request=session.backend.request).delete()
             rows = EventRecord.objects.bulk_create(
                 [
                     EventRecord(

@@ -8,24 +8,44 @@ is kept in ``Workspace.offload_bytes`` by the services that add and remove file 
 contents it adds (one indexed look-up of their names, one update), not for all the
 workspace holds; :func:`offload_usage` counts it again from the rows.
 
+Content a request has journaled and is storing (``StagedOffload``, ``records.storage``)
+counts too, until the request records it or removes it, or, if the request died, until
+the reclaim removes it: :func:`offload_bytes_stage` checks the quota against what the
+workspace holds, what other requests staged and what this one is about to store, before
+any of it is stored.
+
 The quota is ``Workspace.offload_quota_bytes`` when set, else
-``REDUCTION_QUOTA_OFFLOAD_BYTES``; 0 is no limit. ``reductions.services`` checks it in the
-transaction that records a request's files, so a request over it records nothing and its
-staged content is removed.
+``REDUCTION_QUOTA_OFFLOAD_BYTES``; 0 is no limit. It is checked when a request journals
+its contents and again in the transaction that records its files, so a request over it
+stores and records nothing.
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable, Mapping
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import connection
 from django.db.models import F, Max, Sum
+from django.utils import timezone
 
 from reduction_app.errors import QuotaExceeded
-from reduction_app.models import OffloadedFile, Workspace
+from reduction_app.models import OffloadedFile, StagedOffload, Workspace
 
-__all__ = ["offload_bytes_add", "offload_bytes_release", "offload_quota", "offload_usage"]
+__all__ = [
+    "lock_workspace",
+    "offload_bytes_add",
+    "offload_bytes_release",
+    "offload_bytes_stage",
+    "offload_quota",
+    "offload_usage",
+    "staged_dead_before",
+]
+
+_BATCH = 500
+"""Storage names in one ``IN (...)``."""
 
 
 def offload_quota(workspace: Workspace) -> int:
@@ -48,7 +68,7 @@ def offload_usage(*, workspace: Workspace) -> int:
     return int(total or 0)
 
 
-def _lock(workspace: Workspace) -> int:
+def lock_workspace(workspace: Workspace) -> int:
     """Lock the workspace's row until the transaction ends and read its usage. On SQLite
     the transaction holds the one write lock from its start (``BEGIN IMMEDIATE``)."""
     rows = Workspace.objects.filter(pk=workspace.pk)
@@ -63,7 +83,7 @@ def offload_bytes_add(*, workspace: Workspace, new_sizes: Mapping[str, int]) -> 
     it over its quota. Run it in the transaction that records their rows, before them."""
     if not new_sizes:
         return
-    usage = _lock(workspace)
+    usage = lock_workspace(workspace)
     held = set(
         OffloadedFile.objects.filter(
             workspace=workspace, storage_name__in=list(new_sizes)
@@ -88,7 +108,7 @@ def offload_bytes_release(*, workspace: Workspace, names: Iterable[tuple[str, in
     sizes = dict(names)
     if not sizes:
         return
-    _lock(workspace)
+    lock_workspace(workspace)
     still_held = set(
         OffloadedFile.objects.filter(workspace=workspace, storage_name__in=list(sizes)).values_list(
             "storage_name", flat=True
@@ -97,3 +117,57 @@ def offload_bytes_release(*, workspace: Workspace, names: Iterable[tuple[str, in
     freed = sum(size for name, size in sizes.items() if name not in still_held)
     if freed:
         Workspace.objects.filter(pk=workspace.pk).update(offload_bytes=F("offload_bytes") - freed)
+
+
+def staged_dead_before() -> datetime:
+    """The time before which a journal row belongs to a request that died."""
+    return timezone.now() - timedelta(seconds=settings.REDUCTION_STAGED_DEAD_SECONDS)
+
+
+def offload_bytes_stage(
+    *, workspace: Workspace, request: uuid.UUID, sizes: Mapping[str, int]
+) -> bool:
+    """Check that the contents ``sizes`` (storage name -> bytes) a request is about to
+    journal and store fit the workspace's quota, with what it holds and what other
+    requests staged (each distinct content once); raise :class:`QuotaExceeded` if not.
+    Run it in the transaction that writes the request's journal rows, before them.
+
+    Returns whether other requests' journal rows are old enough to be a dead request's:
+    what the reclaim is for.
+    """
+    usage = lock_workspace(workspace)
+    others = (
+        StagedOffload.objects.filter(workspace=workspace)
+        .exclude(request=request)
+        .values_list("storage_name", "size_bytes", "staged_at")
+    )
+    pending: dict[str, int] = {}
+    dead = False
+    cutoff = staged_dead_before()
+    for name, size, staged_at in others:
+        pending[name] = size
+        dead = dead or staged_at < cutoff
+    quota = offload_quota(workspace)
+    if not quota:
+        return dead
+    names = sorted(set(sizes) | set(pending))
+    held: set[str] = set()
+    for start in range(0, len(names), _BATCH):
+        rows = OffloadedFile.objects.filter(
+            workspace=workspace, storage_name__in=names[start : start + _BATCH]
+        )
+        held.update(rows.values_list("storage_name", flat=True))
+    staged = sum(size for name, size in pending.items() if name not in held)
+    added = sum(size for name, size in sizes.items() if name not in held and name not in pending)
+    if added and usage + staged + added > quota:
+        in_flight = (
+            f", requests storing or that died (until reclaimed) hold {staged} more"
+            if staged
+            else ""
+        )
+        raise QuotaExceeded(
+            f"offload quota exceeded: the workspace holds {usage} bytes of offloaded content"
+            f"{in_flight} and this request would add {added}, over its quota of {quota} "
+            "bytes; nothing was recorded"
+        )
+    return dead

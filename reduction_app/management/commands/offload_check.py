@@ -19,8 +19,9 @@ class Command(BaseCommand):
         "Check that the offload storage, the file rows and the quota usage agree: report "
         "stored content no row names, rows whose content is not stored, and a recorded "
         "usage that differs from the bytes stored. Changes nothing; exits with 1 when "
-        "anything is found. Content a request is storing at that moment shows as not "
-        "named until the request is recorded."
+        "anything is found. Content that only a request's journal names (a request storing at "
+        "that moment, or one that died, until offload_reclaim removes it) is counted apart, "
+        "not as a fault."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -50,6 +51,13 @@ class Command(BaseCommand):
             self._list(
                 f"{slug}: {len(check.unnamed)} stored, named by no row ({size:,} bytes):",
                 list(check.unnamed),
+            )
+        if check.staged:
+            size = sum(check.staged.values())
+            self.stdout.write(
+                f"{slug}: {len(check.staged)} stored, named only by requests' journals "
+                f"({size:,} bytes): being stored now, or left by requests that died until "
+                "offload_reclaim removes them"
             )
         if check.missing:
             self._list(

@@ -47,6 +47,7 @@ def test_s3_objects_are_keyed_under_the_location(workspace: Workspace, bucket: B
     backend = DjangoStorageBackend(workspace)
     assert isinstance(backend.storage, OffloadS3Storage)
     backend.write(WriteRequest(file_path="/tmp/trunc/call_1", content="x" * 30))
+    backend.store()
     name = backend.staged["/tmp/trunc/call_1"].storage_name
     listed = bucket.server.client.list_objects_v2(Bucket=bucket.server.bucket, Prefix="")
     keys = [item["Key"] for item in listed["Contents"]]

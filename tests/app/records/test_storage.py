@@ -7,10 +7,12 @@ import hashlib
 from typing import Any
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from reduction_app.conversations.services import conversation_upsert
 from reduction_app.engine import Backend, PathEscapeError, WriteRequest
-from reduction_app.models import OffloadedFile, Workspace
+from reduction_app.models import OffloadedFile, StagedOffload, Workspace
 from reduction_app.records.storage import (
     DjangoStorageBackend,
     offload_storage,
@@ -33,6 +35,8 @@ def digest(text: str) -> str:
 
 
 def record(backend: DjangoStorageBackend, path: str) -> OffloadedFile:
+    """Store what ``backend`` holds and record ``path``, as a request that succeeded does."""
+    backend.store()
     staged = backend.staged[path]
     return OffloadedFile.objects.create(
         workspace=backend.workspace,
@@ -49,13 +53,19 @@ def test_storage_backend_is_an_engine_backend(workspace: Workspace) -> None:
     assert isinstance(DjangoStorageBackend(workspace), Backend)
 
 
-def test_storage_write_stores_by_digest_and_stages(
+def test_storage_write_holds_then_store_journals_and_stores_by_digest(
     workspace: Workspace, offloads: OffloadStore
 ) -> None:
     backend = DjangoStorageBackend(workspace)
     text = "naïve\r\ncontent 🌍\n"
     backend.write(WriteRequest(file_path="/tmp/trunc/c1", content=text))
+    assert offloads.names() == []
+    assert backend.read("/tmp/trunc/c1") == text
+    backend.store()
     name = storage_name_for(workspace.pk, digest(text))
+    assert list(StagedOffload.objects.values_list("request", "storage_name", "size_bytes")) == [
+        (backend.request, name, len(text.encode()))
+    ]
     assert name == f"ws{workspace.pk}/{digest(text)[:2]}/{digest(text)}.txt"
     assert offloads.names() == [name]
     assert offloads.read_bytes(name) == text.encode()
@@ -97,6 +107,7 @@ def test_storage_same_content_is_stored_once(workspace: Workspace, offloads: Off
     record(first, "/a")
     second = DjangoStorageBackend(workspace)
     second.write(WriteRequest(file_path="/b", content="same"))
+    second.store()
     assert second.staged["/b"].created is False
     assert len(offloads.names()) == 1
     # Discarding the second write keeps the content the first one recorded.
@@ -111,9 +122,11 @@ def test_storage_discard_removes_only_unrecorded_content(
     backend.write(WriteRequest(file_path="/a", content="kept"))
     record(backend, "/a")
     backend.write(WriteRequest(file_path="/b", content="dropped"))
+    backend.store()
     backend.discard()
     assert [offloads.read_bytes(name) for name in offloads.names()] == [b"kept"]
     assert backend.staged == {}
+    assert not StagedOffload.objects.exists()
 
 
 @pytest.mark.parametrize("path", ["", "a\x00b", "/" + "x" * 500])
@@ -139,6 +152,7 @@ def test_storage_discard_goes_on_when_the_storage_fails_too(
     fail stays the one reported."""
     backend = DjangoStorageBackend(workspace)
     backend.write(WriteRequest(file_path="/a", content="left behind"))
+    backend.store()
     name = backend.staged["/a"].storage_name
 
     def refuse(self: Any, stored: str) -> None:
@@ -197,6 +211,7 @@ def test_storage_does_not_look_again_for_content_it_read(
     monkeypatch.setattr(backend.storage, "exists", lambda name: asked.append(name) or True)
     backend.write(WriteRequest(file_path="/a", content="same"))
     backend.write(WriteRequest(file_path="/b", content="other"))
+    backend.store()
     assert asked == [storage_name_for(workspace.pk, digest("other"))]
     assert backend.staged["/a"].created is False
 
@@ -267,8 +282,11 @@ def test_storage_discard_asks_the_index_once_per_batch(
     for n in range(3):
         backend.write(WriteRequest(file_path=f"/p{n}", content=f"content {n}"))
     record(backend, "/p0")
-    with django_assert_num_queries(1) as captured:
+    with CaptureQueriesContext(connection) as captured:
         backend.discard()
-    sql = captured.captured_queries[0]["sql"]
-    assert '"workspace_id" =' in sql and '"storage_name" IN' in sql
+    # Besides the workspace's lock and the journal rows' delete: the file rows and the
+    # journal rows naming any of the contents, each by the workspace's index.
+    lookups = [q["sql"] for q in captured.captured_queries if '"storage_name" IN' in q["sql"]]
+    assert len(lookups) == 2
+    assert all('"workspace_id" =' in sql for sql in lookups)
     assert [offloads.read_bytes(name) for name in offloads.names()] == [b"content 0"]

@@ -8,7 +8,7 @@ from django.test.utils import CaptureQueriesContext
 
 from reduction_app.conversations.services import conversation_upsert
 from reduction_app.errors import ServiceError
-from reduction_app.models import Conversation, EventRecord, OffloadedFile, Workspace
+from reduction_app.models import Conversation, EventRecord, OffloadedFile, StagedOffload, Workspace
 from reduction_app.reductions.services import engine_session_record
 from tests.app.support import session_for, truncate_in
 from tests.offload_stores import OffloadStore
@@ -47,10 +47,12 @@ def test_engine_session_failure_in_the_block_removes_staged_content(
         session_for(workspace, max_length_for_trunc=4) as session,
     ):
         truncate_in(session, "abcdefgh")
+        session.backend.store()
         assert len(offloads.names()) == 1
         raise RuntimeError("agent crashed")
     assert offloads.names() == []
     assert OffloadedFile.objects.count() == 0
+    assert StagedOffload.objects.count() == 0
 
 
 def test_engine_session_record_never_overwrites_a_recorded_offload(
