@@ -10,12 +10,19 @@ from django.utils import timezone
 
 from reduction_app import engine
 from reduction_app.errors import ServiceError
-from reduction_app.models import ConfigProfile, ConfigVersion, Workspace
+from reduction_app.models import OFFLOAD_PATH_CHARS, ConfigProfile, ConfigVersion, Workspace
+
+
+class _ServiceLimits(engine.InMemoryBackend):
+    """Checks a profile as the storage it will run on would: a ``root_dir`` too long for
+    its paths is refused when the profile is saved, not each time it is used."""
+
+    max_path_chars = OFFLOAD_PATH_CHARS
 
 
 def _validated(data: Mapping[str, Any]) -> dict[str, Any]:
     """The config's JSON fields, validated by the engine and written out in full."""
-    config = engine.config_from_dict(data, backend=engine.InMemoryBackend())
+    config = engine.config_from_dict(data, backend=_ServiceLimits())
     return engine.config_to_dict(config)
 
 

@@ -136,6 +136,12 @@ def test_config_duplicate_name_is_409(api: ApiClient) -> None:
             "config.skip_clear",
         ),
         ({"name": "n", "version": 3}, "version: Extra inputs are not permitted", "version"),
+        (
+            {"name": "n", "config": {"root_dir": "/" + "r" * 499}},
+            "config.root_dir must be at most 359 characters, so that the offload paths under "
+            "it (141 more) stay within the storage's limit of 500; got 500 characters",
+            "config.root_dir",
+        ),
     ],
 )
 def test_config_create_invalid_is_422(
