@@ -34,7 +34,7 @@ from typing import Any
 from gunicorn import util  # type: ignore[import-untyped]
 from gunicorn.workers.sync import SyncWorker  # type: ignore[import-untyped]
 
-__all__ = ["JSONErrorSyncWorker"]
+__all__ = ["JSONSyncWorker"]
 
 # gunicorn's exception classes by name, most specific first along each one's MRO: read
 # by name so that a gunicorn without one of them (they came over several releases)
@@ -144,7 +144,7 @@ def _json_answer(status: int, reason: str, detail: str) -> bytes:
     return head.encode("latin-1") + body
 
 
-class JSONErrorSyncWorker(SyncWorker):  # type: ignore[misc]  # gunicorn has no types
+class JSONSyncWorker(SyncWorker):  # type: ignore[misc]  # gunicorn has no types
     """gunicorn's sync worker, with JSON in place of its HTML error pages."""
 
     def handle_error(self, req: Any, client: socket.socket, addr: Any, exc: BaseException) -> None:

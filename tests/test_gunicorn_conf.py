@@ -88,19 +88,19 @@ def test_gunicorn_conf_access_log_leaves_out_query_strings() -> None:
     )
 
 
-def test_gunicorn_conf_selects_the_json_error_worker() -> None:
+def test_gunicorn_conf_selects_the_json_sync_worker() -> None:
     """gunicorn loads the worker the file names (``--worker-class`` still overrides it)."""
-    from config.gunicorn_worker import JSONErrorSyncWorker
+    from config.gunicorn_worker import JSONSyncWorker
 
     config = Config()
     config.set("worker_class", conf()["worker_class"])
-    assert config.worker_class is JSONErrorSyncWorker
+    assert config.worker_class is JSONSyncWorker
 
 
 @pytest.mark.parametrize(
     ("cmd_args", "worker_class"),
     [
-        (None, "config.gunicorn_worker.JSONErrorSyncWorker"),
+        (None, "config.gunicorn_worker.JSONSyncWorker"),
         ("--worker-class sync", "sync"),
     ],
 )

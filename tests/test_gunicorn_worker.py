@@ -21,7 +21,7 @@ from gunicorn.glogging import Logger
 from gunicorn.http.errors import InvalidResponseHeader, LimitRequestLine
 
 from benchmarks.server import Server, production_server
-from config.gunicorn_worker import JSONErrorSyncWorker
+from config.gunicorn_worker import JSONSyncWorker
 
 TIMEOUT = 30
 """Seconds any one request may take."""
@@ -134,7 +134,7 @@ def handled(exc: BaseException) -> bytes:
     """What the worker writes to a client for ``exc`` raised while it served one, read off
     the other end of a socket pair."""
     config = Config()
-    worker = JSONErrorSyncWorker(0, 0, [], None, 30, config, Logger(config))
+    worker = JSONSyncWorker(0, 0, [], None, 30, config, Logger(config))
     ours, theirs = socket.socketpair()
     with ours, theirs:
         worker.handle_error(None, ours, ("127.0.0.1", 1234), exc)
