@@ -19,6 +19,10 @@ bind = [os.environ.get("GUNICORN_BIND", "127.0.0.1:8000")]
 # cores; two at least, so one slow request never stalls the site.
 workers = int(os.environ.get("WEB_CONCURRENCY") or max(2, os.cpu_count() or 1))
 
+# gunicorn's sync worker, but the errors gunicorn answers itself (a bad request line, a
+# header over its limits) are JSON like the API's own, not an HTML page.
+worker_class = "config.gunicorn_worker.JSONSyncWorker"
+
 # The access log (off unless ``--access-logfile`` is given) names a request by method,
 # path and protocol: gunicorn's default logs the request line, query string included,
 # which carries offloaded files' paths and any key a client wrongly sends as ``?api_key=``.

@@ -13,6 +13,7 @@ import pytest
 from gunicorn.config import Config
 from gunicorn.glogging import Logger
 
+from benchmarks.server import GUNICORN_ARGS, NOT_INHERITED
 from tests.conftest import REPO
 
 
@@ -85,3 +86,42 @@ def test_gunicorn_conf_access_log_leaves_out_query_strings() -> None:
         '127.0.0.1 - - [04/Dec/2026:18:00:00 +0000] "GET /api/v1/files/read HTTP/1.1" 200 42 '
         '"agent/1.0"'
     )
+
+
+def test_gunicorn_conf_selects_the_json_sync_worker() -> None:
+    """gunicorn loads the worker the file names (``--worker-class`` still overrides it)."""
+    from config.gunicorn_worker import JSONSyncWorker
+
+    config = Config()
+    config.set("worker_class", conf()["worker_class"])
+    assert config.worker_class is JSONSyncWorker
+
+
+@pytest.mark.parametrize(
+    ("cmd_args", "worker_class"),
+    [
+        (None, "config.gunicorn_worker.JSONSyncWorker"),
+        ("--worker-class sync", "sync"),
+    ],
+)
+def test_gunicorn_conf_worker_class_gives_way_to_gunicorn_cmd_args(
+    cmd_args: str | None, worker_class: str
+) -> None:
+    """As gunicorn resolves it, starting the way ``make serve`` does."""
+    env = {name: value for name, value in os.environ.items() if name not in NOT_INHERITED}
+    if cmd_args is not None:
+        env["GUNICORN_CMD_ARGS"] = cmd_args
+    done = subprocess.run(
+        [sys.executable, "-m", "gunicorn", "--print-config", *GUNICORN_ARGS],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    resolved = dict(
+        (name.strip(), value.strip())
+        for name, _, value in (line.partition("=") for line in done.stdout.splitlines())
+    )
+    assert resolved["worker_class"] == worker_class

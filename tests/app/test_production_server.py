@@ -77,7 +77,8 @@ def request(
 def test_production_server_runs_two_workers_with_debug_off(server: Server) -> None:
     log = server.log.read_text()
     assert log.count("Booting worker") == 2
-    assert "Using worker: sync" in log
+    # gunicorn's sync worker, answering its own errors as JSON (config/gunicorn_worker.py).
+    assert "Using worker: config.gunicorn_worker.JSONSyncWorker" in log
 
 
 def test_production_server_signs_in_and_shows_the_dashboard(server: Server) -> None:
