@@ -110,7 +110,7 @@ class DjangoStorageBackend:
         self._stored: set[str] = set()
         """Storage names known to hold their content."""
         self._journaled: set[str] = set()
-        """Storage names this request journaled."""
+        """Storage names this request journaled (and so stored, or is storing)."""
 
     def expect(self, paths: Collection[str]) -> None:
         """Paths the engine is likely to check, looked up together on the first read."""
@@ -141,7 +141,9 @@ class DjangoStorageBackend:
         outlives a request that dies while storing.
         """
         pending = {w.storage_name: w for w in self.staged.values()}
-        for name in self._journaled:
+        # Content a row named when this request looked (what it read back, or wrote again
+        # at a recorded path) is stored: recording checks a row still names it.
+        for name in self._journaled | self._stored:
             pending.pop(name, None)
         if not pending:
             return
@@ -191,6 +193,12 @@ class DjangoStorageBackend:
             self.storage.delete(saved)
             return False
         return True
+
+    @property
+    def journaled(self) -> frozenset[str]:
+        """The storage names this request journaled; any other it names was named by a
+        row when it looked."""
+        return frozenset(self._journaled)
 
     def read(self, path: str) -> str:
         staged = self.staged.get(path)

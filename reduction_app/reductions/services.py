@@ -145,10 +145,18 @@ def engine_session_record(
                         call_id=event.call_id if event else "",
                     )
                 )
-            offload_bytes_add(
+            held = offload_bytes_add(
                 workspace=session.workspace,
                 new_sizes={f.storage_name: f.size_bytes for f in new_files},
             )
+            named = held | session.backend.journaled
+            if any(f.storage_name not in named for f in new_files):
+                # Content this request found recorded, and did not store again, lost its
+                # last row (a purge, a deleted conversation) since it looked.
+                raise ServiceError(
+                    "offloaded content this request names was removed meanwhile; "
+                    "send this request again"
+                )
             OffloadedFile.objects.bulk_create(new_files)
             if staged_writes:
                 StagedOffload.objects.filter(request=session.backend.request).delete()

@@ -77,12 +77,13 @@ def lock_workspace(workspace: Workspace) -> int:
     return int(rows.values_list("offload_bytes", flat=True).get())
 
 
-def offload_bytes_add(*, workspace: Workspace, new_sizes: Mapping[str, int]) -> None:
+def offload_bytes_add(*, workspace: Workspace, new_sizes: Mapping[str, int]) -> set[str]:
     """Count the contents ``new_sizes`` (storage name -> bytes) the workspace is about to
     hold, those it does not hold already; raise :class:`QuotaExceeded` if they would take
-    it over its quota. Run it in the transaction that records their rows, before them."""
+    it over its quota. Run it in the transaction that records their rows, before them.
+    Returns the names a row of the workspace holds already, holding its lock."""
     if not new_sizes:
-        return
+        return set()
     usage = lock_workspace(workspace)
     held = set(
         OffloadedFile.objects.filter(
@@ -91,7 +92,7 @@ def offload_bytes_add(*, workspace: Workspace, new_sizes: Mapping[str, int]) -> 
     )
     added = sum(size for name, size in new_sizes.items() if name not in held)
     if not added:
-        return
+        return held
     quota = offload_quota(workspace)
     if quota and usage + added > quota:
         raise QuotaExceeded(
@@ -100,6 +101,7 @@ def offload_bytes_add(*, workspace: Workspace, new_sizes: Mapping[str, int]) -> 
             "nothing was recorded"
         )
     Workspace.objects.filter(pk=workspace.pk).update(offload_bytes=F("offload_bytes") + added)
+    return held
 
 
 def offload_bytes_release(*, workspace: Workspace, names: Iterable[tuple[str, int]]) -> None:

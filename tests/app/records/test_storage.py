@@ -214,6 +214,12 @@ def test_storage_does_not_look_again_for_content_it_read(
     backend.store()
     assert asked == [storage_name_for(workspace.pk, digest("other"))]
     assert backend.staged["/a"].created is False
+    # Nor is it journaled again: a client sending its whole history each time has the
+    # same contents written back on every request.
+    journal = StagedOffload.objects.filter(request=backend.request)
+    assert list(journal.values_list("storage_name", flat=True)) == [
+        storage_name_for(workspace.pk, digest("other"))
+    ]
 
 
 def test_storage_looks_up_expected_paths_together(

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from reduction_app.conversations.services import conversation_upsert
+from reduction_app.conversations.services import conversation_delete, conversation_upsert
 from reduction_app.errors import ServiceError
 from reduction_app.models import Conversation, EventRecord, OffloadedFile, StagedOffload, Workspace
 from reduction_app.reductions.services import engine_session_record
@@ -74,6 +76,26 @@ def test_engine_session_record_never_overwrites_a_recorded_offload(
     assert [offloads.read_bytes(name) for name in offloads.names()] == [b"other content"]
     assert EventRecord.objects.count() == 1
     assert list(Conversation.objects.values_list("client_id", flat=True)) == ["run-2"]
+
+
+def test_engine_session_record_refuses_content_removed_since_it_looked(
+    workspace: Workspace, offloads: OffloadStore, django_capture_on_commit_callbacks: Any
+) -> None:
+    """A request that found its content recorded does not store it again; if the last
+    row naming it is deleted (and the content removed) before the request records, it
+    fails rather than name content that is gone."""
+    with session_for(workspace, max_length_for_trunc=4) as first:
+        truncate_in(first, "abcdefgh")
+        engine_session_record(session=first, conversation_id="run-1")
+    with session_for(workspace, max_length_for_trunc=4) as late:
+        truncate_in(late, "abcdefgh")  # the same path and content: found recorded
+        with django_capture_on_commit_callbacks(execute=True):
+            conversation_delete(conversation=Conversation.objects.get(client_id="run-1"))
+        assert offloads.names() == []
+        with pytest.raises(ServiceError, match="removed meanwhile; send this request again"):
+            engine_session_record(session=late, conversation_id="run-2")
+    assert OffloadedFile.objects.count() == 0
+    assert StagedOffload.objects.count() == 0
 
 
 def test_engine_session_record_same_content_keeps_the_first_record(workspace: Workspace) -> None:
