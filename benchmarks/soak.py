@@ -555,6 +555,12 @@ def markdown(report: dict[str, Any]) -> list[str]:
     )
     back = report["read_back"]
     failed = problems(report)
+    result = "; ".join(failed) if failed else "every check passed"
+    if not failed and end["reclaim"] is None and end["check_status"] != 0:
+        result += (
+            " (without a reclaim, the content the killed requests stored is left, named by no row)"
+        )
+    headings = "\n".join(line for line in end["check"].splitlines() if not line.startswith(" "))
     return [
         f"{report['database']}, gunicorn with {report['workers']} workers. {chosen} "
         f"Sessions (model calls): {listed}. Config: `{json.dumps(CONFIG)}`.",
@@ -572,8 +578,9 @@ def markdown(report: dict[str, Any]) -> list[str]:
         f"{report['kill_rounds']:,} tool rounds each, their worker sent SIGKILL once a tenth "
         "of the offloads was stored:\n\n" + md_table(KILL_HEADERS, _kill_rows(report["kills"])),
         reclaim,
-        f"`manage.py offload_check` (exit {end['check_status']}):\n\n```\n{end['check']}\n```",
-        "Result: " + ("; ".join(failed) if failed else "every check passed") + ".",
+        f"`manage.py offload_check` (exit {end['check_status']}; the names it lists left "
+        f"out):\n\n```\n{headings}\n```",
+        f"Result: {result}.",
     ]
 
 
