@@ -570,8 +570,9 @@ def markdown(report: dict[str, Any]) -> list[str]:
         f"{found['calls_cleared']:,} of {found['calls']:,} calls cleared, "
         f"{found['offloads']:,} offloads; the offload folder grew by "
         f"**{found['bytes_stored']:,} bytes**, {found['bytes_per_call']:,.0f} bytes a call "
-        f"({found['bytes_per_offload']:,.0f} an offload). Read back with `GET /files/raw`: "
-        f"{back['equal']:,} of {back['checked']:,} files equal to the original output"
+        f"({found['bytes_per_offload']:,.0f} an offload). Read back with `GET /files/raw`, "
+        f"each file a conversation's offloads name: {back['equal']:,} of {back['checked']:,} "
+        "equal to the original output"
         + (f", {back['not text']} not text and not compared" if back["not text"] else "")
         + ".",
         f"Killed requests: {len(report['kills'])} `/clear` requests of "
