@@ -21,7 +21,8 @@ history, adding the ones recorded up to the next call. Each call is timed from c
 to the last byte of the answer; between calls the offload folder
 (``<media root>/offload``) is measured, so each call's growth is the content it stored.
 At the end every offloaded file is read back with ``GET /files/raw`` and compared with
-the tool output the request held before it was cleared.
+the tool output the request held before it was cleared (the text the answer replaced by
+the notice naming that file).
 
 **Killed requests.** ``--kills`` times (3), a conversation of ``--kill-rounds`` (3,000)
 small tool rounds, each output new, is posted with a config that clears all but the last
@@ -29,7 +30,7 @@ round, and the worker serving it (found by its end of the connection) is sent SI
 once the request has stored a tenth of its offloads. Then ``manage.py offload_reclaim
 --older-than 0`` runs (where the installed version has it) and ``manage.py
 offload_check``. The run fails when a file does not read back exactly, when a killed
-request recorded anything, or when the check finds anything after the reclaim (without a
+request recorded an event, or when the check finds anything after the reclaim (without a
 reclaim, it fails only on rows without content or a usage that differs).
 
 Writes ``benchmarks/results/soak.json``; ``--readme`` writes the tables into the block of
@@ -132,7 +133,8 @@ def ranked_sessions(folder: Path) -> tuple[list[Session], list[str]]:
                 continue
             system, wire = formats.dump(conversation.format, conversation.messages)
             tools = formats.dump_tools(conversation.format, conversation.tools)
-            label = f"{relative}#{conversation.name.rpartition('#')[2] or position}"
+            name = conversation.name.rpartition("#")[2] if "#" in conversation.name else ""
+            label = f"{relative}#{name or position}"
             calls = _calls(conversation.format, wire)
             sessions.append(
                 Session(
@@ -256,6 +258,9 @@ def replay(
             paths = {e["offload_path"] for e in answer["events"] if e["offload_path"]}
             found: dict[str, Any] = {}
             _originals(history, answer["messages"], paths, found)
+            for path in paths:
+                # None: the request held no text the answer replaced by this path's notice.
+                offloaded.setdefault((conversation_id, path), None)
             for path, content in found.items():
                 offloaded[conversation_id, path] = content
             files, size = stored(server)
@@ -278,8 +283,12 @@ def replay(
 
 def read_back(server: Server, offloaded: dict[tuple[str, str], Any]) -> dict[str, int]:
     """Each offloaded file through ``GET /files/raw``, against the original."""
-    counts = {"checked": 0, "equal": 0, "not text": 0}
+    counts = {"checked": 0, "equal": 0, "not text": 0, "no original": 0}
     for (conversation_id, path), original in sorted(offloaded.items()):
+        if original is None:
+            counts["no original"] += 1
+            print(f"no original found for {path}", file=sys.stderr)
+            continue
         if not isinstance(original, str):
             counts["not text"] += 1
             continue
@@ -523,6 +532,8 @@ def problems(report: dict[str, Any]) -> list[str]:
     back = report["read_back"]
     if back["equal"] != back["checked"]:
         out.append(f"{back['checked'] - back['equal']} offloaded files did not read back exactly")
+    if back["no original"]:
+        out.append(f"{back['no original']} offloads replaced no text of their request")
     recorded = [k for k in report["kills"] if k["events_recorded"] != 0]
     if recorded:
         out.append(f"{len(recorded)} killed requests recorded events")
@@ -563,7 +574,8 @@ def markdown(report: dict[str, Any]) -> list[str]:
     headings = "\n".join(line for line in end["check"].splitlines() if not line.startswith(" "))
     return [
         f"{report['database']}, gunicorn with {report['workers']} workers. {chosen} "
-        f"Sessions (model calls): {listed}. Config: `{json.dumps(CONFIG)}`.",
+        f"Sessions (model calls): {listed}. Left out: {len(report['unread_files'])} files "
+        f"the simulator does not read. Config: `{json.dumps(CONFIG)}`.",
         md_table(["latency of /clear", "ms"], _latency_rows(found)),
         "By tenth of the replay (messages, request size and stored files at its end):\n\n"
         + md_table(TENTH_HEADERS, _tenth_rows(found)),

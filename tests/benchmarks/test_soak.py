@@ -94,6 +94,7 @@ def test_main_replays_a_session_and_kills_a_request(tmp_path: Path) -> None:
     back = report["read_back"]
     assert back["checked"] > 0
     assert back["equal"] == back["checked"]
+    assert back["no original"] == 0
     [kill] = report["kills"]
     assert kill["client_saw"] != 200
     assert kill["events_recorded"] == 0
