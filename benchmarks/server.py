@@ -30,6 +30,7 @@ __all__ = [
     "GUNICORN_ARGS",
     "NOT_INHERITED",
     "ROOT",
+    "ManageError",
     "Server",
     "fresh_postgres",
     "production_server",
@@ -67,10 +68,28 @@ class Server:
     log: Path
     """gunicorn's output and the app's log (stderr)."""
     workers: int
+    pid: int = 0
+    """The gunicorn master's process id (0 where unknown)."""
 
     def manage(self, *args: str) -> str:
         """Run ``manage.py`` on this server's settings; its standard output."""
         return manage(self.env, *args)
+
+    def worker_pids(self) -> list[int]:
+        """The process ids of the master's live workers (its children), sorted."""
+        pids = []
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            # The command name, in parentheses, may hold spaces: the fields follow it.
+            fields = stat[stat.rindex(")") + 2 :].split()
+            if int(fields[1]) == self.pid and fields[0] != "Z":
+                pids.append(int(entry.name))
+        return sorted(pids)
 
 
 def server_env(
@@ -119,8 +138,19 @@ def manage(env: dict[str, str], *args: str) -> str:
         check=False,
     )
     if done.returncode != 0:
-        raise RuntimeError(f"manage.py {' '.join(args)} failed:\n{done.stderr}")
+        raise ManageError(args, done)
     return done.stdout
+
+
+class ManageError(RuntimeError):
+    """A ``manage.py`` command that exited with another status than 0; it keeps the
+    command's status and both of its outputs."""
+
+    def __init__(self, args: tuple[str, ...], done: subprocess.CompletedProcess[str]) -> None:
+        super().__init__(f"manage.py {' '.join(args)} failed:\n{done.stderr}")
+        self.returncode = done.returncode
+        self.stdout = done.stdout
+        self.stderr = done.stderr
 
 
 @contextmanager
@@ -178,7 +208,7 @@ def production_server(
         )
     try:
         url = _wait_until_serving(process, log, workers, ready_path)
-        yield Server(url, api_key, folder, env, log, workers)
+        yield Server(url, api_key, folder, env, log, workers, process.pid)
     finally:
         _stop(process)
 

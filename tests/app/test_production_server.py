@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks.server import Server, production_server
+from benchmarks.server import ManageError, Server, production_server
 from tests.app.support import clear_placeholder
 
 TIMEOUT = 30
@@ -79,6 +79,18 @@ def test_production_server_runs_two_workers_with_debug_off(server: Server) -> No
     assert log.count("Booting worker") == 2
     # gunicorn's sync worker, answering its own errors as JSON (config/gunicorn_worker.py).
     assert "Using worker: config.gunicorn_worker.JSONSyncWorker" in log
+
+
+def test_production_server_knows_its_master_and_workers(server: Server) -> None:
+    booted = re.findall(r"Booting worker with pid: (\d+)", server.log.read_text())
+    assert server.worker_pids() == sorted(int(pid) for pid in booted)
+    assert f"[{server.pid}]" in server.log.read_text()
+
+
+def test_production_server_manage_keeps_what_a_failed_command_printed(server: Server) -> None:
+    with pytest.raises(ManageError) as failed:
+        server.manage("shell", "--no-imports", "-c", "print('counted'); raise SystemExit(3)")
+    assert (failed.value.returncode, failed.value.stdout) == (3, "counted\n")
 
 
 def test_production_server_signs_in_and_shows_the_dashboard(server: Server) -> None:

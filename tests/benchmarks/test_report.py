@@ -189,6 +189,7 @@ def test_every_benchmark_with_figures_names_its_blocks() -> None:
         "purge",
         "quotas",
         "replay",
+        "soak",
         "sweep",
         "truncation",
     }

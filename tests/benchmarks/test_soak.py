@@ -1,0 +1,106 @@
+"""The soak benchmark picks its sessions by its rule, finds the original of each offload,
+refuses a missing recordings folder, and runs end to end on a short replay with one
+killed request (figures are not checked: timings are not unit tests)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from benchmarks import soak
+from benchmarks.soak import Session, selected
+from tests.benchmarks.support import readme_copy, written_block
+from tests.conftest import needs_recordings
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _session(name: str, calls: int) -> Session:
+    return Session(name, (name, 0), "openai_chat", None, [], [], list(range(calls)))
+
+
+def test_selected_takes_the_longest_session_alone_when_it_is_long_enough() -> None:
+    ranked = [_session("a", 300), _session("b", 200)]
+    assert [s.label for s in selected(ranked, 300)] == ["a"]
+
+
+def test_selected_adds_sessions_in_rank_order_until_there_are_enough_calls() -> None:
+    ranked = [_session("a", 49), _session("b", 33), _session("c", 30), _session("d", 30)]
+    # 49 + 33 = 82 calls are fewer than 100; with c, 112 are enough.
+    assert [s.label for s in selected(ranked, 100)] == ["a", "b", "c"]
+    assert [s.label for s in selected(ranked, 1_000)] == ["a", "b", "c", "d"]
+
+
+def test_originals_match_a_path_that_begins_another_to_its_own_notice() -> None:
+    sent = [{"role": "tool", "content": "first"}, {"role": "tool", "content": "second"}]
+    answered = [
+        {"role": "tool", "content": "saved to: /tmp/clear/call_1\nuse read_file"},
+        {"role": "tool", "content": "saved to: /tmp/clear/call_1-2\nuse read_file"},
+    ]
+    found: dict[str, object] = {}
+    soak._originals(sent, answered, {"/tmp/clear/call_1", "/tmp/clear/call_1-2"}, found)
+    assert found == {"/tmp/clear/call_1": "first", "/tmp/clear/call_1-2": "second"}
+
+
+def test_main_refuses_a_missing_recordings_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "none"
+    with pytest.raises(SystemExit) as exited:
+        soak.main(["--recordings", str(missing)])
+    assert exited.value.code == 2
+    assert f"error: no recordings at {missing}: pass --recordings DIR" in capsys.readouterr().err
+
+
+@needs_recordings
+def test_main_replays_a_session_and_kills_a_request(tmp_path: Path) -> None:
+    """A real gunicorn server on SQLite: 20 calls or more, one request killed midway; the
+    benchmark itself fails on a file that does not read back or a killed request that
+    recorded anything. The tables go into a copy of the README."""
+    out, readme = tmp_path / "soak.json", readme_copy(tmp_path)
+    sizes = ["--calls", "20", "--kills", "1", "--kill-rounds", "1000"]
+    argv = [*sizes, "--out", str(out), "--readme-path", str(readme)]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DATABASE_"))}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "benchmarks.soak", *argv],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        stdout, stderr = process.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        # SIGINT unwinds the benchmark's ExitStack, which stops gunicorn (it runs in a
+        # session of its own, so killing the benchmark would leave it).
+        process.send_signal(signal.SIGINT)
+        try:
+            process.communicate(timeout=30)
+        finally:
+            process.kill()
+        raise
+    assert process.returncode == 0, stderr[-3000:]
+    assert "latency of /clear" in stdout
+    report = json.loads(out.read_text())
+    assert report["figures"]["calls"] >= 20
+    assert report["figures"]["offloads"] > 0
+    back = report["read_back"]
+    assert back["checked"] > 0
+    assert back["equal"] == back["checked"]
+    assert back["no original"] == 0
+    [kill] = report["kills"]
+    assert kill["client_saw"] != 200
+    assert kill["events_recorded"] == 0
+    assert kill["files_left"] >= 999 // soak.KILL_SHARE
+    if report["end"]["reclaim"] is not None:
+        assert report["end"]["check_status"] == 0, report["end"]["check"]
+    block = written_block(readme, "soak-sqlite")
+    assert block[1] == f"`python -m benchmarks.soak {' '.join(sizes)}`"
+    assert block[-1].startswith("Result: every check passed")
