@@ -17,10 +17,12 @@ import logging
 from collections.abc import Collection
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.core.files.base import ContentFile
 from django.core.files.storage import Storage, storages
 
 from reduction_app.engine import PathEscapeError, WriteRequest
+from reduction_app.errors import LimitExceeded
 from reduction_app.models import OFFLOAD_PATH_CHARS, OffloadedFile, Workspace
 
 __all__ = [
@@ -58,6 +60,13 @@ class StagedWrite:
 _LOOKUP_BATCH = 500
 
 
+def _too_many_writes(limit: int) -> str:
+    return (
+        f"this request would offload more than {limit} results, over the limit of {limit} "
+        "offloads per request (REDUCTION_MAX_OFFLOADS); nothing was recorded"
+    )
+
+
 def _check_path(path: str) -> None:
     if not path or "\x00" in path or len(path) > OFFLOAD_PATH_CHARS:
         raise PathEscapeError(path)
@@ -87,9 +96,13 @@ class DjangoStorageBackend:
         storage: Storage | None = None,
         *,
         conversation_id: str | None = None,
+        max_writes: int | None = None,
     ) -> None:
         self.workspace = workspace
         self.storage = storage or offload_storage()
+        self.max_writes = settings.REDUCTION_MAX_OFFLOADS if max_writes is None else max_writes
+        """Most paths one backend writes (0: no limit); past it :meth:`write` raises
+        ``LimitExceeded`` and stores nothing more, and discarding removes the rest."""
         self.staged: dict[str, StagedWrite] = {}
         self.conversation_id = conversation_id
         self._expected: frozenset[str] = frozenset()
@@ -105,6 +118,9 @@ class DjangoStorageBackend:
         self._known = None
 
     def write(self, request: WriteRequest) -> None:
+        limit = self.max_writes
+        if limit and len(self.staged) >= limit and request.file_path not in self.staged:
+            raise LimitExceeded(_too_many_writes(limit))
         _check_path(request.file_path)
         data = request.content.encode("utf-8", "surrogatepass")
         digest = hashlib.sha256(data).hexdigest()
