@@ -309,7 +309,7 @@ REDUCTION_MAX_DISCARD_BYTES = _env_int(
 # conversation sent to /clear or recorded with POST /conversations:
 REDUCTION_MAX_MESSAGES = _env_int("REDUCTION_MAX_MESSAGES", 20_000)
 # The tool results one request may offload (each one a stored file):
-REDUCTION_MAX_OFFLOADS = _env_int("REDUCTION_MAX_OFFLOADS", 5_000)
+REDUCTION_MAX_OFFLOADS = _env_int("REDUCTION_MAX_OFFLOADS", 1_000)
 
 
 # Quotas per workspace (a workspace's own fields override both; 0 is no limit).
