@@ -4,9 +4,8 @@ Operations parse input, call one service or selector, and answer. Every error is
 JSON ``{"detail": ..., "field": ...}``: a 4xx for what the request got wrong (422 too for
 more work than one request may ask for), 429 over a workspace's quota or rate, 503 when
 the offload storage or the database fails; engine and database errors are mapped once
-here. Authentication is
-``Authorization: Bearer <key>``; a key sees only its own workspace, and another
-workspace's records are answered with 404.
+here. Authentication is ``Authorization: Bearer <key>``; a key sees only its own
+workspace, and another workspace's records are answered with 404.
 """
 
 from __future__ import annotations

@@ -101,8 +101,9 @@ class DjangoStorageBackend:
         self.workspace = workspace
         self.storage = storage or offload_storage()
         self.max_writes = settings.REDUCTION_MAX_OFFLOADS if max_writes is None else max_writes
-        """Most paths one backend writes (0: no limit); past it :meth:`write` raises
-        ``LimitExceeded`` and stores nothing more, and discarding removes the rest."""
+        """Most paths one backend writes (0: no limit, ``REDUCTION_MAX_OFFLOADS`` unless
+        given): one more and :meth:`write` raises ``LimitExceeded`` before storing any of
+        it, and :meth:`discard` removes what was stored before."""
         self.staged: dict[str, StagedWrite] = {}
         self.conversation_id = conversation_id
         self._expected: frozenset[str] = frozenset()
