@@ -1244,7 +1244,7 @@ def test_request_at_the_size_limit_is_taken(api: ApiClient, settings: Any) -> No
     assert api.post("/truncate", body).status_code == HTTPStatus.OK
 
 
-# Work one request may ask for --------------------------------------------------------------
+# Work one request may ask for ------------------------------------------------------------
 
 ROUNDS_3 = [*CHAT, chat_call("call_c"), chat_result("call_c", "C" * 200)]
 """8 messages; under CLEAR_AT_100 the last round is kept and 2 results are offloaded."""
