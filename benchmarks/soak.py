@@ -662,8 +662,11 @@ def _server(args: argparse.Namespace) -> Iterator[Server]:
         database_url = None
         if args.database_url:
             database_url = stack.enter_context(fresh_postgres(args.database_url))
+        # The killed requests offload more than REDUCTION_MAX_OFFLOADS lets through by
+        # default, as an operator may allow.
+        env = {"REDUCTION_MAX_OFFLOADS": str(args.kill_rounds)}
         yield stack.enter_context(
-            production_server(folder, workers=args.workers, database_url=database_url)
+            production_server(folder, workers=args.workers, database_url=database_url, env=env)
         )
 
 

@@ -302,6 +302,14 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = REDUCTION_MAX_REQUEST_BYTES + 1024
 REDUCTION_MAX_DISCARD_BYTES = _env_int(
     "REDUCTION_MAX_DISCARD_BYTES", 8 * REDUCTION_MAX_REQUEST_BYTES
 )
+# The work one request may ask for, below the body limit (0 is no limit): a request over
+# either is answered 422 and records nothing. Chosen so that the largest request both let
+# through answers in well under half of gunicorn's 30 s worker timeout on 2 cores
+# (benchmarks/README.md, "The work one request may ask for"). The messages of a
+# conversation sent to /clear or recorded with POST /conversations:
+REDUCTION_MAX_MESSAGES = _env_int("REDUCTION_MAX_MESSAGES", 20_000)
+# The tool results one request may offload (each one a stored file):
+REDUCTION_MAX_OFFLOADS = _env_int("REDUCTION_MAX_OFFLOADS", 1_000)
 
 
 # Quotas per workspace (a workspace's own fields override both; 0 is no limit).

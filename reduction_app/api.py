@@ -1,11 +1,11 @@
 """The REST API under ``/api/v1/``: the engine for agents, and the records for people.
 
 Operations parse input, call one service or selector, and answer. Every error is
-JSON ``{"detail": ..., "field": ...}``: a 4xx for what the request got wrong, 429 over a
-workspace's quota or rate, 503 when the offload storage or the database fails; engine
-and database errors are mapped once here. Authentication is
-``Authorization: Bearer <key>``; a key sees only its own workspace, and another
-workspace's records are answered with 404.
+JSON ``{"detail": ..., "field": ...}``: a 4xx for what the request got wrong (422 too for
+more work than one request may ask for), 429 over a workspace's quota or rate, 503 when
+the offload storage or the database fails; engine and database errors are mapped once
+here. Authentication is ``Authorization: Bearer <key>``; a key sees only its own
+workspace, and another workspace's records are answered with 404.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from ninja.types import DictStrAny
 
 from reduction_app import engine
 from reduction_app.engine import formats
-from reduction_app.errors import QuotaExceeded, ServiceError
+from reduction_app.errors import LimitExceeded, QuotaExceeded, ServiceError
 from reduction_app.models import ApiKey
 from reduction_app.renderers import MsgspecJSONRenderer
 from reduction_app.workspaces.rates import rate_limit_count
@@ -185,6 +185,10 @@ def _bad_path(request: HttpRequest, exc: engine.PathEscapeError) -> HttpResponse
 
 @api.exception_handler(engine.OffloadError)
 def _offload_failed(request: HttpRequest, exc: engine.OffloadError) -> HttpResponse:
+    if isinstance(exc.cause, LimitExceeded):
+        # The storage refused one write too many (REDUCTION_MAX_OFFLOADS): the request's
+        # fault, not the storage's.
+        return _over_limit(request, exc.cause)
     # The storage failed: nothing was recorded and the client's messages stand as sent.
     # The cause is named by its type only: its message may hold the server's own paths.
     cause = type(exc.cause).__name__ if isinstance(exc.cause, BaseException) else exc.cause
@@ -237,6 +241,11 @@ def _over_quota(request: HttpRequest, exc: QuotaExceeded) -> HttpResponse:
     if exc.retry_after is not None:
         response["Retry-After"] = str(exc.retry_after)
     return response
+
+
+@api.exception_handler(LimitExceeded)
+def _over_limit(request: HttpRequest, exc: LimitExceeded) -> HttpResponse:
+    return _error(request, HTTPStatus.UNPROCESSABLE_ENTITY, str(exc), exc.field)
 
 
 @api.exception_handler(ServiceError)

@@ -4,6 +4,7 @@ pages show their message.
 - ``ServiceError``: a conflicting write (answered 409)
   - ``QuotaExceeded``: a workspace over its offload quota or request rate (answered 429,
     with ``Retry-After`` when waiting helps)
+  - ``LimitExceeded``: a request asking for more work than one request may (answered 422)
 """
 
 from __future__ import annotations
@@ -20,3 +21,14 @@ class QuotaExceeded(ServiceError):
         super().__init__(message)
         self.retry_after = retry_after
         """Seconds until the request may succeed, when only time is needed."""
+
+
+class LimitExceeded(ServiceError):
+    """A request asking for more work than any one request may (``REDUCTION_MAX_MESSAGES``,
+    ``REDUCTION_MAX_OFFLOADS``), refused before anything of it was recorded. The message
+    names the limit and its setting."""
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
+        """The request's field at fault, when one is."""

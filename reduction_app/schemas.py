@@ -9,12 +9,14 @@ import json
 import math
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
+from django.conf import settings
 from ninja import Schema
 from ninja.errors import HttpError
 from pydantic import AfterValidator, ConfigDict
 
 from reduction_app.engine import formats
 from reduction_app.engine.formats import FORMAT_NAMES
+from reduction_app.errors import LimitExceeded
 
 if TYPE_CHECKING:
     # A Literal built at run time is opaque to mypy; it checks the name as a string.
@@ -130,8 +132,16 @@ def parse_conversation(
     """The engine's messages and tools of a conversation in ``message_format``.
 
     The tools and the system parameter are recorded in JSON columns (the messages as
-    text): what those cannot hold is refused here, on either database.
+    text): what those cannot hold is refused here, on either database. More messages than
+    ``REDUCTION_MAX_MESSAGES`` are refused first, before any of them is read.
     """
+    limit = settings.REDUCTION_MAX_MESSAGES
+    if limit and len(messages) > limit:
+        detail = (
+            f"{len(messages)} messages is over the limit of {limit} messages per request "
+            "(REDUCTION_MAX_MESSAGES)"
+        )
+        raise LimitExceeded(detail, field="messages")
     wire = formats.get_format(message_format)
     if system is not None and not wire.takes_system:
         raise ApiError(422, f"system is only taken with format {_SYSTEM_FORMATS}", "system")

@@ -189,6 +189,21 @@ def test_settings_quotas_from_the_environment() -> None:
     )
 
 
+BOUNDS = "import config.settings as s; print(s.REDUCTION_MAX_MESSAGES, s.REDUCTION_MAX_OFFLOADS)"
+
+
+def test_settings_bounds_of_one_request_from_the_environment() -> None:
+    for env, shown in (({}, "20000 1000\n"), ({"REDUCTION_MAX_MESSAGES": "0"}, "0 1000\n")):
+        done = run_with(BOUNDS, **env)
+        assert (done.returncode, done.stdout) == (0, shown), done.stderr
+    done = run_with(BOUNDS, REDUCTION_MAX_OFFLOADS="-1")
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines()[-1] == (
+        "django.core.exceptions.ImproperlyConfigured: REDUCTION_MAX_OFFLOADS must be a whole "
+        "number from 0, not '-1'"
+    )
+
+
 def test_settings_check_deploy_finds_nothing_in_production(tmp_path: Path) -> None:
     done = run_with(
         "",

@@ -22,12 +22,14 @@ import uuid
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, replace
 
+from django.conf import settings
 from django.core.files.base import ContentFile
 from django.core.files.storage import Storage, storages
 from django.db import DatabaseError, transaction
 from django.utils import timezone
 
 from reduction_app.engine import OffloadError, PathEscapeError, WriteRequest
+from reduction_app.errors import LimitExceeded
 from reduction_app.models import OFFLOAD_PATH_CHARS, OffloadedFile, StagedOffload, Workspace
 from reduction_app.workspaces.quotas import lock_workspace, offload_bytes_stage
 
@@ -67,6 +69,13 @@ class StagedWrite:
 _LOOKUP_BATCH = 500
 
 
+def _too_many_writes(limit: int) -> str:
+    return (
+        f"this request would offload more than {limit} results, over the limit of {limit} "
+        "offloads per request (REDUCTION_MAX_OFFLOADS); nothing was recorded"
+    )
+
+
 def _check_path(path: str) -> None:
     if not path or "\x00" in path or len(path) > OFFLOAD_PATH_CHARS:
         raise PathEscapeError(path)
@@ -96,9 +105,14 @@ class DjangoStorageBackend:
         storage: Storage | None = None,
         *,
         conversation_id: str | None = None,
+        max_writes: int | None = None,
     ) -> None:
         self.workspace = workspace
         self.storage = storage or offload_storage()
+        self.max_writes = settings.REDUCTION_MAX_OFFLOADS if max_writes is None else max_writes
+        """Most paths one backend writes (0: no limit, ``REDUCTION_MAX_OFFLOADS`` unless
+        given): one more and :meth:`write` raises ``LimitExceeded`` before storing any of
+        it, and :meth:`discard` removes what was stored before."""
         self.staged: dict[str, StagedWrite] = {}
         self.request = uuid.uuid4()
         """This request's journal rows (``StagedOffload.request``)."""
@@ -119,6 +133,9 @@ class DjangoStorageBackend:
 
     def write(self, request: WriteRequest) -> None:
         """Hold ``request``'s content for :meth:`store`: the engine reads it back from here."""
+        limit = self.max_writes
+        if limit and len(self.staged) >= limit and request.file_path not in self.staged:
+            raise LimitExceeded(_too_many_writes(limit))
         _check_path(request.file_path)
         data = request.content.encode("utf-8", "surrogatepass")
         digest = hashlib.sha256(data).hexdigest()

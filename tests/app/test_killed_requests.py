@@ -40,7 +40,10 @@ def server(
         if request.param == "postgres":
             database_url = stack.enter_context(fresh_postgres(os.environ["TEST_DATABASE_URL"]))
         folder = tmp_path_factory.mktemp(f"killed-{request.param}")
-        yield stack.enter_context(production_server(folder, database_url=database_url))
+        # Thousands of offloads in one request: more than REDUCTION_MAX_OFFLOADS lets
+        # through by default, as an operator may allow.
+        env = {"REDUCTION_MAX_OFFLOADS": str(ROUNDS)}
+        yield stack.enter_context(production_server(folder, database_url=database_url, env=env))
 
 
 def _body(rounds: int, conversation_id: str) -> bytes:

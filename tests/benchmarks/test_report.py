@@ -184,6 +184,7 @@ def test_every_benchmark_with_figures_names_its_blocks() -> None:
     modules = set(_known_blocks().values())
     assert modules == {
         "api_load",
+        "bounds",
         "flat",
         "memory",
         "purge",

@@ -112,6 +112,33 @@ def test_conversation_create_invalid_is_422(
     assert Conversation.objects.count() == 0
 
 
+def test_conversation_create_at_the_message_limit_is_taken(api: ApiClient, settings: Any) -> None:
+    settings.REDUCTION_MAX_MESSAGES = len(CHAT)
+    response = api.post("/conversations", {"conversation_id": "run-1", "messages": CHAT})
+    assert response.status_code == HTTPStatus.CREATED
+    assert response.json()["message_count"] == len(CHAT)
+
+
+def test_conversation_create_over_the_message_limit_is_422_and_keeps_the_conversation(
+    api: ApiClient, settings: Any
+) -> None:
+    settings.REDUCTION_MAX_MESSAGES = len(CHAT)
+    created = api.post("/conversations", {"conversation_id": "run-1", "messages": CHAT})
+    assert created.status_code == HTTPStatus.CREATED
+    before = api.get("/conversations/run-1").json()
+    messages = [*CHAT, {"role": "user", "content": "and more"}]
+    for conversation_id in ("run-1", "run-2"):
+        body = {"conversation_id": conversation_id, "messages": messages}
+        response = api.post("/conversations", body)
+        assert response.status_code == HTTPStatus.UNPROCESSABLE_ENTITY
+        assert response.json() == error(
+            "3 messages is over the limit of 2 messages per request (REDUCTION_MAX_MESSAGES)",
+            "messages",
+        )
+    assert api.get("/conversations/run-1").json() == before
+    assert list(Conversation.objects.values_list("client_id", flat=True)) == ["run-1"]
+
+
 def test_conversation_unknown_is_404(api: ApiClient) -> None:
     for response in (api.get("/conversations/nope"), api.delete("/conversations/nope")):
         assert response.status_code == HTTPStatus.NOT_FOUND

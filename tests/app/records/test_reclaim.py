@@ -222,6 +222,7 @@ class PausingStorage(FileSystemStorage):
 
 @pytest.fixture
 def pausing(settings: Any, offload_dir: Path) -> Iterator[type[PausingStorage]]:
+    settings.REDUCTION_MAX_OFFLOADS = ROUNDS
     PausingStorage.saves = 0
     PausingStorage.paused = threading.Event()
     PausingStorage.resume = threading.Event()

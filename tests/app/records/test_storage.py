@@ -12,6 +12,7 @@ from django.test.utils import CaptureQueriesContext
 
 from reduction_app.conversations.services import conversation_upsert
 from reduction_app.engine import Backend, PathEscapeError, WriteRequest
+from reduction_app.errors import LimitExceeded
 from reduction_app.models import OffloadedFile, StagedOffload, Workspace
 from reduction_app.records.storage import (
     DjangoStorageBackend,
@@ -296,3 +297,42 @@ def test_storage_discard_asks_the_index_once_per_batch(
     assert len(lookups) == 2
     assert all('"workspace_id" =' in sql for sql in lookups)
     assert [offloads.read_bytes(name) for name in offloads.names()] == [b"content 0"]
+
+
+def test_storage_write_past_max_writes_stores_nothing(
+    workspace: Workspace, offloads: OffloadStore
+) -> None:
+    """One path too many is refused while the engine runs, before anything is stored."""
+    backend = DjangoStorageBackend(workspace, max_writes=2)
+    for path, text in (("/a", "first"), ("/b", "second")):
+        backend.write(WriteRequest(file_path=path, content=text))
+    with pytest.raises(LimitExceeded) as refused:
+        backend.write(WriteRequest(file_path="/c", content="third"))
+    assert str(refused.value) == (
+        "this request would offload more than 2 results, over the limit of 2 offloads per "
+        "request (REDUCTION_MAX_OFFLOADS); nothing was recorded"
+    )
+    assert sorted(backend.staged) == ["/a", "/b"]
+    backend.discard()
+    assert offloads.names() == []
+    assert not StagedOffload.objects.exists()
+
+
+def test_storage_max_writes_counts_a_path_written_again_once(workspace: Workspace) -> None:
+    backend = DjangoStorageBackend(workspace, max_writes=1)
+    backend.write(WriteRequest(file_path="/a", content="first"))
+    backend.write(WriteRequest(file_path="/a", content="first"))
+    assert sorted(backend.staged) == ["/a"]
+
+
+def test_storage_max_writes_comes_from_the_settings(workspace: Workspace, settings: Any) -> None:
+    settings.REDUCTION_MAX_OFFLOADS = 1
+    backend = DjangoStorageBackend(workspace)
+    backend.write(WriteRequest(file_path="/a", content="first"))
+    with pytest.raises(LimitExceeded):
+        backend.write(WriteRequest(file_path="/b", content="second"))
+    settings.REDUCTION_MAX_OFFLOADS = 0
+    unlimited = DjangoStorageBackend(workspace)
+    for n in range(3):
+        unlimited.write(WriteRequest(file_path=f"/{n}", content=f"text {n}"))
+    assert len(unlimited.staged) == 3

@@ -1244,6 +1244,105 @@ def test_request_at_the_size_limit_is_taken(api: ApiClient, settings: Any) -> No
     assert api.post("/truncate", body).status_code == HTTPStatus.OK
 
 
+# Work one request may ask for ------------------------------------------------------------
+
+ROUNDS_3 = [*CHAT, chat_call("call_c"), chat_result("call_c", "C" * 200)]
+"""8 messages; under CLEAR_AT_100 the last round is kept and 2 results are offloaded."""
+
+
+def recorded(offloads: OffloadStore) -> tuple[Any, ...]:
+    """Every row and stored object a request could have left behind, the transcripts too."""
+    return (
+        list(OffloadedFile.objects.order_by("pk").values_list("path", "storage_name")),
+        list(EventRecord.objects.order_by("pk").values_list("pk", "kind", "offload_path")),
+        [
+            (c.client_id, c.updated_at, conversation_transcript(conversation=c))
+            for c in Conversation.objects.order_by("pk")
+        ],
+        offloads.names(),
+    )
+
+
+def test_clear_at_the_message_limit_is_taken(api: ApiClient, settings: Any) -> None:
+    settings.REDUCTION_MAX_MESSAGES = len(ROUNDS_3)
+    response = api.post("/clear", {"config": CLEAR_AT_100, "messages": ROUNDS_3})
+    assert response.status_code == HTTPStatus.OK, response.json()
+    assert response.json()["events"][-1]["calls_cleared"] == 2
+
+
+@pytest.mark.parametrize("conversation_id", [None, "run-1"])
+def test_clear_over_the_message_limit_is_422_and_records_nothing(
+    api: ApiClient, settings: Any, offloads: OffloadStore, conversation_id: str | None
+) -> None:
+    """Refused before the engine runs: the conversation stays as its last request left
+    it, with its events and files, and nothing is stored."""
+    settings.REDUCTION_MAX_MESSAGES = len(ROUNDS_3) - 1
+    before_body = {"config": CLEAR_AT_100, "conversation_id": "run-1", "messages": CHAT}
+    assert api.post("/clear", before_body).status_code == HTTPStatus.OK
+    before = recorded(offloads)
+    body = {"config": CLEAR_AT_100, "conversation_id": conversation_id, "messages": ROUNDS_3}
+    response = api.post("/clear", body)
+    assert response.status_code == HTTPStatus.UNPROCESSABLE_ENTITY
+    assert response.json() == error(
+        "8 messages is over the limit of 7 messages per request (REDUCTION_MAX_MESSAGES)",
+        "messages",
+    )
+    assert recorded(offloads) == before
+
+
+def test_clear_with_no_message_limit_takes_any_count(api: ApiClient, settings: Any) -> None:
+    settings.REDUCTION_MAX_MESSAGES = 0
+    messages = [{"role": "user", "content": "hi"}] * 50
+    assert api.post("/clear", {"messages": messages}).status_code == HTTPStatus.OK
+
+
+def test_clear_at_the_offload_limit_is_taken(
+    api: ApiClient, settings: Any, offloads: OffloadStore
+) -> None:
+    settings.REDUCTION_MAX_OFFLOADS = 2
+    body = {"config": CLEAR_AT_100, "conversation_id": "run-1", "messages": ROUNDS_3}
+    response = api.post("/clear", body)
+    assert response.status_code == HTTPStatus.OK, response.json()
+    assert [e["offload_path"] for e in response.json()["events"]] == [
+        "/tmp/clear/call_a",
+        "/tmp/clear/call_b",
+        "",
+    ]
+    assert OffloadedFile.objects.count() == 2
+    assert len(offloads.names()) == 2
+
+
+@pytest.mark.parametrize("conversation_id", [None, "run-1"])
+def test_clear_over_the_offload_limit_is_422_and_records_nothing(
+    api: ApiClient, settings: Any, offloads: OffloadStore, conversation_id: str | None
+) -> None:
+    """The first result is offloaded, the second refused: what the request stored is
+    removed again, what an earlier request recorded stays, and the conversation stays as
+    that request left it."""
+    settings.REDUCTION_MAX_OFFLOADS = 1
+    before_body = {"config": CLEAR_AT_100, "conversation_id": "run-1", "messages": CHAT}
+    assert api.post("/clear", before_body).status_code == HTTPStatus.OK
+    before = recorded(offloads)
+    assert len(before[0]) == len(before[3]) == 1  # call_a's file
+    # call_x's content is new, so the request stores it before call_b is refused.
+    messages = [*CHAT[:2], chat_call("call_x"), chat_result("call_x", "X" * 200), *ROUNDS_3[4:]]
+    body = {"config": CLEAR_AT_100, "conversation_id": conversation_id, "messages": messages}
+    response = api.post("/clear", body)
+    assert response.status_code == HTTPStatus.UNPROCESSABLE_ENTITY
+    assert response.json() == error(
+        "this request would offload more than 1 results, over the limit of 1 offloads per "
+        "request (REDUCTION_MAX_OFFLOADS); nothing was recorded"
+    )
+    assert recorded(offloads) == before
+
+
+def test_truncate_with_an_offload_limit_offloads_its_result(api: ApiClient, settings: Any) -> None:
+    settings.REDUCTION_MAX_OFFLOADS = 1
+    response = truncate(api, "q" * 30, conversation_id="run-1")
+    assert response.status_code == HTTPStatus.OK, response.json()
+    assert response.json()["offload_path"] == "/tmp/trunc/call_1"
+
+
 # /tools/read_file ------------------------------------------------------------------------
 
 READ_FILE_PARAMETERS = {
