@@ -4,6 +4,7 @@ key, and the texts the engine writes, spelled out by hand."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from http import HTTPStatus
 from pathlib import Path
@@ -50,6 +51,19 @@ class ApiClient:
 
     def delete(self, path: str) -> Any:
         return self.client.delete(API + path, headers=self.headers)
+
+
+def grep_rounds(rounds: int, output: Callable[[int], str]) -> list[dict[str, Any]]:
+    """OpenAI chat messages of ``rounds`` grep calls, the n-th answered with ``output(n)``,
+    between a user's first message and a user's next one."""
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
+    for n in range(rounds):
+        call = {"id": f"call_{n}", "type": "function"}
+        call["function"] = {"name": "grep", "arguments": "{}"}
+        messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        messages.append({"role": "tool", "tool_call_id": f"call_{n}", "content": output(n)})
+    messages.append({"role": "user", "content": "next"})
+    return messages
 
 
 def make_api(name: str) -> ApiClient:

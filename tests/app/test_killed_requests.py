@@ -15,11 +15,11 @@ import urllib.request
 from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from benchmarks.server import Server, fresh_postgres, production_server
+from tests.app.support import grep_rounds
 
 ROUNDS = 4000
 """Tool rounds in the killed request; all but the last are offloaded."""
@@ -47,13 +47,7 @@ def server(
 
 
 def _body(rounds: int, conversation_id: str) -> bytes:
-    messages: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
-    for n in range(rounds):
-        call = {"id": f"call_{n}", "type": "function"}
-        call["function"] = {"name": "grep", "arguments": "{}"}
-        messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
-        messages.append({"role": "tool", "tool_call_id": f"call_{n}", "content": f"{n} " * 40})
-    messages.append({"role": "user", "content": "next"})
+    messages = grep_rounds(rounds, lambda n: f"{n} " * 40)
     body = {
         "config": {"max_tokens_for_clear": 1000},
         "conversation_id": conversation_id,

@@ -1,10 +1,15 @@
 """What the tests of a benchmark run check of the block it wrote into a copy of
-benchmarks/README.md."""
+benchmarks/README.md, and running a benchmark that starts servers."""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import signal
+import subprocess
+import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from benchmarks.report import README, markers
@@ -42,3 +47,31 @@ def written_block(copy: Path, name: str) -> list[str]:
     lines = block_of(new, name).split("\n")
     assert STAMP_LINE.fullmatch(lines[0]), lines[0]
     return lines
+
+
+def run_server_benchmark(module: str, argv: Sequence[str], timeout: float) -> tuple[str, str]:
+    """Run ``python -m benchmarks.<module> <argv>`` in the repository, without this
+    process's Django settings or database; its standard output and error, after checking
+    that it exited with 0. Past ``timeout`` it gets SIGINT, which unwinds its ExitStack and
+    stops the gunicorn servers it started (they run in sessions of their own, so killing
+    the benchmark would leave them)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DATABASE_"))}
+    process = subprocess.Popen(
+        [sys.executable, "-m", f"benchmarks.{module}", *argv],
+        cwd=Path(__file__).resolve().parents[2],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        stdout, stderr = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.communicate(timeout=30)
+        finally:
+            process.kill()
+        raise
+    assert process.returncode == 0, stderr[-3000:]
+    return stdout, stderr

@@ -4,10 +4,6 @@ and prints its tables (figures are not checked: timings are not unit tests)."""
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,9 +11,7 @@ import pytest
 
 from benchmarks import api_load
 from benchmarks.loadgen import LoadResult, in_turn, run_for
-from tests.benchmarks.support import readme_copy, written_block
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.benchmarks.support import readme_copy, run_server_benchmark, written_block
 
 
 def test_in_turn_gives_every_contender_its_slices_round_after_round() -> None:
@@ -64,27 +58,7 @@ def test_main_measures_the_api_and_the_floor(tmp_path: Path) -> None:
         *("--warmup-seconds", "0.2"),
     ]
     argv = [*sizes, "--out", str(out), "--readme-path", str(readme)]
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DATABASE_"))}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "benchmarks.api_load", *argv],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        stdout, stderr = process.communicate(timeout=300)
-    except subprocess.TimeoutExpired:
-        # SIGINT unwinds the benchmark's ExitStack, which stops both gunicorn servers
-        # (they run in sessions of their own, so killing the benchmark would leave them).
-        process.send_signal(signal.SIGINT)
-        try:
-            process.communicate(timeout=30)
-        finally:
-            process.kill()
-        raise
-    assert process.returncode == 0, stderr[-3000:]
+    stdout, _ = run_server_benchmark("api_load", argv, timeout=300)
     assert "The Django floor" in stdout
     report = json.loads(out.read_text())
     for figures in report["figures"].values():

@@ -5,20 +5,14 @@ killed request (figures are not checked: timings are not unit tests)."""
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from benchmarks import soak
 from benchmarks.soak import Session, selected
-from tests.benchmarks.support import readme_copy, written_block
+from tests.benchmarks.support import readme_copy, run_server_benchmark, written_block
 from tests.conftest import needs_recordings
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def _session(name: str, calls: int) -> Session:
@@ -66,27 +60,7 @@ def test_main_replays_a_session_and_kills_a_request(tmp_path: Path) -> None:
     out, readme = tmp_path / "soak.json", readme_copy(tmp_path)
     sizes = ["--calls", "20", "--kills", "1", "--kill-rounds", "1000"]
     argv = [*sizes, "--out", str(out), "--readme-path", str(readme)]
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DATABASE_"))}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "benchmarks.soak", *argv],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        stdout, stderr = process.communicate(timeout=120)
-    except subprocess.TimeoutExpired:
-        # SIGINT unwinds the benchmark's ExitStack, which stops gunicorn (it runs in a
-        # session of its own, so killing the benchmark would leave it).
-        process.send_signal(signal.SIGINT)
-        try:
-            process.communicate(timeout=30)
-        finally:
-            process.kill()
-        raise
-    assert process.returncode == 0, stderr[-3000:]
+    stdout, _ = run_server_benchmark("soak", argv, timeout=120)
     assert "latency of /clear" in stdout
     report = json.loads(out.read_text())
     assert report["figures"]["calls"] >= 20

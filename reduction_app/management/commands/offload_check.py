@@ -7,7 +7,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from reduction_app.models import Workspace
+from reduction_app.management.workspaces import add_workspace_option, workspaces_chosen
 from reduction_app.records.integrity import WorkspaceCheck, offload_check
 
 SHOWN = 20
@@ -25,14 +25,10 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--workspace", metavar="SLUG", help="Only this workspace.")
+        add_workspace_option(parser)
 
     def handle(self, *args: Any, **options: Any) -> None:
-        workspaces = Workspace.objects.order_by("slug")
-        if options["workspace"]:
-            workspaces = workspaces.filter(slug=options["workspace"])
-            if not workspaces.exists():
-                raise CommandError(f"no workspace {options['workspace']!r}")
+        workspaces = workspaces_chosen(options["workspace"])
         checks = [offload_check(workspace=workspace) for workspace in workspaces]
         for check in checks:
             self._report(check)

@@ -10,7 +10,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
-from reduction_app.models import Workspace
+from reduction_app.management.workspaces import add_workspace_option, workspaces_chosen
 from reduction_app.records.reclaim import ReclaimReport, offload_reclaim
 
 SHOWN = 20
@@ -33,7 +33,7 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--workspace", metavar="SLUG", help="Only this workspace.")
+        add_workspace_option(parser)
         parser.add_argument(
             "--older-than",
             metavar="SECONDS",
@@ -48,11 +48,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        workspaces = Workspace.objects.order_by("slug")
-        if options["workspace"]:
-            workspaces = workspaces.filter(slug=options["workspace"])
-            if not workspaces.exists():
-                raise CommandError(f"no workspace {options['workspace']!r}")
+        workspaces = workspaces_chosen(options["workspace"])
         seconds = options["older_than"]
         if seconds is None:
             seconds = settings.REDUCTION_STAGED_DEAD_SECONDS

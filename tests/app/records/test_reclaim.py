@@ -32,7 +32,7 @@ from reduction_app.records.integrity import offload_check
 from reduction_app.records.reclaim import offload_reclaim
 from reduction_app.records.storage import DjangoStorageBackend, offload_storage, storage_name_for
 from reduction_app.tasks import reclaim_offloads
-from tests.app.support import ApiClient, make_api, truncate_over_20
+from tests.app.support import ApiClient, grep_rounds, make_api, truncate_over_20
 from tests.offload_stores import OffloadStore
 
 pytestmark = pytest.mark.django_db
@@ -243,15 +243,7 @@ CLEARED = ROUNDS - 1
 
 
 def many_rounds() -> list[dict[str, Any]]:
-    messages: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
-    for n in range(ROUNDS):
-        call = {"id": f"call_{n}", "type": "function"}
-        call["function"] = {"name": "grep", "arguments": "{}"}
-        messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
-        messages.append({"role": "tool", "tool_call_id": f"call_{n}", "content": f"out {n} " * 9})
-    messages.append({"role": "assistant", "content": "done"})
-    messages.append({"role": "user", "content": "next"})
-    return messages
+    return grep_rounds(ROUNDS, lambda n: f"out {n} " * 9)
 
 
 @pytest.mark.django_db(transaction=True)
