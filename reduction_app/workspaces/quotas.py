@@ -28,7 +28,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import connection
-from django.db.models import F, Max, Sum
+from django.db.models import Exists, F, Max, OuterRef, Sum
 from django.utils import timezone
 
 from reduction_app.errors import QuotaExceeded
@@ -138,29 +138,34 @@ def offload_bytes_stage(
     what the reclaim is for.
     """
     usage = lock_workspace(workspace)
-    others = (
-        StagedOffload.objects.filter(workspace=workspace)
-        .exclude(request=request)
-        .values_list("storage_name", "size_bytes", "staged_at")
-    )
-    pending: dict[str, int] = {}
-    dead = False
-    cutoff = staged_dead_before()
-    for name, size, staged_at in others:
-        pending[name] = size
-        dead = dead or staged_at < cutoff
+    others = StagedOffload.objects.filter(workspace=workspace).exclude(request=request)
+    dead = others.filter(staged_at__lt=staged_dead_before()).exists()
     quota = offload_quota(workspace)
     if not quota:
         return dead
-    names = sorted(set(sizes) | set(pending))
+    # Counted in the database, each distinct content once and none a row holds, so the
+    # journal rows dead requests left cost this request no more than one sum.
+    held_by_row = OffloadedFile.objects.filter(
+        workspace=workspace, storage_name=OuterRef("storage_name")
+    )
+    pending = (
+        others.exclude(Exists(held_by_row))
+        .values("storage_name")
+        .annotate(size=Max("size_bytes"))
+        .order_by()
+    )
+    staged = int(pending.aggregate(total=Sum("size"))["total"] or 0)
+    names = sorted(sizes)
     held: set[str] = set()
+    journaled: set[str] = set()
     for start in range(0, len(names), _BATCH):
-        rows = OffloadedFile.objects.filter(
-            workspace=workspace, storage_name__in=names[start : start + _BATCH]
-        )
+        batch = names[start : start + _BATCH]
+        rows = OffloadedFile.objects.filter(workspace=workspace, storage_name__in=batch)
         held.update(rows.values_list("storage_name", flat=True))
-    staged = sum(size for name, size in pending.items() if name not in held)
-    added = sum(size for name, size in sizes.items() if name not in held and name not in pending)
+        journaled.update(
+            others.filter(storage_name__in=batch).values_list("storage_name", flat=True)
+        )
+    added = sum(size for name, size in sizes.items() if name not in held and name not in journaled)
     if added and usage + staged + added > quota:
         in_flight = (
             f", requests storing or that died (until reclaimed) hold {staged} more"

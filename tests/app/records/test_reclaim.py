@@ -23,6 +23,8 @@ from django.core.files.base import ContentFile
 from django.core.files.storage import FileSystemStorage
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from django_tasks_db.models import DBTaskResult
 
@@ -278,3 +280,19 @@ def test_a_reclaim_during_a_large_clear_deletes_nothing_of_it(
     assert (check.consistent, check.stored, check.staged) == (True, CLEARED, {})
     read = api.get("/files/raw", {"path": "/tmp/clear/call_0", "conversation_id": "big"})
     assert read.content == ("out 0 " * 9).encode()
+
+
+def test_journal_rows_dead_requests_left_cost_a_request_no_more_queries(api: ApiClient) -> None:
+    """The quota counts what other requests journaled in the database: a request's work
+    does not grow with the rows requests that died left until the reclaim."""
+
+    def queries(call_id: str) -> int:
+        with CaptureQueriesContext(connection) as captured:
+            assert truncate_over_20(api, f"{call_id} " * 9, call_id).status_code == HTTPStatus.OK
+        return len(captured.captured_queries)
+
+    queries("call_0")  # the conversation's first request creates it
+    died_while_storing(alpha(), "one dead content")
+    few = queries("call_1")
+    died_while_storing(alpha(), *(f"dead content {n}" for n in range(600)))
+    assert queries("call_2") == few
