@@ -15,6 +15,7 @@ import contextlib
 import dataclasses
 import json
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
@@ -28,9 +29,10 @@ from simulator.calibration import (
     render_strategy_table,
     render_table,
 )
-from simulator.compare import compare, grid_configs, sweep
+from simulator.compare import compare, grid_configs
+from simulator.corpus_sweep import CorpusSweep, corpus_sweep
 from simulator.front import FRONT_CONFIGS, GOAL_SAVING, front, render_front
-from simulator.importers import FORMATS, ImportError_, RecordedConversation, load_conversations
+from simulator.importers import FORMATS, ImportError_, RecordedConversation, load_files
 from simulator.parallel import default_workers
 from simulator.pricing import PRESETS, Pricing, engine_measure, pricing_for
 from simulator.recordings_folder import RecordingsNotFound, require_recordings
@@ -167,7 +169,7 @@ def _notes(pricing: Pricing, out: TextIO) -> None:
 
 def _replay(args: argparse.Namespace, out: TextIO) -> None:
     configs = _configs(args.config)
-    conversations = load_conversations(args.file, fmt=args.format)
+    conversations = load_files(args.files, fmt=args.format)
     pricing = _pricing(args)
     rows: list[Row] = []
     payload = []
@@ -196,16 +198,123 @@ def _replay(args: argparse.Namespace, out: TextIO) -> None:
         _notes(pricing, out)
 
 
-def _progress(err: TextIO) -> Any:
+def _progress(err: TextIO, unit: str = "configs") -> Any:
     def show(done: int, total: int) -> None:
         width = 30
         filled = width * done // total
-        err.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} configs")
+        err.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {unit}")
         if done == total:
             err.write("\n")
         err.flush()
 
     return show
+
+
+def _money(value: float) -> str:
+    return f"${value:,.4f}"
+
+
+def _share(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.1f}%"
+
+
+def _corpus_table(result: CorpusSweep, out: TextIO) -> None:
+    """One row per combination (no reduction first): its totals over every run."""
+    headers = [
+        "combination",
+        "cache-aware $",
+        "cost saved",
+        "no-cache $",
+        "input tokens",
+        "tokens saved",
+        "re-fetches",
+        "billed more",
+    ]
+    base = result.baseline
+    lines = [
+        [
+            base.name,
+            _money(base.cost_usd),
+            "",
+            _money(result.cost_without_cache(base)),
+            f"{base.input_tokens_billed:,}",
+            "",
+            f"{base.refetches:,}",
+            "",
+        ]
+    ]
+    for i, totals in enumerate(result.combinations):
+        lines.append(
+            [
+                totals.name,
+                _money(totals.cost_usd),
+                _share(result.cost_saved(i)),
+                _money(result.cost_without_cache(totals)),
+                f"{totals.input_tokens_billed:,}",
+                _share(result.tokens_saved(i)),
+                f"{totals.refetches:,}",
+                f"{len(result.billed_more(i))}",
+            ]
+        )
+    widths = [max(len(h), *(len(line[i]) for line in lines)) for i, h in enumerate(headers)]
+    out.write("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip() + "\n")
+    for line in lines:
+        cells = [
+            c.ljust(w) if i == 0 else c.rjust(w)
+            for i, (c, w) in enumerate(zip(line, widths, strict=True))
+        ]
+        out.write("  ".join(cells).rstrip() + "\n")
+
+
+def _corpus_front(result: CorpusSweep, out: TextIO) -> None:
+    runs = len(result.runs)
+    out.write(
+        f"billed more: of the {runs} run{'' if runs == 1 else 's'}, how many cost more "
+        "(cache-aware) than with no reduction\n"
+    )
+    out.write(
+        f"Pareto front over the {runs} run{'' if runs == 1 else 's'} "
+        "(cache-aware cost vs re-fetches):\n"
+    )
+    # Combinations with the same totals are one point of the front: shown once.
+    points: dict[tuple[float, int, int], list[int]] = {}
+    for i in result.front:
+        t = result.combinations[i]
+        points.setdefault((round(t.cost_usd, 6), t.input_tokens_billed, t.refetches), []).append(i)
+    for same in points.values():
+        i = same[0]
+        t = result.combinations[i]
+        others = f" (and {len(same) - 1} more with the same totals)" if len(same) > 1 else ""
+        out.write(
+            f"  {t.name}{others}: {_money(t.cost_usd)} (saves {_share(result.cost_saved(i))}), "
+            f"{t.input_tokens_billed:,} tokens, {t.refetches} re-fetches, "
+            f"billed more on {len(result.billed_more(i))}\n"
+        )
+
+
+def _run_tables(
+    conversations: Sequence[RecordedConversation], result: CorpusSweep, out: TextIO
+) -> None:
+    """Each run's own table and front (``--per-run``)."""
+    for conv, run in zip(conversations, result.per_run, strict=True):
+        out.write(f"{conv.name}:\n")
+        _table([(conv, r, None) for r in run.results], out)
+        base = run.baseline
+        assert base is not None
+        out.write(
+            "Pareto front (cache-aware cost vs re-fetches; no reduction: "
+            f"{_money(base.totals.cost_usd)}, {base.totals.input_tokens_billed:,} tokens):\n"
+        )
+        for i in run.front:
+            r = run.results[i]
+            t = r.totals
+            saved = run.saving(r)
+            share = "" if saved is None else f" (saves {100 * saved:.1f}%)"
+            out.write(
+                f"  {r.name}: {_money(t.cost_usd)}{share}, {t.input_tokens_billed:,} tokens, "
+                f"{t.refetches} re-fetches\n"
+            )
+        out.write("\n")
 
 
 def _sweep(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
@@ -214,45 +323,37 @@ def _sweep(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
         grid_configs(grid)
     except ValueError as exc:
         raise InputError(f"{args.grid}: {exc}") from exc
-    conversations = load_conversations(args.file, fmt=args.format)
+    started = time.perf_counter()
+    conversations = load_files(args.files, fmt=args.format)
     pricing = _pricing(args)
-    payload = []
-    for conv in conversations:
-        if not args.json:
-            err.write(f"{conv.name}\n")
-        result = sweep(
-            conv,
-            grid,
-            pricing=pricing,
-            min_cacheable_prefix=args.min_cacheable_prefix,
-            progress=None if args.quiet else _progress(err),
-            workers=args.workers,
-            share=not args.no_share,
-        )
-        if args.json:
-            payload.append({"conversation": conv.name, **result.to_dict()})
-            continue
-        rows: list[Row] = [(conv, r, None) for r in result.results]
-        _table(rows, out)
-        _notes(pricing, out)
-        base = result.baseline
-        assert base is not None
-        out.write(
-            "Pareto front (cache-aware cost vs re-fetches; no reduction: "
-            f"${base.totals.cost_usd:,.4f}, {base.totals.input_tokens_billed:,} tokens):\n"
-        )
-        for i in result.front:
-            r = result.results[i]
-            t = r.totals
-            saved = result.saving(r)
-            share = "" if saved is None else f" (saves {100 * saved:.1f}%)"
-            out.write(
-                f"  {r.name}: ${t.cost_usd:,.4f}{share}, {t.input_tokens_billed:,} tokens, "
-                f"{t.refetches} re-fetches\n"
-            )
+    result = corpus_sweep(
+        conversations,
+        grid,
+        pricing=pricing,
+        min_cacheable_prefix=args.min_cacheable_prefix,
+        progress=None if args.quiet else _progress(err, "replays"),
+        workers=args.workers,
+        share=not args.no_share,
+    )
     if args.json:
-        json.dump({"sweeps": payload}, out, ensure_ascii=False)
+        sweeps = [
+            {"conversation": conv.name, **run.to_dict()}
+            for conv, run in zip(conversations, result.per_run, strict=True)
+        ]
+        json.dump({"corpus": result.to_dict(), "sweeps": sweeps}, out, ensure_ascii=False)
         out.write("\n")
+    else:
+        if args.per_run:
+            _run_tables(conversations, result, out)
+        _corpus_table(result, out)
+        _notes(pricing, out)
+        _corpus_front(result, out)
+    seconds = time.perf_counter() - started
+    combinations, runs = len(result.combinations), len(result.runs)
+    err.write(
+        f"swept {combinations} combination{'' if combinations == 1 else 's'} over {runs} "
+        f"run{'' if runs == 1 else 's'} in {seconds:.1f} s\n"
+    )
 
 
 def _calibrate(args: argparse.Namespace, out: TextIO) -> None:
@@ -311,7 +412,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True)
     common = _Parser(add_help=False)
-    common.add_argument("file", help="a recorded conversation, or a JSON/JSONL file of many")
+    common.add_argument(
+        "files",
+        nargs="+",
+        metavar="FILE",
+        help="recorded conversations: files (a JSON/JSONL file may hold many) and folders "
+        "(their files ending in .json, .jsonl or .traj, sorted by name)",
+    )
     common.add_argument(
         "--format", choices=FORMATS, help="the file's format (detected when left out)"
     )
@@ -349,18 +456,28 @@ def _parser() -> argparse.ArgumentParser:
         default="first",
         help="deltas against the first config, or against no reduction",
     )
-    sw = sub.add_parser("sweep", parents=[common], help="replay every combination of a grid")
+    sw = sub.add_parser(
+        "sweep",
+        parents=[common],
+        help="replay every combination of a grid on every run, and sum them over the runs",
+    )
     sw.add_argument(
         "--grid", required=True, metavar="FILE", help="JSON object: knob -> list of values"
     )
     sw.add_argument("--quiet", action="store_true", help="no progress bar")
     sw.add_argument(
+        "--per-run",
+        action="store_true",
+        help="also print each run's own table and front before the corpus's",
+    )
+    sw.add_argument(
         "--workers",
         type=_positive,
         default=default_workers(),
         metavar="N",
-        help=f"processes to replay in (default: one per CPU, {default_workers()} here; "
-        "small sweeps stay in one)",
+        help=f"processes to replay in (default: one per CPU, {default_workers()} here): "
+        "several runs are shared out among them, one run at a time; the combinations of a "
+        "single run are (small sweeps stay in one)",
     )
     sw.add_argument(
         "--no-share",

@@ -27,6 +27,7 @@ from simulator.importers import load_conversations
 from simulator.pricing import Pricing, with_cache_prices
 from simulator.recording import RecordedConversation
 from simulator.replay import replay
+from simulator.results import Totals
 
 __all__ = [
     "CODING",
@@ -122,6 +123,15 @@ class ConfigTotals:
         """The mean of :attr:`visible_shares` (each recording weighs the same)."""
         return sum(self.visible_shares) / len(self.visible_shares) if self.visible_shares else 1.0
 
+    def add(self, totals: Totals) -> None:
+        """One more recording's replay, after those already added."""
+        self.cost_usd += totals.cost_usd
+        self.input_tokens_billed += totals.input_tokens_billed
+        self.refetches += totals.refetches
+        self.costs.append(totals.cost_usd)
+        self.run_refetches.append(totals.refetches)
+        self.visible_shares.append(totals.mean_visible_tool_share)
+
     def saving(self, baseline: ConfigTotals) -> float:
         return 1 - self.cost_usd / baseline.cost_usd if baseline.cost_usd else 0.0
 
@@ -164,13 +174,9 @@ def _replay_set(
     out = tuple(ConfigTotals(name, config) for name, config in configs)
     for conv in conversations:
         for totals in out:
-            result = replay(conv, with_cache_prices(totals.config, pricing), pricing=pricing).totals
-            totals.cost_usd += result.cost_usd
-            totals.input_tokens_billed += result.input_tokens_billed
-            totals.refetches += result.refetches
-            totals.costs.append(result.cost_usd)
-            totals.run_refetches.append(result.refetches)
-            totals.visible_shares.append(result.mean_visible_tool_share)
+            totals.add(
+                replay(conv, with_cache_prices(totals.config, pricing), pricing=pricing).totals
+            )
             tick()
     return out
 

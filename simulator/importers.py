@@ -38,7 +38,9 @@ __all__ = [
     "conversation_from_json",
     "detect_format",
     "load_conversations",
+    "load_files",
     "openhands_to_openai",
+    "recording_files",
 ]
 
 FORMATS = (
@@ -262,6 +264,40 @@ def load_conversations(path: str | Path, *, fmt: str | None = None) -> list[Reco
         del raw  # the text stands for the file from here on
         return _from_text(path, text, fmt)
     return conversation_from_json(data, fmt=fmt, name=path.name, require_calls=True)
+
+
+RECORDING_SUFFIXES = (".json", ".jsonl", ".traj")
+"""What a file in a folder given to :func:`recording_files` must end with to be read
+(``.traj.json`` included); a folder's README and licence files are left out."""
+
+
+def recording_files(paths: Sequence[str | Path]) -> list[Path]:
+    """``paths`` with each folder replaced by its recording files (those ending in one of
+    :data:`RECORDING_SUFFIXES`, sorted by name; subfolders are not read). A folder without
+    any is an error naming it; files are taken as given, whatever their name."""
+    out: list[Path] = []
+    for given in paths:
+        path = Path(given)
+        if not path.is_dir():
+            out.append(path)
+            continue
+        found = sorted(
+            p for p in path.iterdir() if p.is_file() and p.name.endswith(RECORDING_SUFFIXES)
+        )
+        if not found:
+            raise ImportError_(
+                f"{path}: no recording files in this folder "
+                f"(files ending in {', '.join(RECORDING_SUFFIXES)})"
+            )
+        out.extend(found)
+    return out
+
+
+def load_files(
+    paths: Sequence[str | Path], *, fmt: str | None = None
+) -> list[RecordedConversation]:
+    """Every conversation of every file of :func:`recording_files`, in that order."""
+    return [conv for path in recording_files(paths) for conv in load_conversations(path, fmt=fmt)]
 
 
 def _text(raw: bytes) -> str:

@@ -1,0 +1,350 @@
+"""Sweeping a grid over a corpus: every combination on every recorded run, summed.
+
+:func:`corpus_sweep` replays each combination of a grid (and no reduction) on each run
+of a corpus and adds up, per combination, what :class:`~simulator.front.ConfigTotals`
+adds up for ``python -m simulator front``: cache-aware cost, input tokens billed and
+re-fetches, with each run's cost kept, so that :meth:`CorpusSweep.billed_more` can say
+on how many runs a combination costs more than no reduction. The corpus's Pareto front
+is :func:`~simulator.compare.pareto_front` over those totals: cache-aware cost against
+re-fetches. Each run's own sweep (its results and front) is kept beside them.
+
+Each run's totals are the ones :func:`~simulator.replay.replay` gives for it alone (a
+test holds them equal); the sums are taken run by run in the corpus's order.
+
+Runs are replayed in parallel when there are several and ``workers`` is above 1: a
+process pool takes one run at a time (the longest first), replaying all its combinations
+in one walk (:func:`~simulator.parallel.replay_configs` in that process). A corpus of
+one run shares its combinations over the pool instead, as a sweep of one file always did.
+On Linux the pool's processes are forks of this one, taken once the runs are read and
+the tokenizer loaded; elsewhere each run is sent to the process that replays it.
+
+:func:`combination_labels` names each combination by the knobs that vary in the grid
+only, in a short form (``clear@20k trunc=2k cache-aware``) that a table can show; the
+full config goes with it in :meth:`CorpusSweep.to_dict`. The app's sweeps keep their
+``knob=value,...`` names (:func:`~simulator.compare.sweep_configs`).
+
+This module measures; :mod:`simulator.cli` prints.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass
+from typing import Any
+
+from simulator.compare import GRID_KNOBS, SweepResult, grid_configs, pareto_front, sweep_configs
+from simulator.front import ConfigTotals
+from simulator.parallel import replay_configs
+from simulator.pricing import Pricing
+from simulator.recording import RecordedConversation
+from simulator.results import ReplayResult
+
+__all__ = ["SHORT_KNOBS", "CorpusSweep", "combination_labels", "corpus_sweep", "varying_knobs"]
+
+SHORT_KNOBS: dict[str, str] = {
+    "max_tokens_for_clear": "clear@",
+    "clear_at_least_tokens": "atleast=",
+    "max_length_for_trunc": "trunc=",
+    "clear_retention_suffix_limit": "suffix=",
+    "clear_cache_aware": "cache-aware",
+    "trunc_only_when_shorter": "only-shorter",
+    "clear_superseded": "superseded",
+    "clear_offload_manifest": "manifest",
+}
+"""How a combination's label shows each knob, in the order labels list them: a number
+follows its prefix (``clear@20k``, ``suffix=3``); a switch that is on shows its word and
+one that is off shows nothing. A knob missing here shows as ``knob=value``."""
+
+Progress = Callable[[int, int], None]
+
+
+def varying_knobs(grid: Mapping[str, Any]) -> list[str]:
+    """The knobs of ``grid`` given more than one value, in the order labels show them."""
+    varying = [k for k in GRID_KNOBS if isinstance(grid.get(k), list) and len(grid[k]) > 1]
+    order = list(SHORT_KNOBS)
+    return sorted(varying, key=lambda k: order.index(k) if k in order else len(order))
+
+
+def _amount(value: Any) -> str:
+    """Whole thousands as ``20k``, hundreds as ``2.5k``; other values as they are."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 1000:
+        if value % 1000 == 0:
+            return f"{value // 1000}k"
+        if value % 100 == 0:
+            return f"{value / 1000:.1f}k"
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _part(knob: str, value: Any) -> str:
+    short = SHORT_KNOBS.get(knob)
+    if short is None:
+        return f"{knob}={_amount(value)}"
+    if isinstance(value, bool):
+        return short if value else ""
+    return f"{short}{_amount(value)}"
+
+
+def combination_labels(grid: Mapping[str, Any]) -> list[str]:
+    """One label per combination of :func:`~simulator.compare.grid_configs`, in its order,
+    showing only the knobs that vary (see :data:`SHORT_KNOBS`). A combination whose
+    varying switches are all off and that varies nothing else is ``no <switch>``; a grid
+    that varies nothing gives its one combination every knob's value."""
+    configs = grid_configs(grid)
+    knobs = varying_knobs(grid) or [k for k in GRID_KNOBS if k in grid]
+    labels = []
+    for config in configs:
+        parts = [p for p in (_part(k, config[k]) for k in knobs) if p]
+        if not parts:
+            parts = [f"no {SHORT_KNOBS.get(k, k)}" for k in knobs]
+        labels.append(" ".join(parts))
+    if len(set(labels)) != len(labels):
+        # Values that print alike (2500 and "2.5k"): the unambiguous names instead.
+        return [name for name, _ in sweep_configs(grid, _NO_PRICES)]
+    return labels
+
+
+_NO_PRICES = Pricing(name="names only", input_per_mtok=0.0, cached_input_per_mtok=0.0)
+
+
+@dataclass(frozen=True)
+class CorpusSweep:
+    """A grid swept over a corpus: per combination its totals over every run."""
+
+    runs: tuple[str, ...]
+    """The runs' names, in the corpus's order."""
+    pricing: Pricing
+    combinations: tuple[ConfigTotals, ...]
+    """One per combination, in grid order, named by :func:`combination_labels`; ``config``
+    is the config replayed (cache prices included where it is cache-aware)."""
+    full_names: tuple[str, ...]
+    """Each combination as ``knob=value,...`` (every knob the grid sweeps)."""
+    baseline: ConfigTotals
+    """No reduction over the same runs."""
+    front: tuple[int, ...]
+    """Indexes into :attr:`combinations`: the Pareto front of cache-aware cost against
+    re-fetches, over the corpus totals."""
+    per_run: tuple[SweepResult, ...]
+    """Each run's own sweep, in the order of :attr:`runs`."""
+
+    def billed_more(self, index: int) -> list[int]:
+        """The runs (indexes) combination ``index`` costs more on than no reduction."""
+        return self.combinations[index].worse_than(self.baseline)
+
+    def cost_saved(self, index: int) -> float | None:
+        """The share of no reduction's cache-aware cost that combination ``index`` saves."""
+        if not self.baseline.cost_usd:
+            return None
+        return self.combinations[index].saving(self.baseline)
+
+    def tokens_saved(self, index: int) -> float | None:
+        """The share of no reduction's input tokens that combination ``index`` saves."""
+        base = self.baseline.input_tokens_billed
+        if not base:
+            return None
+        return 1 - self.combinations[index].input_tokens_billed / base
+
+    def cost_without_cache(self, totals: ConfigTotals) -> float:
+        """US dollars: every input token billed at the plain input price, as if no prompt
+        cache served any."""
+        return totals.input_tokens_billed * self.pricing.input_per_mtok / 1e6
+
+    def to_dict(self) -> dict[str, Any]:
+        def sums(totals: ConfigTotals) -> dict[str, Any]:
+            return {
+                "cost_usd": round(totals.cost_usd, 6),
+                "cost_without_cache_usd": round(self.cost_without_cache(totals), 6),
+                "input_tokens_billed": totals.input_tokens_billed,
+                "refetches": totals.refetches,
+            }
+
+        return {
+            "runs": list(self.runs),
+            "pricing": self.pricing.name,
+            "baseline": {"name": self.baseline.name, "totals": sums(self.baseline)},
+            "combinations": [
+                {
+                    "name": totals.name,
+                    "combination": full,
+                    "config": totals.config,
+                    "totals": sums(totals),
+                    "cost_saved": self.cost_saved(i),
+                    "tokens_saved": self.tokens_saved(i),
+                    "billed_more": len(self.billed_more(i)),
+                    "billed_more_runs": [self.runs[r] for r in self.billed_more(i)],
+                    "pareto": i in self.front,
+                }
+                for i, (totals, full) in enumerate(
+                    zip(self.combinations, self.full_names, strict=True)
+                )
+            ],
+            "pareto_front": list(self.front),
+        }
+
+
+def corpus_sweep(
+    conversations: Sequence[RecordedConversation],
+    grid: Mapping[str, Any],
+    *,
+    pricing: Pricing,
+    min_cacheable_prefix: int | None = None,
+    workers: int = 1,
+    share: bool = True,
+    progress: Progress | None = None,
+) -> CorpusSweep:
+    """Replay every combination of ``grid`` and no reduction on every conversation, and
+    sum them (see the module docstring). ``progress(done, total)`` counts replays of a
+    combination on a run (the baseline's left out) as they finish. ``workers`` and
+    ``share`` as :func:`~simulator.compare.sweep` takes them."""
+    if not conversations:
+        raise ValueError("corpus_sweep: no conversations to sweep")
+    full = sweep_configs(grid, pricing)
+    labels = combination_labels(grid)
+    named: list[tuple[str, Mapping[str, Any] | None]] = [
+        (label, config) for label, (_, config) in zip(labels, full, strict=True)
+    ]
+    named.append(("no reduction", None))
+    per_run = _replay_runs(
+        conversations, named, pricing, min_cacheable_prefix, workers, share, progress
+    )
+    combinations = tuple(ConfigTotals(name, dict(config or {})) for name, config in named[:-1])
+    baseline = ConfigTotals("no reduction", None)
+    sweeps = []
+    for results in per_run:
+        for totals, result in zip(combinations, results[:-1], strict=True):
+            totals.add(result.totals)
+        baseline.add(results[-1].totals)
+        sweeps.append(SweepResult.of(results[:-1], results[-1]))
+    points = [(round(t.cost_usd * 1_000_000), t.refetches) for t in combinations]
+    return CorpusSweep(
+        runs=tuple(conv.name for conv in conversations),
+        pricing=pricing,
+        combinations=combinations,
+        full_names=tuple(name for name, _ in full),
+        baseline=baseline,
+        front=tuple(pareto_front(points)),
+        per_run=tuple(sweeps),
+    )
+
+
+# Replaying the runs ---------------------------------------------------------------------
+
+Named = list[tuple[str, Mapping[str, Any] | None]]
+
+_RUNS: list[RecordedConversation] = []
+"""In a forked pool process: the corpus, inherited from the process that forked it."""
+
+
+def _replay_runs(
+    conversations: Sequence[RecordedConversation],
+    named: Named,
+    pricing: Pricing,
+    min_prefix: int | None,
+    workers: int,
+    share: bool,
+    progress: Progress | None,
+) -> list[list[ReplayResult]]:
+    """Per run, each ``named`` config's result (totals only), in order."""
+    combinations = len(named) - 1
+    total = combinations * len(conversations)
+    if workers <= 1 or len(conversations) < 2:
+        out = []
+        for n, conv in enumerate(conversations):
+            done = n * combinations
+
+            def step(k: int, _: int, done: int = done) -> None:
+                if progress is not None:
+                    progress(done + k, total)
+
+            out.append(
+                replay_configs(
+                    conv,
+                    named,
+                    pricing=pricing,
+                    min_cacheable_prefix=min_prefix,
+                    workers=workers,
+                    share=share,
+                    progress=step,
+                    counted=combinations,
+                )
+            )
+        return out
+    return _pooled(conversations, named, pricing, min_prefix, workers, share, progress, total)
+
+
+def _run_one(
+    index: int,
+    conversation: RecordedConversation | None,
+    named: Named,
+    pricing: Pricing,
+    min_prefix: int | None,
+    share: bool,
+) -> tuple[int, list[ReplayResult]]:
+    conv = _RUNS[index] if conversation is None else conversation
+    results = replay_configs(
+        conv, named, pricing=pricing, min_cacheable_prefix=min_prefix, workers=1, share=share
+    )
+    return index, results
+
+
+def _pooled(
+    conversations: Sequence[RecordedConversation],
+    named: Named,
+    pricing: Pricing,
+    min_prefix: int | None,
+    workers: int,
+    share: bool,
+    progress: Progress | None,
+    total: int,
+) -> list[list[ReplayResult]]:
+    out: list[list[ReplayResult] | None] = [None] * len(conversations)
+    # The longest runs first, so that no long one is left to run alone at the end.
+    order = sorted(range(len(conversations)), key=lambda i: -len(conversations[i].messages))
+    context = None
+    forked = sys.platform.startswith("linux")
+    if forked:
+        context = multiprocessing.get_context("fork")
+        _RUNS[:] = conversations
+        _load_tokenizer(pricing)
+    done = 0
+    try:
+        with ProcessPoolExecutor(min(workers, len(conversations)), mp_context=context) as pool:
+            running: set[Future[tuple[int, list[ReplayResult]]]] = {
+                pool.submit(
+                    _run_one,
+                    i,
+                    None if forked else conversations[i],
+                    named,
+                    pricing,
+                    min_prefix,
+                    share,
+                )
+                for i in order
+            }
+            while running:
+                ready, running = wait(running, return_when=FIRST_COMPLETED)
+                for future in ready:
+                    index, results = future.result()
+                    out[index] = results
+                    done += len(named) - 1
+                    if progress is not None:
+                        progress(done, total)
+    finally:
+        _RUNS.clear()
+    return _all(out)
+
+
+def _all(out: list[list[ReplayResult] | None]) -> list[list[ReplayResult]]:
+    assert all(r is not None for r in out)
+    return [r for r in out if r is not None]
+
+
+def _load_tokenizer(pricing: Pricing) -> None:
+    """Load the preset's tokenizer here, so that forked processes start with it."""
+    if pricing.tokenizer is not None:
+        from reduction_app.engine import get_token_counter
+
+        counter: Any = get_token_counter(pricing.tokenizer)
+        getattr(counter, "encoding", None)
