@@ -100,13 +100,7 @@ def combination_labels(grid: Mapping[str, Any]) -> list[str]:
         if not parts:
             parts = [f"no {SHORT_KNOBS.get(k, k)}" for k in knobs]
         labels.append(" ".join(parts))
-    if len(set(labels)) != len(labels):
-        # Values that print alike (2500 and "2.5k"): the unambiguous names instead.
-        return [name for name, _ in sweep_configs(grid, _NO_PRICES)]
     return labels
-
-
-_NO_PRICES = Pricing(name="names only", input_per_mtok=0.0, cached_input_per_mtok=0.0)
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -190,14 +191,22 @@ def test_main_sweep_table_front_and_progress(files: dict[str, Path]) -> None:
         "sweep", files["hand.json"], "--grid", files["grid.json"], "--measure", "engine"
     )
     assert code == 0
-    assert err == (f"hand.json\n\r[{'#' * 15}{'.' * 15}] 1/2 configs\r[{'#' * 30}] 2/2 configs\n")
+    progress = f"\r[{'#' * 15}{'.' * 15}] 1/2 replays\r[{'#' * 30}] 2/2 replays\n"
+    assert err.startswith(progress)
+    assert re.fullmatch(r"swept 2 combinations over 1 run in \d+\.\d s\n", err[len(progress) :])
     lines = out.splitlines()
-    assert len(lines) == 6
-    assert lines[3:] == [
+    assert len(lines) == 8
+    assert lines[0].split() == [
+        "combination", "cache-aware", "$", "cost", "saved", "no-cache", "$", "input", "tokens",
+        "tokens", "saved", "re-fetches", "billed", "more",
+    ]  # fmt: skip
+    # Only max_tokens_for_clear varies: the combinations are named by it alone.
+    assert [line.split()[0] for line in lines[1:4]] == ["no", "clear@300", "clear@5k"]
+    assert lines[4:] == [
         "tokens: each config's own counter, no provider framing (--measure engine)",
-        "Pareto front (cache-aware cost vs re-fetches; no reduction: $0.0047, 1,874 tokens):",
-        "  max_length_for_trunc=800,max_tokens_for_clear=300: $0.0020 (saves 57.7%), 792 tokens, "
-        "0 re-fetches",
+        "billed more: of the 1 run, how many cost more (cache-aware) than with no reduction",
+        "Pareto front over the 1 run (cache-aware cost vs re-fetches):",
+        "  clear@300: $0.0020 (saves 57.7%), 792 tokens, 0 re-fetches, billed more on 0",
     ]
 
 
@@ -206,7 +215,8 @@ def test_main_sweep_json_and_quiet(files: dict[str, Path]) -> None:
         "sweep", files["hand.json"], "--grid", files["grid.json"], "--json", "--quiet",
         "--measure", "engine",
     )  # fmt: skip
-    assert (code, err) == (0, "")
+    assert code == 0
+    assert re.fullmatch(r"swept 2 combinations over 1 run in \d+\.\d s\n", err)
     data = json.loads(out)
     [one] = data["sweeps"]
     assert one["conversation"] == "hand.json"
@@ -214,6 +224,19 @@ def test_main_sweep_json_and_quiet(files: dict[str, Path]) -> None:
     # max_tokens_for_clear=5000 never clears; result 3 is still truncated to 244 tokens:
     # 30 + 139 + 348 + (348 + 8 + 244) = 1,117.
     assert [r["totals"]["input_tokens_billed"] for r in one["results"]] == [792, 1117]
+    corpus = data["corpus"]
+    assert corpus["runs"] == ["hand.json"]
+    assert [c["name"] for c in corpus["combinations"]] == ["clear@300", "clear@5k"]
+    assert [c["combination"] for c in corpus["combinations"]] == [
+        "max_length_for_trunc=800,max_tokens_for_clear=300",
+        "max_length_for_trunc=800,max_tokens_for_clear=5000",
+    ]
+    assert corpus["combinations"][1]["config"] == {
+        "max_length_for_trunc": 800,
+        "max_tokens_for_clear": 5000,
+    }
+    assert [c["totals"]["input_tokens_billed"] for c in corpus["combinations"]] == [792, 1117]
+    assert corpus["pareto_front"] == [0]
 
 
 def test_main_sweep_workers_and_no_share_give_the_same_json(
@@ -229,7 +252,7 @@ def test_main_sweep_workers_and_no_share_give_the_same_json(
         code, out, err = run(
             "sweep", files["hand.json"], "--grid", files["grid.json"], "--json", "--quiet", *flags
         )
-        assert (code, err) == (0, "")
+        assert (code, err.startswith("swept 2 combinations over 1 run in ")) == (0, True)
         outs.append(json.loads(out))
     assert outs[0] == outs[1]
     assert run("sweep", files["hand.json"], "--grid", files["grid.json"], "--workers", "0") == (
