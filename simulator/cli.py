@@ -276,12 +276,13 @@ def _corpus_front(result: CorpusSweep, out: TextIO) -> None:
         f"Pareto front over the {runs} run{'' if runs == 1 else 's'} "
         "(cache-aware cost vs re-fetches):\n"
     )
-    # Combinations with the same totals are one point of the front: shown once.
+    # Combinations with the same totals are one point of the front, shown once; the
+    # points from the cheapest to the one with the fewest re-fetches.
     points: dict[tuple[float, int, int], list[int]] = {}
     for i in result.front:
         t = result.combinations[i]
         points.setdefault((round(t.cost_usd, 6), t.input_tokens_billed, t.refetches), []).append(i)
-    for same in points.values():
+    for _, same in sorted(points.items()):
         i = same[0]
         t = result.combinations[i]
         others = f" (and {len(same) - 1} more with the same totals)" if len(same) > 1 else ""

@@ -185,6 +185,7 @@ def test_every_benchmark_with_figures_names_its_blocks() -> None:
     assert modules == {
         "api_load",
         "bounds",
+        "corpus_sweep",
         "flat",
         "memory",
         "purge",

@@ -1,0 +1,239 @@
+"""The corpus sweep benchmark: how long ``python -m simulator sweep`` takes over a corpus.
+
+By default the corpus is the 43 shipped mini-swe-agent runs (the ``mini-swe-agent``
+folder of the recordings) and the grid ``simulator/grids/coding.json`` (72
+combinations), priced as gpt-4o (o200k_base with OpenAI's framing), as
+
+    python -m simulator sweep RECORDINGS/mini-swe-agent --grid simulator/grids/coding.json
+
+runs it. Each row is measured in a fresh process (so none profits from an earlier one's
+token counts), from before the files are read to the corpus sums, for each number of
+processes of ``--workers`` (by default 1, then one per CPU): reading the files, then
+the sweep, whose processes each take one run at a time
+(:mod:`simulator.corpus_sweep`). The wall time of the whole is the figure; its goal is
+:data:`GOAL_SECONDS` on two cores. Each row also says the CPU time of the process and
+its pool, the 1-minute load average as it started and, from ``/proc/stat``, how many
+CPUs other processes kept busy meanwhile (``others``). The corpus sums of every row are
+hashed, and the benchmark says whether all rows gave the same.
+
+Prints a table and writes ``benchmarks/results/corpus_sweep.json``; ``--readme`` also
+writes it into its block of benchmarks/README.md (``corpus_sweep``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from benchmarks.common import ROOT
+from benchmarks.report import Stamp, add_readme_arguments, md_table, readme_path, write_block
+
+__all__ = ["GOAL_SECONDS", "README_BLOCKS", "main"]
+
+GRID = ROOT / "simulator" / "grids" / "coding.json"
+PRICING = "gpt-4o"
+GOAL_SECONDS = 180.0
+"""The whole sweep, files read to corpus sums, on two processes."""
+PACKAGES = ("tiktoken",)
+README_BLOCKS = ("corpus_sweep",)
+RESULTS = ROOT / "benchmarks" / "results" / "corpus_sweep.json"
+
+# What a fresh process runs: one sweep, printed as one JSON line.
+_CHILD = r"""
+import hashlib, json, os, resource, sys, time
+job = json.loads(sys.argv[1])
+
+
+def busy():
+    # CPU seconds every process of the machine has used since boot (Linux only): user,
+    # nice, system, irq, softirq, steal.
+    try:
+        with open("/proc/stat", encoding="utf-8") as f:
+            fields = f.readline().split()[1:]
+    except OSError:
+        return None
+    return sum(int(fields[i]) for i in (0, 1, 2, 5, 6, 7) if i < len(fields)) / os.sysconf(
+        "SC_CLK_TCK"
+    )
+
+
+from simulator.corpus_sweep import corpus_sweep
+from simulator.importers import load_files
+from simulator.pricing import pricing_for
+with open(job["grid"], encoding="utf-8") as f:
+    grid = json.load(f)
+pricing = pricing_for(job["pricing"])
+before = busy()
+clock, cpu = time.perf_counter(), time.process_time()
+conversations = load_files(job["files"])
+read = time.perf_counter() - clock
+result = corpus_sweep(conversations, grid, pricing=pricing, workers=job["workers"])
+seconds = time.perf_counter() - clock
+children = resource.getrusage(resource.RUSAGE_CHILDREN)
+used = time.process_time() - cpu + children.ru_utime + children.ru_stime
+after = busy()
+others = None
+if before is not None and after is not None and seconds > 0:
+    others = round(max(0.0, after - before - used) / seconds, 2)
+text = json.dumps(result.to_dict(), sort_keys=True)
+print(json.dumps({
+    "read_s": read,
+    "seconds": seconds,
+    "cpu_s": used,
+    "runs": len(conversations),
+    "messages": sum(len(c.messages) for c in conversations),
+    "combinations": len(result.combinations),
+    "digest": hashlib.sha256(text.encode()).hexdigest()[:16],
+    "others": others,
+}))
+"""
+
+
+def measure(files: Sequence[Path], grid: Path, workers: int) -> dict[str, Any]:
+    """One sweep in a fresh process: its figures, the load and the others' CPUs."""
+    job = {
+        "files": [str(f) for f in files],
+        "grid": str(grid),
+        "pricing": PRICING,
+        "workers": workers,
+    }
+    load = round(os.getloadavg()[0], 2)
+    done = subprocess.run(
+        [sys.executable, "-c", _CHILD, json.dumps(job)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"the sweep on {workers} process(es) failed:\n{done.stderr[-3000:]}")
+    row: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    row.update(workers=workers, load=load)
+    return row
+
+
+def markdown(report: dict[str, Any]) -> list[str]:
+    """The block's sections: the corpus, the table, the verdict."""
+    rows = report["rows"]
+    first = rows[0]
+    corpus = (
+        f"The corpus: {', '.join(f'`{p}`' for p in report['files_shown'])}, "
+        f"{first['runs']} runs, {first['messages']:,} messages; the grid "
+        f"`{report['grid_shown']}`, {first['combinations']} combinations "
+        f"({first['combinations'] * first['runs']:,} replays, and no reduction on each "
+        f"run); priced as {report['pricing']}; every row in a fresh process."
+    )
+    table = md_table(
+        ["processes", "read s", "sweep s", "total s", "CPU s", "load", "others"],
+        [
+            [
+                r["workers"],
+                f"{r['read_s']:.2f}",
+                f"{r['seconds'] - r['read_s']:.1f}",
+                f"**{r['seconds']:.1f}**",
+                f"{r['cpu_s']:.1f}",
+                f"{r['load']:.2f}",
+                "-" if r["others"] is None else f"{r['others']:.2f}",
+            ]
+            for r in rows
+        ],
+    )
+    two = [r for r in rows if r["workers"] == 2]
+    if two:
+        verdict = "met" if two[0]["seconds"] <= GOAL_SECONDS else "not met"
+        goal = (
+            f"Goal ≤ {GOAL_SECONDS:.0f} s for the whole sweep on 2 processes: "
+            f"**{two[0]['seconds']:.1f} s** ({verdict})."
+        )
+    else:
+        goal = f"Goal ≤ {GOAL_SECONDS:.0f} s on 2 processes: not measured (no row on 2)."
+    same = len({r["digest"] for r in rows}) == 1
+    return [corpus, table, f"{goal} Same corpus sums in every row: {'yes' if same else 'NO'}."]
+
+
+def _shown(path: Path) -> str:
+    """``path`` as the block shows it: inside the repository or the recordings folder,
+    relative to it."""
+    from simulator.recordings_folder import recordings_dir
+
+    for root, prefix in ((ROOT, ""), (recordings_dir(), "recordings/")):
+        try:
+            return prefix + str(path.resolve().relative_to(root.resolve()))
+        except ValueError:
+            continue
+    return path.name
+
+
+def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    from simulator.recordings_folder import recordings_dir
+
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.corpus_sweep", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument(
+        "files",
+        nargs="*",
+        type=Path,
+        help="recordings (files and folders) to sweep (default: the recordings' "
+        "mini-swe-agent folder)",
+    )
+    parser.add_argument("--grid", type=Path, default=GRID, help="default: the coding grid")
+    parser.add_argument(
+        "--workers",
+        default=f"1,{os.cpu_count() or 1}",
+        help="numbers of processes to time, comma-separated (default: 1 and one per CPU)",
+    )
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    add_readme_arguments(parser)
+    args = parser.parse_args(argv)
+    if not args.files:
+        args.files = [recordings_dir() / "mini-swe-agent"]
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parse(argv)
+    readme = readme_path(args, *README_BLOCKS)
+    stamp = Stamp.take("benchmarks.corpus_sweep", argv, PACKAGES)
+    missing = [str(f) for f in args.files if not f.exists()]
+    if missing:
+        raise SystemExit(f"no such file or folder: {', '.join(missing)}")
+    print(f"{os.cpu_count()} CPUs; load average at start {os.getloadavg()}", flush=True)
+    rows = []
+    for workers in (int(w) for w in args.workers.split(",")):
+        row = measure(args.files, args.grid, workers)
+        rows.append(row)
+        print(
+            f"{workers} process(es): {row['seconds']:.1f} s ({row['read_s']:.2f} s reading "
+            f"{row['runs']} runs), {row['combinations']} combinations, CPU {row['cpu_s']:.1f} s, "
+            f"load {row['load']}, others {row['others']}",
+            flush=True,
+        )
+    report: dict[str, Any] = {
+        "files": [str(f) for f in args.files],
+        "files_shown": [_shown(f) for f in args.files],
+        "grid": str(args.grid),
+        "grid_shown": _shown(args.grid),
+        "pricing": PRICING,
+        "rows": rows,
+        "load_at_end": list(os.getloadavg()),
+    }
+    sections = markdown(report)
+    print("\n" + "\n\n".join(sections))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    print(f"\nwrote {args.out}")
+    if readme is not None:
+        write_block(readme, "corpus_sweep", stamp.block(sections, report["load_at_end"]))
+        print(f"wrote its block corpus_sweep of {readme}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
