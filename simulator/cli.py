@@ -1,6 +1,6 @@
-"""``python -m simulator``: replay recorded conversations under configs, sweep a grid,
-calibrate the token counts against providers' bills, or check whether a config beats
-Eino's on the shipped recordings.
+"""``python -m simulator``: replay recorded conversations under configs, sweep a grid over
+a corpus of them, calibrate the token counts against providers' bills, or check whether a
+config beats Eino's on the shipped recordings.
 
 Exit codes: 0 on success, 1 when ``front --check`` finds no config meeting its goal, 2 for
 bad input (an unreadable file, an unknown format, a bad config or grid, no recordings
@@ -421,7 +421,7 @@ def _parser() -> argparse.ArgumentParser:
         "(their files ending in .json, .jsonl or .traj, sorted by name)",
     )
     common.add_argument(
-        "--format", choices=FORMATS, help="the file's format (detected when left out)"
+        "--format", choices=FORMATS, help="the files' format (detected in each when left out)"
     )
     common.add_argument(
         "--pricing", default="gpt-4o", choices=sorted(PRESETS), help="price preset for cost"
@@ -476,9 +476,9 @@ def _parser() -> argparse.ArgumentParser:
         type=_positive,
         default=default_workers(),
         metavar="N",
-        help=f"processes to replay in (default: one per CPU, {default_workers()} here): "
-        "several runs are shared out among them, one run at a time; the combinations of a "
-        "single run are (small sweeps stay in one)",
+        help=f"processes to replay in (default: one per CPU, {default_workers()} here): each "
+        "takes one run at a time, or, for a single run, a share of its combinations (small "
+        "sweeps stay in one)",
     )
     sw.add_argument(
         "--no-share",

@@ -311,3 +311,24 @@ def test_main_sweep_of_twenty_conversations_prints_one_table(tmp_path: Path) -> 
     # The header, no reduction and four combinations, a note, two lines, at most 4 points.
     assert 9 <= len(lines) <= 13
     assert sum(line.startswith("combination ") for line in lines) == 1
+
+
+def test_docs_show_the_coding_grids_combinations_in_order() -> None:
+    """docs/simulator.md shows the sweep of the coding grid: its rows are the grid's
+    combinations, named and ordered as the command names and orders them."""
+    page = (REPO / "docs" / "simulator.md").read_text(encoding="utf-8")
+    section = page[page.index("## Sweeping a corpus") :]
+    block = section[
+        section.index("```text\n") + 8 : section.index("\n```", section.index("```text"))
+    ]
+    rows = block.splitlines()
+    assert rows[0].split() == [
+        "combination", "cache-aware", "$", "cost", "saved", "no-cache", "$", "input", "tokens",
+        "tokens", "saved", "re-fetches", "billed", "more",
+    ]  # fmt: skip
+    grid = json.loads(CODING_GRID.read_text(encoding="utf-8"))
+    names = [row.split("  ")[0].strip() for row in rows[1:74]]
+    assert names == ["no reduction", *combination_labels(grid)]
+    assert rows[75] == (
+        "billed more: of the 43 runs, how many cost more (cache-aware) than with no reduction"
+    )
