@@ -13,7 +13,7 @@ from reduction_app.engine import ReductionConfig
 from simulator.cli import main
 from simulator.compare import grid_configs
 from simulator.corpus_sweep import combination_labels, corpus_sweep, varying_knobs
-from simulator.importers import load_files, recording_files
+from simulator.importers import load_files
 from simulator.pricing import pricing_for, with_cache_prices
 from simulator.replay import replay
 from tests.conftest import CONVERSATIONS, REPO, needs_recordings
@@ -192,19 +192,6 @@ def test_corpus_sweep_across_runs_in_a_pool_gives_the_same_results(tmp_path: Pat
 
 
 # Files and folders ----------------------------------------------------------------------
-
-
-@needs_recordings
-def test_recording_files_expand_folders_sorted(tmp_path: Path) -> None:
-    (tmp_path / "b.traj.json").write_text("{}", encoding="utf-8")
-    (tmp_path / "a.jsonl").write_text("{}", encoding="utf-8")
-    (tmp_path / "README.md").write_text("# not a recording", encoding="utf-8")
-    (tmp_path / "sub").mkdir()
-    (tmp_path / "sub" / "c.json").write_text("{}", encoding="utf-8")
-    one = CONVERSATIONS / "tau-bench-airline-gpt-4o.json"
-    assert recording_files([tmp_path, one]) == [tmp_path / "a.jsonl", tmp_path / "b.traj.json", one]
-    missing = tmp_path / "missing.json"
-    assert recording_files([missing]) == [missing]  # left for the reader to name
 
 
 def test_recording_files_of_a_folder_without_recordings_names_it(tmp_path: Path) -> None:

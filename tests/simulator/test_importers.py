@@ -16,6 +16,7 @@ from simulator.importers import (
     detect_format,
     load_conversations,
     openhands_to_openai,
+    recording_files,
 )
 from simulator.sources.openhands import OBSERVATION_CUT_MARKER
 from tests.conftest import CONVERSATIONS, needs_recordings
@@ -478,3 +479,16 @@ def test_load_conversations_tau_bench_error_names_run_and_message(tmp_path: Path
 def test_load_conversations_unknown_top_level_field(tmp_path: Path) -> None:
     path = _write(tmp_path, "c.json", json.dumps({"messages": CHAT, "temperature": 0}))
     assert _error(path) == "c.json: unknown field 'temperature'"
+
+
+def test_recording_files_expand_folders_sorted(tmp_path: Path) -> None:
+    """A folder gives its recording files, sorted; a file is taken as given."""
+    (tmp_path / "b.traj.json").write_text("{}", encoding="utf-8")
+    (tmp_path / "a.jsonl").write_text("{}", encoding="utf-8")
+    (tmp_path / "README.md").write_text("# not a recording", encoding="utf-8")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "c.json").write_text("{}", encoding="utf-8")  # not read
+    one = tmp_path / "sub" / "c.json"
+    assert recording_files([tmp_path, one]) == [tmp_path / "a.jsonl", tmp_path / "b.traj.json", one]
+    missing = tmp_path / "missing.json"
+    assert recording_files([missing]) == [missing]  # left for the reader to name
