@@ -18,6 +18,7 @@ from typing import Any
 from reduction_app.engine import AgenticMessage, Message
 from reduction_app.engine.inspect import classify, tool_calls_of
 from simulator.metering import Meter
+from simulator.misses import Strings
 from simulator.pricing import Pricing
 from simulator.recording import RecordedConversation
 from simulator.transcript import (
@@ -83,6 +84,8 @@ class Prepared:
         self._meters: dict[int, tuple[Any, Meter]] = {}
         self._block_tokens: dict[tuple[int, int], int] = {}
         self._walk()
+        self.strings = Strings(self.messages, self.calls, self.arrivals, self.tools)
+        """The strings of the messages and original results, for misses."""
 
     def _walk(self) -> None:
         keys: dict[tuple[str, str], Key] = {}

@@ -33,7 +33,14 @@ from simulator.members import Member
 from simulator.prepared import Prepared
 from simulator.pricing import DEFAULT_PRICING, Pricing
 from simulator.recording import RecordedConversation
-from simulator.results import CallRecord, ReplayResult, Totals, strategy_effects
+from simulator.results import (
+    MISS_EXAMPLES,
+    CallRecord,
+    MissExample,
+    ReplayResult,
+    Totals,
+    strategy_effects,
+)
 
 __all__ = ["DEFAULT_MIN_CACHEABLE_PREFIX", "Prepared", "no_reduction", "replay", "replay_many"]
 
@@ -160,6 +167,12 @@ def _result(prepared: Prepared, member: Member, branch: Branch) -> ReplayResult:
         refetches=branch.repeats.refetches,
         repeated_calls=branch.repeats.repeated,
         mean_visible_tool_share=round(sum(shares) / len(shares), 6) if shares else 1.0,
+        misses=len(branch.missed),
+        cost_with_recovery_usd=round(cost + sum(m.recovery_usd for m in branch.missed), 6),
+    )
+    examples = tuple(
+        MissExample(call=m.call, tool=m.tool, string=m.string)
+        for m in branch.missed[:MISS_EXAMPLES]
     )
     return ReplayResult(
         name=member.name,
@@ -171,4 +184,5 @@ def _result(prepared: Prepared, member: Member, branch: Branch) -> ReplayResult:
         measure=branch.meter.describe(),
         estimate=pricing.estimate,
         strategies=strategy_effects(events),
+        miss_examples=examples,
     )
