@@ -8,8 +8,8 @@ A file may hold one conversation or many:
 * a JSONL file of such conversations, one per line;
 * tau-bench trajectories (a JSON array of runs with ``traj``);
 * and the recordings of :mod:`simulator.sources`: OpenHands event streams, SWE-agent
-  trajectories, τ²-bench simulation files and Claude Code session logs (a JSONL file
-  whose lines are the events of one session).
+  and mini-swe-agent trajectories, τ²-bench simulation files and Claude Code session
+  logs (a JSONL file whose lines are the events of one session).
 
 Every message goes through ``engine.formats``; errors name the file, line and field. A
 recording in which no model call is found (no assistant message after user input or a
@@ -27,7 +27,7 @@ from typing import Any
 
 from reduction_app.engine import FormatError, ToolInfo, formats
 from simulator.recording import ImportError_, ProviderUsage, RecordedConversation
-from simulator.sources import Converted, claude_code, openhands, swe_agent, tau2
+from simulator.sources import Converted, claude_code, mini_swe_agent, openhands, swe_agent, tau2
 from simulator.sources.openhands import openhands_to_openai
 from simulator.transcript import model_calls
 
@@ -47,13 +47,19 @@ FORMATS = (
     "tau2",
     "openhands",
     "swe_agent",
+    "mini_swe_agent",
     "claude_code",
 )
 
 """What ``--format`` takes: the engine's wire formats (``engine.formats.FORMATS``), then
 the recordings read by :mod:`simulator.sources`."""
 
-_SOURCES = {"tau2": tau2, "openhands": openhands, "swe_agent": swe_agent}
+_SOURCES = {
+    "tau2": tau2,
+    "openhands": openhands,
+    "swe_agent": swe_agent,
+    "mini_swe_agent": mini_swe_agent,
+}
 
 # Fields a file may add beside a wire format's own (``WireFormat.body_fields``).
 _FILE_FIELDS = frozenset({"name", "title"})
@@ -105,12 +111,14 @@ def detect_format(data: Any, *, where: str = "input") -> str:
     """Guess the format of one parsed JSON value.
 
     A list is tau-bench when its items have ``traj``, Responses when any item has a
-    ``type`` (chat messages never do), else OpenAI chat. An object is τ²-bench with
-    ``info`` and ``simulations``; with ``history``, a SWE-agent trajectory when its
-    entries have roles (or a ``trajectory`` sits beside it), else OpenHands; Responses
-    with ``input``, Anthropic with ``system`` or ``tool_use`` / ``tool_result`` blocks,
-    else OpenAI chat. (Claude Code logs are told apart by :func:`load_conversations`,
-    from their lines.)
+    ``type`` (chat messages never do), else OpenAI chat. An object is a mini-swe-agent
+    trajectory with a ``trajectory_format`` naming mini-swe-agent (or ``info`` and
+    ``messages`` beside any ``trajectory_format``: the reader refuses the versions it does
+    not know, naming them); τ²-bench with ``info`` and ``simulations``; with ``history``,
+    a SWE-agent trajectory when its entries have roles (or a ``trajectory`` sits beside
+    it), else OpenHands; Responses with ``input``, Anthropic with ``system`` or
+    ``tool_use`` / ``tool_result`` blocks, else OpenAI chat. (Claude Code logs are told
+    apart by :func:`load_conversations`, from their lines.)
     """
     if isinstance(data, list):
         items = [item for item in data if isinstance(item, Mapping)]
@@ -120,6 +128,8 @@ def detect_format(data: Any, *, where: str = "input") -> str:
             return "openai_responses"
         return "openai_chat"
     if isinstance(data, Mapping):
+        if mini_swe_agent.looks_like(data):
+            return "mini_swe_agent"
         if tau2.looks_like(data):
             return "tau2"
         if "history" in data:
@@ -194,11 +204,22 @@ def _recorded(converted: Converted, name: str) -> RecordedConversation:
     except ImportError_ as exc:
         raise _relocated(exc, converted.locations, name) from exc.__cause__
     usage = None
-    if converted.prompt_tokens or converted.total_prompt_tokens is not None:
+    per_call = (
+        converted.prompt_tokens,
+        converted.cached_prompt_tokens,
+        converted.completion_tokens,
+        converted.call_times,
+    )
+    totals = (converted.total_prompt_tokens, converted.cost)
+    if any(per_call) or any(t is not None for t in totals):
         usage = ProviderUsage(
             prompt_tokens=dict(converted.prompt_tokens),
             total_prompt_tokens=converted.total_prompt_tokens,
             api_calls=converted.api_calls,
+            cached_prompt_tokens=dict(converted.cached_prompt_tokens),
+            completion_tokens=dict(converted.completion_tokens),
+            call_times=dict(converted.call_times),
+            cost=converted.cost,
         )
     return RecordedConversation(
         converted.label,

@@ -24,8 +24,11 @@ class ProviderUsage:
     """Input tokens as the provider billed them, where the recording kept its figures.
 
     Recordings keep them in two shapes: per model call (τ²-bench's ``usage.prompt_tokens``
-    on each assistant message, Claude Code's ``message.usage``) or one total for the
-    run (SWE-agent's ``info.model_stats.tokens_sent`` with ``api_calls``).
+    on each assistant message, Claude Code's ``message.usage``, mini-swe-agent's
+    ``extra.response.usage``) or one total for the run (SWE-agent's
+    ``info.model_stats.tokens_sent`` with ``api_calls``). Some also keep the cached share,
+    the output tokens, the time of each call and the run's cost; those fields are empty
+    where they did not.
     """
 
     prompt_tokens: Mapping[int, int] = field(default_factory=dict)
@@ -34,7 +37,17 @@ class ProviderUsage:
     total_prompt_tokens: int | None = None
     """Prompt tokens of the whole run, when only a total was kept."""
     api_calls: int | None = None
-    """Model calls the run made, by its own count (with ``total_prompt_tokens``)."""
+    """Model calls the run made, by its own count."""
+    cached_prompt_tokens: Mapping[int, int] = field(default_factory=dict)
+    """Of a call's prompt tokens, those the provider read from its cache, keyed as
+    ``prompt_tokens``."""
+    completion_tokens: Mapping[int, int] = field(default_factory=dict)
+    """Output tokens of a call, keyed as ``prompt_tokens``."""
+    call_times: Mapping[int, float] = field(default_factory=dict)
+    """When a call was answered, as the provider stamped it (Unix time, seconds), keyed
+    as ``prompt_tokens``."""
+    cost: float | None = None
+    """What the whole run cost by its own count, in dollars."""
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from tests.offload_stores import S3Server, running_s3_server
 REPO = Path(__file__).resolve().parent.parent
 CONVERSATIONS = recordings_dir()
 """The real recorded agent conversations (tau-bench, τ²-bench, OpenHands, SWE-agent,
-Claude Code), kept outside the repository; the folder may be missing."""
+mini-swe-agent, Claude Code), kept outside the repository; the folder may be missing."""
 HAVE_RECORDINGS = CONVERSATIONS.is_dir()
 WITHOUT_RECORDINGS = f"needs the recordings: {RecordingsNotFound(CONVERSATIONS)}"
 """The reason a test that reads them is skipped."""

@@ -12,6 +12,8 @@ fault.
   and the older action/observation form.
 * :mod:`.tau2`: τ²-bench simulation files (``info`` + ``simulations``).
 * :mod:`.claude_code`: Claude Code session logs (JSONL, one event a line).
+* :mod:`.mini_swe_agent`: mini-swe-agent trajectories (``.traj.json``: ``info`` +
+  ``messages``, ``trajectory_format`` ``"mini-swe-agent-1"``).
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Converted", "as_int", "as_object"]
+from simulator.recording import ImportError_
+
+__all__ = ["Converted", "as_int", "as_object", "as_text"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -36,8 +40,17 @@ class Converted:
     prompt_tokens: Mapping[int, int] = field(default_factory=dict)
     """Provider-reported prompt tokens by index into ``payload["messages"]`` (of the
     assistant message each call produced)."""
+    cached_prompt_tokens: Mapping[int, int] = field(default_factory=dict)
+    """Of those prompt tokens, the ones the provider read from its cache, by the same index."""
+    completion_tokens: Mapping[int, int] = field(default_factory=dict)
+    """Provider-reported output tokens of each call, by the same index."""
+    call_times: Mapping[int, float] = field(default_factory=dict)
+    """When each call was answered (Unix time in seconds, as the provider stamped it),
+    by the same index."""
     total_prompt_tokens: int | None = None
     api_calls: int | None = None
+    cost: float | None = None
+    """What the run cost by its own count (in dollars), when the recording says."""
     strategy: Mapping[str, Any] = field(default_factory=dict)
     locations: Mapping[int, str] = field(default_factory=dict)
     """Where each payload message came from in the file (``history[4]``,
@@ -52,3 +65,26 @@ def as_object(value: Any) -> Mapping[str, Any]:
 def as_int(value: Any) -> int | None:
     """``value`` when it is a JSON integer (not a boolean), else ``None``."""
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def as_text(content: Any, where: str) -> str:
+    """A content string, or the text parts of a content list joined; ``where`` (``FILE:
+    history[3]``) names the message in errors."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = []
+        for j, part in enumerate(content):
+            if not isinstance(part, Mapping):
+                raise ImportError_(f"{where}.content[{j}]: expected a part, got {part!r}")
+            text = part.get("text")
+            if part.get("type", "text") == "text" and not isinstance(text, str):
+                raise ImportError_(f"{where}.content[{j}].text: expected a string, got {text!r}")
+            if isinstance(text, str):
+                texts.append(text)  # images of multimodal runs: not text, not counted
+        return "".join(texts)
+    raise ImportError_(
+        f"{where}.content: expected a string or a list of parts, got {type(content).__name__}"
+    )

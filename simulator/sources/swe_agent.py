@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from simulator.recording import ImportError_
-from simulator.sources import Converted, as_int, as_object
+from simulator.sources import Converted, as_int, as_object, as_text
 
 __all__ = ["looks_like", "read"]
 
@@ -105,35 +105,13 @@ def _kind(value: Any) -> str:
     return type(value).__name__
 
 
-def _text(content: Any, where: str) -> str:
-    """A content string, or the text parts of a content list joined."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        texts = []
-        for j, part in enumerate(content):
-            if not isinstance(part, Mapping):
-                raise ImportError_(f"{where}.content[{j}]: expected a part, got {part!r}")
-            text = part.get("text")
-            if part.get("type", "text") == "text" and not isinstance(text, str):
-                raise ImportError_(f"{where}.content[{j}].text: expected a string, got {text!r}")
-            if isinstance(text, str):
-                texts.append(text)  # images of multimodal runs: not text, not counted
-        return "".join(texts)
-    raise ImportError_(
-        f"{where}.content: expected a string or a list of parts, got {_kind(content)}"
-    )
-
-
 def _messages(entries: Sequence[tuple[int, Mapping[str, Any]]], name: str) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     pending: str | None = None  # the id of a synthetic call awaiting its observation
     for i, entry in entries:
         where = f"{name}: history[{i}]"
         role = entry.get("role")
-        content = _text(entry.get("content"), where)
+        content = as_text(entry.get("content"), where)
         if role == "user" and pending is not None and not entry.get("is_demo"):
             out.append({"role": "tool", "tool_call_id": pending, "content": content})
             pending = None

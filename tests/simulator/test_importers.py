@@ -432,14 +432,21 @@ def test_load_conversations_unknown_format(tmp_path: Path) -> None:
     assert _error(path, fmt="gemini") == (
         "unknown format 'gemini'; expected one of "
         "['openai_chat', 'anthropic', 'openai_responses', 'tau_bench', 'tau2', 'openhands', "
-        "'swe_agent', 'claude_code']"
+        "'swe_agent', 'mini_swe_agent', 'claude_code']"
     )
 
 
 def test_formats_are_the_registry_formats_then_the_recordings() -> None:
     names = formats.FORMAT_NAMES
     assert FORMATS[: len(names)] == names
-    assert FORMATS[len(names) :] == ("tau_bench", "tau2", "openhands", "swe_agent", "claude_code")
+    assert FORMATS[len(names) :] == (
+        "tau_bench",
+        "tau2",
+        "openhands",
+        "swe_agent",
+        "mini_swe_agent",
+        "claude_code",
+    )
 
 
 def test_load_conversations_unknown_role_names_the_field_path(tmp_path: Path) -> None:
