@@ -134,8 +134,10 @@ class Misses:
         self.strings = strings
         self._visible: dict[str, int] = {}
         """String -> how many positions of the context last sent hold it."""
+        self._sent: list[Any] = []
+        """The context last sent."""
         self._positions: list[frozenset[str]] = []
-        """Per position of the context last sent, its strings."""
+        """Per position of ``_sent``, its strings."""
         self._missed: set[int] = set()
         """The missed parts, by the identity of their original item."""
 
@@ -144,27 +146,39 @@ class Misses:
         other = Misses.__new__(Misses)
         other.strings = self.strings
         other._visible = dict(self._visible)
+        other._sent = self._sent  # replaced, never changed, by send
         other._positions = list(self._positions)
         other._missed = set(self._missed)
         return other
 
     def send(self, context: Sequence[Any], same: int) -> None:
         """``context`` is sent now; its first ``same`` messages are those of the context
-        sent before, at the same positions."""
+        sent before, at the same positions. After them, a position holding the same
+        message as before changes nothing either: a clear pass replaces a few results
+        in place, so only those are counted again."""
         visible = self._visible
-        for found in self._positions[same:]:
-            for string in found:
-                n = visible[string]
-                if n == 1:
-                    del visible[string]
+        sent = self._sent
+        positions = self._positions
+        for i in range(same, max(len(sent), len(context))):
+            if i < len(sent) and i < len(context) and sent[i] is context[i]:
+                continue
+            if i < len(sent):
+                for string in positions[i]:
+                    n = visible[string]
+                    if n == 1:
+                        del visible[string]
+                    else:
+                        visible[string] = n - 1
+            if i < len(context):
+                found = self.strings.of(context[i])
+                if i < len(positions):
+                    positions[i] = found
                 else:
-                    visible[string] = n - 1
-        del self._positions[same:]
-        for msg in context[same:]:
-            found = self.strings.of(msg)
-            self._positions.append(found)
-            for string in found:
-                visible[string] = visible.get(string, 0) + 1
+                    positions.append(found)
+                for string in found:
+                    visible[string] = visible.get(string, 0) + 1
+        del positions[len(context) :]
+        self._sent = list(context)
 
     def missed_at(self, message_index: int) -> list[tuple[Part, str]]:
         """The parts the model call at ``message_index`` misses, given the context last
