@@ -11,8 +11,9 @@ Per call it measures the context sent (by the price preset's measure, see
 longest prefix shared with the previous call, when at least ``min_cacheable_prefix``
 tokens), the new tokens, and of those the ones written to the cache (where the preset
 bills cache writes); beside them it keeps the parts of the recording the call missed
-(:mod:`simulator.misses`, priced into the cost with recovery) and what the clear phase's summary event said
-(:class:`~simulator.results.ClearPass`, in the config's own counter). A model call is an
+(:mod:`simulator.misses`, priced into the cost with recovery) and what the clear
+phase's summary event said (:class:`~simulator.results.ClearPass`, in the config's own
+counter). A model call is an
 assistant message after some input: a greeting an agent sends before the user speaks is
 part of the context but no call. No model is called. The result values live in
 :mod:`simulator.results`.
