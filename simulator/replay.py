@@ -14,8 +14,8 @@ bills cache writes); beside them it keeps the parts of the recording the call mi
 (:mod:`simulator.misses`, priced into the cost with recovery) and what the clear
 phase's summary event said (:class:`~simulator.results.ClearPass`, in the config's own
 counter). A model call is an assistant message after some input: a greeting an agent
-sends before the user speaks is part of the context but no call. No model is called. The result values live in
-:mod:`simulator.results`.
+sends before the user speaks is part of the context but no call. No model is called.
+The result values live in :mod:`simulator.results`.
 
 :func:`replay_many` replays several configs in one walk where they share: the prepared
 conversation and its token counts (:mod:`simulator.prepared`), and the contexts they
