@@ -48,11 +48,12 @@ from reduction_app.engine import (
 )
 from reduction_app.engine.inspect import read_result, write_result
 from simulator.members import Files, Member
+from simulator.misses import Misses
 from simulator.prepared import Arrival, Prepared, Truncated
 from simulator.refetch import Repeats
 from simulator.tracking import Tracker
 
-__all__ = ["Branch", "Measure"]
+__all__ = ["Branch", "Measure", "Miss"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +66,19 @@ class Measure:
     new_tokens: int
     cache_write_tokens: int
     share: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class Miss:
+    """A part a model call missed (see :mod:`simulator.misses`), and what reading it back
+    would have cost."""
+
+    call: int
+    tool: str
+    string: str
+    recovery_usd: float
+    """One more call on this call's context (its prefix served by the prompt cache as the
+    preset allows) with the part's tokens as new input."""
 
 
 class Branch:
@@ -84,6 +98,8 @@ class Branch:
         self.meter = prepared.meter(lead.counter)
         self.tracker = Tracker(self.meter)
         self.repeats = Repeats()
+        self.misses = Misses(prepared.strings)
+        self.missed: list[Miss] = []
         self.measures: list[Measure] = []
         self.context: list[Any] = []
         self.next_index = 0
@@ -234,6 +250,8 @@ class Branch:
         other.contexts = dict(self.contexts)
         other.tracker = self.tracker.copy()
         other.repeats = self.repeats.copy()
+        other.misses = self.misses.copy()
+        other.missed = list(self.missed)
         other.measures = list(self.measures)
         files = {**self.files.files, **member.files.pending}
         other.files = Files(files, self.files.chars + member.files.pending_chars)
@@ -248,6 +266,7 @@ class Branch:
         meter = self.meter
         previous = self.tracker.sent
         same = self.tracker.send(self.context)
+        self.misses.send(self.context, same)
         overhead = meter.tools(tools)
         context_tokens = overhead + self.tracker.body + meter.reply_tokens
         cached = 0
@@ -263,8 +282,27 @@ class Branch:
             if earlier is not None:
                 self.repeats.asked(call_id, earlier)
         call = len(self.measures)
+        for part, string in self.misses.missed_at(index):
+            tokens = self.prepared.result_tokens(meter, part.arrival)
+            cost = self._recovery(context_tokens, tokens)
+            self.missed.append(Miss(call, part.arrival.name, string, cost))
         if call in self.wanted_contexts:
             self.contexts[call] = tuple(self.context)
         self.measures.append(Measure(index, context_tokens, cached, new_tokens, writes, share))
         for member in self.members:
             member.record(self.context, tools)
+
+    def _recovery(self, context_tokens: int, part_tokens: int) -> float:
+        """US dollars of one read back: a call sending this call's context (all but the
+        reply primer cached, when long enough and the preset caches) and the part."""
+        pricing = self.prepared.pricing
+        reply = self.meter.reply_tokens
+        prefix = context_tokens - reply
+        cached = prefix if pricing.prompt_cache and prefix >= self.min_prefix else 0
+        request = context_tokens + part_tokens
+        new_tokens = request - cached
+        writes_cache = pricing.cache_write_per_mtok is not None
+        writes = new_tokens if writes_cache and request >= self.min_prefix else 0
+        return pricing.cost(
+            uncached_tokens=new_tokens, cached_tokens=cached, cache_write_tokens=writes
+        )

@@ -38,7 +38,7 @@ from reduction_app.engine.inspect import count_text, render_tool
 from simulator.pricing import Pricing
 from simulator.tool_text import typescript_tools
 
-__all__ = ["Meter"]
+__all__ = ["Meter", "message_texts"]
 
 
 class Meter:
@@ -127,6 +127,11 @@ class Meter:
             + framing.per_tool_call * calls
             + sum(self._text(piece) for piece in (msg.role, *pieces))
         )
+
+
+def message_texts(msg: Any) -> list[str]:
+    """The texts of a message a provider tokenizes (its role and framing left out)."""
+    return _pieces(msg)[0]
 
 
 def _pieces(msg: Any) -> tuple[list[str], int]:

@@ -3,7 +3,8 @@
 A :class:`Prepared` conversation is worked out once and shared by every config replayed
 on it: the messages with stable ids (:func:`~simulator.transcript.with_stable_ids`),
 which assistant messages are model calls, each tool result's call (name, arguments and
-call key, as the calls seen before it name them) and each model call's call keys. The
+call key, as the calls seen before it name them), each model call's call keys, and the
+strings misses look for (:class:`~simulator.misses.Strings`). The
 :class:`~simulator.metering.Meter` of each measure is shared too, so a message the
 configs send alike (every recorded one, and the same object kept by several configs) is
 counted once. Nothing here depends on a config, which is what makes sharing it safe.
@@ -18,6 +19,7 @@ from typing import Any
 from reduction_app.engine import AgenticMessage, Message
 from reduction_app.engine.inspect import classify, tool_calls_of
 from simulator.metering import Meter
+from simulator.misses import Strings
 from simulator.pricing import Pricing
 from simulator.recording import RecordedConversation
 from simulator.transcript import (
@@ -83,6 +85,8 @@ class Prepared:
         self._meters: dict[int, tuple[Any, Meter]] = {}
         self._block_tokens: dict[tuple[int, int], int] = {}
         self._walk()
+        self.strings = Strings(self.messages, self.calls, self.arrivals, self.tools)
+        """The strings of the messages and original results, for misses."""
 
     def _walk(self) -> None:
         keys: dict[tuple[str, str], Key] = {}

@@ -10,11 +10,12 @@ Per call it measures the context sent (by the price preset's measure, see
 :mod:`simulator.metering`), what a provider's prompt cache would have served (the
 longest prefix shared with the previous call, when at least ``min_cacheable_prefix``
 tokens), the new tokens, and of those the ones written to the cache (where the preset
-bills cache writes); beside them it keeps what the clear phase's summary event said
-(:class:`~simulator.results.ClearPass`, in the config's own counter). A model call is an
-assistant message after some input: a greeting an agent sends before the user speaks is
-part of the context but no call. No model is called. The result values live in
-:mod:`simulator.results`.
+bills cache writes); beside them it keeps the parts of the recording the call missed
+(:mod:`simulator.misses`, priced into the cost with recovery) and what the clear
+phase's summary event said (:class:`~simulator.results.ClearPass`, in the config's own
+counter). A model call is an assistant message after some input: a greeting an agent
+sends before the user speaks is part of the context but no call. No model is called.
+The result values live in :mod:`simulator.results`.
 
 :func:`replay_many` replays several configs in one walk where they share: the prepared
 conversation and its token counts (:mod:`simulator.prepared`), and the contexts they
@@ -33,7 +34,14 @@ from simulator.members import Member
 from simulator.prepared import Prepared
 from simulator.pricing import DEFAULT_PRICING, Pricing
 from simulator.recording import RecordedConversation
-from simulator.results import CallRecord, ReplayResult, Totals, strategy_effects
+from simulator.results import (
+    MISS_EXAMPLES,
+    CallRecord,
+    MissExample,
+    ReplayResult,
+    Totals,
+    strategy_effects,
+)
 
 __all__ = ["DEFAULT_MIN_CACHEABLE_PREFIX", "Prepared", "no_reduction", "replay", "replay_many"]
 
@@ -160,6 +168,12 @@ def _result(prepared: Prepared, member: Member, branch: Branch) -> ReplayResult:
         refetches=branch.repeats.refetches,
         repeated_calls=branch.repeats.repeated,
         mean_visible_tool_share=round(sum(shares) / len(shares), 6) if shares else 1.0,
+        misses=len(branch.missed),
+        cost_with_recovery_usd=round(cost + sum(m.recovery_usd for m in branch.missed), 6),
+    )
+    examples = tuple(
+        MissExample(call=m.call, tool=m.tool, string=m.string)
+        for m in branch.missed[:MISS_EXAMPLES]
     )
     return ReplayResult(
         name=member.name,
@@ -171,4 +185,5 @@ def _result(prepared: Prepared, member: Member, branch: Branch) -> ReplayResult:
         measure=branch.meter.describe(),
         estimate=pricing.estimate,
         strategies=strategy_effects(events),
+        miss_examples=examples,
     )

@@ -19,9 +19,11 @@ from typing import Any
 from reduction_app.engine import ReductionEvent
 
 __all__ = [
+    "MISS_EXAMPLES",
     "REFERENCE_STRATEGY",
     "CallRecord",
     "ClearPass",
+    "MissExample",
     "ReplayResult",
     "StrategyEffect",
     "Totals",
@@ -118,6 +120,25 @@ class Totals:
     mean_visible_tool_share: float
     """Mean of ``visible_tool_share`` over the calls made after the first tool result
     (1.0 when there are none): calls before it would only dilute the measure."""
+    misses: int = 0
+    """Tool outputs the context hid (cleared, cut, digested) holding a string the agent
+    used later, at a call whose context showed that string nowhere: what the reduction
+    hid that the agent needed (see :mod:`simulator.misses`). Results stored before the
+    measure existed read back as 0."""
+    cost_with_recovery_usd: float | None = None
+    """``cost_usd`` plus, per miss, one read back: a call on the missing call's context
+    (cached as the preset allows) with the missed output as new input. ``None`` in
+    results stored before the measure existed."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class MissExample:
+    """One miss, to show: the model call, the tool whose output was hidden, and the
+    string the agent used from it."""
+
+    call: int
+    tool: str
+    string: str
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -145,6 +166,9 @@ def strategy_effects(events: Iterable[ReductionEvent]) -> dict[str, StrategyEffe
     }
 
 
+MISS_EXAMPLES = 5
+"""How many misses a result keeps as examples."""
+
 REFERENCE_STRATEGY = "reference"
 """How :func:`strategy_effects` names the reference's own clearing (events say ``""``)."""
 
@@ -169,6 +193,8 @@ class ReplayResult:
     strategies: dict[str, StrategyEffect] = field(default_factory=dict)
     """What each clear strategy did (see :func:`strategy_effects`); empty when nothing
     was cleared."""
+    miss_examples: tuple[MissExample, ...] = ()
+    """The first few misses (:data:`MISS_EXAMPLES` at most), in call order."""
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ReplayResult:
@@ -185,6 +211,7 @@ class ReplayResult:
             measure=data.get("measure", ""),
             estimate=bool(data.get("estimate", False)),
             strategies={k: StrategyEffect(**v) for k, v in data.get("strategies", {}).items()},
+            miss_examples=tuple(MissExample(**m) for m in data.get("miss_examples", ())),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -196,6 +223,7 @@ class ReplayResult:
             "estimate": self.estimate,
             "totals": dataclasses.asdict(self.totals),
             "strategies": {k: dataclasses.asdict(v) for k, v in self.strategies.items()},
+            "miss_examples": [dataclasses.asdict(m) for m in self.miss_examples],
             "calls": [
                 {
                     "index": c.index,

@@ -79,11 +79,13 @@ METRICS: tuple[tuple[str, str], ...] = (
     ("input_tokens_billed", "billed"),
     ("cached_share", "cached share"),
     ("cost_usd", "cost"),
+    ("cost_with_recovery_usd", "cost with recovery"),
     ("peak_context_tokens", "peak context"),
     ("chars_offloaded", "offloaded"),
     ("truncations", "truncations"),
     ("clears", "clears"),
     ("refetches", "re-fetches"),
+    ("misses", "misses"),
     ("repeated_calls", "repeated calls"),
     ("mean_visible_tool_share", "visible share"),
 )
@@ -92,6 +94,8 @@ _LOWER_IS_BETTER = {
     "cost_usd": True,
     "peak_context_tokens": True,
     "refetches": True,
+    "cost_with_recovery_usd": True,
+    "misses": True,
     "cached_share": False,
     "mean_visible_tool_share": False,
 }
@@ -102,7 +106,7 @@ def _value_text(key: str, value: float) -> str:
         return f"{int(value):,} tok"
     if key == "chars_offloaded":
         return f"{int(value):,} chars"
-    if key == "cost_usd":
+    if key in ("cost_usd", "cost_with_recovery_usd"):
         return f"${value:,.4f}"
     if key in ("cached_share", "mean_visible_tool_share"):
         return f"{100 * value:.1f}%"
@@ -112,7 +116,7 @@ def _value_text(key: str, value: float) -> str:
 def _delta_text(key: str, delta: float, base: float) -> str:
     if key in ("cached_share", "mean_visible_tool_share"):
         return _signed(100 * delta, "{:.1f} pp")
-    if key == "cost_usd":
+    if key in ("cost_usd", "cost_with_recovery_usd"):
         return _signed(delta, "${:,.4f}")
     unit = {
         "input_tokens_billed": " tok",
@@ -123,6 +127,16 @@ def _delta_text(key: str, delta: float, base: float) -> str:
     if base and key in unit:
         text += f" ({_signed(100 * delta / base, '{:.1f}%')})"
     return text
+
+
+_UNKNOWN_BEFORE = frozenset({"misses", "cost_with_recovery_usd"})
+"""Metrics that results stored before they existed cannot show as 0: shown as unknown,
+with no delta."""
+
+
+def _unknown(key: str, label: str, value: float | None) -> dict[str, Any]:
+    text = "—" if value is None else _value_text(key, value)
+    return {"key": key, "label": label, "value": text, "delta": "", "tone": ""}
 
 
 def totals_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
@@ -142,6 +156,9 @@ def totals_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
         base_all = dict(base_totals, cached_share=_cached_share(base_totals))
         cells = []
         for key, label in METRICS:
+            if key in _UNKNOWN_BEFORE and (totals.get(key) is None or base_all.get(key) is None):
+                cells.append(_unknown(key, label, totals.get(key)))
+                continue
             # Results stored before a metric existed lack it: shown as 0.
             totals.setdefault(key, 0)
             base_all.setdefault(key, 0)

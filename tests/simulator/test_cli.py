@@ -31,6 +31,8 @@ TOTALS = {
     "refetches",
     "repeated_calls",
     "cache_write_tokens",
+    "misses",
+    "cost_with_recovery_usd",
 }
 
 
@@ -75,17 +77,18 @@ def test_main_replay_prints_a_table(files: dict[str, Path]) -> None:
     header, *rows, note = out.splitlines()
     assert header.split() == [
         "conversation", "config", "calls", "billed", "tok", "Δ", "billed", "cached", "cost",
-        "$", "peak", "tok", "trunc", "clears", "offloaded", "ch", "refetch", "repeat",
-        "visible",
+        "$", "w/recovery", "$", "peak", "tok", "trunc", "clears", "offloaded", "ch", "refetch",
+        "misses", "repeat", "visible",
     ]  # fmt: skip
     assert note == "tokens: each config's own counter, no provider framing (--measure engine)"
     # Without reduction the hand case bills 30 + 139 + 348 + 1,357 = 1,874 tokens and
-    # caches 0 + 30 + 139 + 348 = 517 of them: 27.6%; 1,357 uncached.
+    # caches 0 + 30 + 139 + 348 = 517 of them: 27.6%; 1,357 uncached. Nothing is missed
+    # (the results are runs of one letter), so the cost with recovery is the cost.
     assert [row.split() for row in rows] == [
-        ["hand.json", "a", "4", "792", "+0", "17.7%", "0.0018", "350", "1", "2", "5,200", "0",
-         "0", "55.5%"],
-        ["hand.json", "b", "4", "1,874", "+1,082", "27.6%", "0.0040", "1,357", "0", "0", "0",
-         "0", "0", "100.0%"],
+        ["hand.json", "a", "4", "792", "+0", "17.7%", "0.0018", "0.0018", "350", "1", "2",
+         "5,200", "0", "0", "0", "55.5%"],
+        ["hand.json", "b", "4", "1,874", "+1,082", "27.6%", "0.0040", "0.0040", "1,357", "0",
+         "0", "0", "0", "0", "0", "100.0%"],
     ]  # fmt: skip
 
 

@@ -123,6 +123,9 @@ def test_replay_hand_case_totals() -> None:
         "repeated_calls": 0,
         # over calls 1-3, the ones made after a result arrived: (1 + 201/302 + 0) / 3
         "mean_visible_tool_share": 0.555188,
+        # the results are runs of one letter: no string of 8 characters to miss
+        "misses": 0,
+        "cost_with_recovery_usd": 0.001805,
     }
 
 

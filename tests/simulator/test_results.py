@@ -6,7 +6,7 @@ import json
 
 from reduction_app.engine import ReductionEvent
 from simulator.replay import replay
-from simulator.results import REFERENCE_STRATEGY, StrategyEffect, strategy_effects
+from simulator.results import REFERENCE_STRATEGY, ReplayResult, StrategyEffect, strategy_effects
 from tests.simulator.cases import ENGINE, HAND_CONFIG, hand_conversation
 
 TOTALS = [
@@ -23,6 +23,8 @@ TOTALS = [
     "refetches",
     "repeated_calls",
     "mean_visible_tool_share",
+    "misses",
+    "cost_with_recovery_usd",
 ]
 
 
@@ -31,7 +33,8 @@ def test_replay_result_to_dict_shape() -> None:
         hand_conversation(), HAND_CONFIG, name="hand", min_cacheable_prefix=10, pricing=ENGINE
     ).to_dict()
     assert list(data) == [
-        "name", "conversation", "config", "measure", "estimate", "totals", "strategies", "calls"
+        "name", "conversation", "config", "measure", "estimate", "totals", "strategies",
+        "miss_examples", "calls",
     ]  # fmt: skip
     # The hand conversation's clears are the reference's own: two results, 250 tokens.
     assert data["strategies"] == {"reference": {"results": 2, "tokens_saved": 250}}
@@ -59,7 +62,18 @@ def test_replay_result_to_dict_shape() -> None:
         "cleared": True,
         "calls_cleared": 1,
     }
+    assert data["miss_examples"] == []
     assert json.loads(json.dumps(data)) == data
+
+
+def test_replay_result_from_dict_reads_results_stored_before_misses() -> None:
+    """Totals stored before misses were measured read back: no miss, no recovery cost."""
+    data = replay(hand_conversation(), HAND_CONFIG, pricing=ENGINE).to_dict()
+    del data["calls"], data["miss_examples"]
+    del data["totals"]["misses"], data["totals"]["cost_with_recovery_usd"]
+    result = ReplayResult.from_dict(data)
+    assert (result.totals.misses, result.totals.cost_with_recovery_usd) == (0, None)
+    assert result.miss_examples == ()
 
 
 def test_replay_result_default_name() -> None:

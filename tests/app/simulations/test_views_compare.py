@@ -98,6 +98,11 @@ def test_compare_totals_match_the_simulator(setup: tuple[Client, Conversation, i
     assert _cell(page, "tight v1", "refetches") == "2"
     assert _cell(page, "tight v1", "cached_share") == "89.6%"
     assert _cell(page, "tight v1", "mean_visible_tool_share") == "21.2%"
+    assert _cell(page, "tight v1", "misses") == f"{tight.misses:,}"
+    assert tight.cost_with_recovery_usd is not None
+    assert (
+        _cell(page, "tight v1", "cost_with_recovery_usd") == f"${tight.cost_with_recovery_usd:,.4f}"
+    )
     assert (
         _cell(page, "no reduction", "input_tokens_billed") == "516,549 tok | +359,376 tok (+228.6%)"
     )
@@ -351,6 +356,33 @@ def test_compare_renders_a_simulation_stored_before_calls_carried_their_clear_pa
     assert series[0]["data"] == [c.clear.tokens_after for c in tight.calls]
     assert series[1]["data"] == [c.context_tokens for c in off.calls]
     assert series[2]["data"] == [8000] * 23
+
+
+def test_compare_renders_a_simulation_stored_before_misses_were_measured(
+    setup: tuple[Client, Conversation, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Older results have no misses nor cost with recovery: shown as unknown, no delta."""
+    client, conversation, pk = setup
+    monkeypatch.setattr(services, "INLINE_LIMIT", 10)
+    client.post("/compare/", {"conversation": conversation.pk, "config": [pk, "none"]})
+    simulation = Simulation.objects.get()
+    services.simulation_run(simulation_id=simulation.pk)
+    simulation.refresh_from_db()
+    assert simulation.results is not None
+    for run in simulation.results["results"]:
+        del run["totals"]["misses"], run["totals"]["cost_with_recovery_usd"]
+        del run["deltas"]["misses"], run["deltas"]["cost_with_recovery_usd"]
+        del run["miss_examples"]
+    simulation.save(update_fields=["results"])
+    url = (
+        f"/compare/?conversation={conversation.pk}&config={pk}&config=none"
+        f"&baseline=first&simulation={simulation.pk}"
+    )
+    page = html(client.get(url))
+    assert _cell(page, "tight v1", "input_tokens_billed") == "157,173 tok"
+    for row in ("tight v1", "no reduction"):
+        assert _cell(page, row, "misses") == "—"
+        assert _cell(page, row, "cost_with_recovery_usd") == "—"
 
 
 def test_compare_says_which_strategy_removed_what(

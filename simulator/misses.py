@@ -1,0 +1,198 @@
+"""Misses: hidden content the agent used later.
+
+Re-fetches (:mod:`simulator.refetch`) see the agent asking again for what was hidden; they
+cannot see it *needing* what was hidden and going on without it. A miss is the trace of
+that need in the recording itself:
+
+* A *part* is one original tool output of the recording. At a model call, a part is
+  *hidden* when the context sent does not show it whole: cleared (a placeholder in its
+  place), truncated (the notice's head and tail previews leave its middle out), or
+  replaced by a clear strategy's digest, preview or manifest.
+* A *string* is a run matching :data:`STRING` (identifiers, paths, dotted names of 8
+  characters or more).
+* A call *misses* a part when its recorded assistant message (text or tool-call
+  arguments) uses a string that is in the part and appears nowhere in the context sent
+  with that call (its messages and tool schemas). Such a part cannot be shown whole, so
+  what a reduction left out is found without reading any notice or placeholder: the
+  strings of a part that the context does not show are exactly what it hid of it.
+* A part counts once, at the first call that misses it (the agent would read it back
+  then). A string in several hidden parts counts for the earliest of them, and for none
+  when one of them was missed already.
+
+:class:`Strings` indexes a conversation once, whatever the config: the strings of each
+message (by identity, messages are frozen values), each model call's used strings, and
+which parts hold each string. :class:`Misses` follows one replay's contexts: a count of
+the strings visible in the context last sent, updated from the positions that changed,
+as :class:`~simulator.tracking.Tracker` does for tokens. Forking a replay copies that one
+count (a flat dict of strings, copied in C) and shares everything else.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from reduction_app.engine import (
+    AgenticMessage,
+    AssistantGenText,
+    FunctionToolCall,
+    FunctionToolResult,
+    Message,
+)
+from reduction_app.engine.inspect import render_tool
+from simulator.metering import message_texts
+
+__all__ = ["STRING", "Misses", "Part", "Strings", "strings_in"]
+
+STRING = re.compile(r"[A-Za-z_][A-Za-z0-9_./:-]{7,}")
+"""What counts as a string an agent may need back: 8 or more characters of identifier,
+path or dotted name, starting with a letter or underscore."""
+
+
+def strings_in(texts: Iterable[str]) -> tuple[str, ...]:
+    """The strings of ``texts``, each once, in order of first appearance."""
+    found: dict[str, None] = {}
+    for text in texts:
+        if text:
+            found.update(dict.fromkeys(STRING.findall(text)))
+    return tuple(found)
+
+
+def _used_texts(msg: Any) -> list[str]:
+    """What an assistant message says itself: its text and its tool calls' arguments."""
+    if isinstance(msg, Message):
+        texts = [msg.content]
+        texts += [p.text for p in msg.assistant_gen_multi_content if p.type == "text"]
+        return texts + [call.arguments for call in msg.tool_calls]
+    assert isinstance(msg, AgenticMessage)
+    return [
+        b.text if isinstance(b, AssistantGenText) else b.arguments
+        for b in msg.content_blocks
+        if isinstance(b, AssistantGenText | FunctionToolCall)
+    ]
+
+
+def _part_texts(item: Any) -> list[str]:
+    """The output of an original result: a chat tool message or a result block."""
+    if isinstance(item, FunctionToolResult):
+        return [c.text for c in item.content if c.text]
+    return message_texts(item)
+
+
+@dataclass(frozen=True, slots=True)
+class Part:
+    """One original tool output that a context may hide."""
+
+    message_index: int
+    """Where its message sits in the recorded conversation."""
+    arrival: Any
+    """Its :class:`~simulator.prepared.Arrival` (the tool's name, the original item)."""
+
+
+class Strings:
+    """The strings of one conversation's messages and parts, worked out once and shared
+    by every replay of it (nothing here depends on a config)."""
+
+    def __init__(
+        self,
+        messages: Sequence[Any],
+        calls: Iterable[int],
+        arrivals: Mapping[int, Sequence[Any]],
+        tools: Sequence[Any],
+    ) -> None:
+        self._messages: dict[int, tuple[Any, frozenset[str]]] = {}
+        self.used: dict[int, tuple[str, ...]] = {
+            index: strings_in(_used_texts(messages[index])) for index in sorted(calls)
+        }
+        """Per model call (its message index): the strings its assistant message uses."""
+        self.parts_with: dict[str, list[Part]] = {}
+        """Per string: the parts that hold it, in order of arrival."""
+        for index in sorted(arrivals):
+            for arrival in arrivals[index]:
+                part = Part(index, arrival)
+                for string in strings_in(_part_texts(arrival.item)):
+                    self.parts_with.setdefault(string, []).append(part)
+        self.tools = frozenset(strings_in(render_tool(t) for t in tools))
+        """The strings of the tool schemas, sent with every call."""
+
+    def of(self, msg: Any) -> frozenset[str]:
+        """The strings of a message as sent: its texts, tool calls and outputs."""
+        hit = self._messages.get(id(msg))
+        if hit is not None and hit[0] is msg:
+            return hit[1]
+        found = frozenset(strings_in(message_texts(msg)))
+        self._messages[id(msg)] = (msg, found)
+        return found
+
+
+class Misses:
+    """The parts one replay has missed so far, and the strings of the context last sent."""
+
+    def __init__(self, strings: Strings) -> None:
+        self.strings = strings
+        self._visible: dict[str, int] = {}
+        """String -> how many positions of the context last sent hold it."""
+        self._sent: list[Any] = []
+        """The context last sent."""
+        self._positions: list[frozenset[str]] = []
+        """Per position of ``_sent``, its strings."""
+        self._missed: set[int] = set()
+        """The missed parts, by the identity of their original item."""
+
+    def copy(self) -> Misses:
+        """An independent copy, for a replay that forks here (the index is shared)."""
+        other = Misses.__new__(Misses)
+        other.strings = self.strings
+        other._visible = dict(self._visible)
+        other._sent = self._sent  # replaced, never changed, by send
+        other._positions = list(self._positions)
+        other._missed = set(self._missed)
+        return other
+
+    def send(self, context: Sequence[Any], same: int) -> None:
+        """``context`` is sent now; its first ``same`` messages are those of the context
+        sent before, at the same positions. After them, a position holding the same
+        message as before changes nothing either: a clear pass replaces a few results
+        in place, so only those are counted again."""
+        visible = self._visible
+        sent = self._sent
+        positions = self._positions
+        for i in range(same, max(len(sent), len(context))):
+            if i < len(sent) and i < len(context) and sent[i] is context[i]:
+                continue
+            if i < len(sent):
+                for string in positions[i]:
+                    n = visible[string]
+                    if n == 1:
+                        del visible[string]
+                    else:
+                        visible[string] = n - 1
+            if i < len(context):
+                found = self.strings.of(context[i])
+                if i < len(positions):
+                    positions[i] = found
+                else:
+                    positions.append(found)
+                for string in found:
+                    visible[string] = visible.get(string, 0) + 1
+        del positions[len(context) :]
+        self._sent = list(context)
+
+    def missed_at(self, message_index: int) -> list[tuple[Part, str]]:
+        """The parts the model call at ``message_index`` misses, given the context last
+        sent is its own, each with the first string that showed it."""
+        out = []
+        strings = self.strings
+        for string in strings.used.get(message_index, ()):
+            if string in self._visible or string in strings.tools:
+                continue
+            parts = [
+                p for p in strings.parts_with.get(string, ()) if p.message_index < message_index
+            ]
+            if not parts or any(id(p.arrival.item) in self._missed for p in parts):
+                continue
+            self._missed.add(id(parts[0].arrival.item))
+            out.append((parts[0], string))
+        return out
