@@ -186,14 +186,13 @@ def recordings_import(
     read = _read_all(files, fmt, progress)
     taken: set[str] = set()
     planned = []
-    for item in read:
+    for index, item in enumerate(read):
         for recorded in item.conversations:
             client_id = _unique(conversation_slug(recorded.name), taken)
-            planned.append((item.filename, client_id, recorded, _stored_form(recorded, item.filename)))
-    results: dict[str, dict[str, Any]] = {
-        item.filename: {"filename": item.filename, "format": "", "conversations": []}
-        for item in read
-    }
+            planned.append((index, client_id, recorded, _stored_form(recorded, item.filename)))
+    results: list[dict[str, Any]] = [
+        {"filename": item.filename, "format": "", "conversations": []} for item in read
+    ]
     with transaction.atomic():
         existing = {
             c.client_id: c
@@ -202,22 +201,22 @@ def recordings_import(
             )
         }
         if existing and not replace:
-            first = next(client_id for _, client_id, _, _ in planned if client_id in existing)
-            filename = next(f for f, client_id, _, _ in planned if client_id == first)
+            index, first = next((i, c) for i, c, _, _ in planned if c in existing)
             raise DuplicateConversation(
-                f"{filename}: conversation {first!r} already exists in this workspace "
-                "(import with replace to overwrite it); nothing was imported"
+                f"{read[index].filename}: conversation {first!r} already exists in this "
+                "workspace (import with replace to overwrite it)"
             )
         for row in existing.values():
             conversation_delete(conversation=row)
-        for filename, client_id, recorded, stored in planned:
+        for index, client_id, recorded, stored in planned:
+            filename = read[index].filename
             conversation = conversation_upsert(
                 workspace=workspace, client_id=client_id, title=_title(recorded), **stored
             )
             Conversation.objects.filter(pk=conversation.pk).update(
                 source=recorded.source, imported_from=filename[:300]
             )
-            result = results[filename]
+            result = results[index]
             result["format"] = result["format"] or recorded.source
             result["conversations"].append(
                 {
@@ -226,7 +225,7 @@ def recordings_import(
                     "message_count": conversation.message_count,
                 }
             )
-    return list(results.values())
+    return results
 
 
 def recording_import_inline(

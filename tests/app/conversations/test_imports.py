@@ -155,7 +155,7 @@ def test_recordings_import_refuses_an_id_taken_unless_replacing(workspace: Works
         )
     assert str(caught.value) == (
         "run.json: conversation 'run' already exists in this workspace "
-        "(import with replace to overwrite it); nothing was imported"
+        "(import with replace to overwrite it)"
     )
     assert list(Conversation.objects.values_list("client_id", flat=True)) == ["run"]
 
