@@ -135,7 +135,9 @@ def _title(recorded: RecordedConversation) -> str:
     return title[:300]
 
 
-def _read_all(files: Sequence[UploadedFile], fmt: str | None, progress: Progress | None) -> list[_Read]:
+def _read_all(
+    files: Sequence[UploadedFile], fmt: str | None, progress: Progress | None
+) -> list[_Read]:
     read = []
     for done, (filename, raw) in enumerate(files, start=1):
         try:
@@ -161,7 +163,12 @@ def _stored_form(recorded: RecordedConversation, filename: str) -> dict[str, Any
         raise LimitExceeded(f"{filename}: {recorded.name}: {exc}", field="file") from exc
     except ApiError as exc:
         raise RecordingImportError(f"{filename}: {recorded.name}: {exc.message}") from exc
-    return {"message_format": recorded.format, "transcript": messages, "tools": tools, "system": system}
+    return {
+        "message_format": recorded.format,
+        "transcript": messages,
+        "tools": tools,
+        "system": system,
+    }
 
 
 def recordings_import(
@@ -318,7 +325,10 @@ def recording_import_run(*, import_id: int) -> RecordingImport:
         job.status, job.error = "failed", str(exc)
     except Exception as exc:  # recorded for the person waiting; the log names the type only
         logger.error("import %s failed (%s)", job.pk, type(exc).__name__)
-        job.status, job.error = "failed", f"the import failed ({type(exc).__name__}); nothing was imported"
+        job.status, job.error = (
+            "failed",
+            f"the import failed ({type(exc).__name__}); nothing was imported",
+        )
     job.finished_at = timezone.now()
     fields = ["status", "result", "error", "finished_at"]
     if job.status == "done":

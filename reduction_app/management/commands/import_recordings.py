@@ -103,7 +103,8 @@ class Command(BaseCommand):
             try:
                 files.append((path.name, path.read_bytes()))
             except OSError as exc:
-                raise CommandError(f"{path}: cannot read: {exc.strerror or exc}", returncode=2)
+                problem = f"{path}: cannot read: {exc.strerror or exc}"
+                raise CommandError(problem, returncode=2) from exc
         try:
             results = recordings_import(
                 workspace=workspace,
