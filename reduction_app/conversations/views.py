@@ -38,7 +38,10 @@ CONVERSATIONS_PER_PAGE = 25
 MESSAGES_PER_PAGE = 50
 EVENTS_PER_PAGE = 25
 TEMPLATE = "reduction_app/conversation.html"
-FIRST_COMPARISON = (("no reduction", no_reduction()), ("engine defaults", {}))
+FIRST_COMPARISON: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("no reduction", no_reduction()),
+    ("engine defaults", {}),
+)
 """What an imported recording's page replays until a config is chosen."""
 
 
