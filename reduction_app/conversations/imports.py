@@ -240,10 +240,10 @@ def recording_import_inline(
 ) -> RecordingImport:
     """Import ``files`` now (:func:`recordings_import`) and record the import, done; an
     error leaves neither conversations nor the record."""
+    started = timezone.now()
     with transaction.atomic():
         result = recordings_import(workspace=workspace, files=files, fmt=fmt, replace=replace)
-        now = timezone.now()
-        return RecordingImport.objects.create(
+        job = RecordingImport.objects.create(
             workspace=workspace,
             format=fmt or "",
             replace=replace,
@@ -251,9 +251,12 @@ def recording_import_inline(
             progress_done=len(files),
             progress_total=len(files),
             result=result,
-            started_at=now,
-            finished_at=now,
+            started_at=started,
         )
+        # Finished once recorded: never before it was created.
+        job.finished_at = job.created_at
+        job.save(update_fields=["finished_at"])
+        return job
 
 
 # In the background ----------------------------------------------------------------------
