@@ -96,6 +96,9 @@ def _comparison(conversation: Conversation) -> dict[str, Any]:
         context["replay_error"] = f"The stored transcript cannot be replayed: {exc}"
         return context
     context["series"] = series[-1]
+    context["unchanged"] = [p.after for p in series[0].points] == [
+        p.after for p in series[-1].points
+    ]
     if series[-1].points:
         context["chart"] = context_chart(series)
     return context

@@ -204,3 +204,4 @@ def test_imported_conversation_first_compares_no_reduction_with_the_defaults() -
     assert len(none) == len(defaults) == 3
     assert none[0] == defaults[0]
     assert all(d < n for n, d in zip(none[1:], defaults[1:], strict=True))
+    assert 'class="hint unchanged"' not in page
