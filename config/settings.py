@@ -310,6 +310,10 @@ REDUCTION_MAX_DISCARD_BYTES = _env_int(
 REDUCTION_MAX_MESSAGES = _env_int("REDUCTION_MAX_MESSAGES", 20_000)
 # The tool results one request may offload (each one a stored file):
 REDUCTION_MAX_OFFLOADS = _env_int("REDUCTION_MAX_OFFLOADS", 1_000)
+# Recordings imported through the API or the dashboard's Import page: uploads of up to
+# this many bytes in all are imported inside the request; bigger ones by the task workers
+# (`manage.py db_worker`), whose progress the page and `GET /api/v1/imports/{id}` show.
+REDUCTION_IMPORT_INLINE_BYTES = _env_int("REDUCTION_IMPORT_INLINE_BYTES", 2 * 1024 * 1024)
 
 
 # Quotas per workspace (a workspace's own fields override both; 0 is no limit).

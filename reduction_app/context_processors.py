@@ -11,6 +11,7 @@ from reduction_app.dashboard import workspaces_for
 NAV = (
     ("/", "Overview"),
     ("/conversations/", "Conversations"),
+    ("/imports/", "Import"),
     ("/events/", "Events"),
     ("/files/", "Files"),
     ("/configs/", "Configs"),

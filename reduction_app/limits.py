@@ -1,5 +1,6 @@
 """Limits the app puts on requests before any view runs, as Django middleware: the size
-of a REST API body (sent with a length or chunked), and no NUL character in an address.
+of a REST API body (sent with a length or chunked) or of a page's (an upload), and no NUL
+character in an address.
 (The engine's reduction middleware is ``reduction_app.engine``.)"""
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ def _discard(stream: Any, most: int) -> None:
         return
 
 
-def _too_big(request: HttpRequest, size: int, limit: int) -> HttpResponse:
+def _too_big(request: HttpRequest, size: int, limit: int, *, api: bool = True) -> HttpResponse:
     """The 413 of a body of ``size`` bytes (its Content-Length), sent after reading the body
     when it is at most ``REDUCTION_MAX_DISCARD_BYTES``: a client that writes its whole body
     before reading (``http.client``, ``ReductionClient``) then reads the 413 instead of a
@@ -59,6 +60,8 @@ def _too_big(request: HttpRequest, size: int, limit: int) -> HttpResponse:
     if size <= settings.REDUCTION_MAX_DISCARD_BYTES:
         _discard(request, size)
     detail = f"request body of {size} bytes is over the limit of {limit} bytes"
+    if not api:  # a page's upload: text, for a person
+        return HttpResponse(detail, status=413, content_type="text/plain; charset=utf-8")
     return _json_error(413, detail)
 
 
@@ -100,9 +103,9 @@ def _chunked(request: HttpRequest) -> bool:
 
 class ApiRequestSizeMiddleware:
     """Answer 413 with a JSON error when an API request's body is too big (a chunked body
-    is read here, within the limit, or answered 411 where the server cannot); refuse an
-    address with a NUL character (an API request with 422 and a JSON error, a page with
-    400)."""
+    is read here, within the limit, or answered 411 where the server cannot), and with
+    text when a page's is; refuse an address with a NUL character (an API request with
+    422 and a JSON error, a page with 400)."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
@@ -117,16 +120,17 @@ class ApiRequestSizeMiddleware:
             if name is None:
                 return _json_error(422, "the address must not contain NUL characters")
             return _json_error(422, f"{name}: must not contain NUL characters", name)
-        if api:
-            limit = settings.REDUCTION_MAX_REQUEST_BYTES
-            if _chunked(request):
-                refused = _read_chunked(request, limit)
-                if refused is not None:
-                    return refused
-            try:
-                size = int(request.META.get("CONTENT_LENGTH") or 0)
-            except ValueError:
-                size = 0
-            if size > limit:
-                return _too_big(request, size, limit)
+        limit = settings.REDUCTION_MAX_REQUEST_BYTES
+        if api and _chunked(request):
+            refused = _read_chunked(request, limit)
+            if refused is not None:
+                return refused
+        try:
+            size = int(request.META.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            size = 0
+        if size > limit:
+            # A page's body (an upload of recordings) is held to the same limit, before
+            # the CSRF check reads it.
+            return _too_big(request, size, limit, api=api)
         return self.get_response(request)

@@ -97,6 +97,15 @@ class Conversation(models.Model):
         null=True, blank=True, help_text="Anthropic only: the top-level system parameter."
     )
     tools = models.JSONField(default=list, blank=True)
+    source = models.CharField(
+        max_length=40,
+        blank=True,
+        help_text="The recording format it was imported from (e.g. swe_agent); empty for "
+        "conversations a client recorded.",
+    )
+    imported_from = models.CharField(
+        max_length=300, blank=True, help_text="The name of the file it was imported from."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -144,6 +153,65 @@ class TranscriptMessage(models.Model):
 
     def __str__(self) -> str:
         return f"{self.conversation_id}:{self.position}"
+
+
+class RecordingImport(models.Model):
+    """Recordings imported into a workspace as conversations: at once in the request when
+    small, else by the task workers, which report progress here."""
+
+    STATUS_CHOICES = (
+        ("queued", "Queued"),
+        ("running", "Running"),
+        ("done", "Done"),
+        ("failed", "Failed"),
+    )
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="imports")
+    format = models.CharField(
+        max_length=40, blank=True, help_text="The format asked for; empty: detected per file."
+    )
+    replace = models.BooleanField(
+        default=False, help_text="Whether conversations with the same ids are replaced."
+    )
+    status = models.CharField(max_length=10, choices=STATUS_CHOICES, default="queued")
+    progress_done = models.PositiveIntegerField(default=0, help_text="Files read.")
+    progress_total = models.PositiveIntegerField(default=0, help_text="Files to read.")
+    result = models.JSONField(
+        null=True, blank=True, help_text="Per file: its format and the conversations made."
+    )
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ("-created_at", "-id")
+
+    def __str__(self) -> str:
+        return f"import #{self.pk} ({self.status})"
+
+
+class RecordingUpload(models.Model):
+    """A file of a :class:`RecordingImport` waiting for the task worker (the web and
+    worker processes share the database, not a disk); deleted once the import ends."""
+
+    recording_import = models.ForeignKey(
+        RecordingImport, on_delete=models.CASCADE, related_name="uploads"
+    )
+    position = models.PositiveIntegerField()
+    filename = models.CharField(max_length=300)
+    content = models.BinaryField()
+
+    class Meta:
+        ordering = ("recording_import", "position")
+        constraints = (
+            models.UniqueConstraint(
+                fields=["recording_import", "position"], name="recording_upload_position_unique"
+            ),
+        )
+
+    def __str__(self) -> str:
+        return self.filename
 
 
 class ConfigProfile(models.Model):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django_tasks import task
 
+from reduction_app.conversations.imports import recording_import_run
 from reduction_app.records.reclaim import reclaim_all
 from reduction_app.simulations.leases import sweep_watch
 from reduction_app.simulations.services import simulation_run
@@ -33,3 +34,9 @@ def reclaim_offloads() -> int:
     """Remove what requests that died left in the offload storage, in every workspace;
     again later while requests' journal rows are left. The bytes removed."""
     return sum(report.removed_bytes for report in reclaim_all())
+
+
+@task()
+def run_recording_import(import_id: int) -> str:
+    """Import the recordings of a queued import; its outcome is stored on the row."""
+    return recording_import_run(import_id=import_id).status

@@ -6,6 +6,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import path
 
 from reduction_app.configs import views as configs
+from reduction_app.conversations import import_views
 from reduction_app.conversations import views as conversations
 from reduction_app.dashboard import workspace_switch
 from reduction_app.records.views import events, files, overview
@@ -17,6 +18,7 @@ urlpatterns = [
     path("workspace/switch/", workspace_switch, name="workspace_switch"),
     *overview.urlpatterns,
     *conversations.urlpatterns,
+    *import_views.urlpatterns,
     *events.urlpatterns,
     *files.urlpatterns,
     *configs.urlpatterns,

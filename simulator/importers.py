@@ -18,6 +18,7 @@ tool result) is an error too: it is almost always a file read as the wrong forma
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -38,6 +39,7 @@ __all__ = [
     "conversation_from_json",
     "detect_format",
     "load_conversations",
+    "load_conversations_bytes",
     "load_files",
     "openhands_to_openai",
     "recording_files",
@@ -183,7 +185,7 @@ def conversation_from_json(
         raise ImportError_(f"{name}: no conversation found, read as {kind}")
     for conversation in out if require_calls else ():
         _check_calls(conversation, kind)
-    return out
+    return [dataclasses.replace(c, source=kind) for c in out]
 
 
 def _tau_bench(data: Any, name: str) -> list[RecordedConversation]:
@@ -268,23 +270,42 @@ def load_conversations(path: str | Path, *, fmt: str | None = None) -> list[Reco
     its own; otherwise the error is the whole document's, with its line and column.
     """
     path = Path(path)
-    if fmt is not None and fmt not in FORMATS:
-        raise ImportError_(f"unknown format {fmt!r}; expected one of {list(FORMATS)}")
+    _check_format(fmt)
     try:
         raw = path.read_bytes()
     except OSError as exc:
         raise ImportError_(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    return _from_bytes(raw, str(path), path.name, fmt)
+
+
+def load_conversations_bytes(
+    raw: bytes, *, name: str, fmt: str | None = None
+) -> list[RecordedConversation]:
+    """Every conversation in ``raw``, the content of a file called ``name`` (an upload),
+    read as :func:`load_conversations` reads a file; errors name ``name``."""
+    _check_format(fmt)
+    return _from_bytes(raw, name, name, fmt)
+
+
+def _check_format(fmt: str | None) -> None:
+    if fmt is not None and fmt not in FORMATS:
+        raise ImportError_(f"unknown format {fmt!r}; expected one of {list(FORMATS)}")
+
+
+def _from_bytes(raw: bytes, where: str, name: str, fmt: str | None) -> list[RecordedConversation]:
+    """The conversations of a file's bytes; ``where`` names the file in errors about the
+    whole file, ``name`` labels its conversations."""
     try:
         # Most files are one JSON document: decoded from the bytes, with no str of the
         # whole file (the same values as json.loads of the file's text).
         data = formats.json_loads_utf8(raw)
     except UnicodeDecodeError as exc:
-        raise ImportError_(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+        raise ImportError_(f"{where}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
     except json.JSONDecodeError:
         text = _text(raw)
         del raw  # the text stands for the file from here on
-        return _from_text(path, text, fmt)
-    return conversation_from_json(data, fmt=fmt, name=path.name, require_calls=True)
+        return _from_text(where, name, text, fmt)
+    return conversation_from_json(data, fmt=fmt, name=name, require_calls=True)
 
 
 RECORDING_SUFFIXES = (".json", ".jsonl", ".traj")
@@ -327,23 +348,23 @@ def _text(raw: bytes) -> str:
     return raw.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
 
 
-def _from_text(path: Path, text: str, fmt: str | None) -> list[RecordedConversation]:
+def _from_text(where: str, name: str, text: str, fmt: str | None) -> list[RecordedConversation]:
     """A file that is not one JSON document: empty, JSONL, or an error to report."""
     if not text.strip():
-        raise ImportError_(f"{path}: the file is empty")
+        raise ImportError_(f"{where}: the file is empty")
     try:
         data = json.loads(text)
     except json.JSONDecodeError as whole:
         lines = [(n, line) for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
         if len(lines) <= 1 or not _is_json(lines[0][1]):
             at = f"line {whole.lineno}, column {whole.colno}"
-            raise ImportError_(f"{path}: not JSON: {whole.msg} at {at}") from whole
-        return _jsonl(path, lines, fmt)
-    return conversation_from_json(data, fmt=fmt, name=path.name, require_calls=True)
+            raise ImportError_(f"{where}: not JSON: {whole.msg} at {at}") from whole
+        return _jsonl(where, name, lines, fmt)
+    return conversation_from_json(data, fmt=fmt, name=name, require_calls=True)
 
 
 def _jsonl(
-    path: Path, lines: Sequence[tuple[int, str]], fmt: str | None
+    where: str, name: str, lines: Sequence[tuple[int, str]], fmt: str | None
 ) -> list[RecordedConversation]:
     items = []
     for number, line in lines:
@@ -351,13 +372,13 @@ def _jsonl(
             items.append(json.loads(line))
         except json.JSONDecodeError as exc:
             at = f"column {exc.colno}"
-            raise ImportError_(f"{path}:{number}: not JSON: {exc.msg} at {at}") from exc
+            raise ImportError_(f"{where}:{number}: not JSON: {exc.msg} at {at}") from exc
     if fmt == "claude_code" or (fmt is None and claude_code.looks_like(items)):
-        return conversation_from_json(items, fmt="claude_code", name=path.name, require_calls=True)
+        return conversation_from_json(items, fmt="claude_code", name=name, require_calls=True)
     out: list[RecordedConversation] = []
     for (number, _), item in zip(lines, items, strict=True):
-        name = f"{path.name}:{number}"
-        out.extend(conversation_from_json(item, fmt=fmt, name=name, require_calls=True))
+        line_name = f"{name}:{number}"
+        out.extend(conversation_from_json(item, fmt=fmt, name=line_name, require_calls=True))
     return out
 
 

@@ -66,3 +66,6 @@ class RecordedConversation:
     strategy: Mapping[str, Any] = field(default_factory=dict)
     """The context strategy the agent itself ran, when the recording says, e.g.
     ``{"keep_last_observations": 5}`` for SWE-agent's ``Last5Observations``."""
+    source: str = ""
+    """The format the recording was read as (one of ``importers.FORMATS``, e.g.
+    ``swe_agent``); ``format`` is the wire format its messages are in."""

@@ -9,6 +9,7 @@ from ninja import Field, Schema
 
 from reduction_app.conversations.selectors import conversation_transcript
 from reduction_app.schemas import ConversationId, MessageFormat, StrictIn, Text
+from reduction_app.simulations.schemas import ProgressOut
 
 
 class ConversationIn(StrictIn):
@@ -57,3 +58,37 @@ class ConversationDetailOut(ConversationOut):
     @staticmethod
     def resolve_file_count(obj: Any) -> int:
         return int(obj.files.count())
+
+
+class ImportedConversationOut(Schema):
+    conversation_id: str
+    title: str
+    message_count: int
+
+
+class ImportedFileOut(Schema):
+    filename: str
+    format: str = Field(..., description="The recording format the file was read as.")
+    conversations: list[ImportedConversationOut]
+
+
+class RecordingImportOut(Schema):
+    id: int
+    status: str = Field(..., description="queued, running, done or failed.")
+    format: str = Field(..., description="The format asked for; empty: detected per file.")
+    replace: bool
+    progress: ProgressOut = Field(..., description="Files read of all.")
+    files: list[ImportedFileOut] | None = Field(
+        None, description="Once done: per file, the conversations imported."
+    )
+    error: str = Field(..., description="Once failed: why; nothing was imported.")
+    created_at: datetime
+    finished_at: datetime | None = None
+
+    @staticmethod
+    def resolve_progress(obj: Any) -> dict[str, int]:
+        return {"done": obj.progress_done, "total": obj.progress_total}
+
+    @staticmethod
+    def resolve_files(obj: Any) -> list[Any] | None:
+        return obj.result  # type: ignore[no-any-return]

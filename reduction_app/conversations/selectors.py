@@ -16,6 +16,7 @@ from reduction_app.models import (
     Conversation,
     EventRecord,
     OffloadedFile,
+    RecordingImport,
     TranscriptMessage,
     Workspace,
 )
@@ -27,6 +28,16 @@ from simulator.importers import RecordedConversation, conversation_from_json
 
 def conversation_get(*, workspace: Workspace, client_id: str) -> Conversation | None:
     return Conversation.objects.filter(workspace=workspace, client_id=client_id).first()
+
+
+def recording_import_get(*, workspace: Workspace, import_id: int) -> RecordingImport | None:
+    """An import of recordings in ``workspace`` (another workspace's is not found)."""
+    return RecordingImport.objects.filter(workspace=workspace, pk=import_id).first()
+
+
+def recording_import_list(*, workspace: Workspace) -> QuerySet[RecordingImport]:
+    """The workspace's imports, newest first."""
+    return RecordingImport.objects.filter(workspace=workspace)
 
 
 def conversation_transcript(*, conversation: Conversation) -> list[Any]:

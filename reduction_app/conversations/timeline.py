@@ -53,13 +53,15 @@ PREVIEW_CHARS = 400
 _PLACEHOLDER_PATH = re.compile(r"(?:Tool result saved to|工具结果已保存至): (\S+)")
 
 
-def series_from_replay(conversation: Conversation, config: Mapping[str, Any]) -> ContextSeries:
+def series_from_replay(
+    conversation: Conversation, config: Mapping[str, Any], *, label: str = CONTEXT_LABEL
+) -> ContextSeries:
     """The series of a simulator replay of the stored transcript under ``config``.
 
     Raises ``ValueError`` when the stored transcript cannot be read.
     """
     result = replay(recorded_conversation(conversation), config, pricing=ENGINE_MEASURE)
-    return series_from_run(result.to_dict(), label=CONTEXT_LABEL)
+    return series_from_run(result.to_dict(), label=label)
 
 
 # The timeline -----------------------------------------------------------------------------

@@ -1,6 +1,11 @@
 """The conversations list (``/conversations/``) and a conversation's page
 (``/conversations/<client_id>/``): its context window call by call, its message timeline
-and its events."""
+and its events.
+
+The context window is the recorded clear passes when there are some; otherwise a replay
+of the transcript, under a chosen config or the engine's defaults. An imported recording
+(``Conversation.source``) with none recorded first shows a replay with no reduction
+against one under the engine's defaults."""
 
 from __future__ import annotations
 
@@ -27,11 +32,17 @@ from reduction_app.models import Conversation, Workspace
 from reduction_app.paging import int_param, pager_for, paginate
 from reduction_app.records.selectors import event_list
 from reduction_app.simulations.services import fits_inline
+from simulator.replay import no_reduction
 
 CONVERSATIONS_PER_PAGE = 25
 MESSAGES_PER_PAGE = 50
 EVENTS_PER_PAGE = 25
 TEMPLATE = "reduction_app/conversation.html"
+FIRST_COMPARISON: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("no reduction", no_reduction()),
+    ("engine defaults", {}),
+)
+"""What an imported recording's page replays until a config is chosen."""
 
 
 @require_GET
@@ -69,16 +80,48 @@ def _chosen_config(request: PageRequest, workspace: Workspace) -> tuple[dict[str
     return dict(config_latest(profile=profile).data), profile
 
 
+def _comparison(conversation: Conversation) -> dict[str, Any]:
+    """An imported recording's first view: a replay with no reduction against one under
+    the engine's defaults, so the chart shows what the engine would change."""
+    context: dict[str, Any] = {"comparison": True, "series": None, "chart": None}
+    if not fits_inline(conversation, configs=len(FIRST_COMPARISON)):
+        context["replay_error"] = (
+            f"It has {conversation.message_count:,} messages; compare it on the Compare "
+            "page, which runs big conversations in the background."
+        )
+        return context
+    try:
+        series = [series_from_replay(conversation, c, label=n) for n, c in FIRST_COMPARISON]
+    except ValueError as exc:
+        context["replay_error"] = f"The stored transcript cannot be replayed: {exc}"
+        return context
+    context["series"] = series[-1]
+    context["unchanged"] = [p.after for p in series[0].points] == [
+        p.after for p in series[-1].points
+    ]
+    if series[-1].points:
+        context["chart"] = context_chart(series)
+    return context
+
+
 def _context_window(request: PageRequest, conversation: Conversation) -> dict[str, Any]:
     workspace: Workspace = request.workspace
     rows = conversation_clear_series(conversation=conversation)
-    context: dict[str, Any] = {"replay_error": "", "profile": None, "configs": []}
+    context: dict[str, Any] = {
+        "replay_error": "",
+        "profile": None,
+        "configs": [],
+        "comparison": False,
+    }
     series: ContextSeries | None = None
     if any(row["kind"] == "summary" for row in rows):
         series = series_from_events(rows)
     else:
         config, context["profile"] = _chosen_config(request, workspace)
         context["configs"] = list(config_list(workspace=workspace))
+        context["imported"] = bool(conversation.source)
+        if conversation.source and context["profile"] is None:
+            return {**context, **_comparison(conversation)}
         if not fits_inline(conversation, configs=1):
             # Replaying in the request would hold it for seconds: Compare runs big
             # conversations in the background.

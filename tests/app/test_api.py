@@ -152,6 +152,8 @@ PUBLISHED_OPERATIONS = [
     ("GET", "/api/v1/events", "reduction_app_api_records_list_events"),
     ("GET", "/api/v1/conversations", "reduction_app_api_records_list_conversations"),
     ("POST", "/api/v1/conversations", "reduction_app_api_records_create_conversation"),
+    ("POST", "/api/v1/conversations/import", "reduction_app_api_records_import_recordings"),
+    ("GET", "/api/v1/imports/{import_id}", "reduction_app_api_records_get_import"),
     (
         "GET",
         "/api/v1/conversations/{conversation_id}",
@@ -294,6 +296,10 @@ def test_openapi_links_lead_from_what_is_created_to_its_address(api: ApiClient) 
                 code,
                 "reduction_app_api_simulations_get_simulation",
             ): "$response.body#/id"
+            for code in ("201", "202")
+        },
+        **{
+            (f"{records}_import_recordings", code, f"{records}_get_import"): "$response.body#/id"
             for code in ("201", "202")
         },
     }

@@ -104,9 +104,15 @@ def test_the_python_agent_loop_records_what_the_demo_user_sees(server: Server) -
     assert "read_file" in demo_sees(server, found.group(1))
 
 
-def test_the_curl_loop_records_what_the_demo_user_sees(server: Server) -> None:
+def test_the_curl_loop_records_what_the_demo_user_sees(server: Server, tmp_path: Path) -> None:
     blocks = SH_BLOCK.findall(section(ROOT / "docs" / "api.md", "### The same loop with curl"))
-    out = run_shell(server, "\n".join(blocks))
+    script = "\n".join(blocks)
+    # The loop runs from the repository root (it calls manage.py); the answers it saves
+    # go to a temporary folder instead of the checkout.
+    for saved in ("truncated.json", "cleared.json"):
+        assert saved in script
+        script = script.replace(saved, str(tmp_path / saved))
+    out = run_shell(server, script)
     ids = set(re.findall(r'"conversation_id": "([^"]+)"', "\n".join(blocks)))
     assert ids, "the curl loop names no conversation"
     assert '"offload_path"' in out

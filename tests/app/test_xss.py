@@ -9,6 +9,7 @@ The pages are enumerated from the URL patterns: a new page without an entry in
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from http import HTTPStatus
@@ -19,7 +20,14 @@ from django.test import Client
 from django.urls import URLPattern, reverse
 
 from reduction_app import urls
-from reduction_app.models import ConfigProfile, Conversation, OffloadedFile, Simulation
+from reduction_app.conversations.imports import recording_import_inline
+from reduction_app.models import (
+    ConfigProfile,
+    Conversation,
+    OffloadedFile,
+    RecordingImport,
+    Simulation,
+)
 from reduction_app.workspaces.services import api_key_create, workspace_get_or_create
 from tests.app.pages_support import member_client
 from tests.app.support import ApiClient
@@ -101,7 +109,19 @@ def recorded(client: Client) -> dict[str, Any]:
     )
     assert simulated.status_code in (HTTPStatus.OK, HTTPStatus.CREATED), simulated.json()
     conversation = Conversation.objects.get(workspace=workspace, client_id=conversation_id)
+    chat = [{"role": "user", "content": HOSTILE}, {"role": "assistant", "content": HOSTILE}]
+    imported = recording_import_inline(
+        workspace=workspace,
+        files=[("i" + HOSTILE + ".json", json.dumps({"messages": chat}).encode())],
+        fmt=None,
+        replace=False,
+    )
+    failed = RecordingImport.objects.create(
+        workspace=workspace, status="failed", progress_total=1, error=HOSTILE
+    )
     return {
+        "import": imported,
+        "failed_import": failed,
         "workspace": workspace,
         "conversation": conversation,
         "profile": ConfigProfile.objects.get(workspace=workspace),
@@ -178,6 +198,14 @@ PAGES: dict[str, Callable[[dict[str, Any]], list[Request]]] = {
     "tune_save": lambda r: [
         ("post", reverse("tune_save"), {"conversation": r["conversation"].pk, "name": HOSTILE}),
     ],
+    "imports": lambda r: [
+        _get(reverse("imports")),
+        ("post", reverse("imports"), {"format": HOSTILE, "replace": HOSTILE}),
+    ],
+    "recording_import": lambda r: [
+        _get(reverse("recording_import", args=[r["import"].pk])),
+        _get(reverse("recording_import", args=[r["failed_import"].pk])),
+    ],
     "simulation_list": lambda r: [_get(reverse("simulation_list"))],
     "simulation": lambda r: [_get(reverse("simulation", args=[r["simulation"].pk]))],
 }
@@ -229,6 +257,8 @@ def test_xss_hostile_records_are_escaped_on_every_page() -> None:
         "tune",
         "simulation_list",
         "simulation",
+        "imports",
+        "recording_import",
     }
     assert visits == 2 * sum(len(requests(records)) for requests in PAGES.values())
     response = client.post(reverse("logout"))

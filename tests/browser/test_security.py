@@ -54,6 +54,14 @@ def test_hostile_records_open_no_dialog_and_break_no_policy(
         reverse("tune") + f"?conversation={conversation.pk}",
         reverse("simulation_list"),
         reverse("simulation", args=[records["simulation"].pk]),
+        reverse("imports"),
+        reverse("recording_import", args=[records["import"].pk]),
+        reverse("recording_import", args=[records["failed_import"].pk]),
+        # An imported recording's page: its first chart compares two replays.
+        reverse(
+            "conversation",
+            args=[records["import"].result[0]["conversations"][0]["conversation_id"]],
+        ),
     ]
     seen = []
     for address in addresses:

@@ -15,6 +15,7 @@ from simulator.importers import (
     conversation_from_json,
     detect_format,
     load_conversations,
+    load_conversations_bytes,
     openhands_to_openai,
     recording_files,
 )
@@ -492,3 +493,40 @@ def test_recording_files_expand_folders_sorted(tmp_path: Path) -> None:
     assert recording_files([tmp_path, one]) == [tmp_path / "a.jsonl", tmp_path / "b.traj.json", one]
     missing = tmp_path / "missing.json"
     assert recording_files([missing]) == [missing]  # left for the reader to name
+
+
+@needs_recordings
+@pytest.mark.parametrize(
+    "relative",
+    [
+        "swe-agent/gpt4-test-repo-i1.traj",
+        "claude-code/1af7fc5e-8455-4414-9ccd-011d40f70b2a.jsonl",
+        "openhands-multi-swe-bench-llama4.jsonl",
+        "tau2/retail-gpt-4.1-mini.json",
+        "mini-swe-agent/astropy__astropy-13033.traj.json",
+    ],
+)
+def test_load_conversations_bytes_reads_as_the_file_is_read(relative: str) -> None:
+    """An upload's bytes give the conversations its file gives, each with the format it
+    was read as."""
+    path = CONVERSATIONS / relative
+    from_bytes = load_conversations_bytes(path.read_bytes(), name=path.name)
+    assert from_bytes == load_conversations(path)
+    source = {
+        "swe-agent": "swe_agent",
+        "claude-code": "claude_code",
+        "tau2": "tau2",
+        "mini-swe-agent": "mini_swe_agent",
+    }.get(
+        relative.split("/")[0], "openhands"
+    )
+    assert {c.source for c in from_bytes} == {source}
+
+
+def test_load_conversations_bytes_names_the_upload_in_errors() -> None:
+    with pytest.raises(ImportError_, match=r"^upload\.jsonl:2: not JSON: Expecting value"):
+        load_conversations_bytes(b'{"messages": []}\nnope\n', name="upload.jsonl")
+    with pytest.raises(ImportError_, match=r"^upload\.json: the file is empty$"):
+        load_conversations_bytes(b"  \n", name="upload.json")
+    with pytest.raises(ImportError_, match=r"^unknown format 'csv'; expected one of "):
+        load_conversations_bytes(b"{}", name="upload.json", fmt="csv")

@@ -1,0 +1,344 @@
+"""Importing recordings: agent runs in any format the simulator reads, stored as
+conversations to replay and compare.
+
+:func:`recordings_import` reads every file with the simulator's readers
+(``simulator.importers``), then stores each conversation through
+:func:`~reduction_app.conversations.services.conversation_upsert`, its messages in the wire
+format the reader gave them, all in one transaction: any error and nothing is written.
+Small uploads are imported inside the request; bigger ones are recorded as a
+:class:`~reduction_app.models.RecordingImport` (:func:`recording_import_create`) and
+carried out by the task workers (:func:`recording_import_run`), which report progress on
+it. Reading is in ``simulator.importers``; what this module owns is the ids, the limits
+and the writes.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from reduction_app.conversations.services import conversation_delete, conversation_upsert
+from reduction_app.engine import formats
+from reduction_app.errors import LimitExceeded, ServiceError
+from reduction_app.models import Conversation, RecordingImport, RecordingUpload, Workspace
+from reduction_app.schemas import ApiError, parse_conversation
+from simulator.importers import FORMATS, ImportError_, RecordedConversation
+from simulator.importers import load_conversations_bytes as read_recording
+
+__all__ = [
+    "DuplicateConversation",
+    "RecordingImportError",
+    "UploadedFile",
+    "conversation_slug",
+    "recording_import_create",
+    "recording_import_enqueue",
+    "recording_import_inline",
+    "recording_import_run",
+    "recordings_import",
+    "runs_inline",
+]
+
+logger = logging.getLogger(__name__)
+
+UploadedFile = tuple[str, bytes]
+"""``(file name, content)`` of one recording."""
+Progress = Callable[[int, int], None]
+"""Called with ``(files read, files)`` as the import goes."""
+
+ID_CHARS = 200
+"""The longest conversation id (``Conversation.client_id``)."""
+PROGRESS_EVERY_SECONDS = 0.5
+# What a recording's file name ends with; left out of the conversation ids made from it.
+_EXTENSIONS = (".traj.json", ".jsonl", ".json", ".traj")
+_UNSAFE = re.compile(r"[^a-z0-9._-]+")
+
+
+class RecordingImportError(ValueError):
+    """A recording that cannot be imported; nothing of the import was written. The message
+    names the file (with its line and field where one is at fault)."""
+
+    def __init__(self, message: str, *, field: str = "file") -> None:
+        super().__init__(message)
+        self.field = field
+        """The input at fault: ``file`` (a file's content) or ``format``."""
+
+
+class DuplicateConversation(ServiceError):
+    """An imported conversation's id is taken in the workspace, and replacing was not
+    asked for; nothing of the import was written."""
+
+
+@dataclass(frozen=True)
+class _Read:
+    filename: str
+    conversations: list[RecordedConversation]
+
+
+def runs_inline(files: Sequence[UploadedFile]) -> bool:
+    """Whether an upload is imported inside the request (``REDUCTION_IMPORT_INLINE_BYTES``
+    in all), rather than by the task workers."""
+    return sum(len(raw) for _, raw in files) <= settings.REDUCTION_IMPORT_INLINE_BYTES
+
+
+def check_format(fmt: str | None) -> str | None:
+    """``fmt``, or ``None`` for "detect"; an unknown one raises naming the allowed ones."""
+    if fmt in (None, ""):
+        return None
+    if fmt not in FORMATS:
+        raise RecordingImportError(
+            f"format: unknown format {fmt!r}; expected one of {list(FORMATS)}", field="format"
+        )
+    return fmt
+
+
+def conversation_slug(label: str) -> str:
+    """A conversation id for a recording's label (``FILE[:LINE][#ID]``): the file's name
+    without its extension, then the line, then the recording's own id when it says more
+    than the file's name; lower case, with anything but letters, digits, ``.``, ``_`` and
+    ``-`` made a ``-``. The same file gives the same ids every time."""
+    head, _, ident = label.partition("#")
+    stem, colon, line = head.rpartition(":")
+    if not (colon and line.isdigit()):
+        stem, line = head, ""
+    lowered = stem.lower()
+    for extension in _EXTENSIONS:
+        if lowered.endswith(extension) and len(lowered) > len(extension):
+            stem = stem[: -len(extension)]
+            break
+    parts = [stem, line]
+    if ident and ident.lower() != stem.lower():
+        parts.append(ident)
+    slug = _UNSAFE.sub("-", "-".join(p for p in parts if p).lower()).strip("-.")
+    return slug[:ID_CHARS].rstrip("-.") or "recording"
+
+
+def _unique(slug: str, taken: set[str]) -> str:
+    out, n = slug, 1
+    while out in taken:
+        n += 1
+        suffix = f"-{n}"
+        out = slug[: ID_CHARS - len(suffix)] + suffix
+    taken.add(out)
+    return out
+
+
+def _title(recorded: RecordedConversation) -> str:
+    title = recorded.name + (f" ({recorded.model})" if recorded.model else "")
+    return title[:300]
+
+
+def _read_all(
+    files: Sequence[UploadedFile], fmt: str | None, progress: Progress | None
+) -> list[_Read]:
+    read = []
+    for done, (filename, raw) in enumerate(files, start=1):
+        try:
+            conversations = read_recording(raw, name=filename, fmt=fmt)
+        except ImportError_ as exc:
+            raise RecordingImportError(str(exc)) from exc
+        except RecursionError as exc:
+            raise RecordingImportError(f"{filename}: nested too deeply to read") from exc
+        read.append(_Read(filename, conversations))
+        if progress is not None:
+            progress(done, len(files))
+    return read
+
+
+def _stored_form(recorded: RecordedConversation, filename: str) -> dict[str, Any]:
+    """The conversation as ``conversation_upsert`` takes it, checked as
+    ``POST /conversations`` checks a body (the message limit, what JSON columns hold)."""
+    system, messages = formats.dump(recorded.format, recorded.messages)
+    tools = formats.dump_tools(recorded.format, recorded.tools)
+    try:
+        parse_conversation(recorded.format, messages, tools, system)
+    except LimitExceeded as exc:
+        raise LimitExceeded(f"{filename}: {recorded.name}: {exc}", field="file") from exc
+    except ApiError as exc:
+        raise RecordingImportError(f"{filename}: {recorded.name}: {exc.message}") from exc
+    return {
+        "message_format": recorded.format,
+        "transcript": messages,
+        "tools": tools,
+        "system": system,
+    }
+
+
+def recordings_import(
+    *,
+    workspace: Workspace,
+    files: Sequence[UploadedFile],
+    fmt: str | None = None,
+    replace: bool = False,
+    progress: Progress | None = None,
+) -> list[dict[str, Any]]:
+    """Import every conversation of ``files`` into ``workspace``, all or nothing.
+
+    Each file is read in ``fmt`` (``None``: detected per file). Returns per file its name,
+    the format it was read as and the conversations made (id, title, messages). Raises
+    :class:`RecordingImportError` for a file that cannot be read, ``LimitExceeded`` for a
+    conversation over ``REDUCTION_MAX_MESSAGES``, and :class:`DuplicateConversation` for an
+    id already in the workspace unless ``replace``; then nothing is written.
+    """
+    fmt = check_format(fmt)
+    if not files:
+        raise RecordingImportError("no file to import")
+    read = _read_all(files, fmt, progress)
+    taken: set[str] = set()
+    planned = []
+    for index, item in enumerate(read):
+        for recorded in item.conversations:
+            client_id = _unique(conversation_slug(recorded.name), taken)
+            planned.append((index, client_id, recorded, _stored_form(recorded, item.filename)))
+    results: list[dict[str, Any]] = [
+        {"filename": item.filename, "format": "", "conversations": []} for item in read
+    ]
+    with transaction.atomic():
+        existing = {
+            c.client_id: c
+            for c in Conversation.objects.filter(workspace=workspace, client_id__in=taken).only(
+                "pk", "client_id", "workspace"
+            )
+        }
+        if existing and not replace:
+            index, first = next((i, c) for i, c, _, _ in planned if c in existing)
+            raise DuplicateConversation(
+                f"{read[index].filename}: conversation {first!r} already exists in this "
+                "workspace (import with replace to overwrite it)"
+            )
+        for row in existing.values():
+            conversation_delete(conversation=row)
+        for index, client_id, recorded, stored in planned:
+            filename = read[index].filename
+            conversation = conversation_upsert(
+                workspace=workspace, client_id=client_id, title=_title(recorded), **stored
+            )
+            Conversation.objects.filter(pk=conversation.pk).update(
+                source=recorded.source, imported_from=filename[:300]
+            )
+            result = results[index]
+            result["format"] = result["format"] or recorded.source
+            result["conversations"].append(
+                {
+                    "conversation_id": client_id,
+                    "title": conversation.title,
+                    "message_count": conversation.message_count,
+                }
+            )
+    return results
+
+
+def recording_import_inline(
+    *, workspace: Workspace, files: Sequence[UploadedFile], fmt: str | None, replace: bool
+) -> RecordingImport:
+    """Import ``files`` now (:func:`recordings_import`) and record the import, done; an
+    error leaves neither conversations nor the record."""
+    started = timezone.now()
+    with transaction.atomic():
+        result = recordings_import(workspace=workspace, files=files, fmt=fmt, replace=replace)
+        job = RecordingImport.objects.create(
+            workspace=workspace,
+            format=fmt or "",
+            replace=replace,
+            status="done",
+            progress_done=len(files),
+            progress_total=len(files),
+            result=result,
+            started_at=started,
+        )
+        # Finished once recorded: never before it was created.
+        job.finished_at = job.created_at
+        job.save(update_fields=["finished_at"])
+        return job
+
+
+# In the background ----------------------------------------------------------------------
+
+
+def recording_import_create(
+    *, workspace: Workspace, files: Sequence[UploadedFile], fmt: str | None, replace: bool
+) -> RecordingImport:
+    """Record an import for the task workers, with its files; nothing is read yet."""
+    fmt = check_format(fmt)
+    if not files:
+        raise RecordingImportError("no file to import")
+    with transaction.atomic():
+        job = RecordingImport.objects.create(
+            workspace=workspace, format=fmt or "", replace=replace, progress_total=len(files)
+        )
+        RecordingUpload.objects.bulk_create(
+            RecordingUpload(recording_import=job, position=i, filename=name[:300], content=raw)
+            for i, (name, raw) in enumerate(files)
+        )
+    return job
+
+
+def recording_import_enqueue(*, recording_import: RecordingImport) -> None:
+    """Hand a queued import to the task workers."""
+    from reduction_app.tasks import run_recording_import
+
+    run_recording_import.enqueue(recording_import.pk)
+
+
+def _progress(import_id: int) -> Progress:
+    last = [0.0]
+
+    def report(done: int, total: int) -> None:
+        now = time.monotonic()
+        if done == total or now - last[0] >= PROGRESS_EVERY_SECONDS:
+            last[0] = now
+            RecordingImport.objects.filter(pk=import_id).update(
+                progress_done=done, progress_total=total
+            )
+
+    return report
+
+
+def recording_import_run(*, import_id: int) -> RecordingImport:
+    """Carry out a queued import; its outcome (or its error) is recorded on it, never
+    raised. Its uploaded files are deleted once it ends either way."""
+    with transaction.atomic():
+        job = RecordingImport.objects.select_for_update().get(pk=import_id)
+        if job.status != "queued":
+            return job
+        job.status = "running"
+        job.started_at = timezone.now()
+        job.save(update_fields=["status", "started_at"])
+    uploads = [
+        (u.filename, bytes(u.content))
+        for u in RecordingUpload.objects.filter(recording_import=job).order_by("position")
+    ]
+    try:
+        job.result = recordings_import(
+            workspace=job.workspace,
+            files=uploads,
+            fmt=job.format or None,
+            replace=job.replace,
+            progress=_progress(job.pk),
+        )
+        job.status = "done"
+    except (RecordingImportError, ServiceError) as exc:
+        job.status, job.error = "failed", str(exc)
+    except Exception as exc:  # recorded for the person waiting; the log names the type only
+        logger.error("import %s failed (%s)", job.pk, type(exc).__name__)
+        job.status, job.error = (
+            "failed",
+            f"the import failed ({type(exc).__name__}); nothing was imported",
+        )
+    job.finished_at = timezone.now()
+    fields = ["status", "result", "error", "finished_at"]
+    if job.status == "done":
+        job.progress_done = job.progress_total
+        fields.append("progress_done")
+    with transaction.atomic():
+        RecordingUpload.objects.filter(recording_import=job).delete()
+        job.save(update_fields=fields)
+    job.refresh_from_db(fields=["progress_done"])
+    return job

@@ -1,0 +1,143 @@
+"""``manage.py import_recordings``: files, folders and globs, all or nothing, exit 2
+naming the file at fault."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from reduction_app.models import Conversation, Workspace
+from tests.app.conversations.recordings import SWE_AGENT
+from tests.conftest import CONVERSATIONS, needs_recordings
+
+pytestmark = pytest.mark.django_db
+
+# The SWE-agent folder's four runs, by file name, with their messages: the system prompt,
+# the task (the 0.x runs send it in two user messages), then each model call's answer and
+# its result: 5 calls (2 + 5 × 2 - 1 = 11, the last call's result is not kept), 12 calls
+# (3 + 12 × 2 - 1 = 26), 8 calls (18) and 5 calls (12).
+SWE_AGENT_RUNS = {
+    "gpt-4o-test-repo-1c2844.traj": 11,
+    "gpt4-pydicom-1458.traj": 26,
+    "gpt4-test-repo-1c2844-old.traj": 18,
+    "gpt4-test-repo-i1.traj": 12,
+}
+
+
+def _run(*args: str) -> tuple[str, str]:
+    out, err = StringIO(), StringIO()
+    call_command("import_recordings", *args, stdout=out, stderr=err)
+    return out.getvalue(), err.getvalue()
+
+
+def _chat_file(path: Path, *contents: str) -> Path:
+    roles = ("user", "assistant")
+    messages = [{"role": roles[i % 2], "content": c} for i, c in enumerate(contents)]
+    path.write_text(json.dumps({"messages": messages}), encoding="utf-8")
+    return path
+
+
+@needs_recordings
+def test_import_recordings_a_whole_folder(workspace: Workspace) -> None:
+    folder = CONVERSATIONS / "swe-agent"
+    out, err = _run(str(folder), "--workspace", workspace.slug)
+    lines = []
+    for name, messages in SWE_AGENT_RUNS.items():
+        stem = name.removesuffix(".traj")
+        lines += [f"{folder / name}: swe_agent, 1 conversation", f"  {stem} ({messages} messages)"]
+    lines.append("Imported 4 conversations from 4 files into workspace 'alpha-team'.")
+    assert out.splitlines() == lines
+    # The bar, redrawn after each file read, ends with a newline.
+    assert err.split("\r")[1:] == [
+        "[#######.......................] 1/4 files read",
+        "[###############...............] 2/4 files read",
+        "[######################........] 3/4 files read",
+        "[##############################] 4/4 files read\n",
+    ]
+    rows = Conversation.objects.filter(workspace=workspace).order_by("client_id")
+    assert [(c.client_id, c.source, c.imported_from, c.message_count) for c in rows] == [
+        (name.removesuffix(".traj"), "swe_agent", name, messages)
+        for name, messages in sorted(SWE_AGENT_RUNS.items())
+    ]
+
+
+def test_import_recordings_a_glob_in_the_only_workspace(
+    workspace: Workspace, tmp_path: Path
+) -> None:
+    _chat_file(tmp_path / "a.json", "q", "a")
+    _chat_file(tmp_path / "b.json", "q", "a", "q2", "a2")
+    (tmp_path / "notes.txt").write_text("not a recording", encoding="utf-8")
+    out, _ = _run(str(tmp_path / "*.json"), "--quiet")
+    assert out.splitlines() == [
+        f"{tmp_path / 'a.json'}: openai_chat, 1 conversation",
+        "  a (2 messages)",
+        f"{tmp_path / 'b.json'}: openai_chat, 1 conversation",
+        "  b (4 messages)",
+        "Imported 2 conversations from 2 files into workspace 'alpha-team'.",
+    ]
+
+
+@needs_recordings
+def test_import_recordings_exits_2_naming_the_file_and_imports_nothing(
+    workspace: Workspace, tmp_path: Path
+) -> None:
+    shutil.copy(CONVERSATIONS / SWE_AGENT, tmp_path / "1-good.traj")
+    (tmp_path / "2-broken.json").write_text(
+        '{"messages": [{"role": "user", "content": "hi"}, {"role": "robot"}]}',
+        encoding="utf-8",
+    )
+    with pytest.raises(CommandError) as caught:
+        _run(str(tmp_path), "--quiet")
+    assert caught.value.returncode == 2
+    assert str(caught.value) == (
+        "2-broken.json: messages[1].role: unknown role 'robot'; nothing was imported"
+    )
+    assert not Conversation.objects.exists()
+
+
+def test_import_recordings_refuses_a_taken_id_unless_replace(
+    workspace: Workspace, tmp_path: Path
+) -> None:
+    path = _chat_file(tmp_path / "run.json", "q", "a")
+    _run(str(path), "--quiet")
+    with pytest.raises(CommandError) as caught:
+        _run(str(path), "--quiet")
+    assert (caught.value.returncode, str(caught.value)) == (
+        2,
+        "run.json: conversation 'run' already exists in this workspace "
+        "(import with replace to overwrite it); nothing was imported",
+    )
+    _chat_file(path, "q", "a", "q2", "a2")
+    _run(str(path), "--quiet", "--replace")
+    assert Conversation.objects.get(client_id="run").message_count == 4
+
+
+def test_import_recordings_needs_a_workspace_among_several(
+    workspace: Workspace, tmp_path: Path
+) -> None:
+    Workspace.objects.create(name="Beta", slug="beta")
+    path = _chat_file(tmp_path / "run.json", "q", "a")
+    with pytest.raises(CommandError) as caught:
+        _run(str(path))
+    assert (caught.value.returncode, str(caught.value)) == (
+        2,
+        "name the workspace with --workspace SLUG (there are several)",
+    )
+    _run(str(path), "--workspace", "beta", "--quiet")
+    assert Conversation.objects.get().workspace.slug == "beta"
+
+
+def test_import_recordings_names_a_path_that_matches_nothing(
+    workspace: Workspace, tmp_path: Path
+) -> None:
+    with pytest.raises(CommandError) as caught:
+        _run(str(tmp_path / "missing-*.json"))
+    assert (caught.value.returncode, str(caught.value)) == (
+        2,
+        f"{tmp_path / 'missing-*.json'}: no such file",
+    )
