@@ -517,9 +517,7 @@ def test_load_conversations_bytes_reads_as_the_file_is_read(relative: str) -> No
         "claude-code": "claude_code",
         "tau2": "tau2",
         "mini-swe-agent": "mini_swe_agent",
-    }.get(
-        relative.split("/")[0], "openhands"
-    )
+    }.get(relative.split("/")[0], "openhands")
     assert {c.source for c in from_bytes} == {source}
 
 
