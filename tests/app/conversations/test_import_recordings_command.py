@@ -4,6 +4,7 @@ naming the file at fault."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from io import StringIO
 from pathlib import Path
@@ -11,7 +12,7 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from reduction_app.models import Conversation, Workspace
+from reduction_app.models import Conversation, TranscriptMessage, Workspace
 from tests.app.conversations.recordings import SWE_AGENT
 from tests.conftest import CONVERSATIONS, needs_recordings
 
@@ -141,3 +142,39 @@ def test_import_recordings_names_a_path_that_matches_nothing(
         2,
         f"{tmp_path / 'missing-*.json'}: no such file",
     )
+
+
+@needs_recordings
+def test_import_recordings_every_mini_swe_agent_run(workspace: Workspace) -> None:
+    """The 43 shipped mini-swe-agent runs import as 43 conversations; each assistant
+    message with exactly one bash block is a call whose result is the next message, and
+    messages with none or several stay text (counted here from the raw files)."""
+    folder = CONVERSATIONS / "mini-swe-agent"
+    calls = messages = 0
+    for path in folder.glob("*.traj.json"):
+        raw = json.loads(path.read_text(encoding="utf-8"))["messages"]
+        messages += len(raw)
+        calls += sum(
+            1
+            for i, m in enumerate(raw)
+            if m["role"] == "assistant"
+            and len(re.findall(r"```bash\s*\n.*?\n```", _text(m["content"]), re.DOTALL)) == 1
+            and i + 1 < len(raw)
+        )
+    out, _ = _run(str(folder), "--workspace", workspace.slug, "--quiet")
+    assert out.splitlines()[-1] == (
+        f"Imported 43 conversations from 43 files into workspace '{workspace.slug}'."
+    )
+    rows = Conversation.objects.filter(workspace=workspace)
+    assert {c.source for c in rows} == {"mini_swe_agent"}
+    assert sum(c.message_count for c in rows) == messages
+    stored = TranscriptMessage.objects.filter(conversation__workspace=workspace)
+    tool_results = [json.loads(m.data) for m in stored if '"role":"tool"' in m.data]
+    assert len(tool_results) == calls == 2339
+    assert {m["tool_call_id"].startswith("call_") for m in tool_results} == {True}
+
+
+def _text(content: str | list[dict[str, str]]) -> str:
+    if isinstance(content, str):
+        return content
+    return "".join(part.get("text", "") for part in content)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 from http import HTTPStatus
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,8 +17,8 @@ from django.test.html import parse_html
 
 from reduction_app.conversations.imports import recording_import_run, recordings_import
 from reduction_app.models import Conversation, RecordingImport
-from simulator.importers import FORMATS
-from tests.app.conversations.recordings import SWE_AGENT
+from simulator.importers import FORMATS, load_conversations
+from tests.app.conversations.recordings import ALL_FORMATS, SWE_AGENT, sample
 from tests.app.dashboard_data import HX, member_client
 from tests.app.records.test_views_overview import chart_config
 from tests.conftest import CONVERSATIONS, needs_recordings
@@ -71,6 +72,21 @@ def test_import_page_imports_a_real_file_and_links_its_conversation() -> None:
     assert (row.client_id, row.source) == ("gpt-4o-test-repo-1c2844", "swe_agent")
     job = RecordingImport.objects.get()
     assert _has(page, f'<td><a href="/imports/{job.pk}/">{job.pk}</a></td>')
+
+
+@pytest.mark.parametrize("fmt", ALL_FORMATS)
+def test_import_page_imports_every_format(fmt: str, tmp_path: Path) -> None:
+    """One upload of each format the simulator reads, detected: each conversation the
+    file holds is imported, with the format as its badge."""
+    client, ws = member_client()
+    path = sample(fmt, tmp_path)
+    response = _upload(client, {path.name: path.read_bytes()})
+    assert response.status_code == HTTPStatus.OK
+    page = response.content.decode()
+    assert _has(page, '<h2 id="import-result-title">Imported</h2>')
+    assert _has(page, f'<span class="badge recording">{fmt}</span>')
+    expected = len(load_conversations(path))
+    assert Conversation.objects.filter(workspace=ws, source=fmt).count() == expected
 
 
 def test_import_page_shows_the_error_escaped_and_imports_nothing() -> None:
