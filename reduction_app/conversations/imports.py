@@ -3,7 +3,7 @@ conversations to replay and compare.
 
 :func:`recordings_import` reads every file with the simulator's readers
 (``simulator.importers``), then stores each conversation through
-:func:`~reduction_app.conversations.services.conversation_upsert`, its messages in the wire
+:func:`~reduction_app.conversations.services.conversation_create`, its messages in the wire
 format the reader gave them, all in one transaction: any error and nothing is written.
 Small uploads are imported inside the request; bigger ones are recorded as a
 :class:`~reduction_app.models.RecordingImport` (:func:`recording_import_create`) and
@@ -25,7 +25,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from reduction_app.conversations.services import conversation_delete, conversation_upsert
+from reduction_app.conversations.services import conversation_create, conversation_delete
 from reduction_app.engine import formats
 from reduction_app.errors import LimitExceeded, ServiceError
 from reduction_app.models import Conversation, RecordingImport, RecordingUpload, Workspace
@@ -153,7 +153,7 @@ def _read_all(
 
 
 def _stored_form(recorded: RecordedConversation, filename: str) -> dict[str, Any]:
-    """The conversation as ``conversation_upsert`` takes it, checked as
+    """The conversation as ``conversation_create`` takes it, checked as
     ``POST /conversations`` checks a body (the message limit, what JSON columns hold)."""
     system, messages = formats.dump(recorded.format, recorded.messages)
     tools = formats.dump_tools(recorded.format, recorded.tools)
@@ -217,12 +217,19 @@ def recordings_import(
             conversation_delete(conversation=row)
         for index, client_id, recorded, stored in planned:
             filename = read[index].filename
-            conversation = conversation_upsert(
-                workspace=workspace, client_id=client_id, title=_title(recorded), **stored
+            conversation = conversation_create(
+                workspace=workspace,
+                client_id=client_id,
+                title=_title(recorded),
+                source=recorded.source,
+                imported_from=filename[:300],
+                **stored,
             )
-            Conversation.objects.filter(pk=conversation.pk).update(
-                source=recorded.source, imported_from=filename[:300]
-            )
+            if conversation is None:  # made by another request since the check above
+                raise DuplicateConversation(
+                    f"{filename}: conversation {client_id!r} already exists in this "
+                    "workspace (import with replace to overwrite it)"
+                )
             result = results[index]
             result["format"] = result["format"] or recorded.source
             result["conversations"].append(

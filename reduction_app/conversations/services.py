@@ -69,6 +69,39 @@ def conversation_upsert(
         return conversation
 
 
+def conversation_create(
+    *,
+    workspace: Workspace,
+    client_id: str,
+    message_format: str,
+    transcript: list[Any],
+    tools: list[Any],
+    system: Any = None,
+    title: str = "",
+    source: str = "",
+    imported_from: str = "",
+) -> Conversation | None:
+    """A new conversation with its transcript, or ``None`` when the workspace holds one
+    with this id already (made meanwhile by another request or import): never a merge
+    into another's transcript."""
+    conversation = _created(
+        workspace=workspace,
+        client_id=client_id,
+        defaults={
+            "message_format": message_format,
+            "message_count": len(transcript),
+            "tools": tools,
+            "title": title,
+            "system": system,
+            "source": source,
+            "imported_from": imported_from,
+        },
+    )
+    if conversation is not None:
+        _transcript_write(conversation, transcript, stored={})
+    return conversation
+
+
 def _locked(workspace: Workspace, client_id: str) -> Conversation | None:
     """The conversation, locked for this transaction (the stored tools and system, which
     an update replaces, are not loaded)."""

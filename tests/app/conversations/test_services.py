@@ -12,6 +12,7 @@ from django.test.utils import CaptureQueriesContext
 
 from reduction_app.conversations.selectors import conversation_transcript
 from reduction_app.conversations.services import (
+    conversation_create,
     conversation_delete,
     conversation_upsert,
     message_digest,
@@ -202,3 +203,41 @@ def test_conversation_upsert_of_an_existing_conversation_makes_no_savepoint(
             workspace=workspace, client_id="c", message_format="openai_chat", transcript=[{}]
         )
     assert not [q for q in queries if "SAVEPOINT" in q["sql"]]
+
+
+def test_conversation_create_never_merges_into_an_existing_conversation(
+    workspace: Workspace,
+) -> None:
+    """An import that finds its id taken meanwhile gets ``None``; the conversation there
+    keeps its transcript, title and source."""
+    first = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]
+    made = conversation_create(
+        workspace=workspace,
+        client_id="run-1",
+        message_format="openai_chat",
+        transcript=first,
+        tools=[],
+        title="first",
+        source="swe_agent",
+        imported_from="run-1.traj",
+    )
+    assert made is not None
+    longer = [*first, {"role": "user", "content": "c"}]
+    again = conversation_create(
+        workspace=workspace,
+        client_id="run-1",
+        message_format="openai_chat",
+        transcript=longer,
+        tools=[],
+        title="second",
+        source="openhands",
+    )
+    assert again is None
+    row = Conversation.objects.get(workspace=workspace, client_id="run-1")
+    assert (row.title, row.source, row.imported_from, row.message_count) == (
+        "first",
+        "swe_agent",
+        "run-1.traj",
+        2,
+    )
+    assert transcript(row) == first
