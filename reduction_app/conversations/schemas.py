@@ -28,6 +28,11 @@ class ConversationOut(Schema):
     title: str
     format: str
     message_count: int
+    source: str = Field(
+        description="The recording format it was imported from (`swe_agent`, "
+        "`mini_swe_agent`, ...); empty for conversations recorded through the API."
+    )
+    imported_from: str = Field(description="The file it was imported from; empty if none.")
     created_at: datetime
     updated_at: datetime
 

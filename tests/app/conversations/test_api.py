@@ -36,6 +36,8 @@ def test_conversation_create_and_get(api: ApiClient) -> None:
         "title": "First",
         "format": "openai_chat",
         "message_count": 2,
+        "source": "",
+        "imported_from": "",
         "messages": CHAT,
         "system": None,
         "tools": [],
@@ -292,6 +294,8 @@ def test_conversations_list_pages_with_cursors(api: ApiClient) -> None:
         "title",
         "format",
         "message_count",
+        "source",
+        "imported_from",
         "created_at",
         "updated_at",
     }

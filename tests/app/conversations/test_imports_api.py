@@ -83,6 +83,10 @@ def test_import_a_raw_body_inline(api: ApiClient) -> None:
     assert api.get(f"/imports/{job.pk}").json() == body
     stored = api.get("/conversations/gpt-4o-test-repo-1c2844").json()
     assert (stored["format"], stored["message_count"]) == ("openai_chat", 11)
+    assert (stored["source"], stored["imported_from"]) == (
+        "swe_agent",
+        "gpt-4o-test-repo-1c2844.traj",
+    )
 
 
 @needs_recordings
