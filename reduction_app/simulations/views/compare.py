@@ -32,6 +32,7 @@ from reduction_app.paging import digits
 from reduction_app.simulations import services
 from reduction_app.simulations.display import (
     ReplayRun,
+    miss_examples,
     run_comparison,
     side_by_side,
     strategy_table,
@@ -73,6 +74,7 @@ def _results_context(
         "off_chart": thresholds_off_chart(series),
         "rows": totals_rows(results),
         "strategies": strategy_table(results),
+        "misses": miss_examples(results),
         "baseline": results["baseline"],
         "calls": calls,
         "call": call,
