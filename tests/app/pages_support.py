@@ -64,13 +64,12 @@ CUT_LISTING = {"max_length_for_trunc": 200, "skip_clear": True}
 """Truncation alone, at 200 characters: the listing keeps its first and last 100."""
 
 
-def cut_listing_conversation(
-    workspace: Workspace, *, tool: str = "grep_repo", client_id: str = "cut-listing"
-) -> Conversation:
-    """Two model calls. Call 1 runs ``tool``, whose 1,000-odd character listing holds
-    :data:`HIDDEN_NAME` only in its middle; call 2 answers with that name. Under
-    :data:`CUT_LISTING` the middle is cut and nothing else the model is sent holds the
-    name, so call 2 misses the listing: 1 miss. With no reduction: none."""
+def cut_listing(tool: str = "grep_repo") -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """OpenAI chat messages and tools of two model calls. Call 1 runs ``tool``, whose
+    1,000-odd character listing holds :data:`HIDDEN_NAME` only in its middle; call 2
+    answers with that name. Under :data:`CUT_LISTING` the middle is cut and nothing else
+    the model is sent holds the name, so call 2 (0-based: 1) misses the listing: 1 miss.
+    With no reduction: none."""
     filler = "lorem ipsum " * 40
     listing = f"begin of listing\n{filler}\nneedle at {HIDDEN_NAME}\n{filler}\nend of listing"
     call = {"name": tool, "arguments": json.dumps({"pattern": "needle"})}
@@ -95,6 +94,14 @@ def cut_listing_conversation(
             },
         }
     ]
+    return messages, tools
+
+
+def cut_listing_conversation(
+    workspace: Workspace, *, tool: str = "grep_repo", client_id: str = "cut-listing"
+) -> Conversation:
+    """:func:`cut_listing` stored in ``workspace``."""
+    messages, tools = cut_listing(tool)
     return conversation_upsert(
         workspace=workspace,
         client_id=client_id,
