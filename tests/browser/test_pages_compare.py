@@ -45,6 +45,8 @@ def test_compare_two_configs(signed_in: Any, shoot: Any) -> None:
     assert cells == [str(first.call + 1), first.tool, first.string]
     assert page.evaluate("window.notReloaded") is True  # htmx swapped the results in place
     assert f"config={tight.pk}" in page.url and "config=none" in page.url
+    example.locator("a").click()  # to what the model was sent at the call that missed
+    page.wait_for_selector(f"h2#sent:has-text('at call {first.call + 1} of 23')")
     page.click("nav.calls a:text-is('8')")
     page.wait_for_selector("h2#sent:has-text('at call 8 of 23')")
     page.wait_for_selector("#compare-results canvas[data-rendered=true]")

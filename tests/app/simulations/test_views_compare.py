@@ -465,6 +465,11 @@ def test_compare_shows_the_misses_a_cut_output_caused() -> None:
     (example,) = [r for r in elements(examples, "tr") if elements(r, "td")]
     assert text(elements(example, "th")[0]) == "cut v1 1 miss"
     assert [text(td) for td in elements(example, "td")] == ["2", "grep_repo", HIDDEN_NAME]
+    (link,) = elements(example, "a")
+    assert dict(link.attributes)["href"] == (
+        f"/compare/?conversation={conversation.pk}&config={pk}&config=none&baseline=first"
+        "&call=2#sent"
+    )
 
 
 def test_compare_escapes_a_miss_example() -> None:
