@@ -23,8 +23,10 @@ from simulator.transcript import with_stable_ids
 
 __all__ = [
     "METRICS",
+    "METRIC_HELP",
     "ReplayRun",
     "message_text",
+    "miss_examples",
     "run_comparison",
     "side_by_side",
     "totals_rows",
@@ -89,6 +91,16 @@ METRICS: tuple[tuple[str, str], ...] = (
     ("repeated_calls", "repeated calls"),
     ("mean_visible_tool_share", "visible share"),
 )
+METRIC_HELP: dict[str, str] = {
+    "refetches": "Calls repeating an earlier call whose result was hidden by then, and that got "
+    "the same output back.",
+    "misses": "Tool outputs the reduction hid (cleared, or the middle of a truncated output) "
+    "holding a name, path or identifier the agent typed later, at a call whose context "
+    "showed it nowhere.",
+    "cost_with_recovery_usd": "The cost plus, per miss, one more model call reading the "
+    "hidden output back (read_file).",
+}
+"""What a metric means, for the column heading's tooltip."""
 _LOWER_IS_BETTER = {
     "input_tokens_billed": True,
     "cost_usd": True,
@@ -136,7 +148,8 @@ with no delta."""
 
 def _unknown(key: str, label: str, value: float | None) -> dict[str, Any]:
     text = "—" if value is None else _value_text(key, value)
-    return {"key": key, "label": label, "value": text, "delta": "", "tone": ""}
+    help_ = METRIC_HELP.get(key, "")
+    return {"key": key, "label": label, "help": help_, "value": text, "delta": "", "tone": ""}
 
 
 def totals_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
@@ -172,6 +185,7 @@ def totals_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
                 {
                     "key": key,
                     "label": label,
+                    "help": METRIC_HELP.get(key, ""),
                     "value": _value_text(key, totals[key]),
                     "delta": _delta_text(key, delta, base_all[key]),
                     "tone": tone,
@@ -204,6 +218,27 @@ def strategy_table(results: dict[str, Any]) -> dict[str, Any] | None:
         for run in runs
     ]
     return {"names": names, "rows": rows}
+
+
+def miss_examples(results: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Per config that missed something: its name, its misses and the first of them as
+    stored (``call`` made 1-based, as the pages number calls). Results stored before
+    misses were measured, and a sweep's (which keeps totals only), have none."""
+    out = []
+    for run in results.get("results", []):
+        examples = run.get("miss_examples") or []
+        if examples:
+            out.append(
+                {
+                    "name": run["name"],
+                    "misses": run.get("totals", {}).get("misses"),
+                    "examples": [
+                        {"call": m["call"] + 1, "tool": m["tool"], "string": m["string"]}
+                        for m in examples
+                    ],
+                }
+            )
+    return out
 
 
 # What the model was sent ----------------------------------------------------------------

@@ -1,4 +1,11 @@
-"""Bodies of the simulations' operations."""
+"""Bodies of the simulations' operations.
+
+A simulation's ``results`` are stored as the simulator writes them
+(``simulator.compare.Comparison.to_dict()`` for a replay, ``SweepResult.to_dict()`` for a
+sweep). The schemas below document the fields a reader looks for and pass every other
+one through as stored; a documented field that a result stored before it existed lacks
+stays absent from the answer rather than appearing as ``null``.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +13,13 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from ninja import Field, Schema
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+)
 
 from reduction_app.configs.schemas import ConfigJson
 from reduction_app.schemas import StrictIn
@@ -35,6 +49,84 @@ class ProgressOut(Schema):
     total: int
 
 
+class _Stored(BaseModel):
+    """Part of stored results: documented fields, every other key passed through, and the
+    documented fields it lacks left out of the answer. A plain pydantic model: ninja's
+    ``Schema`` reads its input through attributes, which would drop the other keys."""
+
+    model_config = ConfigDict(extra="allow")
+
+    # No return annotation: pydantic then documents the model's own fields (with one,
+    # the OpenAPI document would show a bare object).
+    @model_serializer(mode="wrap")
+    def _as_stored(  # type: ignore[no-untyped-def]
+        self, handler: SerializerFunctionWrapHandler, info: SerializationInfo
+    ):
+        data: dict[str, Any] = handler(self)
+        unset = set(type(self).model_fields) - self.model_fields_set
+        return {k: v for k, v in data.items() if k not in unset}
+
+
+class MissExampleOut(Schema):
+    call: int = Field(description="The model call (0-based) whose assistant message typed it.")
+    tool: str = Field(description="The tool whose output the context hid.")
+    string: str = Field(description="The name, path or identifier the agent typed.")
+
+
+class TotalsOut(_Stored):
+    """A replay summed up (all the simulator's totals; the main ones documented here)."""
+
+    model_calls: int | None = None
+    input_tokens_billed: int | None = Field(None, description="Input tokens over every call.")
+    cost_usd: float | None = Field(None, description="At the price preset, in US dollars.")
+    peak_context_tokens: int | None = None
+    truncations: int | None = None
+    clears: int | None = None
+    refetches: int | None = Field(
+        None,
+        description="Calls repeating an earlier call whose result was hidden by then (cleared "
+        "or truncated, no whole copy left) and that got the same output back.",
+    )
+    misses: int | None = Field(
+        None,
+        description="Tool outputs the context hid (cleared, cut by truncation, replaced by a "
+        "strategy) holding a string of 8 or more identifier characters that the agent typed "
+        "later, at a call whose context showed it nowhere; each output counts once. Absent "
+        "from results stored before misses were measured.",
+    )
+    cost_with_recovery_usd: float | None = Field(
+        None,
+        description="cost_usd plus, per miss, one more model call on the context of the call "
+        "that missed, with the whole hidden output as new input. Absent, or null, in "
+        "results stored before misses were measured.",
+    )
+
+
+class ReplayResultOut(_Stored):
+    """One config's replay (a sweep keeps its totals only, with ``pareto`` and
+    ``cost_saved``; a comparison adds ``deltas`` against its baseline and per-call
+    records)."""
+
+    name: str | None = None
+    totals: TotalsOut | None = None
+    miss_examples: list[MissExampleOut] | None = Field(
+        None,
+        description="The first five misses, in call order. Absent from a sweep's results and "
+        "from results stored before misses were measured.",
+    )
+
+
+class SimulationResultsOut(_Stored):
+    """What the simulator wrote: ``results`` per config or grid combination, in order;
+    ``baseline`` names the baseline of a replay (a sweep's holds no reduction's name and
+    totals); ``baseline_result`` is no reduction replayed, when it is none of the
+    configs; a sweep adds ``pareto_front``, the positions on its front of cost against
+    re-fetches."""
+
+    results: list[ReplayResultOut] | None = None
+    baseline_result: ReplayResultOut | None = None
+
+
 class SimulationOut(Schema):
     id: int
     conversation_id: str
@@ -44,7 +136,9 @@ class SimulationOut(Schema):
     configs: list[dict[str, Any]]
     grid: dict[str, Any] | None
     options: dict[str, Any]
-    results: dict[str, Any] | None
+    results: SimulationResultsOut | None = Field(
+        description="Null until done; see SimulationResultsOut."
+    )
     error: str
     created_at: datetime
     started_at: datetime | None

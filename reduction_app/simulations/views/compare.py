@@ -32,6 +32,7 @@ from reduction_app.paging import digits
 from reduction_app.simulations import services
 from reduction_app.simulations.display import (
     ReplayRun,
+    miss_examples,
     run_comparison,
     side_by_side,
     strategy_table,
@@ -78,6 +79,11 @@ def _results_context(
         "call": call,
         "call_links": [(n, _url([*base_params, ("call", str(n))])) for n in range(1, calls + 1)],
     }
+    # Each miss links to what the model was sent at its call, where the output is hidden.
+    context["misses"] = misses = miss_examples(results)
+    for example in (e for group in misses for e in group["examples"]):
+        if 1 <= example["call"] <= calls:
+            example["href"] = _url([*base_params, ("call", str(example["call"]))])
     if comparison is not None and call is not None:
         counters = [str(c["config"].get("token_counter", "approx")) for c in configs]
         context["sent"] = side_by_side(comparison, call - 1, counters)

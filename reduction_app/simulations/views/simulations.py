@@ -7,7 +7,9 @@ and the parts queued again after their worker stopped answering) and polls itsel
 second with htmx (a "Refresh" link without JavaScript); each look first takes back the
 parts whose worker stopped answering (``leases.sweep_lease_check``).
 Once done it shows the results: for a sweep the Pareto front of cost against re-fetches,
-then every combination in grid order.
+then every combination in grid order, each with its misses and cost with recovery beside
+its re-fetches and cost ("—" for results stored before misses were measured); for a
+replay, the first misses of each config.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from django.views.decorators.http import require_GET
 
 from reduction_app.dashboard import render_page, workspace_view
 from reduction_app.http import PageRequest
+from reduction_app.simulations.display import METRIC_HELP, miss_examples
 from reduction_app.simulations.leases import sweep_lease_check
 from reduction_app.simulations.selectors import (
     simulation_get,
@@ -48,6 +51,9 @@ def _rows(results: dict[str, Any]) -> list[dict[str, Any]]:
                 "totals": totals,
                 "pareto": bool(result.get("pareto")),
                 "saved": result.get("cost_saved"),
+                # None (shown "—") in results stored before misses were measured.
+                "misses": totals.get("misses"),
+                "recovery": totals.get("cost_with_recovery_usd"),
             }
         )
     return rows
@@ -69,6 +75,8 @@ def simulation_page(request: PageRequest, simulation_id: int) -> HttpResponse:
         "front": [],
         "baseline": None,
         "duration": None,
+        "misses": [],
+        "help": METRIC_HELP,
     }
     if simulation.started_at is not None and simulation.finished_at is not None:
         context["duration"] = (simulation.finished_at - simulation.started_at).total_seconds()
@@ -79,6 +87,7 @@ def simulation_page(request: PageRequest, simulation_id: int) -> HttpResponse:
         base = simulation.results.get("baseline")
         context.update(
             rows=rows,
+            misses=miss_examples(simulation.results),
             front=sorted((r for r in rows if r["pareto"]), key=lambda r: r["totals"]["cost_usd"]),
             baseline=base if isinstance(base, dict) else simulation.results.get("baseline_result"),
         )

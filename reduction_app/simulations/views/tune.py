@@ -40,6 +40,7 @@ from reduction_app.paging import digits
 from reduction_app.simulations import services
 from reduction_app.simulations.display import (
     message_text,
+    miss_examples,
     run_comparison,
     strategy_table,
     totals_rows,
@@ -205,6 +206,7 @@ def _run(state: dict[str, Any]) -> dict[str, Any]:
             off_chart=thresholds_off_chart(series),
             rows=totals_rows(comparison.results),
             strategies=strategy_table(comparison.results),
+            misses=miss_examples(comparison.results),
             baseline=comparison.results["baseline"],
             query_pairs=_query(state),
         )

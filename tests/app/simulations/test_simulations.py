@@ -13,6 +13,7 @@ from django.core.management import CommandError, call_command
 
 from reduction_app.conversations.selectors import conversation_transcript
 from reduction_app.models import Simulation
+from tests.app.pages_support import CUT_LISTING, HIDDEN_NAME, cut_listing
 from tests.app.support import ApiClient, documented, error
 from tests.conftest import CONVERSATIONS, skip_without_recordings
 
@@ -348,3 +349,50 @@ def test_simulation_body_that_is_no_json_is_a_documented_400(api: ApiClient) -> 
     assert {HTTPStatus.BAD_REQUEST, HTTPStatus.REQUEST_ENTITY_TOO_LARGE} <= documented(
         api, "post", "/simulations"
     )
+
+
+def test_simulation_results_carry_misses_as_documented(api: ApiClient) -> None:
+    """The cut listing (``pages_support.cut_listing``) misses once under ``CUT_LISTING``,
+    at call 1 (0-based); the OpenAPI document describes the three fields."""
+    messages, tools = cut_listing()
+    api.post("/conversations", {"conversation_id": "cut", "messages": messages, "tools": tools})
+    response = api.post(
+        "/simulations",
+        {
+            "conversation_id": "cut",
+            "configs": [{"name": "cut", "config": CUT_LISTING}, {"name": "off"}],
+        },
+    )
+    assert response.status_code == HTTPStatus.CREATED, response.json()
+    cut, off = response.json()["results"]["results"]
+    assert (cut["totals"]["misses"], off["totals"]["misses"]) == (1, 0)
+    assert cut["totals"]["cost_with_recovery_usd"] > cut["totals"]["cost_usd"]
+    assert off["totals"]["cost_with_recovery_usd"] == off["totals"]["cost_usd"]
+    assert cut["miss_examples"] == [{"call": 1, "tool": "grep_repo", "string": HIDDEN_NAME}]
+    assert off["miss_examples"] == []
+    assert cut["deltas"]["misses"] == 0  # against itself, the first config
+    schemas = api.client.get("/api/v1/openapi.json").json()["components"]["schemas"]
+    totals = schemas["TotalsOut"]["properties"]
+    assert {"misses", "cost_with_recovery_usd", "refetches", "cost_usd"} <= set(totals)
+    assert "typed later" in totals["misses"]["description"]
+    examples = schemas["ReplayResultOut"]["properties"]["miss_examples"]
+    assert examples["anyOf"][0]["items"] == {"$ref": "#/components/schemas/MissExampleOut"}
+    assert schemas["MissExampleOut"]["required"] == ["call", "tool", "string"]
+
+
+def test_simulation_stored_before_misses_answers_without_them(api: ApiClient) -> None:
+    """Fields a stored result lacks stay absent (not null); every stored key is kept."""
+    messages, tools = cut_listing()
+    api.post("/conversations", {"conversation_id": "cut", "messages": messages, "tools": tools})
+    body = api.post(
+        "/simulations", {"conversation_id": "cut", "configs": [{"config": CUT_LISTING}]}
+    ).json()
+    simulation = Simulation.objects.get(pk=body["id"])
+    assert simulation.results is not None
+    (run,) = simulation.results["results"]
+    del run["totals"]["misses"], run["totals"]["cost_with_recovery_usd"], run["miss_examples"]
+    simulation.save(update_fields=["results"])
+    again = api.get(f"/simulations/{body['id']}").json()
+    assert again["results"] == simulation.results
+    (run,) = again["results"]["results"]
+    assert "misses" not in run["totals"] and "miss_examples" not in run

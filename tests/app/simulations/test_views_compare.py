@@ -19,7 +19,19 @@ from reduction_app.conversations.selectors import recorded_conversation
 from reduction_app.models import Conversation, Simulation
 from reduction_app.simulations import services
 from simulator.compare import compare
-from tests.app.pages_support import html, member_client, record_conversation
+from tests.app.pages_support import (
+    CUT_LISTING,
+    HIDDEN_NAME,
+    cut_listing_conversation,
+    elements,
+    html,
+    member_client,
+    metric,
+    parsed,
+    record_conversation,
+    row_of,
+    text,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -383,6 +395,7 @@ def test_compare_renders_a_simulation_stored_before_misses_were_measured(
     for row in ("tight v1", "no reduction"):
         assert _cell(page, row, "misses") == "—"
         assert _cell(page, row, "cost_with_recovery_usd") == "—"
+    assert 'id="miss-examples"' not in page
 
 
 def test_compare_says_which_strategy_removed_what(
@@ -423,3 +436,50 @@ def test_compare_shows_no_strategy_table_when_only_the_reference_cleared(
     client, conversation, pk = setup
     page = html(client.get(f"/compare/?conversation={conversation.pk}&config={pk}&config=none"))
     assert "What each clear strategy removed" not in page
+
+
+def test_compare_shows_the_misses_a_cut_output_caused() -> None:
+    """The listing's middle is cut under "cut v1" and its answer types a name from there:
+    1 miss (worked out in ``cut_listing_conversation``), none with no reduction."""
+    client, ws = member_client()
+    conversation = cut_listing_conversation(ws)
+    pk = config_create(workspace=ws, name="cut", data=CUT_LISTING).profile.pk
+    response = client.get(f"/compare/?conversation={conversation.pk}&config={pk}&config=none")
+    assert response.status_code == HTTPStatus.OK
+    page = parsed(response)
+    (cut, off) = compare(
+        recorded_conversation(conversation), [("cut v1", CUT_LISTING), ("none", NO_REDUCTION)]
+    ).results
+    assert (cut.totals.misses, off.totals.misses) == (1, 0)
+    assert cut.totals.cost_with_recovery_usd is not None
+    assert cut.totals.cost_with_recovery_usd > cut.totals.cost_usd
+    row = row_of(page, "totals", "cut v1")
+    assert metric(row, "misses") == "1"
+    assert metric(row, "cost_with_recovery_usd") == f"${cut.totals.cost_with_recovery_usd:,.4f}"
+    assert metric(row, "refetches") == "0"
+    assert metric(row_of(page, "totals", "no reduction"), "misses") == "0"
+    (heading,) = elements(page, "th", data_metric="misses")
+    assert text(heading) == "misses"
+    assert dict(heading.attributes)["title"].startswith("Tool outputs the reduction hid")
+    (examples,) = elements(page, "table", id="miss-examples")
+    (example,) = [r for r in elements(examples, "tr") if elements(r, "td")]
+    assert text(elements(example, "th")[0]) == "cut v1 1 miss"
+    assert [text(td) for td in elements(example, "td")] == ["2", "grep_repo", HIDDEN_NAME]
+    (link,) = elements(example, "a")
+    assert dict(link.attributes)["href"] == (
+        f"/compare/?conversation={conversation.pk}&config={pk}&config=none&baseline=first"
+        "&call=2#sent"
+    )
+
+
+def test_compare_escapes_a_miss_example() -> None:
+    client, ws = member_client()
+    conversation = cut_listing_conversation(ws, tool="<script>alert(1)</script>")
+    pk = config_create(workspace=ws, name="cut", data=CUT_LISTING).profile.pk
+    response = client.get(f"/compare/?conversation={conversation.pk}&config={pk}")
+    page = parsed(response)
+    (examples,) = elements(page, "table", id="miss-examples")
+    (tool,) = [c for c in elements(examples, "code") if text(c).startswith("<script")]
+    assert text(tool) == "<script>alert(1)</script>"
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html(response)
+    assert not [s for s in elements(page, "script") if "alert(1)" in text(s)]

@@ -9,10 +9,28 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
+from reduction_app.conversations.selectors import recorded_conversation
 from reduction_app.models import Conversation, Simulation, SimulationPart
-from reduction_app.simulations.services import simulation_create, simulation_enqueue
+from reduction_app.simulations.services import (
+    simulation_create,
+    simulation_enqueue,
+    simulation_run,
+)
 from reduction_app.simulations.sweeps import _claim, sweep_part_run
-from tests.app.pages_support import html, member_client, record_conversation
+from simulator.compare import compare
+from tests.app.pages_support import (
+    CUT_LISTING,
+    HIDDEN_NAME,
+    cut_listing_conversation,
+    elements,
+    html,
+    member_client,
+    metric,
+    parsed,
+    record_conversation,
+    row_of,
+    text,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -142,3 +160,76 @@ def test_simulation_of_another_workspace_is_not_found(setup: tuple[Client, Conve
     stranger, _ = member_client("bob", workspace="Elsewhere")
     assert stranger.get(f"/simulations/{simulation.pk}/").status_code == HTTPStatus.NOT_FOUND
     assert "No simulations yet" in html(stranger.get("/simulations/"))
+
+
+@pytest.fixture
+def cut_replay() -> tuple[Client, Simulation]:
+    """A finished replay of the cut listing under ``CUT_LISTING`` and no reduction."""
+    client, workspace = member_client()
+    conversation = cut_listing_conversation(workspace)
+    configs = [{"name": "cut", "config": CUT_LISTING}, {"name": "off", "config": None}]
+    simulation = simulation_create(workspace=workspace, conversation=conversation, configs=configs)
+    return client, simulation_run(simulation_id=simulation.pk)
+
+
+def test_simulation_page_shows_a_replays_misses(cut_replay: tuple[Client, Simulation]) -> None:
+    """The listing's middle is cut under "cut" and the answer types a name from there: 1
+    miss (worked out in ``cut_listing_conversation``), none with no reduction."""
+    client, simulation = cut_replay
+    assert simulation.status == "done"
+    (cut, _) = compare(
+        recorded_conversation(simulation.conversation),
+        [("cut", CUT_LISTING), ("off", None)],
+    ).results
+    assert cut.totals.cost_with_recovery_usd is not None
+    page = parsed(client.get(f"/simulations/{simulation.pk}/"))
+    row = row_of(page, "all", "cut")
+    assert metric(row, "misses") == "1"
+    assert metric(row, "cost_with_recovery_usd") == f"${cut.totals.cost_with_recovery_usd:,.4f}"
+    assert metric(row_of(page, "all", "off"), "misses") == "0"
+    (heading,) = elements(page, "th", data_metric="misses")
+    assert "typed later" in dict(heading.attributes)["title"]
+    (examples,) = elements(page, "table", id="miss-examples")
+    (example,) = [r for r in elements(examples, "tr") if elements(r, "td")]
+    assert [text(td) for td in elements(example, "td")] == ["2", "grep_repo", HIDDEN_NAME]
+
+
+def test_simulation_page_shows_a_sweeps_misses_on_the_front_and_every_row() -> None:
+    """At 200 characters the listing's middle is cut (1 miss); at 2,000 it is whole."""
+    client, workspace = member_client()
+    conversation = cut_listing_conversation(workspace)
+    simulation = simulation_create(
+        workspace=workspace,
+        conversation=conversation,
+        configs=[],
+        grid={"max_length_for_trunc": [200, 2000]},
+    )
+    simulation_enqueue(simulation=simulation)
+    _run_parts(simulation, [0, 1, 2])
+    page = parsed(client.get(f"/simulations/{simulation.pk}/"))
+    assert metric(row_of(page, "all", "max_length_for_trunc=200"), "misses") == "1"
+    assert metric(row_of(page, "all", "max_length_for_trunc=2000"), "misses") == "0"
+    # The front weighs cost against re-fetches (none either way): cutting costs less,
+    # so it alone is on the front, with its miss beside it.
+    (front,) = elements(page, "table", class_="front")
+    assert [text(th) for th in elements(front, "th", scope="row")] == ["max_length_for_trunc=200"]
+    assert metric(row_of(page, "front", "max_length_for_trunc=200"), "misses") == "1"
+    assert not elements(page, "table", id="miss-examples")  # a sweep keeps totals only
+
+
+def test_simulation_page_shows_unknown_misses_for_results_stored_before_them(
+    cut_replay: tuple[Client, Simulation],
+) -> None:
+    client, simulation = cut_replay
+    assert simulation.results is not None
+    for run in simulation.results["results"]:
+        del run["totals"]["misses"], run["totals"]["cost_with_recovery_usd"]
+        del run["miss_examples"]
+    simulation.save(update_fields=["results"])
+    response = client.get(f"/simulations/{simulation.pk}/")
+    assert response.status_code == HTTPStatus.OK
+    page = parsed(response)
+    for name in ("cut", "off"):
+        row = row_of(page, "all", name)
+        assert (metric(row, "misses"), metric(row, "cost_with_recovery_usd")) == ("—", "—")
+    assert not elements(page, "table", id="miss-examples")

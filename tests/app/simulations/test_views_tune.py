@@ -20,7 +20,19 @@ from reduction_app.models import ConfigProfile, Conversation
 from reduction_app.simulations import services
 from simulator import members as members_module
 from simulator.compare import compare
-from tests.app.pages_support import html, member_client, record_conversation
+from tests.app.pages_support import (
+    CUT_LISTING,
+    HIDDEN_NAME,
+    cut_listing_conversation,
+    elements,
+    html,
+    member_client,
+    metric,
+    parsed,
+    record_conversation,
+    row_of,
+    text,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -293,3 +305,26 @@ def test_tune_save_keeps_the_switches(setup: tuple[Client, Conversation]) -> Non
     assert "&clear_superseded=on&clear_offload_manifest=off&saved=" in response["Location"]
     data = ConfigProfile.objects.get(name="superseded at 20k").versions.get().data
     assert (data["max_tokens_for_clear"], data["clear_superseded"]) == (20000, True)
+
+
+def test_tune_shows_the_misses_a_cut_output_caused() -> None:
+    """Truncation at 200 characters cuts the listing's middle, whose name the answer
+    types: 1 miss (worked out in ``cut_listing_conversation``); at 2,000 nothing is cut."""
+    client, ws = member_client()
+    conversation = cut_listing_conversation(ws)
+    pk = config_create(workspace=ws, name="cut", data=CUT_LISTING).profile.pk
+    url = f"/tune/?conversation={conversation.pk}&start={pk}&max_length_for_trunc=2000"
+    response = client.get(url)
+    assert response.status_code == HTTPStatus.OK
+    page = parsed(response)
+    (cut,) = compare(recorded_conversation(conversation), [("cut", CUT_LISTING)]).results
+    assert cut.totals.cost_with_recovery_usd is not None
+    start = row_of(page, "totals", "start: cut v1")
+    assert metric(start, "misses") == "1"
+    assert metric(start, "cost_with_recovery_usd") == f"${cut.totals.cost_with_recovery_usd:,.4f}"
+    assert metric(row_of(page, "totals", "tuned"), "misses") == "0"
+    (heading,) = elements(page, "th", data_metric="cost_with_recovery_usd")
+    assert "read_file" in dict(heading.attributes)["title"]
+    (examples,) = elements(page, "table", id="miss-examples")
+    (example,) = [r for r in elements(examples, "tr") if elements(r, "td")]
+    assert [text(td) for td in elements(example, "td")] == ["2", "grep_repo", HIDDEN_NAME]
