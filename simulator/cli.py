@@ -359,8 +359,6 @@ def _named_configs(path: str) -> list[tuple[str, dict[str, Any]]]:
 
 
 def _sweep(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
-    if (args.grid is None) == (args.configs is None):
-        raise InputError("python -m simulator sweep: give one of --grid and --configs")
     grid = None if args.grid is None else _grid(args.grid)
     named = None if args.configs is None else _named_configs(args.configs)
     started = time.perf_counter()
@@ -589,8 +587,9 @@ def _parser() -> argparse.ArgumentParser:
         parents=[common],
         help="replay every combination of a grid on every run, and sum them over the runs",
     )
-    sw.add_argument("--grid", metavar="FILE", help="JSON object: knob -> list of values")
-    sw.add_argument(
+    what = sw.add_mutually_exclusive_group(required=True)
+    what.add_argument("--grid", metavar="FILE", help="JSON object: knob -> list of values")
+    what.add_argument(
         "--configs",
         metavar="FILE",
         help="instead of a grid, JSON object: name -> config (the REST API's config object)",

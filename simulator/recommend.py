@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -151,28 +151,49 @@ def _search_space(grid: Mapping[str, Any]) -> tuple[list[str], list[str]]:
 
 
 def neighbours(
-    config: Mapping[str, Any], tried: Mapping[str, Sequence[int]], switches: Sequence[str]
+    config: Mapping[str, Any],
+    lines: Mapping[str, Sequence[tuple[int, Hashable]]],
+    switches: Sequence[str],
 ) -> list[dict[str, Any]]:
-    """The configs next to ``config``: each knob of ``tried`` (knob -> values tried so
-    far) moved halfway to the nearest tried value below and above its own (1.5× down or
-    up where there is none), rounded to the knob's step and kept within its range; then
-    each of ``switches`` flipped. Knob by knob, lower first; none equal to ``config``."""
+    """The configs next to ``config`` (see the module docstring), knob by knob, lower
+    first, then each of ``switches`` flipped; none equal to ``config``.
+
+    ``lines[knob]`` is what was found along that knob: ``(value, point)`` for each config
+    tried that differs from ``config`` in that knob alone, ``config`` itself included,
+    ``point`` being what it measured. Values on either side of ``config``'s that measured
+    the same are one stretch; the neighbours are halfway from each end of that stretch
+    to the nearest value that measured otherwise, or 1.5× past a stretch of ``config``'s
+    value alone where nothing was tried beyond it. Each is rounded to the knob's step
+    and kept within its range."""
     specs = {spec.name: spec for spec in config_knobs()}
     out: list[dict[str, Any]] = []
-    for knob, values in tried.items():
-        value = config[knob]
+    for knob, found in lines.items():
         spec = specs[knob]
         assert spec.knob is not None
-        below = [v for v in values if v < value]
-        above = [v for v in values if v > value]
-        lower = (max(below) + value) / 2 if below else value / 1.5
-        upper = (value + min(above)) / 2 if above else value * 1.5
-        for moved in (lower, upper):
+        value = config[knob]
+        points = dict(found)
+        values = sorted(points)
+        at = values.index(value)
+        low = high = at
+        while low > 0 and points[values[low - 1]] == points[value]:
+            low -= 1
+        while high < len(values) - 1 and points[values[high + 1]] == points[value]:
+            high += 1
+        moves = []
+        if low > 0:
+            moves.append((values[low - 1] + values[low]) / 2)
+        elif low == at:
+            moves.append(value / 1.5)
+        if high < len(values) - 1:
+            moves.append((values[high] + values[high + 1]) / 2)
+        elif high == at:
+            moves.append(value * 1.5)
+        for moved in moves:
             step = spec.knob.step
             new = max(spec.knob.low, round(moved / step) * step)
             if spec.knob.high is not None:
                 new = min(spec.knob.high, new)
-            if new != value:
+            if new not in points:
                 out.append({**config, knob: new})
     out += [{**config, switch: not config[switch]} for switch in switches]
     return out
@@ -244,6 +265,11 @@ def recommend(
         excess += max(0, totals.refetches - budget.refetches)
         return worse, excess, round(totals.cost_with_recovery_usd * 1_000_000), index
 
+    def point(index: int) -> tuple[int, ...]:
+        totals = configs[index]
+        cost = round(totals.cost_with_recovery_usd * 1_000_000)
+        return cost, totals.misses, totals.refetches, rank(index)[0]
+
     def note(kind: str) -> None:
         if say is None:
             return
@@ -260,20 +286,18 @@ def recommend(
     while True:
         order = sorted(range(len(configs)), key=rank)
         seeds: list[int] = []
-        points: set[tuple[int, int, int]] = set()
+        points: set[tuple[int, ...]] = set()
         for i in order:
-            t = configs[i]
-            point = (round(t.cost_with_recovery_usd * 1_000_000), t.misses, t.refetches)
-            if point in points or not all(k in plain[i] for k in labelled):
+            if point(i) in points or not all(k in plain[i] for k in labelled):
                 continue
-            points.add(point)
+            points.add(point(i))
             seeds.append(i)
             if len(seeds) == SEEDS:
                 break
-        tried = {k: sorted({c[k] for c in plain if k in c}) for k in knobs}
         todo: list[dict[str, Any]] = []
         for seed in seeds:
-            for config in neighbours(plain[seed], tried, switches):
+            lines = _lines(plain, [point(i) for i in range(len(plain))], plain[seed], knobs)
+            for config in neighbours(plain[seed], lines, switches):
                 key = _key(config)
                 if key not in seen:
                     seen[key] = -1
@@ -296,6 +320,27 @@ def recommend(
         per_config = (clock() - round_started) / len(todo)
         note("finer")
     return _answer(conversations, pricing, baseline, budget, configs, rounds, clock() - started)
+
+
+def _lines(
+    plain: Sequence[Mapping[str, Any]],
+    points: Sequence[Hashable],
+    config: Mapping[str, Any],
+    knobs: Sequence[str],
+) -> dict[str, list[tuple[int, Hashable]]]:
+    """Per knob, ``(value, point)`` of each config of ``plain`` that differs from
+    ``config`` in that knob alone (``config`` included)."""
+    lines: dict[str, list[tuple[int, Hashable]]] = {k: [] for k in knobs}
+    for other, measured in zip(plain, points, strict=True):
+        if other.keys() != config.keys():
+            continue
+        differ = [k for k in other if other[k] != config[k]]
+        if not differ:
+            for knob in knobs:
+                lines[knob].append((config[knob], measured))
+        elif len(differ) == 1 and differ[0] in lines:
+            lines[differ[0]].append((other[differ[0]], measured))
+    return lines
 
 
 def _answer(
