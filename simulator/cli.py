@@ -236,6 +236,7 @@ def _corpus_table(result: CorpusSweep, out: TextIO) -> None:
         "re-fetches",
         "misses",
         "billed more",
+        "w/recovery",
     ]
     base = result.baseline
     lines = [
@@ -250,6 +251,7 @@ def _corpus_table(result: CorpusSweep, out: TextIO) -> None:
             "",
             f"{base.refetches:,}",
             f"{base.misses:,}",
+            "",
             "",
         ]
     ]
@@ -267,6 +269,7 @@ def _corpus_table(result: CorpusSweep, out: TextIO) -> None:
                 f"{totals.refetches:,}",
                 f"{totals.misses:,}",
                 f"{len(result.billed_more(i))}",
+                f"{len(result.billed_more(i, recovery=True))}",
             ]
         )
     widths = [max(len(h), *(len(line[i]) for line in lines)) for i, h in enumerate(headers)]
@@ -283,7 +286,7 @@ def _corpus_front(result: CorpusSweep, out: TextIO) -> None:
     runs = len(result.runs)
     out.write(
         f"billed more: of the {runs} run{'' if runs == 1 else 's'}, how many cost more "
-        "(cache-aware) than with no reduction\n"
+        "(cache-aware) than with no reduction; w/recovery: the same by cost with recovery\n"
     )
     out.write(
         f"Pareto front over the {runs} run{'' if runs == 1 else 's'} "

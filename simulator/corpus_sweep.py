@@ -191,9 +191,10 @@ class CorpusSweep:
     per_run: tuple[SweepResult, ...]
     """Each run's own sweep, in the order of :attr:`runs`."""
 
-    def billed_more(self, index: int) -> list[int]:
-        """The runs (indexes) combination ``index`` costs more on than no reduction."""
-        return self.combinations[index].worse_than(self.baseline)
+    def billed_more(self, index: int, *, recovery: bool = False) -> list[int]:
+        """The runs (indexes) combination ``index`` costs more on than no reduction; with
+        ``recovery``, by cost with recovery."""
+        return self.combinations[index].worse_than(self.baseline, recovery=recovery)
 
     def cost_saved(self, index: int) -> float | None:
         """The share of no reduction's cache-aware cost that combination ``index`` saves."""
@@ -246,6 +247,7 @@ class CorpusSweep:
                     "tokens_saved": self.tokens_saved(i),
                     "billed_more": len(self.billed_more(i)),
                     "billed_more_runs": [self.runs[r] for r in self.billed_more(i)],
+                    "billed_more_with_recovery": len(self.billed_more(i, recovery=True)),
                     "pareto": i in self.front,
                 }
                 for i, (totals, full) in enumerate(

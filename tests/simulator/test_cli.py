@@ -202,13 +202,14 @@ def test_main_sweep_table_front_and_progress(files: dict[str, Path]) -> None:
     assert lines[0].split() == [
         "combination", "cache-aware", "$", "cost", "saved", "w/recovery", "$", "saved",
         "w/recovery", "no-cache", "$", "input", "tokens", "tokens", "saved", "re-fetches",
-        "misses", "billed", "more",
+        "misses", "billed", "more", "w/recovery",
     ]  # fmt: skip
     # Only max_tokens_for_clear varies: the combinations are named by it alone.
     assert [line.split()[0] for line in lines[1:4]] == ["no", "clear@300", "clear@5k"]
     assert lines[4:] == [
         "tokens: each config's own counter, no provider framing (--measure engine)",
-        "billed more: of the 1 run, how many cost more (cache-aware) than with no reduction",
+        "billed more: of the 1 run, how many cost more (cache-aware) than with no reduction; "
+        "w/recovery: the same by cost with recovery",
         "Pareto front over the 1 run (cache-aware cost vs re-fetches):",
         "  clear@300: $0.0020 (saves 57.7%), 792 tokens, 0 re-fetches, billed more on 0",
     ]

@@ -262,15 +262,17 @@ def test_main_sweep_of_files_and_folders_prints_the_corpus(tmp_path: Path) -> No
         *combination_labels(GRID),
     ]
     assert lines[12:14] == [
-        "billed more: of the 19 runs, how many cost more (cache-aware) than with no reduction",
+        "billed more: of the 19 runs, how many cost more (cache-aware) than with no reduction; "
+        "w/recovery: the same by cost with recovery",
         "Pareto front over the 19 runs (cache-aware cost vs re-fetches):",
     ]
     result = corpus_sweep(load_files(paths), GRID, pricing=SONNET, workers=1)
     for row, (i, totals) in zip(lines[2:10], enumerate(result.combinations), strict=True):
         cells = row.split()
-        assert cells[-1] == str(len(result.billed_more(i)))
-        assert cells[-2] == f"{totals.misses:,}"
-        assert cells[-3] == f"{totals.refetches:,}"
+        assert cells[-1] == str(len(result.billed_more(i, recovery=True)))
+        assert cells[-2] == str(len(result.billed_more(i)))
+        assert cells[-3] == f"{totals.misses:,}"
+        assert cells[-4] == f"{totals.refetches:,}"
         assert f"${totals.cost_usd:,.4f}" in cells
         assert f"${totals.cost_with_recovery_usd:,.4f}" in cells
     points = {
@@ -323,14 +325,16 @@ def test_docs_show_the_coding_grids_combinations_in_order() -> None:
     ]
     rows = block.splitlines()
     assert rows[0].split() == [
-        "combination", "cache-aware", "$", "cost", "saved", "no-cache", "$", "input", "tokens",
-        "tokens", "saved", "re-fetches", "billed", "more",
+        "combination", "cache-aware", "$", "cost", "saved", "w/recovery", "$", "saved",
+        "w/recovery", "no-cache", "$", "input", "tokens", "tokens", "saved", "re-fetches",
+        "misses", "billed", "more", "w/recovery",
     ]  # fmt: skip
     grid = json.loads(CODING_GRID.read_text(encoding="utf-8"))
     names = [row.split("  ")[0].strip() for row in rows[1:74]]
     assert names == ["no reduction", *combination_labels(grid)]
     assert rows[75] == (
-        "billed more: of the 43 runs, how many cost more (cache-aware) than with no reduction"
+        "billed more: of the 43 runs, how many cost more (cache-aware) than with no reduction; "
+        "w/recovery: the same by cost with recovery"
     )
 
 

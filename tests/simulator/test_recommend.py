@@ -17,7 +17,7 @@ from simulator.importers import RecordedConversation, load_files
 from simulator.pricing import with_cache_prices
 from simulator.recommend import BUDGET_CONFIG, DEFAULT_GRID, neighbours, recommend
 from simulator.replay import replay
-from tests.conftest import CONVERSATIONS, needs_recordings
+from tests.conftest import CONVERSATIONS, REPO, needs_recordings
 from tests.simulator.cases import ENGINE, TOOLS, call, result
 
 NEEDLE = "=" * 1990 + " needle_identifier " + "=" * 1991
@@ -300,3 +300,17 @@ def test_cli_recommend_refuses_a_negative_budget(option: str) -> None:
     code, out, err = run("recommend", "x.json", option, "-1")
     assert (code, out) == (2, "")
     assert "expected a whole number of at least 0, got '-1'" in err
+
+
+@needs_recordings
+def test_simulator_page_shows_the_strategies_table_as_printed() -> None:
+    """docs/simulator.md's table of Eino's settings and the strategies on the 43
+    mini-swe-agent runs is what its command prints."""
+    code, out, _ = run(
+        "sweep", CONVERSATIONS / "mini-swe-agent", "--configs",
+        REPO / "simulator" / "grids" / "strategies.json",
+        "--pricing", "claude-sonnet-4.5", "--quiet",
+    )  # fmt: skip
+    assert code == 0
+    page = (REPO / "docs" / "simulator.md").read_text(encoding="utf-8")
+    assert f"```text\n{out}```\n" in page
