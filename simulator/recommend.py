@@ -15,10 +15,12 @@ The search goes coarse first, then finer:
 1. The coarse round replays every combination of a grid (:data:`DEFAULT_GRID`, or the
    one given), :data:`BUDGET_CONFIG` and no reduction on every run.
 2. Each later round takes the best few configs found so far (:data:`SEEDS`: admissible
-   and within the budget first, then the nearest to it, each cheapest first) and
-   replays their untried neighbours: each numeric knob of the grid moved halfway to the
-   nearest value tried below and above it (by 1.5× past the last one), rounded to the
-   knob's step, and each switch of the grid flipped.
+   and within the budget first, then the nearest to it, each cheapest first, one per
+   distinct result) and replays their untried neighbours (:func:`neighbours`): each
+   numeric knob of the grid moved halfway towards the nearest value tried that measured
+   otherwise (from the far end of the values next to it that measured the same), or
+   1.5× down or up past the last value tried, rounded to the knob's step; and each
+   switch of the grid flipped.
 3. The rounds stop when no neighbour is left untried, or when the next round would not
    end within ``max_seconds`` by the time per config the last round took; a round that
    fits only in part replays the neighbours of the best configs first. The coarse round
@@ -42,7 +44,13 @@ from typing import Any
 
 from reduction_app.engine import config_knobs, config_switches
 from simulator.compare import GRID_KNOBS, grid_configs, pareto_front
-from simulator.corpus_sweep import SHORT_KNOBS, ConfigTotals, config_label, replay_corpus
+from simulator.corpus_sweep import (
+    SHORT_KNOBS,
+    ConfigTotals,
+    CorpusReplay,
+    config_label,
+    replay_corpus,
+)
 from simulator.pricing import Pricing
 from simulator.recording import RecordedConversation
 
@@ -225,7 +233,7 @@ def recommend(
     knobs, switches = _search_space(grid)
     labelled = [*knobs, *switches]
 
-    def replay(named: list[tuple[str, dict[str, Any]]], baseline: bool) -> Any:
+    def replay(named: list[tuple[str, dict[str, Any]]], baseline: bool) -> CorpusReplay:
         return replay_corpus(
             conversations,
             named,

@@ -146,9 +146,9 @@ def test_neighbours_halve_towards_where_results_change() -> None:
         "clear_superseded": False,
     }
     lines = {
-        # 10k and 20k measured alike, 40k otherwise: halfway from 10k down (÷1.5 past
-        # the last value tried, as nothing was tried below) is not offered as the
-        # stretch is longer than the value itself; up, halfway from 20k to 40k.
+        # 10k and 20k measured alike and nothing was tried below: no move down (the
+        # stretch reaches past 20k, so the results do not change there); up, halfway
+        # from 20k to 40k, which measured otherwise.
         "max_tokens_for_clear": [(10000, "a"), (20000, "a"), (40000, "b")],
         # 8,000 alone: 1.5× either way, rounded to the step of 100.
         "max_length_for_trunc": [(8000, "a")],
