@@ -1,11 +1,11 @@
 """``python -m simulator``: replay recorded conversations under configs, sweep a grid over
-a corpus of them, calibrate the token counts against providers' bills, or check whether a
-config beats Eino's on the shipped recordings.
+a corpus of them, recommend a config for a corpus, or calibrate the token counts against
+providers' bills.
 
-Exit codes: 0 on success, 1 when ``front --check`` finds no config meeting its goal, 2 for
+Exit codes: 0 on success, 1 when ``recommend`` finds no config within its budget, 2 for
 bad input (an unreadable file, an unknown format, a bad config or grid, no recordings
-folder for ``calibrate`` and ``front``), with a one-line error naming the file, line,
-field or folder at fault.
+folder for ``calibrate``), with a one-line error naming the file, line, field or folder
+at fault.
 """
 
 from __future__ import annotations
@@ -30,11 +30,11 @@ from simulator.calibration import (
     render_table,
 )
 from simulator.compare import compare, grid_configs
-from simulator.corpus_sweep import CorpusSweep, corpus_sweep
-from simulator.front import FRONT_CONFIGS, GOAL_SAVING, front, render_front
+from simulator.corpus_sweep import CorpusSweep, corpus_configs, corpus_sweep
 from simulator.importers import FORMATS, ImportError_, RecordedConversation, load_files
 from simulator.parallel import default_workers
 from simulator.pricing import PRESETS, Pricing, engine_measure, pricing_for
+from simulator.recommend import BUDGET_CONFIG, DEFAULT_GRID, Recommendation, recommend
 from simulator.recordings_folder import RecordingsNotFound, require_recordings
 from simulator.results import REFERENCE_STRATEGY, ReplayResult
 
@@ -228,11 +228,15 @@ def _corpus_table(result: CorpusSweep, out: TextIO) -> None:
         "combination",
         "cache-aware $",
         "cost saved",
+        "w/recovery $",
+        "saved w/recovery",
         "no-cache $",
         "input tokens",
         "tokens saved",
         "re-fetches",
+        "misses",
         "billed more",
+        "w/recovery",
     ]
     base = result.baseline
     lines = [
@@ -240,10 +244,14 @@ def _corpus_table(result: CorpusSweep, out: TextIO) -> None:
             base.name,
             _money(base.cost_usd),
             "",
+            _money(base.cost_with_recovery_usd),
+            "",
             _money(result.cost_without_cache(base)),
             f"{base.input_tokens_billed:,}",
             "",
             f"{base.refetches:,}",
+            f"{base.misses:,}",
+            "",
             "",
         ]
     ]
@@ -253,11 +261,15 @@ def _corpus_table(result: CorpusSweep, out: TextIO) -> None:
                 totals.name,
                 _money(totals.cost_usd),
                 _share(result.cost_saved(i)),
+                _money(totals.cost_with_recovery_usd),
+                _share(result.recovery_saved(i)),
                 _money(result.cost_without_cache(totals)),
                 f"{totals.input_tokens_billed:,}",
                 _share(result.tokens_saved(i)),
                 f"{totals.refetches:,}",
+                f"{totals.misses:,}",
                 f"{len(result.billed_more(i))}",
+                f"{len(result.billed_more(i, recovery=True))}",
             ]
         )
     widths = [max(len(h), *(len(line[i]) for line in lines)) for i, h in enumerate(headers)]
@@ -274,7 +286,7 @@ def _corpus_front(result: CorpusSweep, out: TextIO) -> None:
     runs = len(result.runs)
     out.write(
         f"billed more: of the {runs} run{'' if runs == 1 else 's'}, how many cost more "
-        "(cache-aware) than with no reduction\n"
+        "(cache-aware) than with no reduction; w/recovery: the same by cost with recovery\n"
     )
     out.write(
         f"Pareto front over the {runs} run{'' if runs == 1 else 's'} "
@@ -322,24 +334,51 @@ def _run_tables(
         out.write("\n")
 
 
-def _sweep(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
-    grid = _read_json(args.grid, "grid")
+def _grid(path: str) -> dict[str, Any]:
+    grid = _read_json(path, "grid")
     try:
         grid_configs(grid)
     except ValueError as exc:
-        raise InputError(f"{args.grid}: {exc}") from exc
+        raise InputError(f"{path}: {exc}") from exc
+    assert isinstance(grid, dict)
+    return grid
+
+
+def _named_configs(path: str) -> list[tuple[str, dict[str, Any]]]:
+    """A ``--configs`` file: a JSON object of name -> config."""
+    data = _read_json(path, "configs")
+    if not isinstance(data, dict) or not data:
+        raise InputError(f"{path}: configs are a non-empty JSON object of name -> config")
+    out = []
+    for name, config in data.items():
+        if not isinstance(config, dict):
+            raise InputError(f"{path}: {name!r}: a config is a JSON object, got {config!r}")
+        try:
+            config_from_dict(config, backend=InMemoryBackend())
+        except ConfigError as exc:
+            raise InputError(f"{path}: {name!r}: {exc}") from exc
+        out.append((name, config))
+    return out
+
+
+def _sweep(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
+    grid = None if args.grid is None else _grid(args.grid)
+    named = None if args.configs is None else _named_configs(args.configs)
     started = time.perf_counter()
     conversations = load_files(args.files, fmt=args.format)
     pricing = _pricing(args)
-    result = corpus_sweep(
-        conversations,
-        grid,
-        pricing=pricing,
-        min_cacheable_prefix=args.min_cacheable_prefix,
-        progress=None if args.quiet else _progress(err, "replays"),
-        workers=args.workers,
-        share=not args.no_share,
-    )
+    options: dict[str, Any] = {
+        "pricing": pricing,
+        "min_cacheable_prefix": args.min_cacheable_prefix,
+        "progress": None if args.quiet else _progress(err, "replays"),
+        "workers": args.workers,
+        "share": not args.no_share,
+    }
+    if named is not None:
+        result = corpus_configs(conversations, named, **options)
+    else:
+        assert grid is not None
+        result = corpus_sweep(conversations, grid, **options)
     if args.json:
         sweeps = [
             {"conversation": conv.name, **run.to_dict()}
@@ -376,15 +415,80 @@ def _calibrate(args: argparse.Namespace, out: TextIO) -> None:
         out.write(render_strategy_table(checks))
 
 
-def _front(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    root = require_recordings(args.recordings, option="--recordings")
-    result = front(root, pricing_for(args.pricing), progress=None if args.quiet else _progress(err))
+def _recommend_table(result: Recommendation, out: TextIO) -> None:
+    runs = len(result.runs)
+    base = result.baseline
+    out.write(
+        f"{runs} run{'' if runs == 1 else 's'} at {result.pricing} prices; no reduction: "
+        f"{_money(base.cost_usd)}\n"
+    )
+    budget = result.budget
+    out.write(f"budget: at most {budget.misses} misses and {budget.refetches} re-fetches\n")
+    if result.best is None:
+        out.write(
+            "recommended: none: no config searched bills no run more than no reduction "
+            "within the budget\n"
+        )
+    else:
+        best = result.configs[result.best]
+        out.write(f"recommended: {best.name}\n")
+        out.write(f"  config: {json.dumps(best.config)}\n")
+        out.write(
+            f"  cost: {_money(best.cost_usd)} (saves {_share(best.saving(base))}), with "
+            f"recovery {_money(best.cost_with_recovery_usd)} (saves "
+            f"{_share(best.saving(base, recovery=True))})\n"
+        )
+        out.write(
+            f"  {best.misses} misses, {best.refetches} re-fetches, billed more than no "
+            f"reduction (with recovery) on {result.runs_worse(result.best)} of {runs} runs\n"
+        )
+    out.write(
+        "Pareto front (cost with recovery vs misses, configs billing no run more than no "
+        "reduction):\n"
+    )
+    for i in result.front:
+        t = result.configs[i]
+        out.write(
+            f"  {t.name}: {_money(t.cost_with_recovery_usd)} (saves "
+            f"{_share(t.saving(base, recovery=True))}), {t.misses} misses, {t.refetches} "
+            f"re-fetches: {json.dumps(t.config)}\n"
+        )
+    rounds = len(result.rounds)
+    out.write(
+        f"searched {len(result.configs)} configs in {rounds} round{'' if rounds == 1 else 's'} "
+        f"in {result.seconds:.1f} s\n"
+    )
+
+
+def _recommend(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    grid = _grid(args.grid)
+    conversations = load_files(args.files, fmt=args.format)
+    pricing = _pricing(args)
+
+    def say(line: str) -> None:
+        err.write(line + "\n")
+        err.flush()
+
+    result = recommend(
+        conversations,
+        pricing=pricing,
+        grid=grid,
+        budget_misses=args.budget_misses,
+        budget_refetches=args.budget_refetches,
+        max_seconds=args.max_seconds,
+        min_cacheable_prefix=args.min_cacheable_prefix,
+        workers=args.workers,
+        progress=None if args.quiet else _progress(err, "replays"),
+        say=None if args.quiet else say,
+    )
     if args.json:
-        json.dump(dataclasses.asdict(result) | {"goal_met_by": result.goal_configs()}, out)
+        json.dump(result.to_dict(), out, ensure_ascii=False)
         out.write("\n")
     else:
-        out.write(render_front(result))
-    return 1 if args.check and not result.goal_configs() else 0
+        _recommend_table(result, out)
+        _notes(pricing, out)
+    err.write(f"searched {len(result.configs)} configs in {result.seconds:.1f} s\n")
+    return 1 if result.best is None else 0
 
 
 def _recordings_option(parser: argparse.ArgumentParser) -> None:
@@ -399,6 +503,26 @@ def _recordings_option(parser: argparse.ArgumentParser) -> None:
         help="the folder of recorded agent runs (default: $REDUCTION_RECORDINGS_DIR, else "
         "shared/data/conversations beside the checkout)",
     )
+
+
+def _at_least_zero(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        number = -1
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 0, got {value!r}")
+    return number
+
+
+def _seconds(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        number = -1.0
+    if not number >= 0:
+        raise argparse.ArgumentTypeError(f"expected seconds (at least 0), got {value!r}")
+    return number
 
 
 def _positive(value: str) -> int:
@@ -466,8 +590,12 @@ def _parser() -> argparse.ArgumentParser:
         parents=[common],
         help="replay every combination of a grid on every run, and sum them over the runs",
     )
-    sw.add_argument(
-        "--grid", required=True, metavar="FILE", help="JSON object: knob -> list of values"
+    what = sw.add_mutually_exclusive_group(required=True)
+    what.add_argument("--grid", metavar="FILE", help="JSON object: knob -> list of values")
+    what.add_argument(
+        "--configs",
+        metavar="FILE",
+        help="instead of a grid, JSON object: name -> config (the REST API's config object)",
     )
     sw.add_argument("--quiet", action="store_true", help="no progress bar")
     sw.add_argument(
@@ -495,24 +623,47 @@ def _parser() -> argparse.ArgumentParser:
     )
     _recordings_option(cal)
     cal.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    fr = sub.add_parser(
-        "front",
-        help=(
-            f"whether a config beats Eino's on the shipped recordings: at least {GOAL_SAVING:.0%} "
-            f'saved, no more re-fetches than "{FRONT_CONFIGS[1][0]}", no run billed more'
-        ).replace("%", "%%"),
+    rec = sub.add_parser(
+        "recommend",
+        parents=[common],
+        help="search the knobs and strategies for the config that costs least with recovery "
+        "on a corpus, billing no run more than no reduction, within a budget of misses and "
+        "re-fetches",
     )
-    _recordings_option(fr)
-    fr.add_argument(
-        "--pricing",
-        default="claude-sonnet-4.5",
-        choices=sorted(PRESETS),
-        help="price preset for cost (default: claude-sonnet-4.5, cache reads at 10%%)",
+    rec.add_argument(
+        "--grid",
+        default=str(DEFAULT_GRID),
+        metavar="FILE",
+        help="the coarse grid to start from, and the knobs and switches to search "
+        "(default: simulator/grids/recommend.json)",
     )
-    fr.add_argument("--json", action="store_true", help="print JSON instead of tables")
-    fr.add_argument("--quiet", action="store_true", help="no progress bar")
-    fr.add_argument(
-        "--check", action="store_true", help="exit with 1 when no config meets the goal"
+    rec.add_argument(
+        "--budget-misses",
+        type=_at_least_zero,
+        metavar="N",
+        help=f"most misses over the corpus (default: those of {json.dumps(BUDGET_CONFIG[1])})",
+    )
+    rec.add_argument(
+        "--budget-refetches",
+        type=_at_least_zero,
+        metavar="N",
+        help="most re-fetches over the corpus (default: as --budget-misses)",
+    )
+    rec.add_argument(
+        "--max-seconds",
+        type=_seconds,
+        default=300.0,
+        metavar="S",
+        help="stop refining when the next round would end later (default: 300); the coarse "
+        "round always runs",
+    )
+    rec.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    rec.add_argument(
+        "--workers",
+        type=_positive,
+        default=default_workers(),
+        metavar="N",
+        help=f"processes to replay in (default: one per CPU, {default_workers()} here)",
     )
     return parser
 
@@ -520,8 +671,8 @@ def _parser() -> argparse.ArgumentParser:
 def main(
     argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: TextIO | None = None
 ) -> int:
-    """Run the command line; returns the exit code (0 ok, 1 ``front --check`` found no
-    config meeting the goal, 2 bad input)."""
+    """Run the command line; returns the exit code (0 ok, 1 ``recommend`` found no config
+    within its budget, 2 bad input)."""
     out = out or sys.stdout
     err = err or sys.stderr
     try:
@@ -532,8 +683,8 @@ def main(
             _replay(args, out)
         elif args.command == "calibrate":
             _calibrate(args, out)
-        elif args.command == "front":
-            return _front(args, out, err)
+        elif args.command == "recommend":
+            return _recommend(args, out, err)
         else:
             _sweep(args, out, err)
     except SystemExit as exc:

@@ -1,10 +1,10 @@
 """Sweeping a grid over a corpus: every combination on every recorded run, summed.
 
 :func:`corpus_sweep` replays each combination of a grid (and no reduction) on each run
-of a corpus and adds up, per combination, what :class:`~simulator.front.ConfigTotals`
-adds up for ``python -m simulator front``: cache-aware cost, input tokens billed and
-re-fetches, with each run's cost kept, so that :meth:`CorpusSweep.billed_more` can say
-on how many runs a combination costs more than no reduction. The corpus's Pareto front
+of a corpus and adds up, per combination, a :class:`ConfigTotals`: cache-aware cost,
+cost with recovery, input tokens billed, re-fetches and misses, with each run's cost
+kept, so that :meth:`CorpusSweep.billed_more` can say on how many runs a combination
+costs more than no reduction. The corpus's Pareto front
 is :func:`~simulator.compare.pareto_front` over those totals: cache-aware cost against
 re-fetches. Each run's own sweep (its results and front) is kept beside them.
 
@@ -15,8 +15,10 @@ Runs are replayed in parallel when there are several and ``workers`` is above 1:
 process pool takes one run at a time (the longest first), replaying all its combinations
 in one walk (:func:`~simulator.parallel.replay_configs` in that process). A corpus of
 one run shares its combinations over the pool instead, as a sweep of one file always did.
-On Linux the pool's processes are forks of this one, taken once the runs are read and
-the tokenizer loaded; elsewhere each run is sent to the process that replays it.
+:func:`replay_corpus` does the same for any list of named configs (``python -m simulator
+recommend`` replays its rounds with it). On Linux the pool's processes are forks of
+this one, taken once the runs are read and the tokenizer loaded; elsewhere each run is
+sent to the process that replays it.
 
 :func:`combination_labels` names each combination by the knobs that vary in the grid
 only, in a short form (``clear@20k trunc=2k cache-aware``) that a table can show; the
@@ -32,17 +34,27 @@ import multiprocessing
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from simulator.compare import GRID_KNOBS, SweepResult, grid_configs, pareto_front, sweep_configs
-from simulator.front import ConfigTotals
 from simulator.parallel import replay_configs
-from simulator.pricing import Pricing
+from simulator.pricing import Pricing, with_cache_prices
 from simulator.recording import RecordedConversation
-from simulator.results import ReplayResult
+from simulator.results import ReplayResult, Totals
 
-__all__ = ["SHORT_KNOBS", "CorpusSweep", "combination_labels", "corpus_sweep", "varying_knobs"]
+__all__ = [
+    "SHORT_KNOBS",
+    "ConfigTotals",
+    "CorpusReplay",
+    "CorpusSweep",
+    "combination_labels",
+    "config_label",
+    "corpus_configs",
+    "corpus_sweep",
+    "replay_corpus",
+    "varying_knobs",
+]
 
 SHORT_KNOBS: dict[str, str] = {
     "max_tokens_for_clear": "clear@",
@@ -87,20 +99,76 @@ def _part(knob: str, value: Any) -> str:
     return f"{short}{_amount(value)}"
 
 
+def config_label(config: Mapping[str, Any], knobs: Sequence[str]) -> str:
+    """``config`` named by its values of ``knobs``, in that order (see :data:`SHORT_KNOBS`);
+    ``no <switch>`` for each knob when that shows nothing (every switch off)."""
+    parts = [p for p in (_part(k, config[k]) for k in knobs if k in config) if p]
+    return " ".join(parts) or " ".join(f"no {SHORT_KNOBS.get(k, k)}" for k in knobs)
+
+
 def combination_labels(grid: Mapping[str, Any]) -> list[str]:
     """One label per combination of :func:`~simulator.compare.grid_configs`, in its order,
     showing only the knobs that vary (see :data:`SHORT_KNOBS`). A combination whose
     varying switches are all off and that varies nothing else is ``no <switch>``; a grid
     that varies nothing gives its one combination every knob's value."""
-    configs = grid_configs(grid)
     knobs = varying_knobs(grid) or [k for k in GRID_KNOBS if k in grid]
-    labels = []
-    for config in configs:
-        parts = [p for p in (_part(k, config[k]) for k in knobs) if p]
-        if not parts:
-            parts = [f"no {SHORT_KNOBS.get(k, k)}" for k in knobs]
-        labels.append(" ".join(parts))
-    return labels
+    return [config_label(config, knobs) for config in grid_configs(grid)]
+
+
+@dataclass
+class ConfigTotals:
+    """One config over a corpus of runs: sums, and each run's figures in corpus order."""
+
+    name: str
+    config: dict[str, Any] | None
+    """The config replayed (``None``: no reduction)."""
+    cost_usd: float = 0.0
+    """Cache-aware cost (the preset's input, cached and cache-write prices)."""
+    cost_with_recovery_usd: float = 0.0
+    """Cache-aware cost plus one read back per miss (:attr:`Totals.cost_with_recovery_usd`)."""
+    input_tokens_billed: int = 0
+    refetches: int = 0
+    misses: int = 0
+    costs: list[float] = field(default_factory=list)
+    """Per run, its cache-aware cost."""
+    recovery_costs: list[float] = field(default_factory=list)
+    """Per run, its cost with recovery."""
+    run_refetches: list[int] = field(default_factory=list)
+    run_misses: list[int] = field(default_factory=list)
+
+    def add(self, totals: Totals) -> None:
+        """One more run's replay, after those already added. A result stored before
+        misses were measured (no cost with recovery) counts its cost without recovery."""
+        recovery = totals.cost_with_recovery_usd
+        if recovery is None:
+            recovery = totals.cost_usd
+        self.cost_usd += totals.cost_usd
+        self.cost_with_recovery_usd += recovery
+        self.input_tokens_billed += totals.input_tokens_billed
+        self.refetches += totals.refetches
+        self.misses += totals.misses
+        self.costs.append(totals.cost_usd)
+        self.recovery_costs.append(recovery)
+        self.run_refetches.append(totals.refetches)
+        self.run_misses.append(totals.misses)
+
+    def saving(self, baseline: ConfigTotals, *, recovery: bool = False) -> float:
+        """The share of ``baseline``'s cost this config saves (negative: it costs more);
+        with ``recovery``, its cost with recovery against the baseline's."""
+        if recovery:
+            base = baseline.cost_with_recovery_usd
+            return 1 - self.cost_with_recovery_usd / base if base else 0.0
+        return 1 - self.cost_usd / baseline.cost_usd if baseline.cost_usd else 0.0
+
+    def worse_than(self, baseline: ConfigTotals, *, recovery: bool = False) -> list[int]:
+        """Runs (indexes) this config bills more than ``baseline`` for (to the micro-dollar
+        the replay rounds to); with ``recovery``, by cost with recovery."""
+        mine, theirs = (
+            (self.recovery_costs, baseline.recovery_costs)
+            if recovery
+            else (self.costs, baseline.costs)
+        )
+        return [i for i, (a, b) in enumerate(zip(mine, theirs, strict=True)) if a > b]
 
 
 @dataclass(frozen=True)
@@ -123,15 +191,23 @@ class CorpusSweep:
     per_run: tuple[SweepResult, ...]
     """Each run's own sweep, in the order of :attr:`runs`."""
 
-    def billed_more(self, index: int) -> list[int]:
-        """The runs (indexes) combination ``index`` costs more on than no reduction."""
-        return self.combinations[index].worse_than(self.baseline)
+    def billed_more(self, index: int, *, recovery: bool = False) -> list[int]:
+        """The runs (indexes) combination ``index`` costs more on than no reduction; with
+        ``recovery``, by cost with recovery."""
+        return self.combinations[index].worse_than(self.baseline, recovery=recovery)
 
     def cost_saved(self, index: int) -> float | None:
         """The share of no reduction's cache-aware cost that combination ``index`` saves."""
         if not self.baseline.cost_usd:
             return None
         return self.combinations[index].saving(self.baseline)
+
+    def recovery_saved(self, index: int) -> float | None:
+        """The share of no reduction's cost that combination ``index`` saves, counting its
+        cost with recovery (no reduction hides nothing, so misses nothing)."""
+        if not self.baseline.cost_with_recovery_usd:
+            return None
+        return self.combinations[index].saving(self.baseline, recovery=True)
 
     def tokens_saved(self, index: int) -> float | None:
         """The share of no reduction's input tokens that combination ``index`` saves."""
@@ -149,9 +225,11 @@ class CorpusSweep:
         def sums(totals: ConfigTotals) -> dict[str, Any]:
             return {
                 "cost_usd": round(totals.cost_usd, 6),
+                "cost_with_recovery_usd": round(totals.cost_with_recovery_usd, 6),
                 "cost_without_cache_usd": round(self.cost_without_cache(totals), 6),
                 "input_tokens_billed": totals.input_tokens_billed,
                 "refetches": totals.refetches,
+                "misses": totals.misses,
             }
 
         return {
@@ -165,9 +243,11 @@ class CorpusSweep:
                     "config": totals.config,
                     "totals": sums(totals),
                     "cost_saved": self.cost_saved(i),
+                    "cost_saved_with_recovery": self.recovery_saved(i),
                     "tokens_saved": self.tokens_saved(i),
                     "billed_more": len(self.billed_more(i)),
                     "billed_more_runs": [self.runs[r] for r in self.billed_more(i)],
+                    "billed_more_with_recovery": len(self.billed_more(i, recovery=True)),
                     "pareto": i in self.front,
                 }
                 for i, (totals, full) in enumerate(
@@ -192,31 +272,77 @@ def corpus_sweep(
     sum them (see the module docstring). ``progress(done, total)`` counts replays of a
     combination on a run (the baseline's left out) as they finish. ``workers`` and
     ``share`` as :func:`~simulator.compare.sweep` takes them."""
-    if not conversations:
-        raise ValueError("corpus_sweep: no conversations to sweep")
     full = sweep_configs(grid, pricing)
     labels = combination_labels(grid)
-    named: list[tuple[str, Mapping[str, Any] | None]] = [
-        (label, config) for label, (_, config) in zip(labels, full, strict=True)
-    ]
-    named.append(("no reduction", None))
-    per_run = _replay_runs(
-        conversations, named, pricing, min_cacheable_prefix, workers, share, progress
+    named = [(label, config) for label, (_, config) in zip(labels, full, strict=True)]
+    return _corpus(
+        conversations,
+        named,
+        [name for name, _ in full],
+        pricing=pricing,
+        min_cacheable_prefix=min_cacheable_prefix,
+        workers=workers,
+        share=share,
+        progress=progress,
     )
-    combinations = tuple(ConfigTotals(name, dict(config or {})) for name, config in named[:-1])
-    baseline = ConfigTotals("no reduction", None)
-    sweeps = []
-    for results in per_run:
-        for totals, result in zip(combinations, results[:-1], strict=True):
-            totals.add(result.totals)
-        baseline.add(results[-1].totals)
-        sweeps.append(SweepResult.of(results[:-1], results[-1]))
+
+
+def corpus_configs(
+    conversations: Sequence[RecordedConversation],
+    named: Sequence[tuple[str, Mapping[str, Any]]],
+    *,
+    pricing: Pricing,
+    min_cacheable_prefix: int | None = None,
+    workers: int = 1,
+    share: bool = True,
+    progress: Progress | None = None,
+) -> CorpusSweep:
+    """:func:`corpus_sweep` of a list of named configs rather than a grid's combinations
+    (each named as given, in :attr:`CorpusSweep.full_names` too)."""
+    return _corpus(
+        conversations,
+        named,
+        [name for name, _ in named],
+        pricing=pricing,
+        min_cacheable_prefix=min_cacheable_prefix,
+        workers=workers,
+        share=share,
+        progress=progress,
+    )
+
+
+def _corpus(
+    conversations: Sequence[RecordedConversation],
+    named: Sequence[tuple[str, Mapping[str, Any]]],
+    full_names: Sequence[str],
+    *,
+    pricing: Pricing,
+    min_cacheable_prefix: int | None,
+    workers: int,
+    share: bool,
+    progress: Progress | None,
+) -> CorpusSweep:
+    if not conversations:
+        raise ValueError("corpus_sweep: no conversations to sweep")
+    replayed = replay_corpus(
+        conversations,
+        named,
+        pricing=pricing,
+        min_cacheable_prefix=min_cacheable_prefix,
+        workers=workers,
+        share=share,
+        progress=progress,
+    )
+    combinations = replayed.configs
+    baseline = replayed.baseline
+    assert baseline is not None
+    sweeps = [SweepResult.of(results[:-1], results[-1]) for results in replayed.per_run]
     points = [(round(t.cost_usd * 1_000_000), t.refetches) for t in combinations]
     return CorpusSweep(
         runs=tuple(conv.name for conv in conversations),
         pricing=pricing,
         combinations=combinations,
-        full_names=tuple(name for name, _ in full),
+        full_names=tuple(full_names),
         baseline=baseline,
         front=tuple(pareto_front(points)),
         per_run=tuple(sweeps),
@@ -224,6 +350,62 @@ def corpus_sweep(
 
 
 # Replaying the runs ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CorpusReplay:
+    """Named configs replayed over a corpus (:func:`replay_corpus`)."""
+
+    configs: tuple[ConfigTotals, ...]
+    """One per config, in the order given; ``config`` with the preset's cache prices
+    where it is cache-aware."""
+    baseline: ConfigTotals | None
+    """No reduction over the same runs, when asked for."""
+    per_run: tuple[list[ReplayResult], ...]
+    """Per run, each config's result (totals only), then the baseline's when asked for."""
+
+
+def replay_corpus(
+    conversations: Sequence[RecordedConversation],
+    named: Sequence[tuple[str, Mapping[str, Any] | None]],
+    *,
+    pricing: Pricing,
+    min_cacheable_prefix: int | None = None,
+    workers: int = 1,
+    share: bool = True,
+    progress: Progress | None = None,
+    baseline: bool = True,
+) -> CorpusReplay:
+    """Replay each ``(name, config)`` on every conversation, and no reduction after them
+    when ``baseline``, and sum them run by run in the corpus's order; in parallel over
+    the runs as :func:`corpus_sweep` (see the module docstring). A cache-aware config is
+    given the preset's cache prices unless it names them. ``progress(done, total)``
+    counts replays of a config on a run, the baseline's left out."""
+    if not conversations:
+        raise ValueError("replay_corpus: no conversations to replay")
+    configs: Named = [(name, with_cache_prices(config, pricing)) for name, config in named]
+    if baseline:
+        configs.append(("no reduction", None))
+    per_run = _replay_runs(
+        conversations,
+        configs,
+        len(named),
+        pricing,
+        min_cacheable_prefix,
+        workers,
+        share,
+        progress,
+    )
+    totals = tuple(ConfigTotals(name, None if c is None else dict(c)) for name, c in configs)
+    for results in per_run:
+        for sums, result in zip(totals, results, strict=True):
+            sums.add(result.totals)
+    return CorpusReplay(
+        configs=totals[: len(named)],
+        baseline=totals[-1] if baseline else None,
+        per_run=tuple(per_run),
+    )
+
 
 Named = list[tuple[str, Mapping[str, Any] | None]]
 
@@ -234,14 +416,16 @@ _RUNS: list[RecordedConversation] = []
 def _replay_runs(
     conversations: Sequence[RecordedConversation],
     named: Named,
+    counted: int,
     pricing: Pricing,
     min_prefix: int | None,
     workers: int,
     share: bool,
     progress: Progress | None,
 ) -> list[list[ReplayResult]]:
-    """Per run, each ``named`` config's result (totals only), in order."""
-    combinations = len(named) - 1
+    """Per run, each ``named`` config's result (totals only), in order; progress counts
+    the first ``counted`` configs."""
+    combinations = counted
     total = combinations * len(conversations)
     if workers <= 1 or len(conversations) < 2:
         out = []
@@ -265,7 +449,9 @@ def _replay_runs(
                 )
             )
         return out
-    return _pooled(conversations, named, pricing, min_prefix, workers, share, progress, total)
+    return _pooled(
+        conversations, named, counted, pricing, min_prefix, workers, share, progress, total
+    )
 
 
 def _run_one(
@@ -286,6 +472,7 @@ def _run_one(
 def _pooled(
     conversations: Sequence[RecordedConversation],
     named: Named,
+    counted: int,
     pricing: Pricing,
     min_prefix: int | None,
     workers: int,
@@ -322,7 +509,7 @@ def _pooled(
                 for future in ready:
                     index, results = future.result()
                     out[index] = results
-                    done += len(named) - 1
+                    done += counted
                     if progress is not None:
                         progress(done, total)
     finally:

@@ -1,6 +1,6 @@
 """Where the recorded agent runs are kept: the folder of tau-bench, τ²-bench, OpenHands,
 SWE-agent, mini-swe-agent and Claude Code recordings that ``python -m simulator
-calibrate`` and ``front``, ``manage.py seed_demo`` and the tests read.
+calibrate``, ``manage.py seed_demo`` and the tests read.
 
 The recordings come from public repositories and are not part of this repository. The
 folder is ``$REDUCTION_RECORDINGS_DIR`` when that is set, else ``shared/data/conversations``

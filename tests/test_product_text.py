@@ -205,7 +205,7 @@ def test_product_text_covers_every_kind_of_file() -> None:
         "benchmarks/README.md",
         "docs/behaviour.md",
         "templates/reduction_app/tune.html",
-        "simulator/front.py",
+        "simulator/recommend.py",
         "benchmarks/replay.py",
         "manage.py",
         "scripts/run_together.py",

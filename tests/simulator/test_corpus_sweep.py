@@ -10,13 +10,16 @@ import re
 from pathlib import Path
 
 from reduction_app.engine import ReductionConfig
+from reduction_app.engine.formats import messages_to_openai, tools_to_openai
 from simulator.cli import main
 from simulator.compare import grid_configs
-from simulator.corpus_sweep import combination_labels, corpus_sweep, varying_knobs
+from simulator.corpus_sweep import combination_labels, corpus_configs, corpus_sweep, varying_knobs
 from simulator.importers import load_files
 from simulator.pricing import pricing_for, with_cache_prices
 from simulator.replay import replay
 from tests.conftest import CONVERSATIONS, REPO, needs_recordings
+from tests.simulator.cases import ENGINE
+from tests.simulator.test_misses import TRUNCATE_40, cleared_conversation, cut_conversation
 
 GRID = {
     "max_tokens_for_clear": [2000, 20000],
@@ -126,16 +129,24 @@ def test_corpus_sweep_totals_equal_one_replay_per_run_and_combination(tmp_path: 
         assert got.config == config
         assert got.input_tokens_billed == sum(t.input_tokens_billed for t in totals)
         assert got.refetches == sum(t.refetches for t in totals)
-        cost = 0.0
+        assert got.misses == sum(t.misses for t in totals)
+        cost = recovery = 0.0
         for t in totals:  # summed run by run, as the sweep sums them
             cost += t.cost_usd
+            recovery += t.cost_with_recovery_usd or 0.0
         assert got.cost_usd == cost
+        assert got.cost_with_recovery_usd == recovery
         assert got.costs == [t.cost_usd for t in totals]
+        assert got.recovery_costs == [t.cost_with_recovery_usd for t in totals]
         billed = sum(t.input_tokens_billed for t in totals)
         assert result.cost_without_cache(got) == billed * SONNET.input_per_mtok / 1e6
     base = [replay(conv, None, pricing=SONNET).totals for conv in conversations]
     assert result.baseline.input_tokens_billed == sum(t.input_tokens_billed for t in base)
     assert result.baseline.costs == [t.cost_usd for t in base]
+    assert result.baseline.misses == 0
+    assert result.baseline.cost_with_recovery_usd == result.baseline.cost_usd
+    # Clearing at 2k and truncating at 2k hides what the agents use later.
+    assert result.combinations[0].misses > 0
 
 
 @needs_recordings
@@ -251,15 +262,19 @@ def test_main_sweep_of_files_and_folders_prints_the_corpus(tmp_path: Path) -> No
         *combination_labels(GRID),
     ]
     assert lines[12:14] == [
-        "billed more: of the 19 runs, how many cost more (cache-aware) than with no reduction",
+        "billed more: of the 19 runs, how many cost more (cache-aware) than with no reduction; "
+        "w/recovery: the same by cost with recovery",
         "Pareto front over the 19 runs (cache-aware cost vs re-fetches):",
     ]
     result = corpus_sweep(load_files(paths), GRID, pricing=SONNET, workers=1)
     for row, (i, totals) in zip(lines[2:10], enumerate(result.combinations), strict=True):
         cells = row.split()
-        assert cells[-1] == str(len(result.billed_more(i)))
-        assert cells[-2] == str(totals.refetches)
+        assert cells[-1] == str(len(result.billed_more(i, recovery=True)))
+        assert cells[-2] == str(len(result.billed_more(i)))
+        assert cells[-3] == f"{totals.misses:,}"
+        assert cells[-4] == f"{totals.refetches:,}"
         assert f"${totals.cost_usd:,.4f}" in cells
+        assert f"${totals.cost_with_recovery_usd:,.4f}" in cells
     points = {
         (round(t.cost_usd, 6), t.input_tokens_billed, t.refetches)
         for t in (result.combinations[i] for i in result.front)
@@ -310,12 +325,62 @@ def test_docs_show_the_coding_grids_combinations_in_order() -> None:
     ]
     rows = block.splitlines()
     assert rows[0].split() == [
-        "combination", "cache-aware", "$", "cost", "saved", "no-cache", "$", "input", "tokens",
-        "tokens", "saved", "re-fetches", "billed", "more",
+        "combination", "cache-aware", "$", "cost", "saved", "w/recovery", "$", "saved",
+        "w/recovery", "no-cache", "$", "input", "tokens", "tokens", "saved", "re-fetches",
+        "misses", "billed", "more", "w/recovery",
     ]  # fmt: skip
     grid = json.loads(CODING_GRID.read_text(encoding="utf-8"))
     names = [row.split("  ")[0].strip() for row in rows[1:74]]
     assert names == ["no reduction", *combination_labels(grid)]
     assert rows[75] == (
-        "billed more: of the 43 runs, how many cost more (cache-aware) than with no reduction"
+        "billed more: of the 43 runs, how many cost more (cache-aware) than with no reduction; "
+        "w/recovery: the same by cost with recovery"
+    )
+
+
+def test_corpus_totals_of_misses_and_cost_with_recovery_are_the_replay_sums() -> None:
+    """On hand-made runs: per config, the corpus's misses and cost with recovery are the
+    sums of one replay per run, and the JSON carries them."""
+    conversations = [cut_conversation("alpha_beta_gamma", "Done."), cleared_conversation()]
+    named = [
+        ("cut", TRUNCATE_40),
+        ("clear", {"skip_truncation": True, "max_tokens_for_clear": 300}),
+    ]
+    result = corpus_configs(conversations, named, pricing=ENGINE)
+    payload = result.to_dict()["combinations"]
+    for index, (_, config) in enumerate(named):
+        totals = [replay(conv, config, pricing=ENGINE).totals for conv in conversations]
+        got = result.combinations[index]
+        assert got.misses == sum(t.misses for t in totals)
+        recovery = 0.0
+        for t in totals:
+            recovery += t.cost_with_recovery_usd or 0.0
+        assert got.cost_with_recovery_usd == recovery
+        assert payload[index]["totals"]["misses"] == got.misses
+        assert payload[index]["totals"]["cost_with_recovery_usd"] == round(recovery, 6)
+    # Truncation at 40 characters hides the name each run uses; clearing at 300 tokens
+    # clears it from the second run only (the first is too short to clear).
+    assert [t.run_misses for t in result.combinations] == [[1, 1], [0, 1]]
+
+
+def test_main_sweep_configs_names_each_config(tmp_path: Path) -> None:
+    """``--configs`` replays named configs in place of a grid's combinations."""
+    conv = cut_conversation("alpha_beta_gamma", "Done.")
+    data = {"messages": messages_to_openai(conv.messages), "tools": tools_to_openai(conv.tools)}
+    (tmp_path / "runs").mkdir()
+    (tmp_path / "runs" / "cut.json").write_text(json.dumps(data), encoding="utf-8")
+    configs = tmp_path / "configs.json"
+    configs.write_text(json.dumps({"cut at 40": TRUNCATE_40, "defaults": {}}), encoding="utf-8")
+    code, out, err = run("sweep", tmp_path / "runs", "--configs", configs, "--quiet", "--json")
+    assert (code, err.startswith("swept 2 combinations over 1 run in ")) == (0, True)
+    combos = json.loads(out)["corpus"]["combinations"]
+    assert [(c["name"], c["combination"], c["totals"]["misses"]) for c in combos] == [
+        ("cut at 40", "cut at 40", 1),
+        ("defaults", "defaults", 0),
+    ]
+    code, _, err = run("sweep", tmp_path / "runs", "--grid", configs, "--configs", configs)
+    assert (code, err) == (
+        2,
+        "error: python -m simulator sweep: argument --configs: not allowed with argument "
+        "--grid (see --help)\n",
     )
