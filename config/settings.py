@@ -314,6 +314,9 @@ REDUCTION_MAX_OFFLOADS = _env_int("REDUCTION_MAX_OFFLOADS", 1_000)
 # this many bytes in all are imported inside the request; bigger ones by the task workers
 # (`manage.py db_worker`), whose progress the page and `GET /api/v1/imports/{id}` show.
 REDUCTION_IMPORT_INLINE_BYTES = _env_int("REDUCTION_IMPORT_INLINE_BYTES", 2 * 1024 * 1024)
+# An import on the task workers still running this long after it started is given up:
+# its worker ended without recording an outcome.
+REDUCTION_IMPORT_TIMEOUT_SECONDS = _env_int("REDUCTION_IMPORT_TIMEOUT_SECONDS", 900)
 
 
 # Quotas per workspace (a workspace's own fields override both; 0 is no limit).

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django_tasks import task
 
-from reduction_app.conversations.imports import recording_import_run
+from reduction_app.conversations.imports import recording_import_run, recording_import_watch
 from reduction_app.records.reclaim import reclaim_all
 from reduction_app.simulations.leases import sweep_watch
 from reduction_app.simulations.services import simulation_run
@@ -40,3 +40,9 @@ def reclaim_offloads() -> int:
 def run_recording_import(import_id: int) -> str:
     """Import the recordings of a queued import; its outcome is stored on the row."""
     return recording_import_run(import_id=import_id).status
+
+
+@task()
+def watch_recording_import(import_id: int) -> str:
+    """Give up an import whose worker ended before it did; again later while it runs."""
+    return recording_import_watch(import_id=import_id)

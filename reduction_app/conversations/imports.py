@@ -19,6 +19,7 @@ import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
@@ -42,6 +43,8 @@ __all__ = [
     "recording_import_enqueue",
     "recording_import_inline",
     "recording_import_run",
+    "recording_import_watch",
+    "recording_import_watch_enqueue",
     "recordings_import",
     "runs_inline",
 ]
@@ -178,6 +181,7 @@ def recordings_import(
     fmt: str | None = None,
     replace: bool = False,
     progress: Progress | None = None,
+    finish: Callable[[list[dict[str, Any]]], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Import every conversation of ``files`` into ``workspace``, all or nothing.
 
@@ -185,7 +189,9 @@ def recordings_import(
     the format it was read as and the conversations made (id, title, messages). Raises
     :class:`RecordingImportError` for a file that cannot be read, ``LimitExceeded`` for a
     conversation over ``REDUCTION_MAX_MESSAGES``, and :class:`DuplicateConversation` for an
-    id already in the workspace unless ``replace``; then nothing is written.
+    id already in the workspace unless ``replace``; then nothing is written. ``finish``
+    is called with the results inside the transaction that writes the conversations,
+    last: what it writes commits with them, and what it raises undoes them.
     """
     fmt = check_format(fmt)
     if not files:
@@ -239,6 +245,8 @@ def recordings_import(
                     "message_count": conversation.message_count,
                 }
             )
+        if finish is not None:
+            finish(results)
     return results
 
 
@@ -288,10 +296,12 @@ def recording_import_create(
 
 
 def recording_import_enqueue(*, recording_import: RecordingImport) -> None:
-    """Hand a queued import to the task workers."""
+    """Hand a queued import to the task workers, with a watch that gives it up if its
+    worker ends before it does (:func:`recording_import_watch`)."""
     from reduction_app.tasks import run_recording_import
 
     run_recording_import.enqueue(recording_import.pk)
+    recording_import_watch_enqueue(import_id=recording_import.pk)
 
 
 def _progress(import_id: int) -> Progress:
@@ -310,7 +320,11 @@ def _progress(import_id: int) -> Progress:
 
 def recording_import_run(*, import_id: int) -> RecordingImport:
     """Carry out a queued import; its outcome (or its error) is recorded on it, never
-    raised. Its uploaded files are deleted once it ends either way."""
+    raised. Its uploaded files are deleted once it ends either way.
+
+    The import is marked done in the transaction that writes its conversations, and only
+    while it is still running: one that :func:`recording_import_watch` gave up on meanwhile
+    writes nothing."""
     with transaction.atomic():
         job = RecordingImport.objects.select_for_update().get(pk=import_id)
         if job.status != "queued":
@@ -322,30 +336,91 @@ def recording_import_run(*, import_id: int) -> RecordingImport:
         (u.filename, bytes(u.content))
         for u in RecordingUpload.objects.filter(recording_import=job).order_by("position")
     ]
+
+    def finish(result: list[dict[str, Any]]) -> None:
+        if not _still_running(job.pk):
+            raise _GivenUp
+        job.result, job.status = result, "done"
+        job.progress_done = job.progress_total
+        _ended(job, ["result", "progress_done"])
+
     try:
-        job.result = recordings_import(
+        recordings_import(
             workspace=job.workspace,
             files=uploads,
             fmt=job.format or None,
             replace=job.replace,
             progress=_progress(job.pk),
+            finish=finish,
         )
-        job.status = "done"
+    except _GivenUp:
+        pass
     except (RecordingImportError, ServiceError) as exc:
-        job.status, job.error = "failed", str(exc)
+        _failed(job.pk, str(exc))
     except Exception as exc:  # recorded for the person waiting; the log names the type only
         logger.error("import %s failed (%s)", job.pk, type(exc).__name__)
-        job.status, job.error = (
-            "failed",
-            f"the import failed ({type(exc).__name__}); nothing was imported",
-        )
-    job.finished_at = timezone.now()
-    fields = ["status", "result", "error", "finished_at"]
-    if job.status == "done":
-        job.progress_done = job.progress_total
-        fields.append("progress_done")
-    with transaction.atomic():
-        RecordingUpload.objects.filter(recording_import=job).delete()
-        job.save(update_fields=fields)
-    job.refresh_from_db(fields=["progress_done"])
+        _failed(job.pk, f"the import failed ({type(exc).__name__}); nothing was imported")
+    job.refresh_from_db()
     return job
+
+
+class _GivenUp(Exception):
+    """The import was given up while it ran: its transaction is undone."""
+
+
+def _still_running(import_id: int) -> bool:
+    """Lock the import's row; whether it is still running."""
+    rows = RecordingImport.objects.select_for_update().filter(pk=import_id, status="running")
+    return rows.exists()
+
+
+def _ended(job: RecordingImport, fields: list[str]) -> None:
+    """Record ``job``'s end (in the caller's transaction) and delete its uploads."""
+    job.finished_at = timezone.now()
+    RecordingUpload.objects.filter(recording_import=job).delete()
+    job.save(update_fields=["status", "error", "finished_at", *fields])
+
+
+def _failed(import_id: int, error: str) -> None:
+    with transaction.atomic():
+        if not _still_running(import_id):
+            return
+        job = RecordingImport.objects.get(pk=import_id)
+        job.status, job.error = "failed", error
+        _ended(job, [])
+
+
+GIVEN_UP = (
+    "the import stopped before it finished (its worker ended or ran past "
+    "REDUCTION_IMPORT_TIMEOUT_SECONDS); nothing was imported: import the files again"
+)
+
+
+def recording_import_watch(*, import_id: int) -> str:
+    """Give up an import still running ``REDUCTION_IMPORT_TIMEOUT_SECONDS`` after it
+    started: its worker ended without recording an outcome (it was killed, say), and
+    nothing of it was written, since an import writes in one transaction. It is marked
+    failed and its uploads deleted. An import not yet started, or not for long enough, is
+    looked at again later. Returns the import's status."""
+    timeout = timedelta(seconds=settings.REDUCTION_IMPORT_TIMEOUT_SECONDS)
+    with transaction.atomic():
+        job = RecordingImport.objects.select_for_update().filter(pk=import_id).first()
+        if job is None:
+            return "deleted"
+        started = job.started_at
+        if job.status == "running" and started and timezone.now() - started >= timeout:
+            job.status, job.error = "failed", GIVEN_UP
+            _ended(job, [])
+            logger.warning("import %s given up after %s", job.pk, timeout)
+            return job.status
+        if job.status in ("queued", "running"):
+            recording_import_watch_enqueue(import_id=job.pk)
+        return job.status
+
+
+def recording_import_watch_enqueue(*, import_id: int) -> None:
+    """Queue the import's watch, to run a timeout from now."""
+    from reduction_app.tasks import watch_recording_import
+
+    later = timezone.now() + timedelta(seconds=settings.REDUCTION_IMPORT_TIMEOUT_SECONDS)
+    watch_recording_import.using(run_after=later).enqueue(import_id)
