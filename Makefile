@@ -137,11 +137,11 @@ bench-api: $(STAMP)
 	$(BIN)/python -m benchmarks.api_load $(BENCH_ARGS)
 
 # Every benchmark, one after another, each writing its figures into its block of
-# benchmarks/README.md (see "Regenerating" there): about 40 minutes, best on an idle
+# benchmarks/README.md (see "Regenerating" there): about 45 minutes, best on an idle
 # machine. The PostgreSQL runs make a fresh database on BENCH_POSTGRES (a server URL), or
 # else on the server scripts/ensure_postgres.sh finds or starts. BENCHMARKS picks some,
 # e.g. `make bench-readme BENCHMARKS='replay flat'`.
-BENCHMARKS ?= replay flat truncation memory quotas bounds purge soak sweep corpus_sweep sweep-tasks api_load
+BENCHMARKS ?= replay flat truncation memory quotas bounds purge soak sweep corpus_sweep recommend sweep-tasks api_load
 bench-readme: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
 	@set -e; pg_url="$${BENCH_POSTGRES:-}"; \

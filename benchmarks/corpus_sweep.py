@@ -25,13 +25,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from benchmarks.common import ROOT
+from benchmarks.fresh import default_corpus, run_fresh, shown
 from benchmarks.report import Stamp, add_readme_arguments, md_table, readme_path, write_block
 
 __all__ = ["GOAL_SECONDS", "README_BLOCKS", "main"]
@@ -46,51 +46,28 @@ RESULTS = ROOT / "benchmarks" / "results" / "corpus_sweep.json"
 
 # What a fresh process runs: one sweep, printed as one JSON line.
 _CHILD = r"""
-import hashlib, json, os, resource, sys, time
-job = json.loads(sys.argv[1])
-
-
-def busy():
-    # CPU seconds every process of the machine has used since boot (Linux only): user,
-    # nice, system, irq, softirq, steal.
-    try:
-        with open("/proc/stat", encoding="utf-8") as f:
-            fields = f.readline().split()[1:]
-    except OSError:
-        return None
-    return sum(int(fields[i]) for i in (0, 1, 2, 5, 6, 7) if i < len(fields)) / os.sysconf(
-        "SC_CLK_TCK"
-    )
-
-
+import hashlib, json, sys
+from benchmarks.fresh import Timer
 from simulator.corpus_sweep import corpus_sweep
 from simulator.importers import load_files
 from simulator.pricing import pricing_for
+job = json.loads(sys.argv[1])
 with open(job["grid"], encoding="utf-8") as f:
     grid = json.load(f)
 pricing = pricing_for(job["pricing"])
-before = busy()
-clock, cpu = time.perf_counter(), time.process_time()
+timer = Timer()
 conversations = load_files(job["files"])
-read = time.perf_counter() - clock
+read = timer.elapsed()
 result = corpus_sweep(conversations, grid, pricing=pricing, workers=job["workers"])
-seconds = time.perf_counter() - clock
-children = resource.getrusage(resource.RUSAGE_CHILDREN)
-used = time.process_time() - cpu + children.ru_utime + children.ru_stime
-after = busy()
-others = None
-if before is not None and after is not None and seconds > 0:
-    others = round(max(0.0, after - before - used) / seconds, 2)
+figures = timer.stop()
 text = json.dumps(result.to_dict(), sort_keys=True)
 print(json.dumps({
+    **figures,
     "read_s": read,
-    "seconds": seconds,
-    "cpu_s": used,
     "runs": len(conversations),
     "messages": sum(len(c.messages) for c in conversations),
     "combinations": len(result.combinations),
     "digest": hashlib.sha256(text.encode()).hexdigest()[:16],
-    "others": others,
 }))
 """
 
@@ -103,18 +80,8 @@ def measure(files: Sequence[Path], grid: Path, workers: int) -> dict[str, Any]:
         "pricing": PRICING,
         "workers": workers,
     }
-    load = round(os.getloadavg()[0], 2)
-    done = subprocess.run(
-        [sys.executable, "-c", _CHILD, json.dumps(job)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise SystemExit(f"the sweep on {workers} process(es) failed:\n{done.stderr[-3000:]}")
-    row: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
-    row.update(workers=workers, load=load)
+    row = run_fresh(_CHILD, job, f"the sweep on {workers} process(es)")
+    row["workers"] = workers
     return row
 
 
@@ -157,22 +124,7 @@ def markdown(report: dict[str, Any]) -> list[str]:
     return [corpus, table, f"{goal} Same corpus sums in every row: {'yes' if same else 'NO'}."]
 
 
-def _shown(path: Path) -> str:
-    """``path`` as the block shows it: inside the repository or the recordings folder,
-    relative to it."""
-    from simulator.recordings_folder import recordings_dir
-
-    for root, prefix in ((ROOT, ""), (recordings_dir(), "recordings/")):
-        try:
-            return prefix + str(path.resolve().relative_to(root.resolve()))
-        except ValueError:
-            continue
-    return path.name
-
-
 def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
-    from simulator.recordings_folder import recordings_dir
-
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks.corpus_sweep", description=__doc__.split("\n\n")[0]
     )
@@ -193,7 +145,7 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     add_readme_arguments(parser)
     args = parser.parse_args(argv)
     if not args.files:
-        args.files = [recordings_dir() / "mini-swe-agent"]
+        args.files = [default_corpus()]
     return args
 
 
@@ -217,9 +169,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     report: dict[str, Any] = {
         "files": [str(f) for f in args.files],
-        "files_shown": [_shown(f) for f in args.files],
+        "files_shown": [shown(f) for f in args.files],
         "grid": str(args.grid),
-        "grid_shown": _shown(args.grid),
+        "grid_shown": shown(args.grid),
         "pricing": PRICING,
         "rows": rows,
         "load_at_end": list(os.getloadavg()),

@@ -12,7 +12,8 @@ what machine under what load, then its tables as markdown and the sentences it c
 out from them (a ratio against its goal, met or not). Every byte outside the block stays
 as it was, and the file is replaced atomically (a new file renamed over it), so a reader
 never sees half a block. A file without the block is an error naming the block; the
-benchmark checks that before it measures, so a long run is not lost at the end.
+benchmark checks that before it measures, so a long run is not lost at the end. Until
+a benchmark first writes its block, the block holds only :func:`unmeasured`'s line.
 
 This module only describes the run and writes the block; what goes into it is each
 benchmark's. Writers are not locked against each other: run benchmarks one at a time
@@ -46,6 +47,7 @@ __all__ = [
     "md_table",
     "readme_path",
     "replace_block",
+    "unmeasured",
     "verdict",
     "write_block",
 ]
@@ -85,6 +87,11 @@ def replace_block(text: str, name: str, content: str, *, where: str = "the text"
     """``text`` with block ``name`` holding ``content``; nothing outside it changes."""
     start, end = _span(text, name, where)
     return f"{text[:start]}\n{content.strip(chr(10))}\n{text[end:]}"
+
+
+def unmeasured(module: str) -> str:
+    """What a new block holds until ``python -m <module> --readme`` first writes it."""
+    return f"_Not measured yet: `python -m {module} --readme` writes this block._"
 
 
 def check_block(path: Path, name: str) -> None:

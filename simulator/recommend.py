@@ -108,6 +108,9 @@ class Recommendation:
     """Indexes into :attr:`configs`: the Pareto front of cost with recovery against
     misses among the admissible configs, one per point, cheapest first."""
     seconds: float
+    timed_out: bool = False
+    """Whether ``max_seconds`` ended the search (a round not started, or cut short) with
+    neighbours left untried; ``False`` when none was left."""
 
     def runs_worse(self, index: int) -> int:
         """On how many runs config ``index`` costs more, with recovery, than no reduction."""
@@ -291,6 +294,7 @@ def recommend(
         )
 
     note("coarse")
+    timed_out = False
     while True:
         order = sorted(range(len(configs)), key=rank)
         seeds: list[int] = []
@@ -315,7 +319,9 @@ def recommend(
         left = max_seconds - (clock() - started)
         fits = int(HEADROOM * left / per_config) if per_config > 0 else len(todo)
         if fits < 1:
+            timed_out = True
             break
+        timed_out = timed_out or fits < len(todo)
         todo = todo[:fits]
         round_started = clock()
         named = [(config_label(c, labelled), c) for c in todo]
@@ -327,7 +333,9 @@ def recommend(
         rounds.append(len(todo))
         per_config = (clock() - round_started) / len(todo)
         note("finer")
-    return _answer(conversations, pricing, baseline, budget, configs, rounds, clock() - started)
+    return _answer(
+        conversations, pricing, baseline, budget, configs, rounds, clock() - started, timed_out
+    )
 
 
 def _lines(
@@ -359,6 +367,7 @@ def _answer(
     configs: list[ConfigTotals],
     rounds: list[int],
     seconds: float,
+    timed_out: bool,
 ) -> Recommendation:
     admissible = [i for i, t in enumerate(configs) if not t.worse_than(baseline, recovery=True)]
 
@@ -387,4 +396,5 @@ def _answer(
         best=best,
         front=tuple(front[p] for p in sorted(front)),
         seconds=seconds,
+        timed_out=timed_out,
     )

@@ -19,6 +19,7 @@ from benchmarks.report import (
     markers,
     md_table,
     replace_block,
+    unmeasured,
     verdict,
     write_block,
 )
@@ -190,6 +191,7 @@ def test_every_benchmark_with_figures_names_its_blocks() -> None:
         "memory",
         "purge",
         "quotas",
+        "recommend",
         "replay",
         "soak",
         "sweep",
@@ -198,15 +200,19 @@ def test_every_benchmark_with_figures_names_its_blocks() -> None:
 
 
 def test_the_readme_has_a_generated_block_for_every_known_name() -> None:
+    """A block is generated, or says which command will write it."""
     text = report.README.read_text(encoding="utf-8")
     found = re.findall(r"^<!-- figures: (\S+) -->$", text, flags=re.MULTILINE)
     assert sorted(found) == sorted(_known_blocks())
     for name in found:
-        lines = block_of(text, name).split("\n")
+        module = _known_blocks()[name]
+        block = block_of(text, name)
+        if block == unmeasured(f"benchmarks.{module}"):
+            continue
+        lines = block.split("\n")
         assert len(lines) >= 2, f"block {name!r} is empty"
         first, command = lines[:2]
         assert STAMP_LINE.fullmatch(first), f"block {name!r} starts with {first!r}"
-        module = _known_blocks()[name]
         assert command.startswith(f"`python -m benchmarks.{module}"), name
 
 

@@ -82,6 +82,7 @@ def test_recommend_finds_a_better_point_between_grid_values() -> None:
     assert limits[3:6] == [25500, 75000, 700]
     assert limits[6] == 13200  # 13,250 rounds to even hundreds
     assert 7100 in limits
+    assert not result.timed_out  # it ran out of neighbours within the default 300 s
     best = result.configs[result.best]
     assert best.saving(result.baseline, recovery=True) > 0
 
@@ -112,6 +113,7 @@ def test_recommend_excludes_a_config_billing_a_run_more() -> None:
 def test_recommend_with_no_time_answers_from_the_coarse_round() -> None:
     result = search([conversation("run", [NEEDLE, BULK])], TRUNC_GRID, max_seconds=0)
     assert result.rounds == (3,)
+    assert result.timed_out
     # 50,000 and the budget config reduce nothing: the first of them is recommended.
     assert config_of(result) == {**TRUNC_GRID, "max_length_for_trunc": 50000}
     assert result.to_dict()["saved"] == 0.0
