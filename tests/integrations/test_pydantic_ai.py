@@ -359,10 +359,11 @@ def check_same_events_as_engine(h: Harness) -> None:
     assert h.reduction.events == events
 
 
-def test_example_runs() -> None:
+def test_example_runs(tmp_path: Path) -> None:
     """examples/pydantic_ai_agent.py runs offline and says what it reduced."""
+    example = ROOT / "examples" / "pydantic_ai_agent.py"
     done = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "pydantic_ai_agent.py")],
+        [sys.executable, str(example), "--offload-dir", str(tmp_path)],
         capture_output=True,
         text=True,
         timeout=120,
@@ -372,7 +373,11 @@ def test_example_runs() -> None:
     assert done.returncode == 0, done.stderr
     assert "truncated" in done.stdout
     assert "cleared" in done.stdout
-    assert "read back" in done.stdout
+    assert "done: 4 outputs truncated, 2 results cleared" in done.stdout
+    assert "read back through read_file" in done.stdout
+    # The file read back is the whole of the last file the agent read.
+    offloaded = tmp_path / "tmp" / "trunc" / "call_4"
+    assert offloaded.read_text(encoding="utf-8") == read_source("docs/api.md")
 
 
 async def test_history_processor_keeps_unchanged_parts_identical() -> None:
