@@ -4,8 +4,9 @@ One :class:`Reduction` per conversation holds one engine middleware and what it 
 earlier model calls. It plugs into pydantic-ai at three points:
 
 * **Clearing**, before every model request: :attr:`Reduction.capability` (a
-  ``ProcessHistory`` capability around :meth:`Reduction.history_processor`) turns the
-  history into engine chat messages, runs the clear pass and turns the result back.
+  :class:`ReductionCapability`, run as pydantic-ai runs a history processor) turns the
+  history into engine chat messages, runs the clear pass with the request's tool
+  definitions counted, and turns the result back.
   Parts the pass did not change come back as the very same objects, so the prompt-cache
   prefix stays byte for byte what it was; a cleared ``ToolReturnPart`` keeps its
   ``tool_call_id`` and ``tool_name`` and holds the placeholder. pydantic-ai keeps the
@@ -24,8 +25,9 @@ Events are the engine's own :class:`~reduction_app.engine.ReductionEvent` values
 What the engine sees of a pydantic-ai message: system and user prompts as text (media
 in a prompt are not counted), a response's text, thinking and function tool calls, each
 tool return as the text pydantic-ai sends (``model_response_str()``), a retry that
-answers a call as that call's result. Provider-run (native) tool parts, instructions and
-the other bookkeeping parts are kept as they are and not counted.
+answers a call as that call's result, and the request's function and output tools.
+Provider-run (native) tool parts, instructions and the other bookkeeping parts are kept
+as they are and not counted.
 
 Importing this module needs pydantic-ai (``pip install 'reduction-lab[pydantic-ai]'``)
 and never loads Django.
@@ -41,7 +43,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pydantic_core
-from pydantic_ai.capabilities import ProcessHistory
+from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
@@ -57,6 +59,7 @@ from pydantic_ai.messages import (
     ToolReturnPart,
     UserPromptPart,
 )
+from pydantic_ai.models import ModelRequestContext
 from pydantic_ai.tools import RunContext, Tool
 from pydantic_ai.toolsets import AbstractToolset, FunctionToolset, WrapperToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
@@ -69,10 +72,17 @@ from reduction_app.engine import (
     ReductionMiddleware,
     ToolCall,
     ToolContext,
+    ToolInfo,
     new,
 )
 
-__all__ = ["READ_FILE_DESCRIPTION", "ReducedToolset", "Reduction", "numbered_lines"]
+__all__ = [
+    "READ_FILE_DESCRIPTION",
+    "ReducedToolset",
+    "Reduction",
+    "ReductionCapability",
+    "numbered_lines",
+]
 
 READ_FILE_DESCRIPTION = (
     "Read a file that holds tool output moved out of the conversation to save context. "
@@ -159,16 +169,20 @@ class Reduction:
     # Clearing ------------------------------------------------------------------------
 
     @property
-    def capability(self) -> ProcessHistory[Any]:
+    def capability(self) -> ReductionCapability:
         """``Agent(capabilities=[reduction.capability])``: the clear pass before every
-        model request."""
-        return ProcessHistory(self.history_processor)
+        model request, counting the tools offered in that request too."""
+        return ReductionCapability(self)
 
-    async def history_processor(self, messages: list[ModelMessage]) -> list[ModelMessage]:
+    async def history_processor(
+        self, messages: list[ModelMessage], tool_infos: Sequence[ToolInfo] = ()
+    ) -> list[ModelMessage]:
         """The clear pass over a pydantic-ai history; returns the history to send (the
-        list given when nothing was cleared). Also usable on its own."""
+        list given when nothing was cleared). ``tool_infos`` are counted with it, as the
+        engine counts the tools of a request. Also a history processor on its own:
+        ``ProcessHistory(reduction.history_processor)``."""
         engine_messages, origins = self._to_engine(messages)
-        state = ChatModelAgentState(messages=engine_messages)
+        state = ChatModelAgentState(messages=engine_messages, tool_infos=tuple(tool_infos))
         out = await self.middleware.abefore_model_rewrite_state(state)
         if out is state:
             return messages
@@ -372,6 +386,36 @@ class Reduction:
                 continue  # not there, or a path that backend refuses
             return str(content)
         return None
+
+
+@dataclass
+class ReductionCapability(AbstractCapability[Any]):
+    """The clear pass before every model request, as pydantic-ai's ``ProcessHistory``
+    runs a history processor: the request gets the processed history and so does the
+    run's history, so later steps go on from it."""
+
+    reduction: Reduction
+
+    async def before_model_request(
+        self, ctx: RunContext[Any], request_context: ModelRequestContext
+    ) -> ModelRequestContext:
+        parameters = request_context.model_request_parameters
+        tools = [
+            ToolInfo(
+                name=tool.name,
+                description=tool.description or "",
+                parameters=tool.parameters_json_schema,
+            )
+            for tool in (*parameters.function_tools, *parameters.output_tools)
+        ]
+        messages = await self.reduction.history_processor(list(request_context.messages), tools)
+        request_context.messages = messages.copy()
+        ctx.messages[:] = messages
+        return request_context
+
+    @classmethod
+    def get_serialization_name(cls) -> str | None:
+        return None  # holds a live Reduction: not written into an agent spec
 
 
 @dataclass

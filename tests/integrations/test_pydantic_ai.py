@@ -39,6 +39,7 @@ from reduction_app.engine import (
     ReductionEvent,
     ToolCall,
     ToolContext,
+    ToolInfo,
     new,
 )
 from reduction_app.engine.inspect import is_clear_placeholder, truncation_file_path
@@ -116,6 +117,8 @@ class Harness:
     events_before_call: list[int] = field(default_factory=list)
     originals: dict[str, str] = field(default_factory=dict)
     """Each tool call's output as pydantic-ai would send it, unreduced, by call id."""
+    tools: list[ToolInfo] = field(default_factory=list)
+    """The tools the model is offered, as the engine counts them."""
 
     def __post_init__(self) -> None:
         self.backend = LocalFileBackend(self.tmp_path / "offload")
@@ -147,6 +150,12 @@ class Harness:
         self.sent.append([ModelMessagesTypeAdapter.dump_json([m]) for m in messages])
         self.sent_messages.append(list(messages))
         self.events_before_call.append(len(self.reduction.events))
+        self.tools = [
+            ToolInfo(
+                name=t.name, description=t.description or "", parameters=t.parameters_json_schema
+            )
+            for t in (*info.function_tools, *info.output_tools)
+        ]
         turn = len(self.sent)
         kind, arg = self.script[turn - 1]
         if kind == "answer":
@@ -336,9 +345,8 @@ def check_same_events_as_engine(h: Harness) -> None:
     for turn, (kind, arg) in enumerate(h.script, 1):
         if turn == len(FIRST_RUN) + 1:
             messages.append(Message.user(SECOND_PROMPT))
-        messages = list(
-            mw.before_model_rewrite_state(ChatModelAgentState(messages=messages)).messages
-        )
+        state = ChatModelAgentState(messages=messages, tool_infos=h.tools)
+        messages = list(mw.before_model_rewrite_state(state).messages)
         if kind == "answer":
             messages.append(Message.assistant(arg))
             continue
@@ -420,3 +428,14 @@ async def test_structured_return_under_the_limit_is_kept_as_is() -> None:
     notice = await reduction.truncate(big, tool_name="outline", call_id="c2", arguments="{}")
     assert truncation_file_path(notice) == "/tmp/trunc/c2"
     assert reduction.config.backend.read("/tmp/trunc/c2") == as_sent("outline", big)  # type: ignore[union-attr]
+
+
+def test_adapter_imports_without_django() -> None:
+    code = (
+        "import sys, reduction_app.integrations.pydantic_ai\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'django'))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert done.stdout == "[]\n"
