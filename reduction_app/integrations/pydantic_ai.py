@@ -1,0 +1,508 @@
+"""The reduction engine inside a pydantic-ai agent.
+
+One :class:`Reduction` per conversation holds one engine middleware and what it learnt on
+earlier model calls. It plugs into pydantic-ai at three points:
+
+* **Clearing**, before every model request: :attr:`Reduction.capability` (a
+  :class:`ReductionCapability`, run as pydantic-ai runs a history processor) turns the
+  history into engine chat messages, runs the clear pass with the request's tool
+  definitions counted, and turns the result back.
+  Parts the pass did not change come back as the very same objects, so the prompt-cache
+  prefix stays byte for byte what it was; a cleared ``ToolReturnPart`` keeps its
+  ``tool_call_id`` and ``tool_name`` and holds the placeholder. pydantic-ai keeps the
+  processed history as the run's history, so later steps, ``result.all_messages()`` and
+  a run continued from it all hold the cleared messages.
+* **Truncation**, where a tool returns: :meth:`Reduction.wrap` wraps any toolset
+  (:class:`ReducedToolset`); a return value longer than ``max_length_for_trunc`` is
+  saved whole to the backend and replaced by the engine's notice. Strings are measured
+  as they are, structured values as the JSON text pydantic-ai sends the model.
+* **Reading back**: :attr:`Reduction.read_file_toolset` offers the model the tool the
+  notices name (``read_file_tool_name``), reading offloaded files from the backends.
+
+Events are the engine's own :class:`~reduction_app.engine.ReductionEvent` values, in
+:attr:`Reduction.events` and passed to ``on_event`` as they come.
+
+What the engine sees of a pydantic-ai message: system and user prompts as text (media
+in a prompt are not counted), a response's text, thinking and function tool calls, each
+tool return as the text pydantic-ai sends (``model_response_str()``), a retry that
+answers a call as that call's result, and the request's function and output tools.
+Provider-run (native) tool parts, instructions and the other bookkeeping parts are kept
+as they are and not counted.
+
+Importing this module needs pydantic-ai (``pip install 'reduction-lab[pydantic-ai]'``)
+and never loads Django.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import itertools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pydantic_core
+from pydantic_ai.capabilities import AbstractCapability
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    ModelResponsePart,
+    RetryFeedbackPart,
+    RetryPromptPart,
+    SystemPromptPart,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolReturn,
+    ToolReturnPart,
+    UserPromptPart,
+)
+from pydantic_ai.models import ModelRequestContext
+from pydantic_ai.tools import RunContext, Tool
+from pydantic_ai.toolsets import AbstractToolset, FunctionToolset, WrapperToolset
+from pydantic_ai.toolsets.abstract import ToolsetTool
+
+from reduction_app.engine import (
+    ChatModelAgentState,
+    Message,
+    ReductionConfig,
+    ReductionEvent,
+    ReductionMiddleware,
+    ToolCall,
+    ToolContext,
+    ToolInfo,
+    new,
+)
+
+__all__ = [
+    "READ_FILE_DESCRIPTION",
+    "ReducedToolset",
+    "Reduction",
+    "ReductionCapability",
+    "numbered_lines",
+]
+
+READ_FILE_DESCRIPTION = (
+    "Read a file that holds tool output moved out of the conversation to save context. "
+    "Notices such as <persisted-output> name the path. Returns numbered lines; read large "
+    "files a part at a time with offset (0-based line) and limit (number of lines)."
+)
+
+# Where an engine message came from: the key of its pydantic-ai part (a request's part)
+# or message (a response), kept in the message's ``extra``, which the engine carries
+# over to the message it returns in its place.
+_ORIGIN = "pydantic_ai_origin"
+
+
+def numbered_lines(content: str, offset: int, limit: int) -> tuple[str, int]:
+    """``limit`` lines of ``content`` from line ``offset`` (0-based), each as
+    ``<number>\\t<text>\\n`` (numbers from 1), and the number of lines in all. Lines end at
+    ``\\n``; a ``\\r`` before it is not shown and a final ``\\n`` starts no new line, as the
+    REST API's ``/files/read`` reads them."""
+    lines = content.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    chosen = lines[offset : offset + limit]
+    body = "".join(
+        f"{offset + i + 1}\t{line.removesuffix(chr(13))}\n" for i, line in enumerate(chosen)
+    )
+    return body, len(lines)
+
+
+@dataclass
+class _Seen:
+    """What one pydantic-ai part or response became in the engine, kept between calls."""
+
+    source: object
+    """The pydantic-ai object (held so its ``id`` stays its own)."""
+    message: Message
+    """Its engine message, as the last clear pass left it (processed flags included)."""
+    replacement: object | None = None
+    """The part the last pass put in its place, when it changed it."""
+
+
+@dataclass
+class _Origins:
+    """Where the engine messages of one clear pass came from."""
+
+    by_key: dict[object, tuple[int, object]] = field(default_factory=dict)
+    """Origin key -> (index of the pydantic-ai message, the part or response it reads)."""
+    by_part: dict[int, object] = field(default_factory=dict)
+    """``id`` of a part given -> the part the engine read for it (itself, or what an
+    earlier pass put in its place)."""
+
+
+class Reduction:
+    """The engine for one pydantic-ai conversation: truncation, clearing and read-back.
+
+    ``config`` is the engine's :class:`~reduction_app.engine.ReductionConfig`; its own
+    ``on_event`` is still called, and so is ``on_event`` given here. One instance per
+    conversation: it remembers which results it already cleared, and its token counts.
+    """
+
+    def __init__(
+        self,
+        config: ReductionConfig,
+        *,
+        on_event: Callable[[ReductionEvent], None] | None = None,
+    ) -> None:
+        self.events: list[ReductionEvent] = []
+        """Every event so far, in the order the engine gave them."""
+        callbacks = [cb for cb in (config.on_event, on_event) if cb is not None]
+
+        def record(event: ReductionEvent) -> None:
+            self.events.append(event)
+            for callback in callbacks:
+                callback(event)
+
+        self.middleware: ReductionMiddleware = new(dataclasses.replace(config, on_event=record))
+        self._seen: dict[int, _Seen] = {}
+        self._keys = itertools.count(1)
+
+    @property
+    def config(self) -> ReductionConfig:
+        """The engine's config in force, defaults filled in."""
+        return self.middleware.config
+
+    # Clearing ------------------------------------------------------------------------
+
+    @property
+    def capability(self) -> ReductionCapability:
+        """``Agent(capabilities=[reduction.capability])``: the clear pass before every
+        model request, counting the tools offered in that request too."""
+        return ReductionCapability(self)
+
+    async def history_processor(
+        self, messages: list[ModelMessage], tool_infos: Sequence[ToolInfo] = ()
+    ) -> list[ModelMessage]:
+        """The clear pass over a pydantic-ai history; returns the history to send (the
+        list given when nothing was cleared). ``tool_infos`` are counted with it, as the
+        engine counts the tools of a request. Also a history processor on its own:
+        ``ProcessHistory(reduction.history_processor)``."""
+        engine_messages, origins = self._to_engine(messages)
+        state = ChatModelAgentState(messages=engine_messages, tool_infos=tuple(tool_infos))
+        out = await self.middleware.abefore_model_rewrite_state(state)
+        if out is state:
+            return messages
+        returned = [m for m in out.messages if isinstance(m, Message)]
+        return self._from_engine(messages, returned, origins)
+
+    def _to_engine(self, messages: Sequence[ModelMessage]) -> tuple[list[Message], _Origins]:
+        """The engine's view of ``messages``, and where each engine message came from."""
+        seen: dict[int, _Seen] = {}
+        out: list[Message] = []
+        origins = _Origins()
+
+        def add(source: Any, index: int) -> None:
+            earlier = self._seen.get(id(source))
+            if earlier is not None and earlier.source is source:
+                entry = earlier
+            else:
+                converted = (
+                    _response_message(source)
+                    if isinstance(source, ModelResponse)
+                    else _request_message(source)
+                )
+                if converted is None:
+                    return
+                key = next(self._keys)
+                extra = {**converted.extra, _ORIGIN: key}
+                entry = _Seen(source, dataclasses.replace(converted, extra=extra))
+            current = entry.replacement or source
+            seen[id(source)] = entry
+            if current is not source:
+                seen[id(current)] = _Seen(current, entry.message)
+            out.append(entry.message)
+            origins.by_key[entry.message.extra[_ORIGIN]] = (index, current)
+            origins.by_part[id(source)] = current
+
+        for index, message in enumerate(messages):
+            if isinstance(message, ModelResponse):
+                add(message, index)
+            else:
+                for part in message.parts:
+                    add(part, index)
+        self._seen = seen
+        return out, origins
+
+    def _from_engine(
+        self, given: list[ModelMessage], out: list[Message], origins: _Origins
+    ) -> list[ModelMessage]:
+        """The pydantic-ai history for the engine's ``out``: an untouched message is the
+        object given, a touched one a copy holding its new parts, a new one built."""
+        groups: list[tuple[int | None, dict[int, Any]]] = []
+        for msg in out:
+            key = msg.extra.get(_ORIGIN)
+            if key in origins.by_key:
+                index, source = origins.by_key[key]
+                if not groups or groups[-1][0] != index:
+                    groups.append((index, {}))
+                groups[-1][1][id(source)] = self._back(source, msg)
+            else:
+                groups.append((None, {0: _new_message(msg)}))
+
+        result: list[ModelMessage] = []
+        emitted: set[int] = set()
+        represented = {index for index, _ in origins.by_key.values()}
+
+        def catch_up(upto: int) -> None:
+            # Messages holding nothing the engine reads stay where they were.
+            for i in range(upto):
+                if i not in represented and i not in emitted:
+                    emitted.add(i)
+                    result.append(given[i])
+
+        for at, kept in groups:
+            if at is None:
+                result.append(kept[0])
+                continue
+            catch_up(at)
+            original = given[at]
+            first = at not in emitted
+            emitted.add(at)
+            if isinstance(original, ModelResponse):
+                result.append(next(iter(kept.values())))
+                continue
+            parts: list[Any] = []
+            for part in original.parts:
+                current = origins.by_part.get(id(part))
+                if current is None:
+                    if first:
+                        parts.append(part)  # a part the engine does not read
+                elif id(current) in kept:
+                    parts.append(kept[id(current)])
+            if len(parts) == len(original.parts) and all(
+                a is b for a, b in zip(parts, original.parts, strict=True)
+            ):
+                result.append(original)
+            elif parts:
+                result.append(dataclasses.replace(original, parts=parts))
+        catch_up(len(given))
+        return result
+
+    def _back(self, source: object, msg: Message) -> object:
+        """The pydantic-ai object for the engine's ``msg`` standing for ``source``: the same
+        object when the engine changed nothing the model sees, else a copy."""
+        entry = self._seen[id(source)]
+        previous = entry.message
+        entry.message = msg
+        part: Any = source
+        replaced: object = source
+        if msg is previous:
+            return source
+        if isinstance(part, ModelResponse):
+            replaced = _response_back(part, previous, msg)
+        elif msg.content == previous.content:
+            return source
+        elif isinstance(part, ToolReturnPart):
+            content: Any = [msg.content, *part.files] if part.files else msg.content
+            replaced = dataclasses.replace(part, content=content)
+        elif isinstance(part, RetryPromptPart | SystemPromptPart | UserPromptPart):
+            replaced = dataclasses.replace(part, content=msg.content)
+        if replaced is not source:
+            entry.replacement = replaced
+            self._seen[id(replaced)] = _Seen(replaced, msg)
+        return replaced
+
+    # Truncation ----------------------------------------------------------------------
+
+    def wrap(self, toolset: AbstractToolset[Any]) -> ReducedToolset:
+        """``toolset`` with every return value passed through the engine's truncation."""
+        return ReducedToolset(toolset, reduction=self)
+
+    def tools(self, *functions: Tool[Any] | Callable[..., Any]) -> ReducedToolset:
+        """Function tools (plain functions or ``Tool``), as one truncating toolset."""
+        return self.wrap(FunctionToolset(list(functions)))
+
+    async def truncate(self, value: Any, *, tool_name: str, call_id: str, arguments: str) -> Any:
+        """``value`` as the model should get it: the value itself, or the engine's notice
+        when its text is over the limit (the text is saved to the backend first)."""
+        inner = value.return_value if isinstance(value, ToolReturn) else value
+        if isinstance(inner, str):
+            text = inner
+        else:
+            probe = ToolReturnPart(tool_name=tool_name, content=inner)
+            if probe.files:
+                return value  # media go to the model as they are
+            text = probe.model_response_str()
+        ctx = ToolContext(name=tool_name, call_id=call_id)
+
+        async def endpoint(_: str) -> str:
+            return text
+
+        output = await self.middleware.awrap_invokable_tool_call(endpoint, ctx)(arguments)
+        if output == text:
+            return value
+        if isinstance(value, ToolReturn):
+            return dataclasses.replace(value, return_value=output)
+        return output
+
+    # Reading back --------------------------------------------------------------------
+
+    @property
+    def read_file_toolset(self) -> FunctionToolset[Any]:
+        """The tool the engine's notices name (``read_file_tool_name``), reading the files
+        it offloaded back from its backends, a page of numbered lines at a time."""
+
+        async def read_file(path: str, offset: int = 0, limit: int = 2000) -> str:
+            return await self.read_file(path, offset=offset, limit=limit)
+
+        tool = Tool(
+            read_file,
+            name=self.config.read_file_tool_name,
+            description=READ_FILE_DESCRIPTION,
+        )
+        return FunctionToolset([tool])
+
+    async def read_file(self, path: str, *, offset: int = 0, limit: int = 2000) -> str:
+        """What the read tool answers: numbered lines of an offloaded file, with a last
+        line saying where to read on when more follow, or an error the model can read."""
+        if offset < 0 or limit < 1:
+            return "error: offset must be 0 or more and limit 1 or more"
+        content = await self._read(path)
+        if content is None:
+            return f"error: no offloaded file at {path}"
+        body, total = numbered_lines(content, offset, limit)
+        shown = min(offset + limit, total)
+        if shown < total:
+            body += f"[{total - shown} more lines; read on with offset={shown}]\n"
+        return body
+
+    async def _read(self, path: str) -> str | None:
+        backends = [self.config.backend]
+        backends += [tool.backend for tool in self.config.tool_config.values()]
+        tried: list[object] = []
+        for backend in backends:
+            if backend is None or any(backend is b for b in tried):
+                continue
+            tried.append(backend)
+            try:
+                content = backend.read(path)
+                if inspect.isawaitable(content):
+                    content = await content
+            except (FileNotFoundError, ValueError):
+                continue  # not there, or a path that backend refuses
+            return str(content)
+        return None
+
+
+@dataclass
+class ReductionCapability(AbstractCapability[Any]):
+    """The clear pass before every model request, as pydantic-ai's ``ProcessHistory``
+    runs a history processor: the request gets the processed history and so does the
+    run's history, so later steps go on from it."""
+
+    reduction: Reduction
+
+    async def before_model_request(
+        self, ctx: RunContext[Any], request_context: ModelRequestContext
+    ) -> ModelRequestContext:
+        parameters = request_context.model_request_parameters
+        tools = [
+            ToolInfo(
+                name=tool.name,
+                description=tool.description or "",
+                parameters=tool.parameters_json_schema,
+            )
+            for tool in (*parameters.function_tools, *parameters.output_tools)
+        ]
+        messages = await self.reduction.history_processor(list(request_context.messages), tools)
+        request_context.messages = messages.copy()
+        ctx.messages[:] = messages
+        return request_context
+
+    @classmethod
+    def get_serialization_name(cls) -> str | None:
+        return None  # holds a live Reduction: not written into an agent spec
+
+
+@dataclass
+class ReducedToolset(WrapperToolset[Any]):
+    """A toolset whose return values go through the engine's truncation."""
+
+    reduction: Reduction = field(kw_only=True)
+
+    async def call_tool(
+        self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: ToolsetTool[Any]
+    ) -> Any:
+        value = await super().call_tool(name, tool_args, ctx, tool)
+        arguments = pydantic_core.to_json(tool_args, fallback=str).decode()
+        return await self.reduction.truncate(
+            value, tool_name=name, call_id=ctx.tool_call_id or "", arguments=arguments
+        )
+
+
+# Conversions -----------------------------------------------------------------------
+
+
+def _text_of(content: object) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, Sequence):
+        return "\n".join(item for item in content if isinstance(item, str))
+    return ""
+
+
+def _request_message(part: object) -> Message | None:
+    """The engine message for a request part, or ``None`` for parts it does not read."""
+    if isinstance(part, SystemPromptPart):
+        return Message.system(part.content)
+    if isinstance(part, UserPromptPart):
+        return Message.user(_text_of(part.content))
+    if isinstance(part, ToolReturnPart):
+        return Message.tool(part.model_response_str(), part.tool_call_id, part.tool_name)
+    if isinstance(part, RetryPromptPart):
+        if part.tool_name is None:
+            return Message.user(part.model_response())
+        return Message.tool(part.model_response(), part.tool_call_id, part.tool_name)
+    if isinstance(part, RetryFeedbackPart):
+        return Message.user(part.model_response())
+    return None
+
+
+def _response_message(response: ModelResponse) -> Message:
+    text = "".join(p.content for p in response.parts if isinstance(p, TextPart))
+    thinking = "".join(p.content for p in response.parts if isinstance(p, ThinkingPart))
+    calls = tuple(
+        ToolCall(id=p.tool_call_id, name=p.tool_name, arguments=p.args_as_json_str())
+        for p in response.parts
+        if isinstance(p, ToolCallPart)
+    )
+    return Message(role="assistant", content=text, reasoning_content=thinking, tool_calls=calls)
+
+
+def _response_back(response: ModelResponse, before: Message, after: Message) -> ModelResponse:
+    """``response`` with the arguments a clear handler rewrote; itself when none was."""
+    changed = {
+        old.id: new.arguments
+        for old, new in zip(before.tool_calls, after.tool_calls, strict=False)
+        if old.id == new.id and old.arguments != new.arguments
+    }
+    if not changed:
+        return response
+    parts: list[ModelResponsePart] = [
+        dataclasses.replace(p, args=changed[p.tool_call_id])
+        if isinstance(p, ToolCallPart) and p.tool_call_id in changed
+        else p
+        for p in response.parts
+    ]
+    return dataclasses.replace(response, parts=parts)
+
+
+def _new_message(msg: Message) -> ModelMessage:
+    """A pydantic-ai message for one the engine added (a rewriter's, the manifest)."""
+    if msg.role == "assistant":
+        parts: list[ModelResponsePart] = [TextPart(msg.content)] if msg.content else []
+        parts += [
+            ToolCallPart(call.name, call.arguments, tool_call_id=call.id) for call in msg.tool_calls
+        ]
+        return ModelResponse(parts=parts)
+    if msg.role == "system":
+        return ModelRequest(parts=[SystemPromptPart(msg.content)])
+    if msg.role == "tool":
+        return ModelRequest(
+            parts=[ToolReturnPart(msg.tool_name, msg.content, tool_call_id=msg.tool_call_id)]
+        )
+    return ModelRequest(parts=[UserPromptPart(msg.content)])
