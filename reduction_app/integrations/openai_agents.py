@@ -43,6 +43,7 @@ from agents.run_config import CallModelData, ModelInputData
 from agents.tool_context import ToolContext as AgentsToolContext
 
 from reduction_app.engine import (
+    AgenticMessage,
     Backend,
     ChatModelAgentState,
     ReductionConfig,
@@ -112,10 +113,12 @@ class Reduction:
         if backend is not None:
             changes["backend"] = backend
         self.middleware: ReductionMiddleware = new(dataclasses.replace(config, **changes))
-        # The last input the SDK gave (copied, to compare the next one with) and the
-        # items sent to the model for it.
+        # The last input the SDK gave (copied, to compare the next one with), the items
+        # sent to the model for it, and the engine's messages for them (which keep the
+        # clear pass's markers, that no wire format carries).
         self._given: list[Item] = []
         self._sent: list[Item] = []
+        self._messages: list[AgenticMessage] = []
         self._read_file_tool: FunctionTool | None = None
 
     @property
@@ -133,26 +136,29 @@ class Reduction:
         """The clear pass over the input about to be sent, continuing the reduced history."""
         given = list(data.model_data.input)
         instructions = data.model_data.instructions
-        items = self._continued(given)
-        # The instructions count towards the context as a leading system message, which no
-        # clear pass changes; it is dropped again before sending.
-        system = [{"role": "system", "content": instructions}] if instructions else []
-        messages = messages_from_responses([*system, *items])
-        state = ChatModelAgentState(messages=messages, tool_infos=_tool_infos(data.agent))
-        new_state = await self.middleware.abefore_model_rewrite_state(state)
-        if new_state is not state and new_state.messages != state.messages:
-            dumped = messages_to_responses(new_state.messages)[len(system) :]
-            items = _reuse_unchanged(dumped, items)
-        self._given, self._sent = copy.deepcopy(given), items
-        return ModelInputData(input=list(items), instructions=instructions)
-
-    def _continued(self, given: list[Item]) -> list[Item]:
-        """What was sent for the last input, then the items added since; ``given`` itself
-        when it does not begin with the last input."""
         n = len(self._given)
         if n and len(given) >= n and given[:n] == self._given:
-            return [*self._sent, *given[n:]]
-        return given
+            added = given[n:]
+            items = [*self._sent, *added]
+            history = [*self._messages, *messages_from_responses(added)]
+        else:
+            items, history = given, messages_from_responses(given)
+        # The instructions count towards the context as a leading system message, which no
+        # clear pass changes; it is not sent back.
+        system = (
+            messages_from_responses([{"role": "system", "content": instructions}])
+            if instructions
+            else []
+        )
+        state = ChatModelAgentState(
+            messages=[*system, *history], tool_infos=_tool_infos(data.agent)
+        )
+        new_state = await self.middleware.abefore_model_rewrite_state(state)
+        if new_state is not state:
+            history = list(new_state.messages[len(system) :])
+            items = _reuse_unchanged(messages_to_responses(history), items)
+        self._given, self._sent, self._messages = copy.deepcopy(given), items, history
+        return ModelInputData(input=list(items), instructions=instructions)
 
     # Truncation ---------------------------------------------------------------------
 
