@@ -36,7 +36,7 @@ import dataclasses
 import inspect
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from agents import Agent, FunctionTool, RunConfig, ToolOutputText
 from agents.run_config import CallModelData, ModelInputData
@@ -155,7 +155,8 @@ class Reduction:
         )
         new_state = await self.middleware.abefore_model_rewrite_state(state)
         if new_state is not state:
-            history = list(new_state.messages[len(system) :])
+            # A pass over agentic messages returns agentic messages.
+            history = cast(list[AgenticMessage], list(new_state.messages[len(system) :]))
             items = _reuse_unchanged(messages_to_responses(history), items)
         self._given, self._sent, self._messages = copy.deepcopy(given), items, history
         return ModelInputData(input=list(items), instructions=instructions)
