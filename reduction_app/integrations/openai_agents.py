@@ -21,8 +21,12 @@ outputs, or a new ``Runner.run`` continues from ``to_input_list()``), the new it
 appended to what was sent, and the clear pass runs over that. The model thus sees the
 conversation the engine left, exactly as if it had been kept, and each clear pass decides
 from the reduced history (as Eino's agent, which persists the state the pass returns).
-An input that does not continue the last one (another conversation) starts afresh. So one
-:class:`Reduction` serves one conversation at a time; give concurrent runs one each.
+The engine's own messages are kept too, so the markers a clear pass leaves (which no wire
+format carries) hold from one call to the next. An input that does not continue the last
+one (another conversation, or a handoff filter that rewrote the history) starts afresh.
+So one :class:`Reduction` serves one conversation at a time; give concurrent runs one
+each. With a conversation kept on OpenAI's servers (``previous_response_id``,
+``conversation_id``) the SDK sends only the new items, so only those can be reduced.
 
 This module owns the translation only: every rule (what is cut or cleared, where it is
 saved, the notices and events) is the engine's. It imports the SDK and the engine's
