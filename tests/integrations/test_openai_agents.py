@@ -304,29 +304,25 @@ def first_output(inputs: Sequence[Sequence[Any]], call_id: str) -> str:
 def test_model_gets_truncation_notices_and_every_offload_is_the_original(
     conversation: Conversation,
 ) -> None:
-    last = conversation.inputs[-1]
-    paths = set()
-    for call_id, path in [("c1", BIG_FILES[0]), ("c6", BIG_FILES[3]), ("c11", BIG_FILES[2])]:
-        notice = first_output(conversation.inputs, call_id)
-        assert notice.startswith("<persisted-output>")
-        offload = inspect.truncation_file_path(notice)
-        assert offload == f"/tmp/trunc/{call_id}"
-        stored = conversation.backend_root / offload.lstrip("/")
-        assert stored.read_bytes() == (ROOT / path).read_bytes()
-        paths.add(offload)
-    for event in conversation.reduction.events:
-        if event.phase == "truncation":
-            stored = conversation.backend_root / event.offload_path.lstrip("/")
-            name, arguments = event.tool_name, None
-            assert name == "read_source"
-            for items in conversation.inputs:
-                for item in items:
-                    if item.get("call_id") == event.call_id and item["type"] == "function_call":
-                        arguments = json.loads(item["arguments"])
-            assert arguments is not None
-            assert stored.read_bytes() == (ROOT / arguments["path"]).read_bytes()
-    # The small listing is left as it was.
-    assert output_of(last, "c10") == list_dir("docs")
+    """Every output over the limit reached the model as a notice naming a file that holds
+    the whole output, byte for byte; a short one reached it as it was."""
+    arguments = {
+        item["call_id"]: json.loads(item["arguments"])
+        for item in conversation.inputs[-1]
+        if item.get("type") == "function_call"
+    }
+    truncated = [e for e in conversation.reduction.events if e.phase == "truncation"]
+    assert [e.call_id for e in truncated] == ["c1", "c2", "c4", "c6", "c7", "c9", "c11"]
+    for event in truncated:
+        notice = first_output(conversation.inputs, event.call_id)
+        assert notice.startswith("<persisted-output>\nOutput too large")
+        assert inspect.truncation_file_path(notice) == event.offload_path
+        assert event.offload_path == f"/tmp/trunc/{event.call_id}"
+        stored = conversation.backend_root / event.offload_path.lstrip("/")
+        source = ROOT / arguments[event.call_id]["path"]
+        assert 50_000 <= source.stat().st_size <= 200_000 or event.call_id == "c7"
+        assert stored.read_bytes() == source.read_bytes()
+    assert first_output(conversation.inputs, "c10") == list_dir("docs")
 
 
 def test_read_file_reads_offloads_back_through_the_adapter(conversation: Conversation) -> None:
@@ -394,6 +390,11 @@ def test_second_run_continues_from_the_reduced_history(conversation: Conversatio
     assert _dumps(first_second[: len(last_first)]) == _dumps(last_first)
     assert [i.get("role") for i in first_second[len(last_first) :]] == ["assistant", "user"]
     assert first_second[-1] == {"role": "user", "content": SECOND_TASK}
+    # c1 was cleared in the first run; no pass cleared anything before this call.
+    assert output_of(conversation.first_history, "c1").startswith("<persisted-output>\nOutput")
+    assert inspect.is_clear_placeholder(output_of(first_second, "c1"))
+    summaries = [e for e in conversation.reduction.events if e.kind == "summary"]
+    assert summaries[conversation.first_calls].reason == "below_threshold"
 
 
 def test_events_are_the_engines_own(conversation: Conversation, tmp_path: Path) -> None:
