@@ -39,7 +39,7 @@ import copy
 import dataclasses
 import inspect
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
 
 from agents import Agent, FunctionTool, RunConfig, ToolOutputText
@@ -221,21 +221,30 @@ class Reduction:
             args = json.loads(arguments or "{}")
         except json.JSONDecodeError as exc:
             return f"invalid arguments: {exc}"
+        if not isinstance(args, dict):
+            return "invalid arguments: expected a JSON object"
         path, offset = args.get("path"), args.get("offset", 0)
         limit = args.get("limit", DEFAULT_READ_LIMIT)
         if not isinstance(path, str) or not path:
             return "invalid arguments: path must be a non-empty string"
         if not (_is_int(offset) and offset >= 0 and _is_int(limit) and limit >= 1):
             return "invalid arguments: offset must be an integer >= 0 and limit >= 1"
-        backend = self.config.backend
-        read: Callable[[str], Any] | None = getattr(backend, "read", None)
-        if read is None:
-            return "no offload storage to read from"
-        try:
-            content = await _resolved(read(path))
-        except FileNotFoundError:
-            return f"file not found: {path}"
-        return numbered_lines(content, offset, limit)
+        for backend in self._backends():
+            try:
+                content = await _resolved(backend.read(path))
+            except FileNotFoundError:
+                continue
+            return numbered_lines(content, offset, limit)
+        return f"file not found: {path}"
+
+    def _backends(self) -> list[Any]:
+        """Every backend offloads may be in: the global one, then each tool's own."""
+        config = self.config
+        found: list[Any] = []
+        for backend in [config.backend, *(t.backend for t in config.tool_config.values())]:
+            if backend is not None and hasattr(backend, "read") and backend not in found:
+                found.append(backend)
+        return found
 
 
 def _is_int(value: Any) -> bool:

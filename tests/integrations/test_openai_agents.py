@@ -33,6 +33,8 @@ from reduction_app.engine import (
     ReductionEvent,
     ToolContext,
     ToolInfo,
+    ToolReductionConfig,
+    WriteRequest,
     inspect,
     new,
 )
@@ -462,6 +464,29 @@ def test_read_file_answers_bad_calls_to_the_model(tmp_path: Path) -> None:
         "invalid arguments: offset must be an integer >= 0 and limit >= 1"
     )
     assert invoke("{").startswith("invalid arguments: ")
+    assert invoke("[1]") == "invalid arguments: expected a JSON object"
+
+
+def test_read_file_reads_a_tools_own_backend_too(tmp_path: Path) -> None:
+    own = LocalFileBackend(tmp_path / "own")
+    own.write(WriteRequest(file_path="/tmp/trunc/g1", content="one\ntwo\nthree\n"))
+    config = _config()
+    config.tool_config = {"grep": ToolReductionConfig(backend=own)}
+    reduction = Reduction(config, backend=LocalFileBackend(tmp_path / "global"))
+    read = reduction.read_file_tool.on_invoke_tool
+    got = asyncio.run(read(None, '{"path": "/tmp/trunc/g1", "offset": 1}'))  # type: ignore[arg-type]
+    assert got == "2\ttwo\n3\tthree\n"
+
+
+def test_adapter_imports_without_django() -> None:
+    code = (
+        "import sys, reduction_app.integrations.openai_agents\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'django'))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    assert (result.returncode, result.stdout) == (0, "[]\n"), result.stderr
 
 
 def test_example_runs_offline() -> None:
