@@ -9,8 +9,9 @@ before each model call, and the ``read_file`` tool the notices point to.
 
 Clearing runs in ``RunConfig.call_model_input_filter``: the Responses input items the SDK
 is about to send are parsed with the engine's Responses wire format, cleared, and dumped
-back; an item the pass left alone comes back as the very dict the SDK gave, so the prompt
-prefix stays byte for byte what it was.
+back; an item the pass left alone goes out as the very dict sent for it before (the SDK's
+own, the first time), so the prompt prefix stays byte for byte what it was until a pass
+clears something.
 
 **The reduced history carries on.** The SDK does not keep what the filter returns: every
 turn it rebuilds the input from the run's original input and the items generated since,
