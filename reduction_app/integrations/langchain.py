@@ -34,7 +34,7 @@ from __future__ import annotations
 import json
 import threading
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
 from inspect import isawaitable
 from typing import Any, cast
@@ -82,8 +82,6 @@ READ_FILE_DESCRIPTION = (
     "Notices such as <persisted-output> name the path. Returns numbered lines; read large "
     "files a part at a time with offset (0-based line) and limit (number of lines)."
 )
-_BLOCK = "langchain.block"
-"""The ``extra`` key under which a content block's original dict rides through the engine."""
 
 
 def numbered_lines(content: str, offset: int, limit: int) -> tuple[str, int]:
@@ -127,21 +125,23 @@ def _image_url(block: Mapping[str, Any]) -> str | None:
 
 
 def _tool_parts(content: list[str | dict[str, Any]]) -> tuple[ToolOutputPart, ...]:
-    """A list content as tool-output parts; each keeps its block to be given back as is.
-    A block the engine has no part for is an empty text part, which it leaves alone."""
+    """A list content as tool-output parts: text and images as such, a block's other keys
+    in ``extra``; a block the engine has no part for rides whole in an empty text part's
+    ``extra``, which the engine leaves alone."""
     parts = []
     for block in content:
         if isinstance(block, str):
             parts.append(ToolOutputPart.of_text(block))
             continue
-        keep = {_BLOCK: block}
         url = _image_url(block)
         if block.get("type") == "text":
-            parts.append(ToolOutputPart(text=str(block.get("text", "")), extra=keep))
+            rest = {k: v for k, v in block.items() if k not in ("type", "text")}
+            parts.append(ToolOutputPart(text=str(block.get("text", "")), extra=rest))
         elif url is not None:
-            parts.append(ToolOutputPart(type="image", media=Media(url=url), extra=keep))
+            rest = {k: v for k, v in block.items() if k not in ("type", "image_url", "url")}
+            parts.append(ToolOutputPart(type="image", media=Media(url=url), extra=rest))
         else:
-            parts.append(ToolOutputPart(extra=keep))
+            parts.append(ToolOutputPart(extra=block))
     return tuple(parts)
 
 
@@ -155,18 +155,23 @@ def _message_parts(content: list[str | dict[str, Any]]) -> tuple[MessagePart, ..
     return tuple(out)
 
 
-def _block_of(kind: str, text: str, media: Media | None, extra: Mapping[str, Any]) -> Any:
-    """A part back as a content block: its original block when the engine kept its text."""
-    original = extra.get(_BLOCK)
-    if isinstance(original, dict) and (kind != "text" or original.get("text", "") == text):
-        return original
-    if kind in ("image", "image_url") and media is not None and media.url:
-        return {"type": "image_url", "image_url": {"url": media.url}}
-    return {"type": "text", "text": text}
-
-
-def _tool_blocks(parts: Iterable[ToolOutputPart]) -> list[str | dict[str, Any]]:
-    return [_block_of(p.type, p.text, p.media, p.extra) for p in parts]
+def _blocks(
+    parts: Sequence[ToolOutputPart | MessagePart],
+    given: Sequence[ToolOutputPart | MessagePart],
+    blocks: Any,
+) -> list[str | dict[str, Any]]:
+    """Parts the engine returned as content blocks: where a part is the one it was given
+    (same position, equal), the very block it came from; otherwise a block built from it."""
+    same_shape = isinstance(blocks, list) and len(blocks) == len(given)
+    out: list[str | dict[str, Any]] = []
+    for i, part in enumerate(parts):
+        if same_shape and i < len(given) and (part is given[i] or part == given[i]):
+            out.append(blocks[i])
+        elif part.type in ("image", "image_url") and part.media is not None and part.media.url:
+            out.append({"type": "image_url", "image_url": {"url": part.media.url}, **part.extra})
+        else:
+            out.append({"type": "text", "text": part.text, **part.extra})
+    return out
 
 
 def to_engine(message: BaseMessage) -> Message:
@@ -200,12 +205,16 @@ def to_engine(message: BaseMessage) -> Message:
     raise TypeError(f"ReductionMiddleware cannot read a {type(message).__name__}: {message!r}")
 
 
-def to_langchain(message: Message, like: BaseMessage | None) -> BaseMessage:
+def to_langchain(
+    message: Message, like: BaseMessage | None, before: Message | None = None
+) -> BaseMessage:
     """An engine message the engine wrote, as LangChain's; a copy of ``like`` (its id,
-    name, status and metadata) with the new content when given."""
+    name, status and metadata) with the new content when given. ``before`` is the engine
+    message ``like`` was read as: the blocks of parts it kept are given back as they were."""
     if message.user_input_multi_content:
-        parts = message.user_input_multi_content
-        content: Any = [_block_of(p.type, p.text, p.media, p.extra) for p in parts]
+        given = before.user_input_multi_content if before is not None else ()
+        blocks = like.content if like is not None else None
+        content: Any = _blocks(message.user_input_multi_content, given, blocks)
     else:
         content = message.content
     if like is not None:
@@ -326,7 +335,7 @@ class ReductionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         return (
             result
             if out is given
-            else result.model_copy(update={"content": _tool_blocks(out.parts)})
+            else result.model_copy(update={"content": _blocks(out.parts, given.parts, content)})
         )
 
     async def awrap_tool_call(
@@ -349,7 +358,7 @@ class ReductionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         return (
             result
             if out is given
-            else result.model_copy(update={"content": _tool_blocks(out.parts)})
+            else result.model_copy(update={"content": _blocks(out.parts, given.parts, content)})
         )
 
     # Clear ----------------------------------------------------------------------------
@@ -429,14 +438,18 @@ class ReductionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         engine_in, out = _chat(state.messages), _chat(cleared.messages)
         changed: list[BaseMessage] = []
         sent: list[BaseMessage] = []
-        whole = len(out) != len(engine_in)
+        # A pass that added, removed or moved messages (a rewriter, the offload manifest)
+        # has no message-for-message answer: the whole list is replaced.
+        whole = len(out) != len(engine_in) or any(
+            not _same_slot(a, b) for a, b in zip(out, engine_in, strict=True)
+        )
         for i, after in enumerate(out):
             if whole:
                 message = _original(after, originals, engine_in)
             else:
                 before, message = engine_in[i], originals[i]
                 if after is not before and _unflagged(after) != _unflagged(before):
-                    message = to_langchain(after, message)
+                    message = to_langchain(after, message, before)
                     changed.append(message)
             sent.append(message)
             if message.id and not isinstance(message, SystemMessage):
@@ -508,6 +521,16 @@ class ReductionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             args_schema=_ReadFileArgs,
             handle_tool_error=True,
         )
+
+
+def _same_slot(after: Message, before: Message) -> bool:
+    """Whether ``after`` can stand where ``before`` was: the same role, answering or
+    making the same calls."""
+    return (
+        after.role == before.role
+        and after.tool_call_id == before.tool_call_id
+        and [c.id for c in after.tool_calls] == [c.id for c in before.tool_calls]
+    )
 
 
 def _original(

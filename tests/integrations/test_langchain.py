@@ -10,8 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import subprocess
-import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -28,22 +26,27 @@ from langchain_core.messages import (
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import BaseTool, tool
 from langchain_core.utils.function_calling import convert_to_openai_tool
+from langgraph.prebuilt.tool_node import ToolCallRequest
 from pydantic import Field
 
 from reduction_app.engine import (
     ChatModelAgentState,
     InMemoryBackend,
     LocalFileBackend,
+    Media,
     Message,
     ReductionConfig,
     ReductionEvent,
+    ToolArgument,
     ToolCall,
     ToolContext,
     ToolInfo,
+    ToolOutputPart,
+    ToolResult,
     new,
 )
 from reduction_app.engine.inspect import is_clear_placeholder
-from reduction_app.integrations.langchain import ReductionMiddleware, numbered_lines
+from reduction_app.integrations.langchain import ReductionMiddleware
 
 REPO = Path(__file__).resolve().parents[2]
 SYSTEM = "You are a coding agent working in the Reduction Lab repository."
@@ -169,16 +172,15 @@ class ScriptedChatModel(BaseChatModel):
 
 
 def _run(
-    tmp_path: Path, *, run_async: bool = False
+    tmp_path: Path, *, run_async: bool = False, **settings: Any
 ) -> tuple[ScriptedChatModel, ReductionMiddleware, dict[str, Any]]:
     model = ScriptedChatModel()
-    middleware = ReductionMiddleware(ReductionConfig(**CONFIG), backend=LocalFileBackend(tmp_path))
+    middleware = ReductionMiddleware(
+        ReductionConfig(**CONFIG, **settings), backend=LocalFileBackend(tmp_path)
+    )
     agent = create_agent(model, TOOLS, system_prompt=SYSTEM, middleware=[middleware])
     given = {"messages": [HumanMessage(QUESTION)]}
-    if run_async:
-        result = asyncio.run(agent.ainvoke(given))
-    else:
-        result = agent.invoke(given)
+    result = asyncio.run(agent.ainvoke(given)) if run_async else agent.invoke(given)
     return model, middleware, result
 
 
@@ -312,8 +314,9 @@ def test_reduction_middleware_offloads_are_the_originals_and_read_back(tmp_path:
         assert stored == original.encode("utf-8")
         files += 1
     assert files == 13
-    assert 50_000 <= min(
-        len(outputs[c]) for c in ("call_1_0", "call_2_0", "call_4_0", "call_6_0", "call_7_0")
+    assert (
+        min(len(outputs[c]) for c in ("call_1_0", "call_2_0", "call_4_0", "call_6_0", "call_7_0"))
+        >= 50_000
     )
     assert max(len(o) for o in outputs.values()) <= 200_000
     reads = {
@@ -366,12 +369,17 @@ def test_reduction_middleware_keeps_prefixes_byte_identical(tmp_path: Path) -> N
 
 
 def _engine_events(
-    model: ScriptedChatModel, result: dict[str, Any], tools: Sequence[BaseTool]
+    model: ScriptedChatModel,
+    result: dict[str, Any],
+    tools: Sequence[BaseTool],
+    **settings: Any,
 ) -> list[ReductionEvent]:
     """The events of the engine used directly over the same conversation: the same tool
     outputs and model replies, the clear phase before each model call."""
     events: list[ReductionEvent] = []
-    engine = new(ReductionConfig(**CONFIG, backend=InMemoryBackend(), on_event=events.append))
+    engine = new(
+        ReductionConfig(**CONFIG, **settings, backend=InMemoryBackend(), on_event=events.append)
+    )
     infos = [
         ToolInfo(name=f["name"], description=f["description"], parameters=f["parameters"])
         for f in (convert_to_openai_tool(t)["function"] for t in tools)
@@ -416,3 +424,72 @@ def test_reduction_middleware_runs_under_ainvoke(tmp_path: Path) -> None:
     assert stored == sorted(p.relative_to(sync_dir) for p in sync_dir.rglob("*") if p.is_file())
     for path in stored:
         assert (async_dir / path).read_bytes() == (sync_dir / path).read_bytes()
+
+
+def test_reduction_middleware_keeps_a_pass_that_adds_messages(tmp_path: Path) -> None:
+    """With the offload manifest a pass adds a message: the state's list is replaced
+    whole, and stays the model's input with every call paired."""
+    model, middleware, result = _run(tmp_path, clear_offload_manifest=True)
+    assert len(model.received) == 11
+    for received in model.received:
+        assert _pairing_problems(received) == []
+    manifests = [m for m in model.received[-1] if isinstance(m, HumanMessage)][1:]
+    assert len(manifests) == 1
+    # One manifest, the second pass's: it lists the results of both passes.
+    assert "/tmp/trunc/call_1_0" in str(manifests[0].content)
+    assert "/tmp/trunc/call_6_0" in str(manifests[0].content)
+    assert [_dump(m) for m in result["messages"][:-1]] == [_dump(m) for m in model.received[-1][1:]]
+    assert len({m.id for m in result["messages"]}) == len(result["messages"])
+    expected = _engine_events(
+        model, result, [*middleware.tools, *TOOLS], clear_offload_manifest=True
+    )
+    assert middleware.events == expected
+
+
+def _request(name: str, call_id: str) -> ToolCallRequest:
+    call: Any = {"id": call_id, "name": name, "args": {"page": 1}, "type": "tool_call"}
+    return ToolCallRequest(tool_call=call, tool=None, state={}, runtime=None)  # type: ignore[arg-type]
+
+
+def test_reduction_middleware_truncates_content_blocks() -> None:
+    """A list content keeps its blocks: the long text block becomes the notice, the
+    image block comes back as the very object it was; sync and async alike, with the
+    engine's own events."""
+    text = (REPO / "docs" / "behaviour.md").read_text(encoding="utf-8")
+    image = {"type": "image_url", "image_url": {"url": "https://example.com/chart.png"}}
+    given = ToolMessage(
+        [{"type": "text", "text": text}, image], tool_call_id="call_1", name="chart", id="t1"
+    )
+    backend = InMemoryBackend()
+    middleware = ReductionMiddleware(ReductionConfig(**CONFIG), backend=backend)
+    out = middleware.wrap_tool_call(_request("chart", "call_1"), lambda _: given)
+
+    async def handler(_: ToolCallRequest) -> ToolMessage:
+        return given.model_copy(update={"tool_call_id": "call_2"})
+
+    async_out = asyncio.run(middleware.awrap_tool_call(_request("chart", "call_2"), handler))
+    for result, call_id in ((out, "call_1"), (async_out, "call_2")):
+        assert isinstance(result, ToolMessage)
+        assert (result.id, result.tool_call_id, result.name) == ("t1", call_id, "chart")
+        assert isinstance(result.content, list)
+        assert result.content[1] is given.content[1]
+        notice = result.content[0]
+        assert isinstance(notice, dict)
+        assert notice["text"].startswith("<persisted-output>")
+        assert f"saved to: /tmp/trunc/{call_id}" in notice["text"]
+    events: list[ReductionEvent] = []
+    engine = new(ReductionConfig(**CONFIG, backend=InMemoryBackend(), on_event=events.append))
+    parts = ToolResult(
+        parts=(
+            ToolOutputPart.of_text(text),
+            ToolOutputPart(type="image", media=Media(url="https://example.com/chart.png")),
+        )
+    )
+    for call_id in ("call_1", "call_2"):
+        wrapped = engine.wrap_enhanced_invokable_tool_call(
+            lambda _: parts, ToolContext(name="chart", call_id=call_id)
+        )
+        wrapped(ToolArgument(text='{"page": 1}'))
+    assert middleware.events == events
+    small = ToolMessage("three lines", tool_call_id="call_3", name="chart", id="t3")
+    assert middleware.wrap_tool_call(_request("chart", "call_3"), lambda _: small) is small
