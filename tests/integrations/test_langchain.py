@@ -10,6 +10,8 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import subprocess
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -493,3 +495,33 @@ def test_reduction_middleware_truncates_content_blocks() -> None:
     assert middleware.events == events
     small = ToolMessage("three lines", tool_call_id="call_3", name="chart", id="t3")
     assert middleware.wrap_tool_call(_request("chart", "call_3"), lambda _: small) is small
+
+
+def test_langchain_agent_example_prints_what_it_reduced(tmp_path: Path) -> None:
+    """examples/langchain_agent.py runs offline and says what it truncated, cleared and
+    read back; its offloads are the files it read."""
+    run = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "examples" / "langchain_agent.py"),
+            "--offload-dir",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr
+    lines = run.stdout.splitlines()
+    behaviour = (REPO / "docs" / "behaviour.md").read_text(encoding="utf-8")
+    assert lines[1].startswith(f"  truncated read_source call_1: {len(behaviour):,} -> "), lines[1]
+    assert lines[1].endswith("chars, original saved to /tmp/trunc/call_1")
+    assert any(line.startswith("  cleared call_1: ") for line in lines)
+    assert sum(line.endswith("tokens (applied)") for line in lines) == 1
+    first = behaviour.split("\n", 3)[:3]
+    start = lines.index("read back through read_file:")
+    assert lines[start + 1 : start + 4] == [f"{i}\t{line}" for i, line in enumerate(first, 1)]
+    assert lines[-2] == f"answer: The behaviour page starts with {first[0]!r}."
+    assert lines[-1] == f"offloads in {tmp_path}: 4 files"
+    assert (tmp_path / "tmp" / "trunc" / "call_1").read_bytes() == behaviour.encode("utf-8")
