@@ -44,7 +44,9 @@ from reduction_app.engine import (
     ToolContext,
     ToolInfo,
     ToolOutputPart,
+    ToolReductionConfig,
     ToolResult,
+    WriteRequest,
     new,
 )
 from reduction_app.engine.inspect import is_clear_placeholder
@@ -525,3 +527,22 @@ def test_langchain_agent_example_prints_what_it_reduced(tmp_path: Path) -> None:
     assert lines[-2] == f"answer: The behaviour page starts with {first[0]!r}."
     assert lines[-1] == f"offloads in {tmp_path}: 4 files"
     assert (tmp_path / "tmp" / "trunc" / "call_1").read_bytes() == behaviour.encode("utf-8")
+
+
+def test_reduction_middleware_read_file_tool_pages_and_reports_missing_files() -> None:
+    """read_file reads the config's backend or a tool's own, by numbered lines; a path
+    no backend holds is an error the model reads."""
+    shared, own = InMemoryBackend(), InMemoryBackend()
+    shared.write(WriteRequest(file_path="/tmp/trunc/call_1", content="a\nb\r\nc\n"))
+    own.write(WriteRequest(file_path="/tmp/trunc/call_2", content="x\ny"))
+    config = ReductionConfig(
+        backend=shared,
+        read_file_tool_name="cat_file",
+        tool_config={"grep": ToolReductionConfig(backend=own)},
+    )
+    (read_file,) = ReductionMiddleware(config).tools
+    assert read_file.name == "cat_file"
+    args = {"path": "/tmp/trunc/call_1", "offset": 1, "limit": 1}
+    assert read_file.invoke(args) == "2\tb\n[1 more lines; read on with offset=2]\n"
+    assert asyncio.run(read_file.ainvoke({"path": "/tmp/trunc/call_2"})) == "1\tx\n2\ty\n"
+    assert read_file.invoke({"path": "/tmp/trunc/call_3"}) == "file not found: /tmp/trunc/call_3"
