@@ -25,8 +25,8 @@ byte-identical.
 
 The model reads offloads back through :attr:`ReductionMiddleware.tools`, one tool named
 ``read_file_tool_name`` that returns numbered lines of a file, as the REST API's
-``/files/read`` does. This module imports LangChain and the engine's public surface only
-(no Django).
+``/files/read`` does. This module imports LangChain (with langgraph, its runtime, and
+pydantic, which it is built on) and the engine's public surface only: no Django.
 """
 
 from __future__ import annotations
@@ -39,8 +39,14 @@ from dataclasses import replace
 from inspect import isawaitable
 from typing import Any, cast
 
-from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
-from langchain.agents.middleware.types import ExtendedModelResponse
+from langchain.agents.middleware import (
+    AgentMiddleware,
+    AgentState,
+    ExtendedModelResponse,
+    ModelRequest,
+    ModelResponse,
+    ToolCallRequest,
+)
 from langchain_core.messages import (
     AIMessage,
     AnyMessage,
@@ -53,7 +59,6 @@ from langchain_core.messages import (
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
-from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 from pydantic import BaseModel, Field
 
@@ -271,8 +276,9 @@ class ReductionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     ``config`` is the engine's :class:`~reduction_app.engine.ReductionConfig`;
     ``backend`` (when given) replaces its ``backend``, and ``on_event`` is called with
     every event after the config's own ``on_event``. Every event is also appended to
-    :attr:`events`. Give each agent run (each conversation) a middleware of its own:
-    the engine's state is kept per middleware.
+    :attr:`events`. Give each conversation a middleware of its own: the engine's state
+    is kept per middleware (one shared by several conversations still reduces each
+    correctly, but reads each again from where it differs from the last it saw).
     """
 
     def __init__(
