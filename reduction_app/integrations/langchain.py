@@ -1,0 +1,615 @@
+"""The engine as a LangChain 1.x agent middleware, for ``langchain.agents.create_agent``.
+
+:class:`ReductionMiddleware` translates between LangChain's messages and the engine's
+chat :class:`~reduction_app.engine.Message` values and calls the engine at its two
+points:
+
+* ``wrap_tool_call`` / ``awrap_tool_call``: a tool's ``ToolMessage`` goes through the
+  engine's truncation; one over ``max_length_for_trunc`` comes back as a copy (same
+  ``id``, ``tool_call_id``, ``name``, ``status``, ``artifact``) holding the notice.
+* ``wrap_model_call`` / ``awrap_model_call``: the clear phase runs over the system
+  message, the messages and the tool schemas the model is about to get (the engine
+  counts all three, as Eino counts its state's). The model gets the cleared messages,
+  and the agent's state keeps them: the call returns an ``ExtendedModelResponse`` whose
+  ``Command`` replaces each changed message by its id. A pass that adds or removes
+  messages (``clear_message_rewriter``, ``clear_offload_manifest``) replaces the whole
+  list instead (``RemoveMessage(REMOVE_ALL_MESSAGES)``, then every message).
+
+The engine's own state stays in the engine middleware this adapter holds (its landmarks
+and the offload paths it has handed out), plus the processed marks the clear phase puts
+on messages. LangChain's messages have no place for those marks that the model would
+not see, so the adapter keeps each message's engine twin by message id and hands the
+engine the same values on the next call: a message the engine did not change goes back
+to LangChain as the very object it came from, so prompt-cache prefixes stay
+byte-identical.
+
+The model reads offloads back through :attr:`ReductionMiddleware.tools`, one tool named
+``read_file_tool_name`` that returns numbered lines of a file, as the REST API's
+``/files/read`` does. This module imports LangChain (with langgraph, its runtime, and
+pydantic, which it is built on) and the engine's public surface only: no Django.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import replace
+from inspect import isawaitable
+from typing import Any, cast
+
+from langchain.agents.middleware import (
+    AgentMiddleware,
+    AgentState,
+    ExtendedModelResponse,
+    ModelRequest,
+    ModelResponse,
+    ToolCallRequest,
+)
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    BaseMessage,
+    HumanMessage,
+    RemoveMessage,
+    SystemMessage,
+    ToolMessage,
+)
+from langchain_core.tools import BaseTool, StructuredTool, ToolException
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from langgraph.graph.message import REMOVE_ALL_MESSAGES
+from langgraph.types import Command
+from pydantic import BaseModel, Field
+
+from reduction_app.engine import (
+    PROCESSED_FLAG,
+    Backend,
+    ChatModelAgentState,
+    Media,
+    Message,
+    MessagePart,
+    ReductionConfig,
+    ReductionEvent,
+    ToolArgument,
+    ToolCall,
+    ToolContext,
+    ToolInfo,
+    ToolOutputPart,
+    ToolResult,
+    new,
+)
+
+__all__ = ["READ_FILE_DESCRIPTION", "ReductionMiddleware", "numbered_lines"]
+
+READ_FILE_DESCRIPTION = (
+    "Read a file that holds tool output moved out of the conversation to save context. "
+    "Notices such as <persisted-output> name the path. Returns numbered lines; read large "
+    "files a part at a time with offset (0-based line) and limit (number of lines)."
+)
+
+
+def numbered_lines(content: str, offset: int, limit: int) -> tuple[str, int]:
+    """``limit`` lines from line ``offset`` (0-based), each as ``<number>\\t<text>``, and
+    the file's line count: the REST API's ``/files/read`` rule (a ``\\r\\n`` ending is
+    a line ending; its ``\\r`` is not shown)."""
+    lines = content.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    chosen = lines[offset : offset + limit]
+    body = "".join(
+        f"{offset + i + 1}\t{line.removesuffix(chr(13))}\n" for i, line in enumerate(chosen)
+    )
+    return body, len(lines)
+
+
+# Translation ---------------------------------------------------------------------------
+
+
+def _text_of(content: str | list[str | dict[str, Any]]) -> str:
+    if isinstance(content, str):
+        return content
+    return "".join(
+        b if isinstance(b, str) else str(b.get("text", "")) for b in content if _is_text(b)
+    )
+
+
+def _is_text(block: str | dict[str, Any]) -> bool:
+    return isinstance(block, str) or block.get("type") == "text"
+
+
+def _image_url(block: Mapping[str, Any]) -> str | None:
+    """The URL of an image block (OpenAI's ``image_url`` or LangChain's ``image``)."""
+    if block.get("type") == "image_url":
+        inner = block.get("image_url")
+        url = inner.get("url") if isinstance(inner, Mapping) else inner
+        return url if isinstance(url, str) else None
+    if block.get("type") == "image" and isinstance(block.get("url"), str):
+        return str(block["url"])
+    return None
+
+
+def _tool_parts(content: list[str | dict[str, Any]]) -> tuple[ToolOutputPart, ...]:
+    """A list content as tool-output parts: text and images as such, a block's other keys
+    in ``extra``; a block the engine has no part for rides whole in an empty text part's
+    ``extra``, which the engine leaves alone."""
+    parts = []
+    for block in content:
+        if isinstance(block, str):
+            parts.append(ToolOutputPart.of_text(block))
+            continue
+        url = _image_url(block)
+        if block.get("type") == "text":
+            rest = {k: v for k, v in block.items() if k not in ("type", "text")}
+            parts.append(ToolOutputPart(text=str(block.get("text", "")), extra=rest))
+        elif url is not None:
+            rest = {k: v for k, v in block.items() if k not in ("type", "image_url", "url")}
+            parts.append(ToolOutputPart(type="image", media=Media(url=url), extra=rest))
+        else:
+            parts.append(ToolOutputPart(extra=block))
+    return tuple(parts)
+
+
+def _message_parts(content: list[str | dict[str, Any]]) -> tuple[MessagePart, ...]:
+    out = []
+    for part in _tool_parts(content):
+        if part.type == "image":
+            out.append(MessagePart(type="image_url", media=part.media, extra=part.extra))
+        else:
+            out.append(MessagePart(type="text", text=part.text, extra=part.extra))
+    return tuple(out)
+
+
+def _blocks(
+    parts: Sequence[ToolOutputPart | MessagePart],
+    given: Sequence[ToolOutputPart | MessagePart],
+    blocks: Any,
+) -> list[str | dict[str, Any]]:
+    """Parts the engine returned as content blocks: where a part is the one it was given
+    (same position, equal), the very block it came from; otherwise a block built from it."""
+    same_shape = isinstance(blocks, list) and len(blocks) == len(given)
+    out: list[str | dict[str, Any]] = []
+    for i, part in enumerate(parts):
+        if same_shape and i < len(given) and (part is given[i] or part == given[i]):
+            out.append(blocks[i])
+        elif part.type in ("image", "image_url") and part.media is not None and part.media.url:
+            out.append({"type": "image_url", "image_url": {"url": part.media.url}, **part.extra})
+        else:
+            out.append({"type": "text", "text": part.text, **part.extra})
+    return out
+
+
+def to_engine(message: BaseMessage) -> Message:
+    """A LangChain message as the engine's chat message."""
+    content = message.content
+    if isinstance(message, ToolMessage):
+        multi = _message_parts(content) if isinstance(content, list) else ()
+        return Message(
+            role="tool",
+            content=content if isinstance(content, str) else "",
+            user_input_multi_content=multi,
+            tool_call_id=message.tool_call_id,
+            tool_name=message.name or "",
+        )
+    if isinstance(message, AIMessage):
+        calls = tuple(
+            ToolCall(
+                id=call["id"] or "",
+                name=call["name"],
+                arguments=json.dumps(call["args"], ensure_ascii=False),
+            )
+            for call in message.tool_calls
+        )
+        return Message(role="assistant", content=_text_of(content), tool_calls=calls)
+    if isinstance(message, HumanMessage):
+        if isinstance(content, str):
+            return Message.user(content)
+        return Message(role="user", user_input_multi_content=_message_parts(content))
+    if isinstance(message, SystemMessage):
+        return Message.system(_text_of(content))
+    raise TypeError(f"ReductionMiddleware cannot read a {type(message).__name__}: {message!r}")
+
+
+def to_langchain(
+    message: Message, like: BaseMessage | None, before: Message | None = None
+) -> BaseMessage:
+    """An engine message the engine wrote, as LangChain's; a copy of ``like`` (its id,
+    name, status and metadata) with the new content when given. ``before`` is the engine
+    message ``like`` was read as: the blocks of parts it kept are given back as they were."""
+    if message.user_input_multi_content:
+        given = before.user_input_multi_content if before is not None else ()
+        blocks = like.content if like is not None else None
+        content: Any = _blocks(message.user_input_multi_content, given, blocks)
+    else:
+        content = message.content
+    if like is not None:
+        return like.model_copy(update={"content": content})
+    new_id = str(uuid.uuid4())
+    if message.role == "tool":
+        return ToolMessage(
+            content, tool_call_id=message.tool_call_id, name=message.tool_name, id=new_id
+        )
+    if message.role == "assistant":
+        calls = [
+            {"id": c.id, "name": c.name, "args": json.loads(c.arguments or "{}")}
+            for c in message.tool_calls
+        ]
+        return AIMessage(content, tool_calls=calls, id=new_id)
+    if message.role == "system":
+        return SystemMessage(content, id=new_id)
+    return HumanMessage(content, id=new_id)
+
+
+def _unflagged(message: Message) -> Message:
+    if PROCESSED_FLAG not in message.extra:
+        return message
+    return replace(message, extra={k: v for k, v in message.extra.items() if k != PROCESSED_FLAG})
+
+
+def _tool_info(tool: BaseTool | dict[str, Any]) -> ToolInfo:
+    try:
+        spec = convert_to_openai_tool(tool)["function"]
+    except (KeyError, TypeError, ValueError):
+        # A provider's own tool (a dict such as {"type": "web_search"}): counted as sent.
+        return ToolInfo(
+            name=str(getattr(tool, "name", "")), extra=dict(tool) if isinstance(tool, dict) else {}
+        )
+    return ToolInfo(
+        name=spec["name"],
+        description=spec.get("description", ""),
+        parameters=spec.get("parameters"),
+    )
+
+
+class _ReadFileArgs(BaseModel):
+    path: str = Field(description="The path given in the notice.")
+    offset: int = Field(default=0, ge=0, description="First line to read, from 0.")
+    limit: int = Field(default=2000, ge=1, description="How many lines to read.")
+
+
+# The middleware ------------------------------------------------------------------------
+
+
+class ReductionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
+    """Reduction Lab's truncation and clear phases in a LangChain agent.
+
+    ``config`` is the engine's :class:`~reduction_app.engine.ReductionConfig`;
+    ``backend`` (when given) replaces its ``backend``, and ``on_event`` is called with
+    every event after the config's own ``on_event``. Every event is also appended to
+    :attr:`events`. Give each conversation a middleware of its own: the engine's state
+    is kept per middleware (one shared by several conversations still reduces each
+    correctly, but reads each again from where it differs from the last it saw).
+    """
+
+    def __init__(
+        self,
+        config: ReductionConfig | None = None,
+        *,
+        backend: Backend | None = None,
+        on_event: Callable[[ReductionEvent], Any] | None = None,
+    ) -> None:
+        base = config if config is not None else ReductionConfig()
+        if backend is not None:
+            base = replace(base, backend=backend)
+        listeners = [f for f in (base.on_event, on_event) if f is not None]
+        self.events: list[ReductionEvent] = []
+        """Every event the engine gave, in order."""
+
+        def record(event: ReductionEvent) -> Any:
+            self.events.append(event)
+            results = [listener(event) for listener in listeners]
+            awaited = [r for r in results if isawaitable(r)]
+            return _gather(awaited) if awaited else None
+
+        self._engine = new(replace(base, on_event=record))
+        # Tools run in threads under a sync agent; the engine's path registry and
+        # landmarks are one run's, so its calls take turns (the tools themselves do not).
+        self._lock = threading.Lock()
+        self._twins: dict[str, tuple[BaseMessage, Message]] = {}
+        self._system: tuple[BaseMessage, Message] | None = None
+        self._tool_infos: dict[int, tuple[BaseTool | dict[str, Any], ToolInfo]] = {}
+        self.tools: Sequence[BaseTool] = [self._read_file_tool()]
+
+    @property
+    def config(self) -> ReductionConfig:
+        """The engine's config in force, defaults filled in."""
+        return self._engine.config
+
+    # Truncation -----------------------------------------------------------------------
+
+    def wrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]],
+    ) -> ToolMessage | Command[Any]:
+        ctx, arguments = _tool_context(request)
+        box: list[str] = []
+        # Wrapped before the tool runs: an async handler or backend is refused first.
+        text_tool = self._engine.wrap_invokable_tool_call(lambda _: box[0], ctx)
+        result = handler(request)
+        if not isinstance(result, ToolMessage):
+            return result
+        content = result.content
+        with self._lock:
+            if isinstance(content, str):
+                box.append(content)
+                text = text_tool(arguments)
+                return result if text is content else result.model_copy(update={"content": text})
+            given = ToolResult(parts=_tool_parts(content))
+            parts_tool = self._engine.wrap_enhanced_invokable_tool_call(lambda _: given, ctx)
+            out = parts_tool(ToolArgument(text=arguments))
+        return (
+            result
+            if out is given
+            else result.model_copy(update={"content": _blocks(out.parts, given.parts, content)})
+        )
+
+    async def awrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
+    ) -> ToolMessage | Command[Any]:
+        ctx, arguments = _tool_context(request)
+        result = await handler(request)
+        if not isinstance(result, ToolMessage):
+            return result
+        content = result.content
+        if isinstance(content, str):
+            text_tool = self._engine.awrap_invokable_tool_call(lambda _: content, ctx)
+            text = await text_tool(arguments)
+            return result if text is content else result.model_copy(update={"content": text})
+        given = ToolResult(parts=_tool_parts(content))
+        parts_tool = self._engine.awrap_enhanced_invokable_tool_call(lambda _: given, ctx)
+        out = await parts_tool(ToolArgument(text=arguments))
+        return (
+            result
+            if out is given
+            else result.model_copy(update={"content": _blocks(out.parts, given.parts, content)})
+        )
+
+    # Clear ----------------------------------------------------------------------------
+
+    def wrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
+    ) -> ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]:
+        with self._lock:
+            originals, state = self._engine_state(request)
+            cleared = self._engine.before_model_rewrite_state(state)
+            outcome = self._outcome(request, originals, state, cleared)
+        if outcome is None:
+            return handler(request)
+        new_request, update, whole = outcome
+        return _persisted(handler(new_request), update, whole=whole)
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
+    ) -> ModelResponse[Any] | AIMessage | ExtendedModelResponse[Any]:
+        originals, state = self._engine_state(request)
+        cleared = await self._engine.abefore_model_rewrite_state(state)
+        outcome = self._outcome(request, originals, state, cleared)
+        if outcome is None:
+            return await handler(request)
+        new_request, update, whole = outcome
+        return _persisted(await handler(new_request), update, whole=whole)
+
+    def _engine_state(
+        self, request: ModelRequest[Any]
+    ) -> tuple[list[BaseMessage], ChatModelAgentState]:
+        """The request as the engine's state, each message the twin kept for it."""
+        originals: list[BaseMessage] = list(request.messages)
+        system = request.system_message
+        engine_in: list[Message] = []
+        if system is not None:
+            if self._system is None or not _same(self._system[0], system):
+                self._system = (system, to_engine(system))
+            originals.insert(0, system)
+            engine_in.append(self._system[1])
+        twins: dict[str, tuple[BaseMessage, Message]] = {}
+        for message in request.messages:
+            known = self._twins.get(message.id or "")
+            twin = (
+                known[1] if known is not None and _same(known[0], message) else to_engine(message)
+            )
+            if message.id:
+                twins[message.id] = (message, twin)
+            engine_in.append(twin)
+        # Only the current conversation's twins are kept, so the map never outgrows it.
+        self._twins = twins
+        tool_infos = tuple(self._tool_info(tool) for tool in request.tools)
+        return originals, ChatModelAgentState(messages=engine_in, tool_infos=tool_infos)
+
+    def _tool_info(self, tool: BaseTool | dict[str, Any]) -> ToolInfo:
+        known = self._tool_infos.get(id(tool))
+        if known is None or known[0] is not tool:
+            known = (tool, _tool_info(tool))
+            self._tool_infos[id(tool)] = known
+        return known[1]
+
+    def _outcome(
+        self,
+        request: ModelRequest[Any],
+        originals: list[BaseMessage],
+        state: ChatModelAgentState,
+        cleared: ChatModelAgentState,
+    ) -> tuple[ModelRequest[Any], list[Any], bool] | None:
+        """The request to send and the state update that keeps it, or ``None`` when the
+        model gets what it was going to get. The update is the changed messages (same
+        ids), or, with ``True``, the whole list when the pass added or removed messages."""
+        if cleared is state:
+            return None
+        engine_in, out = _chat(state.messages), _chat(cleared.messages)
+        changed: list[BaseMessage] = []
+        sent: list[BaseMessage] = []
+        # A pass that added, removed or moved messages (a rewriter, the offload manifest)
+        # has no message-for-message answer: the whole list is replaced.
+        whole = len(out) != len(engine_in) or any(
+            not _same_slot(a, b) for a, b in zip(out, engine_in, strict=True)
+        )
+        for i, after in enumerate(out):
+            if whole:
+                message = _original(after, originals, engine_in)
+            else:
+                before, message = engine_in[i], originals[i]
+                if after is not before and _unflagged(after) != _unflagged(before):
+                    message = to_langchain(after, message, before)
+                    changed.append(message)
+            sent.append(message)
+            if message.id and not isinstance(message, SystemMessage):
+                self._twins[message.id] = (message, after)
+        system = request.system_message
+        if system is not None:
+            first = sent.pop(0)
+            if not isinstance(first, SystemMessage):
+                raise TypeError(f"the clear phase moved the system message: {first!r}")
+            system = first
+            self._system = (system, out[0])
+        new_request = request.override(
+            messages=cast("list[AnyMessage]", sent), system_message=system
+        )
+        if whole:
+            return new_request, [RemoveMessage(id=REMOVE_ALL_MESSAGES), *sent], True
+        return new_request, [m for m in changed if m.id and m is not system], False
+
+    # The read_file tool ---------------------------------------------------------------
+
+    def _backends(self) -> list[Backend]:
+        cfg = self._engine.config
+        found = [cfg.backend] + [t.backend for t in cfg.tool_config.values()]
+        unique: list[Backend] = []
+        for backend in found:
+            if backend is not None and all(backend is not b for b in unique):
+                unique.append(backend)
+        return unique
+
+    def _read_file_tool(self) -> BaseTool:
+        def page(path: str, content: str, offset: int, limit: int) -> str:
+            body, total = numbered_lines(content, offset, limit)
+            shown = offset + body.count("\n")
+            if not body:
+                return f"{path} has {total} lines; none from offset {offset}."
+            more = f"[{total - shown} more lines; read on with offset={shown}]\n"
+            return body + (more if shown < total else "")
+
+        def read(path: str, offset: int = 0, limit: int = 2000) -> str:
+            for backend in self._backends():
+                try:
+                    content = backend.read(path)
+                except FileNotFoundError:
+                    continue
+                if isawaitable(content):
+                    _discard(content)
+                    raise ToolException(
+                        f"the backend of {path} is async: run the agent with ainvoke"
+                    )
+                return page(path, content, offset, limit)
+            raise ToolException(f"file not found: {path}")
+
+        async def aread(path: str, offset: int = 0, limit: int = 2000) -> str:
+            for backend in self._backends():
+                try:
+                    content = backend.read(path)
+                    if isawaitable(content):
+                        content = await content
+                except FileNotFoundError:
+                    continue
+                return page(path, content, offset, limit)
+            raise ToolException(f"file not found: {path}")
+
+        return StructuredTool.from_function(
+            func=read,
+            coroutine=aread,
+            name=self._engine.config.read_file_tool_name,
+            description=READ_FILE_DESCRIPTION,
+            args_schema=_ReadFileArgs,
+            handle_tool_error=True,
+        )
+
+
+def _same_slot(after: Message, before: Message) -> bool:
+    """Whether ``after`` can stand where ``before`` was: the same role, answering or
+    making the same calls."""
+    return (
+        after.role == before.role
+        and after.tool_call_id == before.tool_call_id
+        and [c.id for c in after.tool_calls] == [c.id for c in before.tool_calls]
+    )
+
+
+def _original(
+    after: Message, originals: list[BaseMessage], engine_in: list[Message]
+) -> BaseMessage:
+    """The LangChain message ``after`` stands for after a pass that moved messages: the
+    one whose twin it is (flags aside), else a new one (a tool result keeps its id)."""
+    for message, before in zip(originals, engine_in, strict=True):
+        if after is before:
+            return message
+    bare = _unflagged(after)
+    for message, before in zip(originals, engine_in, strict=True):
+        if _unflagged(before) == bare:
+            return message
+    like = None
+    if after.role == "tool":
+        like = next(
+            (
+                m
+                for m in originals
+                if isinstance(m, ToolMessage) and m.tool_call_id == after.tool_call_id
+            ),
+            None,
+        )
+    return to_langchain(after, like)
+
+
+def _persisted(
+    response: ModelResponse[Any], update: list[Any], *, whole: bool
+) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
+    """The model's response with the state update that keeps the cleared messages.
+
+    Changed messages replace theirs by id (``add_messages``). A whole list is applied
+    after the model's own update, so it ends with the response's messages (given ids
+    here, so that both updates name the same messages)."""
+    if not update:
+        return response
+    if whole:
+        result = [
+            m if m.id else m.model_copy(update={"id": str(uuid.uuid4())}) for m in response.result
+        ]
+        response = ModelResponse(result=result, structured_response=response.structured_response)
+        update = [*update, *result]
+    return ExtendedModelResponse(
+        model_response=response, command=Command(update={"messages": update})
+    )
+
+
+def _chat(messages: Sequence[Any]) -> list[Message]:
+    """The engine's messages of a chat conversation (the only style this adapter builds)."""
+    out = list(messages)
+    for message in out:
+        if not isinstance(message, Message):
+            raise TypeError(f"expected the engine's chat messages, got {message!r}")
+    return out
+
+
+def _same(known: BaseMessage, message: BaseMessage) -> bool:
+    return known is message or known == message
+
+
+def _tool_context(request: ToolCallRequest) -> tuple[ToolContext, str]:
+    call = request.tool_call
+    arguments = json.dumps(call["args"], ensure_ascii=False)
+    return ToolContext(name=call["name"], call_id=call["id"] or ""), arguments
+
+
+def _discard(awaitable: Awaitable[Any]) -> None:
+    close = getattr(awaitable, "close", None)
+    if close is not None:
+        close()
+
+
+async def _gather(awaitables: list[Awaitable[Any]]) -> None:
+    for awaitable in awaitables:
+        await awaitable
