@@ -91,6 +91,13 @@ from reduction_app.engine.messages import Media, Message, MessagePart, ToolCall,
 from reduction_app.engine.middleware import ReductionMiddleware, new
 from reduction_app.engine.notices import get_language, set_language
 from reduction_app.engine.parts import stringify
+from reduction_app.engine.read_tool import (
+    DEFAULT_READ_LIMIT,
+    READ_FILE_DESCRIPTION,
+    READ_FILE_PARAMETERS,
+    numbered_lines,
+    read_file_tool,
+)
 from reduction_app.engine.tokens import (
     TOKEN_COUNTER_NAMES,
     ApproxTokenCounter,
@@ -112,11 +119,14 @@ __all__ = [
     "CONFIG_FIELDS",
     "DEFAULT_MAX_LENGTH_FOR_TRUNC",
     "DEFAULT_MAX_TOKENS_FOR_CLEAR",
+    "DEFAULT_READ_LIMIT",
     "FORMATS",
     "FORMAT_NAMES",
     "JSON_FIELDS",
     "MAX_CONFIG_INT",
     "PROCESSED_FLAG",
+    "READ_FILE_DESCRIPTION",
+    "READ_FILE_PARAMETERS",
     "TOKEN_COUNTER_NAMES",
     "AgenticMessage",
     "ApproxTokenCounter",
@@ -194,6 +204,8 @@ __all__ = [
     "new",
     "new_clear_tool_result",
     "new_tool_result_middleware",
+    "numbered_lines",
+    "read_file_tool",
     "set_language",
     "stringify",
     "validate",

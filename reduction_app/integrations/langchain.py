@@ -64,6 +64,7 @@ from pydantic import BaseModel, Field
 
 from reduction_app.engine import (
     PROCESSED_FLAG,
+    READ_FILE_DESCRIPTION,
     Backend,
     ChatModelAgentState,
     Media,
@@ -78,29 +79,10 @@ from reduction_app.engine import (
     ToolOutputPart,
     ToolResult,
     new,
+    numbered_lines,
 )
 
-__all__ = ["READ_FILE_DESCRIPTION", "ReductionMiddleware", "numbered_lines"]
-
-READ_FILE_DESCRIPTION = (
-    "Read a file that holds tool output moved out of the conversation to save context. "
-    "Notices such as <persisted-output> name the path. Returns numbered lines; read large "
-    "files a part at a time with offset (0-based line) and limit (number of lines)."
-)
-
-
-def numbered_lines(content: str, offset: int, limit: int) -> tuple[str, int]:
-    """``limit`` lines from line ``offset`` (0-based), each as ``<number>\\t<text>``, and
-    the file's line count: the REST API's ``/files/read`` rule (a ``\\r\\n`` ending is
-    a line ending; its ``\\r`` is not shown)."""
-    lines = content.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    chosen = lines[offset : offset + limit]
-    body = "".join(
-        f"{offset + i + 1}\t{line.removesuffix(chr(13))}\n" for i, line in enumerate(chosen)
-    )
-    return body, len(lines)
+__all__ = ["ReductionMiddleware"]
 
 
 # Translation ---------------------------------------------------------------------------

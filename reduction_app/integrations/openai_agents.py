@@ -48,6 +48,9 @@ from agents.run_config import CallModelData, ModelInputData
 from agents.tool_context import ToolContext as AgentsToolContext
 
 from reduction_app.engine import (
+    DEFAULT_READ_LIMIT,
+    READ_FILE_DESCRIPTION,
+    READ_FILE_PARAMETERS,
     AgenticMessage,
     Backend,
     ChatModelAgentState,
@@ -57,27 +60,12 @@ from reduction_app.engine import (
     ToolContext,
     ToolInfo,
     new,
+    numbered_lines,
 )
 from reduction_app.engine.formats import messages_from_responses, messages_to_responses
 
-__all__ = ["READ_FILE_DESCRIPTION", "READ_FILE_PARAMETERS", "Reduction"]
+__all__ = ["Reduction"]
 
-READ_FILE_DESCRIPTION = (
-    "Read a file that holds tool output moved out of the conversation to save context. "
-    "Notices such as <persisted-output> name the path. Returns numbered lines; read large "
-    "files a part at a time with offset (0-based line) and limit (number of lines)."
-)
-READ_FILE_PARAMETERS: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "path": {"type": "string", "description": "The path given in the notice."},
-        "offset": {"type": "integer", "minimum": 0, "description": "First line to read, from 0."},
-        "limit": {"type": "integer", "minimum": 1, "description": "How many lines to read."},
-    },
-    "required": ["path"],
-}
-DEFAULT_READ_LIMIT = 2000
-"""Lines ``read_file`` returns when the model names no ``limit`` (as the REST API's)."""
 
 Item = Any
 """A Responses input item as the SDK holds it (a dict)."""
@@ -85,18 +73,6 @@ Item = Any
 
 async def _resolved(value: Any) -> Any:
     return await value if inspect.isawaitable(value) else value
-
-
-def numbered_lines(content: str, offset: int, limit: int) -> str:
-    """``limit`` lines from line ``offset`` (0-based), each as ``<number>\\t<text>``; the
-    same text the REST API's read_file gives (a ``\\r\\n`` ending shows as a line end)."""
-    lines = content.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    chosen = lines[offset : offset + limit]
-    return "".join(
-        f"{offset + i + 1}\t{line.removesuffix(chr(13))}\n" for i, line in enumerate(chosen)
-    )
 
 
 class Reduction:
@@ -235,7 +211,7 @@ class Reduction:
                 content = await _resolved(backend.read(path))
             except FileNotFoundError:
                 continue
-            return numbered_lines(content, offset, limit)
+            return numbered_lines(content, offset, limit)[0]
         return f"file not found: {path}"
 
     def _backends(self) -> list[Any]:

@@ -65,6 +65,7 @@ from pydantic_ai.toolsets import AbstractToolset, FunctionToolset, WrapperToolse
 from pydantic_ai.toolsets.abstract import ToolsetTool
 
 from reduction_app.engine import (
+    READ_FILE_DESCRIPTION,
     ChatModelAgentState,
     Message,
     ReductionConfig,
@@ -74,41 +75,20 @@ from reduction_app.engine import (
     ToolContext,
     ToolInfo,
     new,
+    numbered_lines,
 )
 
 __all__ = [
-    "READ_FILE_DESCRIPTION",
     "ReducedToolset",
     "Reduction",
     "ReductionCapability",
-    "numbered_lines",
 ]
 
-READ_FILE_DESCRIPTION = (
-    "Read a file that holds tool output moved out of the conversation to save context. "
-    "Notices such as <persisted-output> name the path. Returns numbered lines; read large "
-    "files a part at a time with offset (0-based line) and limit (number of lines)."
-)
 
 # Where an engine message came from: the key of its pydantic-ai part (a request's part)
 # or message (a response), kept in the message's ``extra``, which the engine carries
 # over to the message it returns in its place.
 _ORIGIN = "pydantic_ai_origin"
-
-
-def numbered_lines(content: str, offset: int, limit: int) -> tuple[str, int]:
-    """``limit`` lines of ``content`` from line ``offset`` (0-based), each as
-    ``<number>\\t<text>\\n`` (numbers from 1), and the number of lines in all. Lines end at
-    ``\\n``; a ``\\r`` before it is not shown and a final ``\\n`` starts no new line, as the
-    REST API's ``/files/read`` reads them."""
-    lines = content.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    chosen = lines[offset : offset + limit]
-    body = "".join(
-        f"{offset + i + 1}\t{line.removesuffix(chr(13))}\n" for i, line in enumerate(chosen)
-    )
-    return body, len(lines)
 
 
 @dataclass

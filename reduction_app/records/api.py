@@ -10,6 +10,7 @@ from ninja import P, Query, QueryEx, Router, Schema, Status
 from ninja.pagination import paginate
 
 from reduction_app.cursors import LIST_ERRORS, MAX_ID, PAGE, IdCursorPagination
+from reduction_app.engine import numbered_lines
 from reduction_app.http import ApiRequest, api_workspace
 from reduction_app.models import OffloadedFile
 from reduction_app.records import services
@@ -69,22 +70,6 @@ def _file_or_404(request: ApiRequest, path: str, conversation_id: str | None) ->
     if row is None:
         raise ApiError(404, f"file not found: {path}", "path")
     return row
-
-
-def numbered_lines(content: str, offset: int, limit: int) -> tuple[str, int]:
-    """``limit`` lines from line ``offset`` (0-based), each as ``<number>\\t<text>``.
-
-    Lines end at ``\\n``; the ``\\r`` of a ``\\r\\n`` ending is a line ending too and is
-    not shown (``/files/raw`` has the exact content).
-    """
-    lines = content.split("\n")
-    if lines and lines[-1] == "":
-        lines.pop()
-    chosen = lines[offset : offset + limit]
-    body = "".join(
-        f"{offset + i + 1}\t{line.removesuffix(chr(13))}\n" for i, line in enumerate(chosen)
-    )
-    return body, len(lines)
 
 
 @router.get(

@@ -32,23 +32,7 @@ router = Router(tags=["engine"])
 # 503: the offload storage or the database failed.
 ERRORS = {**BODY_ERRORS, 404: ErrorOut, 409: ErrorOut, 503: ErrorOut}
 
-READ_FILE_DESCRIPTION = (
-    "Read a file that holds tool output moved out of the conversation to save context. "
-    "Notices such as <persisted-output> name the path. Returns numbered lines; read large "
-    "files a part at a time with offset (0-based line) and limit (number of lines)."
-)
-READ_FILE_PARAMETERS: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "path": {"type": "string", "description": "The path given in the notice."},
-        "offset": {"type": "integer", "minimum": 0, "description": "First line to read, from 0."},
-        "limit": {"type": "integer", "minimum": 1, "description": "How many lines to read."},
-    },
-    "required": ["path"],
-}
-READ_FILE_TOOL = engine.ToolInfo(
-    name="read_file", description=READ_FILE_DESCRIPTION, parameters=READ_FILE_PARAMETERS
-)
+READ_FILE_TOOL = engine.read_file_tool()
 
 
 def _config_version(workspace: Workspace, payload: ConfigRef) -> ConfigVersion | None:
