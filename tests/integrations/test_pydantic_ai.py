@@ -428,14 +428,3 @@ async def test_structured_return_under_the_limit_is_kept_as_is() -> None:
     notice = await reduction.truncate(big, tool_name="outline", call_id="c2", arguments="{}")
     assert truncation_file_path(notice) == "/tmp/trunc/c2"
     assert reduction.config.backend.read("/tmp/trunc/c2") == as_sent("outline", big)  # type: ignore[union-attr]
-
-
-def test_adapter_imports_without_django() -> None:
-    code = (
-        "import sys, reduction_app.integrations.pydantic_ai\n"
-        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'django'))"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
-    )
-    assert done.stdout == "[]\n"
