@@ -251,3 +251,56 @@ def test_inspect_log_replays_and_sweeps_from_the_command_line(
     sweeps = json.loads(out.getvalue())["sweeps"]
     assert {s["conversation"] for s in sweeps} == names
     assert all(len(s["results"]) == 2 for s in sweeps)
+
+
+def test_inspect_details_errors_parts_attachments_cache_and_cost(
+    logs: dict[str, Path], tmp_path: Path
+) -> None:
+    """The real log, edited where the mock run has nothing to show: a failed call, content
+    parts (reasoning dropped, text resolved from the sample's attachments), a provider's
+    cache figures and cost."""
+    data = _json_log(logs)
+    sample = data["samples"][0]
+    sample["attachments"] = {"abc123": "the answer, kept aside by Inspect"}
+    sample["messages"][2]["error"] = {"type": "timeout", "message": "timed out after 30s"}
+    sample["messages"][5]["content"] = [
+        {"type": "reasoning", "reasoning": "think first", "signature": "sig"},
+        {"type": "text", "text": "attachment://abc123"},
+    ]
+    [first] = [
+        e
+        for e in sample["events"]
+        if e["event"] == "model"
+        and e["output"]["choices"][0]["message"]["id"] == sample["messages"][1]["id"]
+    ]
+    first["output"]["usage"] = {
+        "input_tokens": 100,
+        "output_tokens": 7,
+        "input_tokens_cache_read": 900,
+        "input_tokens_cache_write": 50,
+    }
+    sample["model_usage"] = {"mockllm/model": {"input_tokens": 1, "total_cost": 0.125}}
+    path = tmp_path / "log.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    conv = load_conversations(path)[0]
+    assert conv.messages[2].content == "Error: timed out after 30s"
+    assert conv.messages[5].content == "the answer, kept aside by Inspect"
+    assert conv.usage is not None
+    # Inspect counts input_tokens without the cache: 100 + 900 read + 50 written.
+    assert (conv.usage.prompt_tokens[1], conv.usage.cached_prompt_tokens) == (1050, {1: 900})
+    assert conv.usage.completion_tokens[1] == 7
+    assert conv.usage.cost == 0.125
+
+
+def test_inspect_usage_paired_by_order_without_message_ids(
+    logs: dict[str, Path], tmp_path: Path
+) -> None:
+    """Messages without ids: the model events pair with the assistant messages in order."""
+    data = _json_log(logs)
+    expected = load_conversations(logs["json"])
+    for sample in data["samples"]:
+        for message in sample["messages"]:
+            message.pop("id", None)
+    path = tmp_path / "log.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    assert load_conversations(path) == expected
