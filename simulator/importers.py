@@ -9,7 +9,9 @@ A file may hold one conversation or many:
 * tau-bench trajectories (a JSON array of runs with ``traj``);
 * and the recordings of :mod:`simulator.sources`: OpenHands event streams, SWE-agent
   and mini-swe-agent trajectories, τ²-bench simulation files and Claude Code session
-  logs (a JSONL file whose lines are the events of one session).
+  logs (a JSONL file whose lines are the events of one session);
+* Inspect AI eval logs: one ``EvalLog`` JSON object (``.json``), or the ZIP archive of
+  a ``.eval`` log, told from its first bytes.
 
 Every message goes through ``engine.formats``; errors name the file, line and field. A
 recording in which no model call is found (no assistant message after user input or a
@@ -28,7 +30,15 @@ from typing import Any
 
 from reduction_app.engine import FormatError, ToolInfo, formats
 from simulator.recording import ImportError_, ProviderUsage, RecordedConversation
-from simulator.sources import Converted, claude_code, mini_swe_agent, openhands, swe_agent, tau2
+from simulator.sources import (
+    Converted,
+    claude_code,
+    inspect_logs,
+    mini_swe_agent,
+    openhands,
+    swe_agent,
+    tau2,
+)
 from simulator.sources.openhands import openhands_to_openai
 from simulator.transcript import model_calls
 
@@ -53,6 +63,7 @@ FORMATS = (
     "swe_agent",
     "mini_swe_agent",
     "claude_code",
+    "inspect",
 )
 
 """What ``--format`` takes: the engine's wire formats (``engine.formats.FORMATS``), then
@@ -63,6 +74,7 @@ _SOURCES = {
     "openhands": openhands,
     "swe_agent": swe_agent,
     "mini_swe_agent": mini_swe_agent,
+    "inspect": inspect_logs,
 }
 
 # Fields a file may add beside a wire format's own (``WireFormat.body_fields``).
@@ -120,7 +132,8 @@ def detect_format(data: Any, *, where: str = "input") -> str:
     ``messages`` beside any ``trajectory_format``: the reader refuses the versions it does
     not know, naming them); τ²-bench with ``info`` and ``simulations``; with ``history``,
     a SWE-agent trajectory when its entries have roles (or a ``trajectory`` sits beside
-    it), else OpenHands; Responses with ``input``, Anthropic with ``system`` or
+    it), else OpenHands; an Inspect AI log with ``eval`` beside ``samples`` or
+    ``version``; Responses with ``input``, Anthropic with ``system`` or
     ``tool_use`` / ``tool_result`` blocks, else OpenAI chat. (Claude Code logs are told
     apart by :func:`load_conversations`, from their lines.)
     """
@@ -136,6 +149,8 @@ def detect_format(data: Any, *, where: str = "input") -> str:
             return "mini_swe_agent"
         if tau2.looks_like(data):
             return "tau2"
+        if inspect_logs.looks_like(data):
+            return "inspect"
         if "history" in data:
             return "swe_agent" if swe_agent.looks_like(data) else "openhands"
         if "input" in data:
@@ -181,6 +196,14 @@ def conversation_from_json(
         messages, infos = _parse(kind, data, name)
         title = (data.get("name") or data.get("title")) if isinstance(data, Mapping) else None
         out = [RecordedConversation(str(title or name), messages, infos, kind)]
+    return _checked(out, kind, name, require_calls=require_calls)
+
+
+def _checked(
+    out: list[RecordedConversation], kind: str, name: str, *, require_calls: bool = True
+) -> list[RecordedConversation]:
+    """``out`` marked as read as ``kind``; with ``require_calls``, an error when it is
+    empty or a conversation has no model call."""
     if require_calls and not out:
         raise ImportError_(f"{name}: no conversation found, read as {kind}")
     for conversation in out if require_calls else ():
@@ -295,6 +318,10 @@ def _check_format(fmt: str | None) -> None:
 def _from_bytes(raw: bytes, where: str, name: str, fmt: str | None) -> list[RecordedConversation]:
     """The conversations of a file's bytes; ``where`` names the file in errors about the
     whole file, ``name`` labels its conversations."""
+    if raw.startswith(inspect_logs.ZIP_MAGIC) and fmt in (None, "inspect"):
+        # A .eval log is a ZIP archive: never text, so told apart before JSON decoding.
+        conversations = [_recorded(c, name) for c in inspect_logs.read_zip(raw, name=name)]
+        return _checked(conversations, "inspect", name)
     try:
         # Most files are one JSON document: decoded from the bytes, with no str of the
         # whole file (the same values as json.loads of the file's text).
@@ -308,7 +335,7 @@ def _from_bytes(raw: bytes, where: str, name: str, fmt: str | None) -> list[Reco
     return conversation_from_json(data, fmt=fmt, name=name, require_calls=True)
 
 
-RECORDING_SUFFIXES = (".json", ".jsonl", ".traj")
+RECORDING_SUFFIXES = (".json", ".jsonl", ".traj", ".eval")
 """What a file in a folder given to :func:`recording_files` must end with to be read
 (``.traj.json`` included); a folder's README and licence files are left out."""
 

@@ -60,7 +60,7 @@ ID_CHARS = 200
 """The longest conversation id (``Conversation.client_id``)."""
 PROGRESS_EVERY_SECONDS = 0.5
 # What a recording's file name ends with; left out of the conversation ids made from it.
-_EXTENSIONS = (".traj.json", ".jsonl", ".json", ".traj")
+_EXTENSIONS = (".traj.json", ".jsonl", ".json", ".traj", ".eval")
 _UNSAFE = re.compile(r"[^a-z0-9._-]+")
 
 

@@ -14,6 +14,8 @@ fault.
 * :mod:`.claude_code`: Claude Code session logs (JSONL, one event a line).
 * :mod:`.mini_swe_agent`: mini-swe-agent trajectories (``.traj.json``: ``info`` +
   ``messages``, ``trajectory_format`` ``"mini-swe-agent-1"``).
+* :mod:`.inspect_logs`: Inspect AI eval logs (``.json``, and the ZIP archives of
+  ``.eval``, read from their bytes).
 """
 
 from __future__ import annotations

@@ -211,7 +211,7 @@ def test_recording_files_of_a_folder_without_recordings_names_it(tmp_path: Path)
         2,
         "",
         f"error: {tmp_path}: no recording files in this folder (files ending in .json, "
-        ".jsonl, .traj)\n",
+        ".jsonl, .traj, .eval)\n",
     )
 
 

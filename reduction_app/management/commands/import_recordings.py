@@ -18,7 +18,7 @@ from reduction_app.errors import ServiceError
 from reduction_app.models import Workspace
 from simulator.importers import FORMATS
 
-RECORDING_PATTERNS = ("*.json", "*.jsonl", "*.traj", "*.traj.json")
+RECORDING_PATTERNS = ("*.json", "*.jsonl", "*.traj", "*.traj.json", "*.eval")
 """The files of a folder that are read (``*.traj.json`` is one of ``*.json``)."""
 
 
@@ -75,8 +75,8 @@ class Command(BaseCommand):
             "paths",
             nargs="+",
             metavar="PATH",
-            help="A recording, a folder of them (its *.json, *.jsonl, *.traj and "
-            "*.traj.json files, recursively) or a glob pattern.",
+            help="A recording, a folder of them (its *.json, *.jsonl, *.traj, "
+            "*.traj.json and *.eval files, recursively) or a glob pattern.",
         )
         parser.add_argument(
             "--workspace",

@@ -6,7 +6,8 @@ file there, so a format added to ``simulator.importers.FORMATS`` with its folder
 tested without a change here. tau-bench is one big file, so its sample is its first two
 runs; the engine's wire formats (OpenAI chat, Anthropic, OpenAI Responses) have no
 recordings of their own, so theirs are real recordings written out in that format by the
-engine's dumpers.
+engine's dumpers; Inspect AI logs have no shipped recordings either, so theirs is a
+``.eval`` log written at test time by a small real task (``tests.simulator.inspect_logs``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 from reduction_app.engine import formats
 from simulator.importers import FORMATS, load_conversations
 from tests.conftest import CONVERSATIONS, skip_without_recordings
+from tests.simulator.inspect_logs import write_log
 
 SWE_AGENT = "swe-agent/gpt-4o-test-repo-1c2844.traj"
 """11 messages, openai_chat."""
@@ -36,6 +38,8 @@ def folder_of(fmt: str) -> Path:
 def sample(fmt: str, folder: Path) -> Path:
     """A small real file in format ``fmt``, written into ``folder`` when it is not a
     shipped file as it is."""
+    if fmt == "inspect":
+        return write_log(folder / "inspect", "eval")
     skip_without_recordings()
     if fmt in _WIRE:
         [recorded] = load_conversations(CONVERSATIONS / _WIRE[fmt])

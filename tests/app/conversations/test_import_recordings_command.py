@@ -13,7 +13,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from reduction_app.models import Conversation, TranscriptMessage, Workspace
-from tests.app.conversations.recordings import SWE_AGENT
+from tests.app.conversations.recordings import SWE_AGENT, sample
 from tests.conftest import CONVERSATIONS, needs_recordings
 
 pytestmark = pytest.mark.django_db
@@ -178,3 +178,18 @@ def _text(content: str | list[dict[str, str]]) -> str:
     if isinstance(content, str):
         return content
     return "".join(part.get("text", "") for part in content)
+
+
+def test_import_recordings_reads_the_eval_logs_of_a_folder(
+    workspace: Workspace, tmp_path: Path
+) -> None:
+    """An Inspect AI ``.eval`` log in a folder is one of its recordings (two epochs of one
+    sample: two conversations of 6 messages)."""
+    log = sample("inspect", tmp_path / "logs")
+    out, _ = _run(str(log.parent), "--workspace", workspace.slug)
+    assert out.splitlines() == [
+        f"{log}: inspect, 2 conversations",
+        "  read_files-fix-1-epoch1 (6 messages)",
+        "  read_files-fix-1-epoch2 (6 messages)",
+        "Imported 2 conversations from 1 file into workspace 'alpha-team'.",
+    ]

@@ -281,3 +281,46 @@ def test_import_operations_document_their_errors(api: ApiClient) -> None:
         HTTPStatus.NOT_FOUND,
         HTTPStatus.UNPROCESSABLE_ENTITY,
     }
+
+
+def test_import_an_inspect_eval_log_as_a_binary_body(api: ApiClient, tmp_path: Path) -> None:
+    """A ``.eval`` log is a ZIP archive: read from the raw bytes, one conversation an epoch."""
+    path = sample("inspect", tmp_path)
+    response = _raw(api, path.read_bytes(), filename="run.eval")
+    assert response.status_code == HTTPStatus.CREATED, response.json()
+    [result] = response.json()["files"]
+    assert (result["filename"], result["format"]) == ("run.eval", "inspect")
+    # Each epoch: the prompt, then three calls of which two read a file (6 messages).
+    assert result["conversations"] == [
+        {
+            "conversation_id": f"read_files-fix-1-epoch{n}",
+            "title": f"read_files#fix-1-epoch{n} (mockllm/model)",
+            "message_count": 6,
+        }
+        for n in (1, 2)
+    ]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_import_an_inspect_eval_log_on_the_task_worker(
+    api: ApiClient, tmp_path: Path, settings: Any
+) -> None:
+    """The upload is stored as bytes and read by the worker as the request would."""
+    raw = sample("inspect", tmp_path).read_bytes()
+    settings.REDUCTION_IMPORT_INLINE_BYTES = len(raw) - 1
+    response = _raw(api, raw, filename="run.eval")
+    assert response.status_code == HTTPStatus.ACCEPTED, response.json()
+    assert RecordingUpload.objects.get().content == raw
+    _drain_worker()
+    done = api.get(f"/imports/{response.json()['id']}").json()
+    assert (done["status"], done["error"]) == ("done", "")
+    assert Conversation.objects.filter(source="inspect").count() == 2
+
+
+def test_import_a_truncated_eval_log_names_the_file(api: ApiClient, tmp_path: Path) -> None:
+    raw = sample("inspect", tmp_path).read_bytes()
+    response = _raw(api, raw[: len(raw) // 2], filename="cut.eval")
+    assert response.status_code == HTTPStatus.UNPROCESSABLE_ENTITY
+    assert response.json() == error(
+        "cut.eval: not a readable .eval log (a ZIP archive): File is not a zip file", "file"
+    )
