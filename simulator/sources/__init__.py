@@ -14,6 +14,7 @@ fault.
 * :mod:`.claude_code`: Claude Code session logs (JSONL, one event a line).
 * :mod:`.mini_swe_agent`: mini-swe-agent trajectories (``.traj.json``: ``info`` +
   ``messages``, ``trajectory_format`` ``"mini-swe-agent-1"``).
+* :mod:`.otel`: OpenTelemetry GenAI traces (OTLP/JSON, as the Collector writes them).
 """
 
 from __future__ import annotations
