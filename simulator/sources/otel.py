@@ -243,8 +243,15 @@ def _conversation(key: str, spans: Sequence[_Span], name: str) -> Converted:
         cached_prompt_tokens=cached,
         completion_tokens=completion,
         call_times=times,
-        locations={i: where for i, (where, _) in enumerate(conversation)},
+        locations={i: _location(where, name) for i, (where, _) in enumerate(conversation)},
     )
+
+
+def _location(where: str, name: str) -> str:
+    """``where`` without the file's name, as ``Converted.locations`` holds it: ``:LINE:
+    span ID: FIELD``, or ``span ID: FIELD`` for a file of one object."""
+    location = where[len(name) :]
+    return location[2:] if location.startswith(": ") else location
 
 
 def _first(attrs: Mapping[str, Any], *names: str) -> int | None:
