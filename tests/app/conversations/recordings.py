@@ -6,7 +6,8 @@ file there, so a format added to ``simulator.importers.FORMATS`` with its folder
 tested without a change here. tau-bench is one big file, so its sample is its first two
 runs; the engine's wire formats (OpenAI chat, Anthropic, OpenAI Responses) have no
 recordings of their own, so theirs are real recordings written out in that format by the
-engine's dumpers.
+engine's dumpers. OpenTelemetry traces have no folder there: theirs is a small
+hand-written file of the simulator's tests.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ SWE_AGENT = "swe-agent/gpt-4o-test-repo-1c2844.traj"
 CLAUDE_CODE = "claude-code/1af7fc5e-8455-4414-9ccd-011d40f70b2a.jsonl"
 """14 messages, anthropic."""
 TAU_BENCH = "tau-bench-airline-gpt-4o.json"
+OTEL = Path(__file__).parents[2] / "simulator" / "data" / "otel" / "genai-current.jsonl"
+"""5 messages, openai_chat: one conversation of two calls with a tool call."""
 
 # The wire formats: which real recording is written out in each.
 _WIRE = {"openai_chat": SWE_AGENT, "anthropic": CLAUDE_CODE, "openai_responses": CLAUDE_CODE}
@@ -50,6 +53,8 @@ def sample(fmt: str, folder: Path) -> Path:
         out = folder / f"{Path(_WIRE[fmt]).name.split('.')[0]}-{fmt}.json"
         out.write_text(json.dumps(body), encoding="utf-8")
         return out
+    if fmt == "otel":
+        return OTEL
     if fmt == "tau_bench":
         runs = json.loads((CONVERSATIONS / TAU_BENCH).read_text(encoding="utf-8"))[:2]
         out = folder / "tau-bench-airline-first-two.json"
