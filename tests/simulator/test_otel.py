@@ -531,3 +531,24 @@ def test_otel_file_replays_and_sweeps_from_the_command_line(tmp_path: Path) -> N
     [sweep] = json.loads(out.getvalue())["sweeps"]
     assert sweep["conversation"] == "genai-current.jsonl#conv-paris"
     assert len(sweep["results"]) == 2
+
+
+def test_otel_attribute_not_json_names_line_span_and_attribute(tmp_path: Path) -> None:
+    """As when the SDK's attribute length limit cut a message attribute short."""
+    traces = Traces()
+    _, second = agent_run(traces, T0, "c")
+    lines = [collector_json(traces.finished()[:2]), collector_json(traces.finished()[2:])]
+    [span, _] = lines[1]["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    assert span["spanId"] == hex_id(second)
+    for attr in span["attributes"]:
+        if attr["key"] == "gen_ai.input.messages":
+            attr["value"] = {"stringValue": attr["value"]["stringValue"][:40]}
+    path = tmp_path / "traces.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    with pytest.raises(ImportError_) as error:
+        load_conversations(path)
+    # '[{"role": "user", "parts": [{"type": "te': the string "te starts at column 38.
+    assert str(error.value) == (
+        f"traces.jsonl:2: span {hex_id(second)}: gen_ai.input.messages: not JSON: "
+        "Unterminated string starting at at column 38"
+    )
