@@ -39,6 +39,8 @@ def folder_of(fmt: str) -> Path:
 def sample(fmt: str, folder: Path) -> Path:
     """A small real file in format ``fmt``, written into ``folder`` when it is not a
     shipped file as it is."""
+    if fmt == "otel":
+        return OTEL  # a file of the repository: no recordings needed
     skip_without_recordings()
     if fmt in _WIRE:
         [recorded] = load_conversations(CONVERSATIONS / _WIRE[fmt])
@@ -53,8 +55,6 @@ def sample(fmt: str, folder: Path) -> Path:
         out = folder / f"{Path(_WIRE[fmt]).name.split('.')[0]}-{fmt}.json"
         out.write_text(json.dumps(body), encoding="utf-8")
         return out
-    if fmt == "otel":
-        return OTEL
     if fmt == "tau_bench":
         runs = json.loads((CONVERSATIONS / TAU_BENCH).read_text(encoding="utf-8"))[:2]
         out = folder / "tau-bench-airline-first-two.json"
