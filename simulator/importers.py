@@ -9,7 +9,8 @@ A file may hold one conversation or many:
 * tau-bench trajectories (a JSON array of runs with ``traj``);
 * and the recordings of :mod:`simulator.sources`: OpenHands event streams, SWE-agent
   and mini-swe-agent trajectories, τ²-bench simulation files and Claude Code session
-  logs (a JSONL file whose lines are the events of one session);
+  logs (a JSONL file whose lines are the events of one session), and OpenTelemetry
+  GenAI traces (OTLP/JSON, one object or a JSONL file of them, all read together);
 * Inspect AI eval logs: one ``EvalLog`` JSON object (``.json``), or the ZIP archive of
   a ``.eval`` log, told from its first bytes.
 
@@ -36,6 +37,7 @@ from simulator.sources import (
     inspect_logs,
     mini_swe_agent,
     openhands,
+    otel,
     swe_agent,
     tau2,
 )
@@ -64,6 +66,7 @@ FORMATS = (
     "mini_swe_agent",
     "claude_code",
     "inspect",
+    "otel",
 )
 
 """What ``--format`` takes: the engine's wire formats (``engine.formats.FORMATS``), then
@@ -133,9 +136,10 @@ def detect_format(data: Any, *, where: str = "input") -> str:
     not know, naming them); τ²-bench with ``info`` and ``simulations``; with ``history``,
     a SWE-agent trajectory when its entries have roles (or a ``trajectory`` sits beside
     it), else OpenHands; an Inspect AI log with ``eval`` beside ``samples`` or
-    ``version``; Responses with ``input``, Anthropic with ``system`` or
-    ``tool_use`` / ``tool_result`` blocks, else OpenAI chat. (Claude Code logs are told
-    apart by :func:`load_conversations`, from their lines.)
+    ``version``; OpenTelemetry traces with ``resourceSpans``; Responses with
+    ``input``, Anthropic with ``system`` or ``tool_use`` / ``tool_result`` blocks, else
+    OpenAI chat. (Claude Code logs, and JSONL files of traces, are told apart by
+    :func:`load_conversations`, from their lines.)
     """
     if isinstance(data, list):
         items = [item for item in data if isinstance(item, Mapping)]
@@ -145,6 +149,8 @@ def detect_format(data: Any, *, where: str = "input") -> str:
             return "openai_responses"
         return "openai_chat"
     if isinstance(data, Mapping):
+        if otel.looks_like(data):
+            return "otel"
         if mini_swe_agent.looks_like(data):
             return "mini_swe_agent"
         if tau2.looks_like(data):
@@ -174,10 +180,16 @@ def _looks_anthropic(messages: Any) -> bool:
 
 
 def conversation_from_json(
-    data: Any, *, fmt: str | None = None, name: str = "conversation", require_calls: bool = False
+    data: Any,
+    *,
+    fmt: str | None = None,
+    name: str = "conversation",
+    require_calls: bool = False,
+    lines: Sequence[int] | None = None,
 ) -> list[RecordedConversation]:
     """The conversations in one parsed JSON value (a tau-bench file holds many; a
-    Claude Code log is the list of its lines' values).
+    Claude Code log or a JSONL file of OpenTelemetry traces is the list of its lines'
+    values, ``lines`` their line numbers, for errors).
 
     With ``require_calls`` (files, read by :func:`load_conversations`), a conversation
     without a model call raises :class:`ImportError_`; the app replays stored
@@ -190,6 +202,8 @@ def conversation_from_json(
         if not isinstance(data, list):
             raise ImportError_(f"{name}: a Claude Code log is a JSONL file of events")
         out = [_recorded(c, name) for c in claude_code.read(data, name=name)]
+    elif kind == "otel":
+        out = [_recorded(c, name) for c in otel.read(data, name=name, lines=lines)]
     elif kind in _SOURCES:
         out = [_recorded(c, name) for c in _SOURCES[kind].read(data, name=name)]
     else:
@@ -402,6 +416,11 @@ def _jsonl(
             raise ImportError_(f"{where}:{number}: not JSON: {exc.msg} at {at}") from exc
     if fmt == "claude_code" or (fmt is None and claude_code.looks_like(items)):
         return conversation_from_json(items, fmt="claude_code", name=name, require_calls=True)
+    if fmt == "otel" or (fmt is None and otel.looks_like(items)):
+        numbers = [number for number, _ in lines]
+        return conversation_from_json(
+            items, fmt="otel", name=name, require_calls=True, lines=numbers
+        )
     out: list[RecordedConversation] = []
     for (number, _), item in zip(lines, items, strict=True):
         line_name = f"{name}:{number}"

@@ -16,6 +16,7 @@ fault.
   ``messages``, ``trajectory_format`` ``"mini-swe-agent-1"``).
 * :mod:`.inspect_logs`: Inspect AI eval logs (``.json``, and the ZIP archives of
   ``.eval``, read from their bytes).
+* :mod:`.otel`: OpenTelemetry GenAI traces (OTLP/JSON, as the Collector writes them).
 """
 
 from __future__ import annotations

@@ -318,7 +318,8 @@ def test_main_usage_errors_are_one_line(files: dict[str, Path]) -> None:
     assert err == (
         "error: python -m simulator replay: argument --format: invalid choice: 'gemini' "
         "(choose from 'openai_chat', 'anthropic', 'openai_responses', 'tau_bench', 'tau2', "
-        "'openhands', 'swe_agent', 'mini_swe_agent', 'claude_code', 'inspect') (see --help)\n"
+        "'openhands', 'swe_agent', 'mini_swe_agent', 'claude_code', 'inspect', 'otel') "
+        "(see --help)\n"
     )
     assert run("sweep", files["hand.json"]) == (
         2,

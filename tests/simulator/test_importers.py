@@ -434,7 +434,7 @@ def test_load_conversations_unknown_format(tmp_path: Path) -> None:
     assert _error(path, fmt="gemini") == (
         "unknown format 'gemini'; expected one of "
         "['openai_chat', 'anthropic', 'openai_responses', 'tau_bench', 'tau2', 'openhands', "
-        "'swe_agent', 'mini_swe_agent', 'claude_code', 'inspect']"
+        "'swe_agent', 'mini_swe_agent', 'claude_code', 'inspect', 'otel']"
     )
 
 
@@ -449,6 +449,7 @@ def test_formats_are_the_registry_formats_then_the_recordings() -> None:
         "mini_swe_agent",
         "claude_code",
         "inspect",
+        "otel",
     )
 
 

@@ -8,6 +8,8 @@ runs; the engine's wire formats (OpenAI chat, Anthropic, OpenAI Responses) have 
 recordings of their own, so theirs are real recordings written out in that format by the
 engine's dumpers; Inspect AI logs have no shipped recordings either, so theirs is a
 ``.eval`` log written at test time by a small real task (``tests.simulator.inspect_logs``).
+OpenTelemetry traces have no folder there: theirs is a small hand-written file of the
+simulator's tests.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ SWE_AGENT = "swe-agent/gpt-4o-test-repo-1c2844.traj"
 CLAUDE_CODE = "claude-code/1af7fc5e-8455-4414-9ccd-011d40f70b2a.jsonl"
 """14 messages, anthropic."""
 TAU_BENCH = "tau-bench-airline-gpt-4o.json"
+OTEL = Path(__file__).parents[2] / "simulator" / "data" / "otel" / "genai-current.jsonl"
+"""5 messages, openai_chat: one conversation of two calls with a tool call."""
 
 # The wire formats: which real recording is written out in each.
 _WIRE = {"openai_chat": SWE_AGENT, "anthropic": CLAUDE_CODE, "openai_responses": CLAUDE_CODE}
@@ -40,6 +44,8 @@ def sample(fmt: str, folder: Path) -> Path:
     shipped file as it is."""
     if fmt == "inspect":
         return write_log(folder / "inspect", "eval")
+    if fmt == "otel":
+        return OTEL  # a file of the repository: no recordings needed
     skip_without_recordings()
     if fmt in _WIRE:
         [recorded] = load_conversations(CONVERSATIONS / _WIRE[fmt])
