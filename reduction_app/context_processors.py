@@ -17,6 +17,7 @@ NAV = (
     ("/configs/", "Configs"),
     ("/compare/", "Compare"),
     ("/tune/", "Tune"),
+    ("/sweep/", "Sweep"),
     ("/simulations/", "Simulations"),
 )
 

@@ -402,9 +402,14 @@ class EventRecord(models.Model):
 
 
 class Simulation(models.Model):
-    """A replay or a sweep of one recorded conversation, and what it measured."""
+    """A replay or a sweep of recorded conversations, or a search for the config to
+    recommend over them, and what it measured."""
 
-    KIND_CHOICES = (("replay", "Replay and compare"), ("sweep", "Sweep a grid"))
+    KIND_CHOICES = (
+        ("replay", "Replay and compare"),
+        ("sweep", "Sweep a grid"),
+        ("recommend", "Recommend a config"),
+    )
     STATUS_CHOICES = (
         ("queued", "Queued"),
         ("running", "Running"),
@@ -414,7 +419,17 @@ class Simulation(models.Model):
 
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="simulations")
     conversation = models.ForeignKey(
-        Conversation, on_delete=models.CASCADE, related_name="simulations"
+        Conversation,
+        on_delete=models.CASCADE,
+        related_name="simulations",
+        help_text="The conversation replayed; of several, the first.",
+    )
+    conversations = models.ManyToManyField(
+        Conversation,
+        blank=True,
+        related_name="simulations_over",
+        help_text="Every conversation swept or searched over, when there are several "
+        "(from the Sweep page); empty for one.",
     )
     kind = models.CharField(max_length=10, choices=KIND_CHOICES, default="replay")
     configs = models.JSONField(default=list, blank=True, help_text="[{name, config}] to compare.")

@@ -10,7 +10,7 @@ from reduction_app.conversations import import_views
 from reduction_app.conversations import views as conversations
 from reduction_app.dashboard import workspace_switch
 from reduction_app.records.views import events, files, overview
-from reduction_app.simulations.views import compare, simulations, tune
+from reduction_app.simulations.views import compare, points, simulations, sweep, tune
 
 urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
@@ -25,4 +25,6 @@ urlpatterns = [
     *compare.urlpatterns,
     *tune.urlpatterns,
     *simulations.urlpatterns,
+    *points.urlpatterns,
+    *sweep.urlpatterns,
 ]

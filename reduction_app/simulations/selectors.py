@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Count, QuerySet
+from django.db.models import Count, Q, QuerySet
 
 from reduction_app.models import Conversation, Simulation, SimulationPart, Workspace
 from reduction_app.paging import digits
@@ -26,6 +26,16 @@ def simulation_list(*, workspace: Workspace) -> QuerySet[Simulation]:
         Simulation.objects.filter(workspace=workspace)
         .select_related("conversation")
         .order_by("-id")
+    )
+
+
+def simulation_rows(*, workspace: Workspace) -> QuerySet[Simulation]:
+    """Newest first, for the list page: without their results, each with ``selected``,
+    how many conversations it was over (0 for one)."""
+    return (
+        simulation_list(workspace=workspace)
+        .defer("results", "configs", "grid")
+        .annotate(selected=Count("conversations"))
     )
 
 
@@ -80,3 +90,43 @@ def simulation_parts(*, simulation: Simulation) -> PartsSummary:
     return PartsSummary(
         by_status=by_status, workers=[(w, n) for w, n in workers], retried=list(retried)
     )
+
+
+SWEEP_LISTED = 200
+"""The most conversations the Sweep page lists to pick from (its filter narrows them)."""
+
+
+def sweep_candidates(
+    *, workspace: Workspace, search: str = "", source: str = "", message_format: str = ""
+) -> QuerySet[Conversation]:
+    """The workspace's conversations matching the conversation list's filters (a search
+    of ids and titles, the recording format, the wire format), oldest first, without
+    their tools and system; ``source="any"`` keeps imported recordings only."""
+    qs = Conversation.objects.filter(workspace=workspace)
+    if search:
+        qs = qs.filter(Q(client_id__icontains=search) | Q(title__icontains=search))
+    if source == "any":
+        qs = qs.exclude(source="")
+    elif source:
+        qs = qs.filter(source=source)
+    if message_format:
+        qs = qs.filter(message_format=message_format)
+    return qs.defer("system", "tools").order_by("id")
+
+
+def conversation_sources(*, workspace: Workspace) -> list[str]:
+    """The recording formats the workspace's imported conversations came from."""
+    rows = (
+        Conversation.objects.filter(workspace=workspace)
+        .exclude(source="")
+        .values_list("source", flat=True)
+        .distinct()
+        .order_by("source")
+    )
+    return list(rows)
+
+
+def simulation_conversations(*, simulation: Simulation) -> list[Conversation]:
+    """The conversations a simulation replayed: its selection, or its one conversation."""
+    chosen = list(simulation.conversations.defer("system", "tools").order_by("id"))
+    return chosen or [simulation.conversation]

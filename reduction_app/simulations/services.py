@@ -140,12 +140,16 @@ def runs_inline(simulation: Simulation) -> bool:
 
 
 def simulation_enqueue(*, simulation: Simulation) -> None:
-    """Hand a queued simulation to the task workers: a sweep as one task per combination
-    (:mod:`reduction_app.simulations.sweeps`), a replay as one task."""
+    """Hand a queued simulation to the task workers: a sweep of one conversation as one
+    task per combination (:mod:`reduction_app.simulations.sweeps`), a replay, a sweep
+    over several conversations or a recommendation as one task."""
     from reduction_app.simulations.sweeps import sweep_enqueue
     from reduction_app.tasks import run_simulation
 
-    if simulation.kind == "sweep":
+    if simulation.options.get("corpus"):
+        # Over several conversations (the Sweep page): one task, see .corpus.
+        run_simulation.enqueue(simulation.pk)
+    elif simulation.kind == "sweep":
         sweep_enqueue(simulation=simulation)
     else:
         run_simulation.enqueue(simulation.pk)
@@ -183,11 +187,15 @@ def simulation_run(*, simulation_id: int) -> Simulation:
     prefix = int(options.get("min_cacheable_prefix", 1024))
     report = _progress(simulation.pk)
     try:
-        recorded = recorded_conversation(simulation.conversation)
-        if simulation.kind == "sweep":
+        if options.get("corpus"):
+            from reduction_app.simulations.corpus import corpus_run
+
+            results: dict[str, Any] = corpus_run(simulation, report)
+        elif simulation.kind == "sweep":
+            recorded = recorded_conversation(simulation.conversation)
             # In this process only: a web or worker process forks no pool of its own
             # (more workers are more `db_worker` processes, see simulation_enqueue).
-            results: dict[str, Any] = sweep(
+            results = sweep(
                 recorded,
                 simulation.grid or {},
                 pricing=pricing,
@@ -196,6 +204,7 @@ def simulation_run(*, simulation_id: int) -> Simulation:
                 workers=1,
             ).to_dict()
         else:
+            recorded = recorded_conversation(simulation.conversation)
             configs = [(c["name"], c["config"]) for c in simulation.configs]
             results = compare(
                 recorded,

@@ -1,15 +1,19 @@
-"""Simulations (``/simulations/``): the workspace's replays and sweeps, and one
-simulation's page.
+"""Simulations (``/simulations/``): the workspace's replays, sweeps and
+recommendations, and one simulation's page.
 
-While a simulation runs, its page shows how far it is (combinations done of all, and for
-a sweep on the task workers the parts queued, running and done, which workers took them,
-and the parts queued again after their worker stopped answering) and polls itself every
-second with htmx (a "Refresh" link without JavaScript); each look first takes back the
-parts whose worker stopped answering (``leases.sweep_lease_check``).
-Once done it shows the results: for a sweep the Pareto front of cost against re-fetches,
-then every combination in grid order, each with its misses and cost with recovery beside
-its re-fetches and cost ("—" for results stored before misses were measured); for a
-replay, the first misses of each config.
+While a simulation runs, its page shows how far it is (replays done of all; for a sweep
+of one conversation on the task workers, in a details section, the parts queued, running
+and done, which workers took them, and the parts queued again after their worker stopped
+answering) and polls itself every second with htmx (a "Refresh" link without
+JavaScript); each look first takes back the parts whose worker stopped answering
+(``leases.sweep_lease_check``).
+Once done it shows the results: for a sweep the front chart (cost saved against
+re-fetches and misses, one circle per distinct point, each linking to the point's page:
+:mod:`.points`), the Pareto front of cost against re-fetches (rows with the same figures
+once, with their count), then every combination in grid order, each with its misses and
+cost with recovery beside its re-fetches and cost ("—" for results stored before misses
+were measured); for a recommendation the config recommended, or why there is none, and
+its front; for a replay, the first misses of each config.
 """
 
 from __future__ import annotations
@@ -17,16 +21,20 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import Http404, HttpResponse
-from django.urls import path
+from django.urls import path, reverse
 from django.views.decorators.http import require_GET
 
 from reduction_app.dashboard import render_page, workspace_view
 from reduction_app.http import PageRequest
 from reduction_app.simulations.display import METRIC_HELP, miss_examples
 from reduction_app.simulations.leases import sweep_lease_check
+from reduction_app.models import Simulation
+from reduction_app.simulations.front_chart import front_chart
+from reduction_app.simulations.points import grid_items, group_points, points_of
 from reduction_app.simulations.selectors import (
+    simulation_conversations,
     simulation_get,
-    simulation_list,
+    simulation_rows,
     simulation_parts,
 )
 
@@ -36,17 +44,21 @@ LISTED = 50
 @require_GET
 @workspace_view
 def simulation_list_page(request: PageRequest) -> HttpResponse:
-    simulations = simulation_list(workspace=request.workspace)[:LISTED]
+    simulations = simulation_rows(workspace=request.workspace)[:LISTED]
     return render_page(request, "reduction_app/simulations.html", {"simulations": simulations})
 
 
 def _rows(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """A row per config or combination (a sweep over several conversations stores them
+    under ``combinations``, with the same fields)."""
     rows = []
-    for index, result in enumerate(results.get("results", [])):
+    listed = results.get("results") or results.get("combinations") or []
+    for index, result in enumerate(listed):
         totals = result.get("totals", {})
         rows.append(
             {
                 "index": index + 1,
+                "config": result.get("config"),
                 "name": result.get("name", ""),
                 "totals": totals,
                 "pareto": bool(result.get("pareto")),
@@ -59,6 +71,59 @@ def _rows(results: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
+def _front(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The front's rows, cheapest first, rows with the same figures shown once with
+    their count."""
+    front = sorted((r for r in rows if r["pareto"]), key=lambda r: r["totals"]["cost_usd"])
+    shown: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for row in front:
+        totals = row["totals"]
+        key = tuple(totals.get(k) for k in _SAME_FIGURES)
+        if key in shown:
+            shown[key]["same"].append(row)
+        else:
+            shown[key] = {**row, "same": []}
+    return list(shown.values())
+
+
+_SAME_FIGURES = (
+    "cost_usd",
+    "cost_with_recovery_usd",
+    "refetches",
+    "misses",
+    "input_tokens_billed",
+)
+
+
+def _results(simulation: Simulation, results: dict[str, Any]) -> dict[str, Any]:
+    points = points_of(simulation.kind, results)
+    groups = group_points(points)
+    recovery = any(p.saved_with_recovery is not None for p in points)
+    chart = front_chart(
+        groups,
+        href=lambda n: reverse("point", args=(simulation.pk, n)),
+        recovery=recovery,
+    )
+    out: dict[str, Any] = {"points": points, "chart": chart, "groups": groups}
+    if simulation.kind == "recommend":
+        out["recommended"] = next((p for p in points if p.recommended), None)
+        out["budget"] = results.get("budget")
+        out["rows"] = []
+        return out
+    rows = _rows(results)
+    # A sweep names its baseline with its totals; a comparison names it, and holds it
+    # whole apart when it is none of the configs (no reduction).
+    base = results.get("baseline")
+    out.update(
+        rows=rows,
+        misses=miss_examples(results),
+        front=_front(rows),
+        baseline=base if isinstance(base, dict) else results.get("baseline_result"),
+        corpus="combinations" in results,
+    )
+    return out
+
+
 @require_GET
 @workspace_view
 def simulation_page(request: PageRequest, simulation_id: int) -> HttpResponse:
@@ -67,10 +132,18 @@ def simulation_page(request: PageRequest, simulation_id: int) -> HttpResponse:
         raise Http404("no such simulation")
     simulation = sweep_lease_check(simulation=simulation)
     running = simulation.status in ("queued", "running")
+    corpus = bool(simulation.options.get("corpus"))
     context: dict[str, Any] = {
         "simulation": simulation,
         "running": running,
-        "parts": simulation_parts(simulation=simulation) if simulation.kind == "sweep" else None,
+        "corpus": corpus,
+        "conversations": simulation_conversations(simulation=simulation),
+        "grid": grid_items(simulation.grid),
+        "parts": (
+            simulation_parts(simulation=simulation)
+            if simulation.kind == "sweep" and not corpus
+            else None
+        ),
         "rows": [],
         "front": [],
         "baseline": None,
@@ -81,16 +154,7 @@ def simulation_page(request: PageRequest, simulation_id: int) -> HttpResponse:
     if simulation.started_at is not None and simulation.finished_at is not None:
         context["duration"] = (simulation.finished_at - simulation.started_at).total_seconds()
     if simulation.status == "done" and simulation.results:
-        rows = _rows(simulation.results)
-        # A sweep names its baseline with its totals; a comparison names it, and holds it
-        # whole apart when it is none of the configs (no reduction).
-        base = simulation.results.get("baseline")
-        context.update(
-            rows=rows,
-            misses=miss_examples(simulation.results),
-            front=sorted((r for r in rows if r["pareto"]), key=lambda r: r["totals"]["cost_usd"]),
-            baseline=base if isinstance(base, dict) else simulation.results.get("baseline_result"),
-        )
+        context.update(_results(simulation, simulation.results))
     return render_page(
         request, "reduction_app/simulation.html", context, partial="simulation-status"
     )

@@ -1,0 +1,163 @@
+"""One point of a sweep or a recommendation (``/simulations/<id>/points/<n>/``): its knobs
+as ``name = value``, its figures, and what to do with it.
+
+"Open in Tune" is a GET form to ``/tune/`` carrying the point's knobs and switches on
+the conversation chosen. Compare compares stored configs, so "Open in Compare" (a POST)
+uses the workspace's config holding exactly the point's settings, saving one named
+after the point when there is none, and goes to ``/compare/`` with no reduction first,
+so every delta is against it. "Save as config" (a POST) saves it under the name given
+and goes to the new config.
+"""
+
+from __future__ import annotations
+
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import urlencode
+
+from django.http import Http404, HttpResponse
+from django.shortcuts import redirect
+from django.urls import path
+from django.views.decorators.http import require_GET, require_POST
+
+from reduction_app import engine
+from reduction_app.configs.selectors import config_rows
+from reduction_app.configs.services import config_create
+from reduction_app.dashboard import render_page, workspace_view
+from reduction_app.errors import ServiceError
+from reduction_app.http import PageRequest
+from reduction_app.models import Conversation, Simulation, Workspace
+from reduction_app.paging import digits
+from reduction_app.simulations.points import Point, group_points, points_of
+from reduction_app.simulations.selectors import simulation_conversations, simulation_get
+
+
+def _point(request: PageRequest, simulation_id: int, number: int) -> tuple[Simulation, Point]:
+    simulation = simulation_get(workspace=request.workspace, simulation_id=simulation_id)
+    if simulation is None:
+        raise Http404("no such simulation")
+    points = points_of(simulation.kind, simulation.results if simulation.status == "done" else None)
+    if not 1 <= number <= len(points):
+        raise Http404("no such point")
+    return simulation, points[number - 1]
+
+
+def point_name(simulation: Simulation, point: Point) -> str:
+    """The name a config saved from the point gets unless one is given."""
+    if point.recommended:
+        return f"Recommended by #{simulation.pk}"
+    return f"{simulation.get_kind_display()} #{simulation.pk} point {point.number}"
+
+
+def tune_fields(point: Point) -> list[tuple[str, str]]:
+    """The point's knobs and switches as the Tune page reads them from its query."""
+    values = point.config
+    fields = [("start", "defaults")]
+    for spec in engine.config_knobs():
+        if spec.name in values:
+            fields.append((spec.name, str(values[spec.name])))
+    for spec in engine.config_switches():
+        if spec.name in values:
+            fields.append((spec.name, "on" if values[spec.name] else "off"))
+    return fields
+
+
+def _context(simulation: Simulation, point: Point, **extra: Any) -> dict[str, Any]:
+    points = points_of(simulation.kind, simulation.results)
+    same = next(g for g in group_points(points) if point in g.members)
+    return {
+        "simulation": simulation,
+        "point": point,
+        "same": [p for p in same.members if p is not point],
+        "conversations": simulation_conversations(simulation=simulation),
+        "tune_fields": tune_fields(point),
+        "save_name": point_name(simulation, point),
+        **extra,
+    }
+
+
+@require_GET
+@workspace_view
+def point_page(request: PageRequest, simulation_id: int, number: int) -> HttpResponse:
+    simulation, point = _point(request, simulation_id, number)
+    return render_page(request, "reduction_app/sweep_point.html", _context(simulation, point))
+
+
+def _stored(workspace: Workspace, config: dict[str, Any]) -> int | None:
+    """The id of a live config whose latest version holds exactly ``config``."""
+    full = engine.config_to_dict(engine.config_from_dict(config, backend=engine.InMemoryBackend()))
+    for row in config_rows(workspace=workspace):
+        if row.latest_data == full:
+            return int(row.pk)
+    return None
+
+
+def _save(workspace: Workspace, name: str, config: dict[str, Any]) -> int:
+    """Save ``config`` as ``name``, or ``name (2)``, ... when that is taken."""
+    for attempt in range(1, 50):
+        candidate = name if attempt == 1 else f"{name} ({attempt})"
+        try:
+            return int(
+                config_create(workspace=workspace, name=candidate[:100], data=config).profile.pk
+            )
+        except ServiceError:
+            continue
+    raise ServiceError(f"too many configs named {name!r}")
+
+
+@require_POST
+@workspace_view
+def point_compare(request: PageRequest, simulation_id: int, number: int) -> HttpResponse:
+    simulation, point = _point(request, simulation_id, number)
+    wanted = request.POST.get("conversation", "")
+    conversations = simulation_conversations(simulation=simulation)
+    conversation: Conversation | None = next(
+        (c for c in conversations if digits(wanted) and c.pk == int(wanted)), conversations[0]
+    )
+    assert conversation is not None
+    profile_id = _stored(request.workspace, point.config)
+    if profile_id is None:
+        profile_id = _save(request.workspace, point_name(simulation, point), point.config)
+    query = [
+        ("conversation", str(conversation.pk)),
+        ("config", "none"),
+        ("config", str(profile_id)),
+        ("baseline", "first"),
+    ]
+    return redirect(f"/compare/?{urlencode(query)}")
+
+
+@require_POST
+@workspace_view
+def point_save(request: PageRequest, simulation_id: int, number: int) -> HttpResponse:
+    simulation, point = _point(request, simulation_id, number)
+    name = request.POST.get("name", "").strip()
+    error = ""
+    if not name:
+        error = "Give the new config a name."
+    else:
+        try:
+            version = config_create(workspace=request.workspace, name=name[:100], data=point.config)
+        except ServiceError as exc:
+            error = str(exc)
+        else:
+            return redirect("config_edit", version.profile.pk)
+    context = _context(simulation, point, save_name=name, save_error=error)
+    response = render_page(request, "reduction_app/sweep_point.html", context)
+    response.status_code = HTTPStatus.BAD_REQUEST
+    return response
+
+
+urlpatterns = [
+    path("simulations/<int:simulation_id>/points/<int:number>/", point_page, name="point"),
+    path(
+        "simulations/<int:simulation_id>/points/<int:number>/compare/",
+        point_compare,
+        name="point_compare",
+    ),
+    path(
+        "simulations/<int:simulation_id>/points/<int:number>/save/",
+        point_save,
+        name="point_save",
+    ),
+]

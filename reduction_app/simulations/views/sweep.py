@@ -1,0 +1,252 @@
+"""Sweep (``/sweep/``): sweep a grid over several conversations, or ask for the config to
+recommend for them.
+
+The conversations come from the conversation list's filters (``?q=&source=&format=``,
+so that list can link here with its own): the ones ticked, every one the filter shows,
+or every imported recording (``scope``). The grid has a field per numeric knob of the
+engine spec (values separated by commas, ``20k`` for 20,000; empty: the default) and
+off / on / both per strategy switch. The number of combinations, and of replays over
+the conversations, follows the fields with htmx (``POST /sweep/count/``; the "Count"
+button does the same without JavaScript). "Start sweep" and "Recommend" validate
+everything, queue the work for the task workers and go to its page
+(:mod:`reduction_app.simulations.corpus`); what is wrong is shown on the form.
+"""
+
+from __future__ import annotations
+
+from http import HTTPStatus
+from typing import Any
+
+from django.http import HttpResponse, QueryDict
+from django.shortcuts import redirect
+from django.urls import path
+from django.views.decorators.http import require_GET, require_POST
+
+from reduction_app import engine
+from reduction_app.dashboard import render_page, workspace_view
+from reduction_app.http import PageRequest
+from reduction_app.models import Conversation
+from reduction_app.paging import digits
+from reduction_app.simulations.corpus import (
+    DEFAULT_MAX_SECONDS,
+    MAX_COMBINATIONS,
+    MAX_REPLAYS,
+    combination_count,
+    corpus_simulation_create,
+)
+from reduction_app.simulations.selectors import (
+    SWEEP_LISTED,
+    conversation_sources,
+    sweep_candidates,
+)
+from reduction_app.simulations.services import SimulationInputError, simulation_enqueue
+from simulator.pricing import PRESETS
+
+SCOPES = (
+    ("picked", "the conversations ticked below"),
+    ("filter", "every conversation the filter shows"),
+    ("recordings", "every imported recording"),
+)
+SWITCH_CHOICES = (("off", "off"), ("on", "on"), ("both", "both"))
+
+
+def _number(piece: str) -> int:
+    """``20000``, ``20_000``, ``20k`` or ``2.5k`` as a whole number; ValueError else."""
+    text = piece.strip().replace("_", "").lower()
+    if text.endswith("k"):
+        value = float(text[:-1]) * 1000
+        if not value.is_integer():
+            raise ValueError(piece)
+        return int(value)
+    return int(text)
+
+
+def _grid(params: QueryDict) -> tuple[dict[str, Any], dict[str, str]]:
+    """The grid the fields ask for, and a problem per field at fault."""
+    grid: dict[str, Any] = {}
+    errors: dict[str, str] = {}
+    for spec in engine.config_knobs():
+        raw = params.get(spec.name, "").strip()
+        if not raw:
+            continue
+        values: list[int] = []
+        for piece in (p for p in raw.split(",") if p.strip()):
+            try:
+                value = _number(piece)
+            except ValueError:
+                errors[spec.name] = f"{piece.strip()!r} is not a whole number"
+                break
+            try:
+                engine.config_from_dict({spec.name: value}, backend=engine.InMemoryBackend())
+            except engine.ConfigError as exc:
+                errors[spec.name] = f"{value}: {exc.problem}"
+                break
+            if value not in values:
+                values.append(value)
+        if values and spec.name not in errors:
+            grid[spec.name] = values
+    for spec in engine.config_switches():
+        choice = params.get(spec.name, "off")
+        if choice == "on":
+            grid[spec.name] = [True]
+        elif choice == "both":
+            grid[spec.name] = [False, True]
+    return grid, errors
+
+
+def _scope(params: QueryDict) -> str:
+    scope = params.get("scope", "")
+    if scope in dict(SCOPES):
+        return scope
+    filtered = any(params.get(k) for k in ("q", "source", "format"))
+    return "filter" if filtered else "picked"
+
+
+def _picked(params: QueryDict) -> list[int]:
+    return [int(v) for v in params.getlist("conversation") if digits(v)]
+
+
+def _form(request: PageRequest, params: QueryDict) -> dict[str, Any]:
+    """The page's state from ``params``: the selection, the grid and their counts."""
+    workspace = request.workspace
+    search = params.get("q", "").strip()
+    source = params.get("source", "")
+    message_format = params.get("format", "")
+    candidates = sweep_candidates(
+        workspace=workspace, search=search, source=source, message_format=message_format
+    )
+    scope = _scope(params)
+    picked = _picked(params)
+    if scope == "recordings":
+        selection = list(sweep_candidates(workspace=workspace, source="any"))
+    elif scope == "filter":
+        selection = list(candidates)
+    else:
+        selection = list(sweep_candidates(workspace=workspace).filter(pk__in=picked))
+    listed = list(candidates[:SWEEP_LISTED])
+    shown = {c.pk for c in listed}
+    listed += [c for c in selection if scope == "picked" and c.pk not in shown]
+    grid, errors = _grid(params)
+    combinations = combination_count(grid)
+    replays = combinations * len(selection)
+    if combinations > MAX_COMBINATIONS:
+        errors["grid"] = (
+            f"{combinations:,} combinations: at most {MAX_COMBINATIONS:,} can be swept at once"
+        )
+    elif replays > MAX_REPLAYS:
+        errors["grid"] = (
+            f"{combinations:,} combinations × {len(selection):,} conversations = "
+            f"{replays:,} replays: at most {MAX_REPLAYS:,} at once"
+        )
+    knobs = [
+        {
+            "name": spec.name,
+            "value": params.get(spec.name, ""),
+            "default": spec.default,
+            "help": spec.help,
+            "error": errors.get(spec.name, ""),
+        }
+        for spec in engine.config_knobs()
+    ]
+    switches = [
+        {"name": spec.name, "value": params.get(spec.name, "off"), "help": spec.help}
+        for spec in engine.config_switches()
+    ]
+    pricing = params.get("pricing", "gpt-4o")
+    return {
+        "q": search,
+        "source": source,
+        "format": message_format,
+        "sources": conversation_sources(workspace=workspace),
+        "formats": Conversation.FORMAT_CHOICES,
+        "scope": scope,
+        "scopes": SCOPES,
+        "listed": listed,
+        "listed_more": candidates.count() > SWEEP_LISTED,
+        "picked": {c.pk for c in selection} if scope == "picked" else set(picked),
+        "selection": selection,
+        "grid": grid,
+        "knobs": knobs,
+        "switches": switches,
+        "switch_choices": SWITCH_CHOICES,
+        "combinations": combinations,
+        "replays": replays,
+        "errors": errors,
+        "pricing": pricing if pricing in PRESETS else "gpt-4o",
+        "presets": sorted(PRESETS),
+        "max_seconds": params.get("max_seconds", str(DEFAULT_MAX_SECONDS)),
+        "limits": {"combinations": MAX_COMBINATIONS, "replays": MAX_REPLAYS},
+    }
+
+
+def _render(
+    request: PageRequest, context: dict[str, Any], *, status: int = HTTPStatus.OK
+) -> HttpResponse:
+    response = render_page(request, "reduction_app/sweep.html", context, partial="sweep-count")
+    response.status_code = status
+    return response
+
+
+@require_GET
+@workspace_view
+def sweep_page(request: PageRequest) -> HttpResponse:
+    return _render(request, _form(request, request.GET))
+
+
+@require_POST
+@workspace_view
+def sweep_count(request: PageRequest) -> HttpResponse:
+    """The counts for the fields as they are (the form's htmx, or its "Count" button)."""
+    return _render(request, _form(request, request.POST))
+
+
+def _start(request: PageRequest, kind: str) -> HttpResponse:
+    context = _form(request, request.POST)
+    errors: dict[str, str] = context["errors"]
+    if not context["selection"]:
+        errors["conversations"] = "Pick at least one conversation."
+    if kind == "sweep" and not context["grid"] and not errors:
+        errors["grid"] = "Give values for at least one knob, or turn a switch on or to both."
+    max_seconds = str(context["max_seconds"]).strip()
+    if kind == "recommend" and not digits(max_seconds):
+        errors["max_seconds"] = f"{max_seconds!r} is not a whole number of seconds"
+    if not errors:
+        try:
+            simulation = corpus_simulation_create(
+                workspace=request.workspace,
+                conversations=context["selection"],
+                kind=kind,
+                grid=context["grid"] or None,
+                pricing=context["pricing"],
+                max_seconds=int(max_seconds) if kind == "recommend" else DEFAULT_MAX_SECONDS,
+            )
+        except SimulationInputError as exc:
+            errors[exc.field] = str(exc).split(": ", 1)[1]
+        else:
+            simulation_enqueue(simulation=simulation)
+            return redirect("simulation", simulation.pk)
+    context["error_kind"] = kind
+    # A form sent whole, not swapped in part: the page again, with what is wrong.
+    response = render_page(request, "reduction_app/sweep.html", context)
+    response.status_code = HTTPStatus.BAD_REQUEST
+    return response
+
+
+@require_POST
+@workspace_view
+def sweep_start(request: PageRequest) -> HttpResponse:
+    return _start(request, "sweep")
+
+
+@require_POST
+@workspace_view
+def sweep_recommend(request: PageRequest) -> HttpResponse:
+    return _start(request, "recommend")
+
+
+urlpatterns = [
+    path("sweep/", sweep_page, name="sweep"),
+    path("sweep/count/", sweep_count, name="sweep_count"),
+    path("sweep/start/", sweep_start, name="sweep_start"),
+    path("sweep/recommend/", sweep_recommend, name="sweep_recommend"),
+]
