@@ -26,8 +26,8 @@ def _nice_step(span: float, *, whole: bool = False) -> float:
     raw = span / TICKS if span > 0 else 1.0
     if whole:
         raw = max(raw, 1.0)
-    magnitude = 10 ** math.floor(math.log10(raw))
-    for factor in (1, 2, 2.5, 5, 10):
+    magnitude = 10.0 ** math.floor(math.log10(raw))
+    for factor in (1, 2, 5, 10) if whole else (1, 2, 2.5, 5, 10):
         if raw <= factor * magnitude:
             return factor * magnitude
     return 10 * magnitude

@@ -63,16 +63,16 @@ def test_sweep_two_recordings_open_a_point_in_compare_and_save_one(
     # 2 values × off and on = 4 combinations, on 2 conversations.
     page.wait_for_selector("#sweep-count [data-replays='8']")
     assert page.locator("#sweep-count .count").inner_text() == (
-        "4 combinations × 2 conversations = 8 replays "
-        "(at most 500 combinations and 5,000 replays)."
+        "4 combinations × 2 conversations = 8 replays (at most 500 combinations and 5,000 replays)."
     )
     shoot(page, "sweep")
     page.click("button:has-text('Start sweep')")
     simulation = _finish(page)
-    assert sorted(c.pk for c in simulation.conversations.all()) == [
-        c.pk for c in two_recordings
-    ]
-    assert simulation.grid == {"max_length_for_trunc": [100, 50000], "clear_superseded": [False, True]}
+    assert sorted(c.pk for c in simulation.conversations.all()) == [c.pk for c in two_recordings]
+    assert simulation.grid == {
+        "max_length_for_trunc": [100, 50000],
+        "clear_superseded": [False, True],
+    }
     page.wait_for_selector("svg[data-chart=front] a.point")
     counts = page.eval_on_selector_all(
         "svg[data-chart=front] a.point", "els => els.map(e => Number(e.dataset.count))"

@@ -26,16 +26,16 @@ from django.views.decorators.http import require_GET
 
 from reduction_app.dashboard import render_page, workspace_view
 from reduction_app.http import PageRequest
-from reduction_app.simulations.display import METRIC_HELP, miss_examples
-from reduction_app.simulations.leases import sweep_lease_check
 from reduction_app.models import Simulation
+from reduction_app.simulations.display import METRIC_HELP, miss_examples
 from reduction_app.simulations.front_chart import front_chart
+from reduction_app.simulations.leases import sweep_lease_check
 from reduction_app.simulations.points import grid_items, group_points, points_of
 from reduction_app.simulations.selectors import (
     simulation_conversations,
     simulation_get,
-    simulation_rows,
     simulation_parts,
+    simulation_rows,
 )
 
 LISTED = 50
