@@ -65,7 +65,7 @@ def _check_grid(grid: Mapping[str, Any], conversations: int) -> int:
     try:
         return len(grid_configs(grid))
     except ValueError as exc:
-        raise SimulationInputError("grid", str(exc)) from exc
+        raise SimulationInputError("grid", str(exc).removeprefix("grid: ")) from exc
 
 
 def corpus_simulation_create(
