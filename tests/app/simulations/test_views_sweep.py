@@ -1,0 +1,328 @@
+"""The Sweep page, a sweep's and a recommendation's results, and a point's page and
+actions."""
+
+from __future__ import annotations
+
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import urlencode
+
+import pytest
+from django.test import Client
+
+from reduction_app import engine
+from reduction_app.models import ConfigProfile, Conversation, Simulation
+from reduction_app.simulations.points import group_points, knob_items, points_of
+from tests.app.pages_support import (
+    cut_listing_conversation,
+    elements,
+    member_client,
+    parsed,
+    text,
+)
+from tests.app.simulations.sweep_support import drain_worker
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def setup() -> tuple[Client, list[Conversation]]:
+    client, workspace = member_client()
+    return client, [
+        cut_listing_conversation(workspace, client_id="listing-a"),
+        cut_listing_conversation(workspace, tool="find_files", client_id="listing-b"),
+    ]
+
+
+def _form(conversations: list[Conversation], **fields: Any) -> dict[str, Any]:
+    return {"scope": "picked", "conversation": [str(c.pk) for c in conversations], **fields}
+
+
+def test_sweep_page_offers_the_conversations_and_a_field_per_knob_and_switch(
+    setup: tuple[Client, list[Conversation]],
+) -> None:
+    client, conversations = setup
+    page = parsed(client.get("/sweep/"))
+    boxes = elements(page, "input", type="checkbox", name="conversation")
+    assert [dict(b.attributes)["value"] for b in boxes] == [str(c.pk) for c in conversations]
+    for spec in engine.config_knobs():
+        (field,) = elements(page, "input", type="text", name=spec.name)
+        assert dict(field.attributes)["placeholder"] == f"default {spec.default}"
+    for spec in engine.config_switches():
+        radios = elements(page, "input", type="radio", name=spec.name)
+        assert [dict(r.attributes)["value"] for r in radios] == ["off", "on", "both"]
+    (nav,) = elements(page, "nav")
+    assert "Sweep" in [text(a) for a in elements(nav, "a")]
+
+
+def test_sweep_count_follows_the_fields(setup: tuple[Client, list[Conversation]]) -> None:
+    client, conversations = setup
+    fields = _form(conversations, max_tokens_for_clear="20k, 40_000", clear_superseded="both")
+    response = client.post("/sweep/count/", fields, HTTP_HX_REQUEST="true")
+    assert response.status_code == HTTPStatus.OK
+    part = parsed(response)
+    assert not elements(part, "nav")  # the count alone
+    # 2 values × off and on, on 2 conversations.
+    assert len(elements(part, "strong", data_combinations="4")) == 1
+    assert len(elements(part, "span", data_conversations="2")) == 1
+    assert len(elements(part, "span", data_replays="8")) == 1
+    # Without JavaScript, the "Count" button gets the whole page, the fields kept.
+    page = parsed(client.post("/sweep/count/", fields))
+    (field,) = elements(page, "input", name="max_tokens_for_clear")
+    assert dict(field.attributes)["value"] == "20k, 40_000"
+    assert len(elements(page, "span", data_replays="8")) == 1
+
+
+def test_sweep_page_takes_the_conversation_lists_filter(
+    setup: tuple[Client, list[Conversation]],
+) -> None:
+    client, conversations = setup
+    page = parsed(client.get("/sweep/?q=listing-b"))
+    boxes = elements(page, "input", type="checkbox", name="conversation")
+    assert [dict(b.attributes)["value"] for b in boxes] == [str(conversations[1].pk)]
+    scopes = elements(page, "input", name="scope")
+    assert [dict(s.attributes)["value"] for s in scopes if "checked" in dict(s.attributes)] == [
+        "filter"
+    ]
+    assert len(elements(page, "span", data_conversations="1")) == 1
+
+
+@pytest.mark.parametrize(
+    ("fields", "where", "error"),
+    [
+        ({"max_tokens_for_clear": "20k, 2o"}, "knob", "'2o' is not a whole number"),
+        (
+            {"max_length_for_trunc": "-1"},
+            "knob",
+            "-1: must be at least 0, got -1",
+        ),
+        (
+            {},
+            "grid",
+            "Give values for at least one knob, or turn a switch on or to both.",
+        ),
+        (
+            {
+                "max_tokens_for_clear": ",".join(f"{n}k" for n in range(1, 27)),
+                "max_length_for_trunc": ",".join(str(n * 100) for n in range(1, 21)),
+            },
+            "grid",
+            "520 combinations: at most 500 can be swept at once",
+        ),
+    ],
+)
+def test_sweep_start_shows_what_is_wrong_on_the_form(
+    setup: tuple[Client, list[Conversation]], fields: dict[str, str], where: str, error: str
+) -> None:
+    client, conversations = setup
+    response = client.post("/sweep/start/", _form(conversations, **fields))
+    assert response.status_code == HTTPStatus.BAD_REQUEST
+    page = parsed(response)
+    if where == "knob":
+        (row,) = elements(page, "tr", class_="invalid")
+        assert [text(p) for p in elements(row, "p", class_="error")] == [error]
+    else:
+        (shown,) = elements(page, "p", id="error-grid")
+        assert text(shown) == error
+    assert not Simulation.objects.exists()
+
+
+def test_sweep_start_needs_a_conversation(setup: tuple[Client, list[Conversation]]) -> None:
+    client, _ = setup
+    response = client.post("/sweep/start/", {"scope": "picked", "max_length_for_trunc": "200"})
+    assert response.status_code == HTTPStatus.BAD_REQUEST
+    (shown,) = elements(parsed(response), "p", id="error-conversations")
+    assert text(shown) == "Pick at least one conversation."
+
+
+def _swept(client: Client, conversations: list[Conversation]) -> Simulation:
+    fields = _form(conversations, max_length_for_trunc="200, 2k", clear_superseded="both")
+    response = client.post("/sweep/start/", fields)
+    simulation = Simulation.objects.get()
+    assert response.status_code == HTTPStatus.FOUND
+    assert response["Location"] == f"/simulations/{simulation.pk}/"
+    drain_worker()
+    simulation.refresh_from_db()
+    return simulation
+
+
+def test_a_sweeps_page_charts_one_circle_per_distinct_point(
+    setup: tuple[Client, list[Conversation]],
+) -> None:
+    client, conversations = setup
+    simulation = _swept(client, conversations)
+    assert simulation.kind == "sweep"
+    assert simulation.grid == {
+        "max_length_for_trunc": [200, 2000],
+        "clear_superseded": [False, True],
+    }
+    page = parsed(client.get(f"/simulations/{simulation.pk}/"))
+    groups = group_points(points_of("sweep", simulation.results))
+    (chart,) = elements(page, "svg", data_chart="front")
+    links = elements(chart, "a", class_="point")
+    assert [(dict(a.attributes)["href"], int(dict(a.attributes)["data-count"])) for a in links] == [
+        (f"/simulations/{simulation.pk}/points/{g.first.number}/", g.count) for g in groups
+    ]
+    for link, group in zip(links, groups, strict=True):
+        (title,) = elements(link, "title")
+        for name, value in group.first.knobs:
+            assert f"{name} = {value}" in text(title)
+    # The grid as names and values; every row of every combination links to its point.
+    knobs = elements(page, "dl", class_="knobs")[0]
+    assert [text(d) for d in elements(knobs, "dd")] == ["= 200, 2000", "= off, on"]
+    rows = elements(elements(page, "table", class_="all")[0], "tr", class_="linked")
+    assert len(rows) == 4
+    for number, row in enumerate(rows, start=1):
+        hrefs = {dict(a.attributes)["href"] for a in elements(row, "a")}
+        assert hrefs == {f"/simulations/{simulation.pk}/points/{number}/"}
+    # No worker ids nor parts: it ran as one task.
+    assert not elements(page, "details", class_="parts")
+
+
+def test_a_points_page_opens_it_in_compare_and_saves_it(
+    setup: tuple[Client, list[Conversation]],
+) -> None:
+    client, conversations = setup
+    simulation = _swept(client, conversations)
+    point = points_of("sweep", simulation.results)[0]
+    base = f"/simulations/{simulation.pk}/points/1/"
+    page = parsed(client.get(base))
+    (knobs,) = elements(page, "dl", class_="knobs")
+    assert [text(dt) for dt in elements(knobs, "dt")] == [n for n, _ in knob_items(point.config)]
+    assert knob_items(point.config)[:2] == [
+        ("max_length_for_trunc", "200"),
+        ("clear_superseded", "off"),
+    ]
+    (tune,) = elements(page, "form", id="point-tune")
+    hidden = [
+        (dict(i.attributes)["name"], dict(i.attributes)["value"])
+        for i in elements(tune, "input", type="hidden")
+    ]
+    assert hidden == [
+        ("start", "defaults"),
+        ("max_length_for_trunc", "200"),
+        ("clear_superseded", "off"),
+    ]
+
+    name = f"Sweep a grid #{simulation.pk} point 1"
+    response = client.post(f"{base}compare/", {"conversation": str(conversations[1].pk)})
+    profile = ConfigProfile.objects.get(name=name)
+    query = urlencode(
+        [
+            ("conversation", conversations[1].pk),
+            ("config", "none"),
+            ("config", profile.pk),
+            ("baseline", "first"),
+        ]
+    )
+    assert response["Location"] == f"/compare/?{query}"
+    # Again: the same config, not another.
+    client.post(f"{base}compare/", {"conversation": str(conversations[0].pk)})
+    assert ConfigProfile.objects.count() == 1
+
+    response = client.post(f"{base}save/", {"name": "cut at 200"})
+    saved = ConfigProfile.objects.get(name="cut at 200")
+    assert response["Location"] == f"/configs/{saved.pk}/edit/"
+    data = saved.versions.get().data
+    assert (data["max_length_for_trunc"], data["clear_superseded"]) == (200, False)
+    for name, error in (
+        ("", "Give the new config a name."),
+        ("cut at 200", "a config named 'cut at 200' already exists"),
+    ):
+        response = client.post(f"{base}save/", {"name": name})
+        assert response.status_code == HTTPStatus.BAD_REQUEST
+        (form,) = elements(parsed(response), "form", id="point-save")
+        assert [text(p) for p in elements(form, "p", class_="error")] == [error]
+
+
+def test_a_point_elsewhere_is_not_found(setup: tuple[Client, list[Conversation]]) -> None:
+    client, conversations = setup
+    simulation = _swept(client, conversations)
+    assert client.get(f"/simulations/{simulation.pk}/points/5/").status_code == HTTPStatus.NOT_FOUND
+    stranger, _ = member_client("bob", workspace="Elsewhere")
+    assert (
+        stranger.get(f"/simulations/{simulation.pk}/points/1/").status_code == HTTPStatus.NOT_FOUND
+    )
+    assert (
+        stranger.post(f"/simulations/{simulation.pk}/points/1/save/", {"name": "x"}).status_code
+        == HTTPStatus.NOT_FOUND
+    )
+
+
+def test_recommend_offers_its_config_to_save(setup: tuple[Client, list[Conversation]]) -> None:
+    client, conversations = setup
+    fields = _form(conversations, max_length_for_trunc="200, 2k", max_seconds="30")
+    response = client.post("/sweep/recommend/", fields)
+    simulation = Simulation.objects.get()
+    assert response["Location"] == f"/simulations/{simulation.pk}/"
+    assert (simulation.kind, simulation.options["max_seconds"]) == ("recommend", 30)
+    drain_worker()
+    simulation.refresh_from_db()
+    assert simulation.status == "done"
+    assert simulation.results is not None
+    page = parsed(client.get(f"/simulations/{simulation.pk}/"))
+    (section,) = elements(page, "section", id="recommendation")
+    best = simulation.results["config"]
+    if best is None:
+        assert elements(section, "p", class_="none-recommended")
+        return
+    (knobs,) = elements(section, "dl", class_="knobs")
+    assert [text(dt) for dt in elements(knobs, "dt")] == [n for n, _ in knob_items(best)]
+    (form,) = elements(section, "form", id="recommended-save")
+    assert dict(form.attributes)["action"] == f"/simulations/{simulation.pk}/points/1/save/"
+    client.post(f"/simulations/{simulation.pk}/points/1/save/", {"name": "recommended"})
+    data = ConfigProfile.objects.get(name="recommended").versions.get().data
+    assert all(data[k] == v for k, v in best.items())
+
+
+def test_recommend_says_when_no_config_beats_no_reduction(
+    setup: tuple[Client, list[Conversation]],
+) -> None:
+    """Results where nothing qualified: the page says so plainly, with no save form."""
+    client, conversations = setup
+    simulation = Simulation.objects.create(
+        workspace=conversations[0].workspace,
+        conversation=conversations[0],
+        kind="recommend",
+        status="done",
+        options={"pricing": "gpt-4o", "corpus": True, "max_seconds": 30},
+        results={
+            "config": None,
+            "budget": {"misses": 0, "refetches": 0},
+            "front": [
+                {
+                    "config": {"max_length_for_trunc": 200},
+                    "saved_with_recovery": -0.05,
+                    "misses": 2,
+                    "refetches": 0,
+                    "runs_worse": 2,
+                }
+            ],
+        },
+    )
+    simulation.conversations.set(conversations)
+    page = parsed(client.get(f"/simulations/{simulation.pk}/"))
+    (said,) = elements(page, "p", class_="none-recommended")
+    assert text(said) == (
+        "No config to recommend: none costs less than no reduction on every conversation "
+        "once recovering what it hid is counted while missing at most 0 and re-fetching at "
+        "most 0. The front of what was tried is below."
+    )
+    assert not elements(page, "form", id="recommended-save")
+    (row,) = elements(elements(page, "table", class_="recommend-front")[0], "tr", class_="linked")
+    assert text(elements(row, "th")[0]) == "max_length_for_trunc = 200"
+
+
+def test_simulation_list_links_whole_rows(setup: tuple[Client, list[Conversation]]) -> None:
+    client, conversations = setup
+    simulation = _swept(client, conversations)
+    page = parsed(client.get("/simulations/"))
+    (row,) = elements(page, "tr", class_="linked")
+    cells = elements(row, "td")
+    assert len(cells) == 6
+    for cell in cells:
+        (link,) = elements(cell, "a")
+        assert dict(link.attributes)["href"] == f"/simulations/{simulation.pk}/"
+    assert text(cells[2]) == "listing-a and 1 more"
+    (main,) = elements(parsed(client.get(f"/simulations/{simulation.pk}/")), "main")
+    assert "{" not in text(main)  # knobs as names and values, never a dict
