@@ -3,6 +3,7 @@ one task on the worker, their results what the simulator gives in one process.""
 
 from __future__ import annotations
 
+from http import HTTPStatus
 from typing import Any
 
 import pytest
@@ -19,6 +20,7 @@ from simulator.pricing import pricing_for
 from simulator.recommend import recommend
 from tests.app.pages_support import cut_listing_conversation
 from tests.app.simulations.sweep_support import drain_worker
+from tests.app.support import ApiClient
 
 pytestmark = pytest.mark.django_db
 
@@ -120,3 +122,30 @@ def test_corpus_simulation_create_refuses_what_cannot_run(
         "conversations: a conversation of another workspace"
     )
     assert not Simulation.objects.exists()
+
+
+def test_the_rest_api_reads_sweeps_and_recommendations_over_several_conversations(
+    api: ApiClient,
+) -> None:
+    """They are started from the Sweep page; the REST API lists and reads them, their
+    results as the simulator wrote them."""
+    conversations = [
+        cut_listing_conversation(api.workspace, client_id="listing-a"),
+        cut_listing_conversation(api.workspace, tool="find_files", client_id="listing-b"),
+    ]
+    swept = _queued(conversations, "sweep", grid=GRID)
+    recommended = _queued(conversations, "recommend", grid={"max_length_for_trunc": [200]})
+    drain_worker()
+    listed = api.get("/simulations")
+    assert listed.status_code == HTTPStatus.OK
+    assert [(s["id"], s["kind"], s["status"]) for s in listed.json()["results"]] == [
+        (recommended.pk, "recommend", "done"),
+        (swept.pk, "sweep", "done"),
+    ]
+    for simulation in (swept, recommended):
+        simulation.refresh_from_db()
+        detail = api.get(f"/simulations/{simulation.pk}")
+        assert detail.status_code == HTTPStatus.OK
+        body = detail.json()
+        assert (body["conversation_id"], body["parts"]) == ("listing-a", [])
+        assert body["results"] == simulation.results
