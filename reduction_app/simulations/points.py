@@ -10,10 +10,11 @@ pairs, in the engine spec's order. Nothing here touches the database.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from reduction_app import engine
 from simulator.compare import GRID_KNOBS
 
 __all__ = ["Point", "PointGroup", "grid_items", "group_points", "knob_items", "points_of"]
@@ -35,11 +36,18 @@ def _ordered(names: Iterable[str]) -> list[str]:
     return sorted(names, key=lambda k: (_ORDER.get(k, len(_ORDER)), k))
 
 
-def knob_items(config: Mapping[str, Any] | None) -> list[tuple[str, str]]:
-    """``(name, value)`` per field of ``config``; ``[]`` for no reduction's ``None``."""
+_DEFAULTS = engine.config_to_dict(engine.config_from_dict({}, backend=engine.InMemoryBackend()))
+
+
+def knob_items(
+    config: Mapping[str, Any] | None, grid: Collection[str] = ()
+) -> list[tuple[str, str]]:
+    """``(name, value)`` per field of ``config`` that the grid sweeps or that differs from
+    the engine's default (a replay keeps every field); ``[]`` for no reduction."""
     if not config:
         return []
-    return [(name, _value_text(config[name])) for name in _ordered(config)]
+    shown = [k for k in config if k in grid or config[k] != _DEFAULTS.get(k, object())]
+    return [(name, _value_text(config[name])) for name in _ordered(shown)]
 
 
 def grid_items(grid: Mapping[str, Any] | None) -> list[tuple[str, str]]:
@@ -101,7 +109,9 @@ def _recovery_saving(totals: Mapping[str, Any], base: Mapping[str, Any] | None) 
     return 1 - float(mine) / float(theirs)
 
 
-def _sweep_points(results: Mapping[str, Any], rows: Sequence[Mapping[str, Any]]) -> list[Point]:
+def _sweep_points(
+    results: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], grid: Collection[str]
+) -> list[Point]:
     base = results.get("baseline")
     base_totals = base.get("totals") if isinstance(base, Mapping) else None
     out = []
@@ -116,7 +126,7 @@ def _sweep_points(results: Mapping[str, Any], rows: Sequence[Mapping[str, Any]])
                 number=number,
                 label=str(row.get("name", "")),
                 config=config,
-                knobs=knob_items(config),
+                knobs=knob_items(config, grid),
                 cost_usd=totals.get("cost_usd"),
                 recovery_usd=totals.get("cost_with_recovery_usd"),
                 saved=row.get("cost_saved"),
@@ -158,7 +168,8 @@ def _recommend_points(results: Mapping[str, Any]) -> list[Point]:
                 number=number,
                 label="recommended" if recommended else f"front point {number}",
                 config=config,
-                knobs=knob_items(config),
+                # A config recommended holds only the knobs searched: every one is shown.
+                knobs=knob_items(config, config),
                 cost_usd=None,
                 recovery_usd=None,
                 saved=entry.get("saved"),
@@ -174,16 +185,20 @@ def _recommend_points(results: Mapping[str, Any]) -> list[Point]:
     return out
 
 
-def points_of(kind: str, results: Mapping[str, Any] | None) -> list[Point]:
-    """Every point of a finished sweep or recommendation; ``[]`` for a replay."""
+def points_of(
+    kind: str, results: Mapping[str, Any] | None, grid: Mapping[str, Any] | None = None
+) -> list[Point]:
+    """Every point of a finished sweep or recommendation; ``[]`` for a replay. Each shows
+    the knobs ``grid`` sweeps and those off their defaults."""
     if not results:
         return []
+    swept = tuple(grid or ())
     if kind == "recommend":
         return _recommend_points(results)
     if kind == "sweep" and "combinations" in results:
-        return _sweep_points(results, results["combinations"])
+        return _sweep_points(results, results["combinations"], swept)
     if kind == "sweep":
-        return _sweep_points(results, results.get("results", []))
+        return _sweep_points(results, results.get("results", []), swept)
     return []
 
 

@@ -36,7 +36,8 @@ def _point(request: PageRequest, simulation_id: int, number: int) -> tuple[Simul
     simulation = simulation_get(workspace=request.workspace, simulation_id=simulation_id)
     if simulation is None:
         raise Http404("no such simulation")
-    points = points_of(simulation.kind, simulation.results if simulation.status == "done" else None)
+    done = simulation.results if simulation.status == "done" else None
+    points = points_of(simulation.kind, done, simulation.grid)
     if not 1 <= number <= len(points):
         raise Http404("no such point")
     return simulation, points[number - 1]
@@ -63,7 +64,7 @@ def tune_fields(point: Point) -> list[tuple[str, str]]:
 
 
 def _context(simulation: Simulation, point: Point, **extra: Any) -> dict[str, Any]:
-    points = points_of(simulation.kind, simulation.results)
+    points = points_of(simulation.kind, simulation.results, simulation.grid)
     same = next(g for g in group_points(points) if point in g.members)
     return {
         "simulation": simulation,

@@ -96,7 +96,7 @@ _SAME_FIGURES = (
 
 
 def _results(simulation: Simulation, results: dict[str, Any]) -> dict[str, Any]:
-    points = points_of(simulation.kind, results)
+    points = points_of(simulation.kind, results, simulation.grid)
     groups = group_points(points)
     recovery = any(p.saved_with_recovery is not None for p in points)
     chart = front_chart(

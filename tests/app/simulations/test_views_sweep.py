@@ -11,9 +11,12 @@ import pytest
 from django.test import Client
 
 from reduction_app import engine
+from reduction_app.conversations.services import conversation_create
 from reduction_app.models import ConfigProfile, Conversation, Simulation
 from reduction_app.simulations.points import group_points, knob_items, points_of
+from reduction_app.simulations.services import simulation_create, simulation_enqueue
 from tests.app.pages_support import (
+    cut_listing,
     cut_listing_conversation,
     elements,
     member_client,
@@ -157,7 +160,7 @@ def test_a_sweeps_page_charts_one_circle_per_distinct_point(
         "clear_superseded": [False, True],
     }
     page = parsed(client.get(f"/simulations/{simulation.pk}/"))
-    groups = group_points(points_of("sweep", simulation.results))
+    groups = group_points(points_of("sweep", simulation.results, simulation.grid))
     (chart,) = elements(page, "svg", data_chart="front")
     links = elements(chart, "a", class_="point")
     assert [(dict(a.attributes)["href"], int(dict(a.attributes)["data-count"])) for a in links] == [
@@ -184,12 +187,12 @@ def test_a_points_page_opens_it_in_compare_and_saves_it(
 ) -> None:
     client, conversations = setup
     simulation = _swept(client, conversations)
-    point = points_of("sweep", simulation.results)[0]
+    point = points_of("sweep", simulation.results, simulation.grid)[0]
     base = f"/simulations/{simulation.pk}/points/1/"
     page = parsed(client.get(base))
     (knobs,) = elements(page, "dl", class_="knobs")
-    assert [text(dt) for dt in elements(knobs, "dt")] == [n for n, _ in knob_items(point.config)]
-    assert knob_items(point.config)[:2] == [
+    assert [text(dt) for dt in elements(knobs, "dt")] == [n for n, _ in point.knobs]
+    assert point.knobs == [
         ("max_length_for_trunc", "200"),
         ("clear_superseded", "off"),
     ]
@@ -265,7 +268,7 @@ def test_recommend_offers_its_config_to_save(setup: tuple[Client, list[Conversat
     best = simulation.results["config"]
     assert best is not None
     (knobs,) = elements(section, "dl", class_="knobs")
-    assert [text(dt) for dt in elements(knobs, "dt")] == [n for n, _ in knob_items(best)]
+    assert [text(dt) for dt in elements(knobs, "dt")] == [n for n, _ in knob_items(best, best)]
     (form,) = elements(section, "form", id="recommended-save")
     assert dict(form.attributes)["action"] == f"/simulations/{simulation.pk}/points/1/save/"
     client.post(f"/simulations/{simulation.pk}/points/1/save/", {"name": "recommended"})
@@ -324,3 +327,53 @@ def test_simulation_list_links_whole_rows(setup: tuple[Client, list[Conversation
     assert text(cells[2]) == "listing-a and 1 more"
     (main,) = elements(parsed(client.get(f"/simulations/{simulation.pk}/")), "main")
     assert "{" not in text(main)  # knobs as names and values, never a dict
+
+
+def test_sweep_every_recording_starts_over_the_imported_ones_only(
+    setup: tuple[Client, list[Conversation]],
+) -> None:
+    client, conversations = setup
+    messages, tools = cut_listing()
+    recording = conversation_create(
+        workspace=conversations[0].workspace,
+        client_id="imported-listing",
+        message_format="openai_chat",
+        transcript=messages,
+        tools=tools,
+        source="swe_agent",
+    )
+    assert recording is not None
+    page = parsed(client.get("/sweep/?source=any"))
+    boxes = elements(page, "input", type="checkbox", name="conversation")
+    assert [dict(b.attributes)["value"] for b in boxes] == [str(recording.pk)]
+    fields = {"scope": "recordings", "max_length_for_trunc": "200"}
+    response = client.post("/sweep/start/", fields)
+    assert response.status_code == HTTPStatus.FOUND
+    simulation = Simulation.objects.get()
+    assert list(simulation.conversations.all()) == [recording]
+
+
+def test_a_sweep_from_the_rest_api_has_points_too(
+    setup: tuple[Client, list[Conversation]],
+) -> None:
+    """A sweep of one conversation on the task workers, one part per combination: its
+    rows link to its points, its worker ids are in a details section."""
+    client, conversations = setup
+    simulation = simulation_create(
+        workspace=conversations[0].workspace,
+        conversation=conversations[0],
+        configs=[],
+        grid={"max_length_for_trunc": [200, 2000]},
+    )
+    simulation_enqueue(simulation=simulation)
+    drain_worker()
+    page = parsed(client.get(f"/simulations/{simulation.pk}/"))
+    (details,) = elements(page, "details", class_="parts")
+    assert "Workers:" in text(details)
+    (front,) = elements(page, "table", class_="front")
+    (link,) = elements(elements(front, "th", scope="row")[0], "a")
+    assert text(link) == "max_length_for_trunc=200"
+    assert dict(link.attributes)["href"] == f"/simulations/{simulation.pk}/points/1/"
+    point = parsed(client.get(f"/simulations/{simulation.pk}/points/1/"))
+    (knobs,) = elements(point, "dl", class_="knobs")
+    assert [text(d) for d in elements(knobs, "div")] == ["max_length_for_trunc = 200"]
