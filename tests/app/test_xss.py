@@ -119,13 +119,38 @@ def recorded(client: Client) -> dict[str, Any]:
     failed = RecordingImport.objects.create(
         workspace=workspace, status="failed", progress_total=1, error=HOSTILE
     )
+    totals = {"cost_usd": 0.5, "cost_with_recovery_usd": 0.5, "refetches": 0, "misses": 0}
+    swept = Simulation.objects.create(
+        workspace=workspace,
+        conversation=conversation,
+        kind="sweep",
+        grid={"max_length_for_trunc": [200]},
+        options={"pricing": "gpt-4o", "corpus": True},
+        status="done",
+        results={
+            "runs": [HOSTILE],
+            "baseline": {"name": "no reduction", "totals": {**totals, "cost_usd": 1.0}},
+            "combinations": [
+                {
+                    "name": "s" + HOSTILE,
+                    "config": {"max_length_for_trunc": 200, "read_file_tool_name": HOSTILE},
+                    "totals": totals,
+                    "cost_saved": 0.5,
+                    "cost_saved_with_recovery": 0.5,
+                    "pareto": True,
+                }
+            ],
+        },
+    )
+    swept.conversations.set([conversation])
     return {
+        "swept": swept,
         "import": imported,
         "failed_import": failed,
         "workspace": workspace,
         "conversation": conversation,
         "profile": ConfigProfile.objects.get(workspace=workspace),
-        "simulation": Simulation.objects.get(workspace=workspace),
+        "simulation": Simulation.objects.get(workspace=workspace, kind="replay"),
         "file": OffloadedFile.objects.filter(workspace=workspace, phase="truncation").get(),
     }
 
@@ -207,7 +232,35 @@ PAGES: dict[str, Callable[[dict[str, Any]], list[Request]]] = {
         _get(reverse("recording_import", args=[r["failed_import"].pk])),
     ],
     "simulation_list": lambda r: [_get(reverse("simulation_list"))],
-    "simulation": lambda r: [_get(reverse("simulation", args=[r["simulation"].pk]))],
+    "simulation": lambda r: [
+        _get(reverse("simulation", args=[r["simulation"].pk])),
+        _get(reverse("simulation", args=[r["swept"].pk])),
+    ],
+    "sweep": lambda r: [
+        _get(reverse("sweep")),
+        _get(reverse("sweep"), q=HOSTILE, source=HOSTILE, format=HOSTILE, scope=HOSTILE),
+    ],
+    "sweep_count": lambda r: [
+        ("post", reverse("sweep_count"), {"max_tokens_for_clear": HOSTILE, "pricing": HOSTILE}),
+    ],
+    "sweep_start": lambda r: [
+        ("post", reverse("sweep_start"), {"conversation": HOSTILE, "max_tokens_for_clear": JS_URL}),
+        (
+            "post",
+            reverse("sweep_start"),
+            {"scope": "filter", "max_length_for_trunc": "200", "pricing": HOSTILE},
+        ),
+    ],
+    "sweep_recommend": lambda r: [
+        ("post", reverse("sweep_recommend"), {"scope": "filter", "max_seconds": HOSTILE}),
+    ],
+    "point": lambda r: [_get(reverse("point", args=[r["swept"].pk, 1]))],
+    "point_compare": lambda r: [
+        ("post", reverse("point_compare", args=[r["swept"].pk, 1]), {"conversation": HOSTILE}),
+    ],
+    "point_save": lambda r: [
+        ("post", reverse("point_save", args=[r["swept"].pk, 1]), {"name": HOSTILE}),
+    ],
 }
 
 
@@ -257,6 +310,8 @@ def test_xss_hostile_records_are_escaped_on_every_page() -> None:
         "tune",
         "simulation_list",
         "simulation",
+        "sweep",
+        "point",
         "imports",
         "recording_import",
     }

@@ -116,9 +116,15 @@ def point_compare(request: PageRequest, simulation_id: int, number: int) -> Http
         (c for c in conversations if digits(wanted) and c.pk == int(wanted)), conversations[0]
     )
     assert conversation is not None
-    profile_id = _stored(request.workspace, point.config)
-    if profile_id is None:
-        profile_id = _save(request.workspace, point_name(simulation, point), point.config)
+    try:
+        profile_id = _stored(request.workspace, point.config)
+        if profile_id is None:
+            profile_id = _save(request.workspace, point_name(simulation, point), point.config)
+    except (engine.ConfigError, ServiceError) as exc:
+        context = _context(simulation, point, compare_error=str(exc))
+        response = render_page(request, "reduction_app/sweep_point.html", context)
+        response.status_code = HTTPStatus.BAD_REQUEST
+        return response
     query = [
         ("conversation", str(conversation.pk)),
         ("config", "none"),
@@ -139,7 +145,7 @@ def point_save(request: PageRequest, simulation_id: int, number: int) -> HttpRes
     else:
         try:
             version = config_create(workspace=request.workspace, name=name[:100], data=point.config)
-        except ServiceError as exc:
+        except (engine.ConfigError, ServiceError) as exc:
             error = str(exc)
         else:
             return redirect("config_edit", version.profile.pk)
