@@ -163,7 +163,7 @@ def _form(request: PageRequest, params: QueryDict) -> dict[str, Any]:
         "scopes": SCOPES,
         "listed": listed,
         "listed_more": candidates.count() > SWEEP_LISTED,
-        "picked": {c.pk for c in selection} if scope == "picked" else set(picked),
+        "picked": set(picked) if picked else {c.pk for c in selection},
         "selection": selection,
         "grid": grid,
         "knobs": knobs,

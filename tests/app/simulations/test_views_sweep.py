@@ -83,6 +83,7 @@ def test_sweep_page_takes_the_conversation_lists_filter(
     page = parsed(client.get("/sweep/?q=listing-b"))
     boxes = elements(page, "input", type="checkbox", name="conversation")
     assert [dict(b.attributes)["value"] for b in boxes] == [str(conversations[1].pk)]
+    assert "checked" in dict(boxes[0].attributes)  # what the filter shows is what is swept
     scopes = elements(page, "input", name="scope")
     assert [dict(s.attributes)["value"] for s in scopes if "checked" in dict(s.attributes)] == [
         "filter"
