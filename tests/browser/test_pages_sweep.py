@@ -101,8 +101,15 @@ def test_sweep_two_recordings_open_a_point_in_compare_and_save_one(
     saved = ConfigProfile.objects.get(name=f"Sweep a grid #{simulation.pk} point {number}")
     shoot(page, "sweep-point-compare")
 
-    # Another point, saved as a config of its own.
+    # The same point in Tune, its knobs on the sliders.
     page.go_back()
+    page.wait_for_url(f"{page.base}/simulations/{simulation.pk}/points/{number}/")
+    page.click("#point-tune button")
+    page.wait_for_url(f"{page.base}/tune/*")
+    trunc = saved.versions.get().data["max_length_for_trunc"]
+    assert page.locator("input[type=number][name=max_length_for_trunc]").input_value() == str(trunc)
+
+    # Another point, saved as a config of its own.
     page.goto(f"{page.base}/simulations/{simulation.pk}/")
     page.locator("table.all tbody tr").nth(3).locator("td").nth(2).click()
     page.wait_for_url(f"{page.base}/simulations/{simulation.pk}/points/4/")
