@@ -27,6 +27,7 @@ from simulator.recommend import recommend
 __all__ = [
     "DEFAULT_MAX_SECONDS",
     "MAX_COMBINATIONS",
+    "MAX_CONVERSATIONS",
     "MAX_REPLAYS",
     "MAX_SECONDS",
     "combination_count",
@@ -36,6 +37,8 @@ __all__ = [
 
 MAX_COMBINATIONS = 500
 """The most combinations a sweep from the Sweep page replays."""
+MAX_CONVERSATIONS = 500
+"""The most conversations one sweep or recommendation from the Sweep page reads."""
 MAX_REPLAYS = 5_000
 """The most replays (combinations × conversations) a sweep from the Sweep page runs."""
 DEFAULT_MAX_SECONDS = 120
@@ -84,6 +87,11 @@ def corpus_simulation_create(
         raise SimulationInputError("kind", f"must be 'sweep' or 'recommend', got {kind!r}")
     if not conversations:
         raise SimulationInputError("conversations", "pick at least one conversation")
+    if len(conversations) > MAX_CONVERSATIONS:
+        raise SimulationInputError(
+            "conversations",
+            f"{len(conversations):,} conversations; at most {MAX_CONVERSATIONS:,} at once",
+        )
     if any(c.workspace_id != workspace.pk for c in conversations):
         raise SimulationInputError("conversations", "a conversation of another workspace")
     if pricing not in PRESETS:

@@ -102,6 +102,11 @@ def test_corpus_simulation_create_refuses_what_cannot_run(
     assert _refused(two, workspace, kind="sweep", grid=many) == (
         "grid: 520 combinations; at most 500 can be swept at once"
     )
+    monkeypatch.setattr(corpus, "MAX_CONVERSATIONS", 1)
+    assert _refused(two, workspace, kind="sweep", grid=GRID) == (
+        "conversations: 2 conversations; at most 1 at once"
+    )
+    monkeypatch.setattr(corpus, "MAX_CONVERSATIONS", 2)
     monkeypatch.setattr(corpus, "MAX_REPLAYS", 7)
     assert _refused(two, workspace, kind="sweep", grid=GRID) == (
         "grid: 4 combinations × 2 conversations = 8 replays; at most 7 at once"
