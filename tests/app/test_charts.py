@@ -75,6 +75,38 @@ def test_series_from_run_without_any_pass_falls_back_to_the_context_sent() -> No
     )
 
 
+def test_series_from_run_billed_draws_the_context_sent_and_converts_the_threshold() -> None:
+    """In the price preset's measure each call's counts and threshold are scaled by that
+    call's ratio of billed tokens to the config's count of the context sent."""
+    run = {
+        "name": "tight",
+        "calls": [
+            {"index": 0, "context_tokens": 33, "clear": _pass(30, 30, 300, False)},
+            {"index": 1, "context_tokens": 546, "clear": _pass(700, 420, 300, True)},
+        ],
+    }
+    series = series_from_run(run, billed=True)
+    assert series.points == [
+        # 33 / 30 = 1.1: 300 tokens of the config's counter are 330 billed.
+        CallPoint(1, 33, 33, 330, limit=300),
+        # 546 / 420 = 1.3: 700 -> 910 before the pass, 300 -> 390.
+        CallPoint(2, 910, 546, 390, cleared=True, limit=300),
+    ]
+    assert (series.peak, series.threshold, series.setting) == (546, 330, 300)
+    # What is left off the chart is named by the value the config sets.
+    assert thresholds_off_chart([series], headroom=0.5) == [("tight", 300)]
+    assert series_from_run(run).points[1] == CallPoint(2, 700, 420, 300, cleared=True)
+
+
+def _pass(before: int, after: int, threshold: int, cleared: bool) -> dict[str, Any]:
+    return {
+        "tokens_before": before,
+        "tokens_after": after,
+        "threshold": threshold,
+        "cleared": cleared,
+    }
+
+
 def test_series_from_events_counts_truncations_before_each_call() -> None:
     rows = [
         _summary(10, 10, 100, "below_threshold"),

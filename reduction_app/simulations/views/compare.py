@@ -17,7 +17,12 @@ from django.shortcuts import redirect
 from django.urls import path
 from django.views.decorators.http import require_http_methods
 
-from reduction_app.charts import comparison_series, context_chart, thresholds_off_chart
+from reduction_app.charts import (
+    BILLED_AXIS,
+    comparison_series,
+    context_chart,
+    thresholds_off_chart,
+)
 from reduction_app.configs.selectors import ConfigChoice, config_choices, resolve_config_choices
 from reduction_app.conversations.selectors import (
     conversation_choices,
@@ -39,6 +44,7 @@ from reduction_app.simulations.display import (
     totals_rows,
 )
 from reduction_app.simulations.selectors import simulation_for, simulation_matching
+from simulator.pricing import pricing_for
 
 MAX_CONFIGS = 4
 OPTIONS = {"baseline": "first", "pricing": "gpt-4o", "min_cacheable_prefix": 1024}
@@ -67,10 +73,14 @@ def _results_context(
     call: int | None,
     calls: int,
     base_params: list[tuple[str, str]],
+    pricing: str,
 ) -> dict[str, Any]:
-    series = comparison_series(results)
+    # One measure on the page: the chart counts tokens as the totals do, the price
+    # preset's, with each threshold converted to it.
+    series = comparison_series(results, billed=True)
     context: dict[str, Any] = {
-        "chart": context_chart(series, highlight=call),
+        "chart": context_chart(series, highlight=call, axis=BILLED_AXIS.format(pricing=pricing)),
+        "pricing": pricing,
         "off_chart": thresholds_off_chart(series),
         "rows": totals_rows(results),
         "strategies": strategy_table(results),
@@ -86,7 +96,7 @@ def _results_context(
             example["href"] = _url([*base_params, ("call", str(example["call"]))])
     if comparison is not None and call is not None:
         counters = [str(c["config"].get("token_counter", "approx")) for c in configs]
-        context["sent"] = side_by_side(comparison, call - 1, counters)
+        context["sent"] = side_by_side(comparison, call - 1, counters, pricing_for(pricing))
         tokens = [r["calls"][call - 1]["context_tokens"] for r in results["results"]]
         context["columns"] = list(zip([c["name"] for c in configs], tokens, strict=True))
     return context
@@ -165,6 +175,7 @@ def _run(
                 call=call,
                 calls=calls,
                 base_params=base_params,
+                pricing=str(OPTIONS["pricing"]),
             ),
         }
     simulation = _background(request, conversation, configs, baseline, start=False)
@@ -190,6 +201,7 @@ def _run(
                 call=call if rerun is not None else None,
                 calls=calls,
                 base_params=[*base_params, ("simulation", str(simulation.pk))],
+                pricing=str(simulation.options.get("pricing", OPTIONS["pricing"])),
             )
         )
     return context

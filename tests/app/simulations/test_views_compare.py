@@ -19,6 +19,8 @@ from reduction_app.conversations.selectors import recorded_conversation
 from reduction_app.models import Conversation, Simulation
 from reduction_app.simulations import services
 from simulator.compare import compare
+from simulator.metering import Meter
+from simulator.pricing import DEFAULT_PRICING
 from tests.app.pages_support import (
     CUT_LISTING,
     HIDDEN_NAME,
@@ -154,15 +156,20 @@ def test_compare_chart_has_one_dataset_per_config_and_point_per_call(
     series = [d for d in chart["data"]["datasets"] if not d["label"].startswith("threshold")]
     assert [d["label"] for d in series] == ["tight v1", "no reduction", "defaults"]
     for dataset, result in zip(series, expected.results, strict=True):
-        # The clear phase's own counts, the unit of the thresholds (not the billed measure).
-        assert dataset["data"] == [c.clear.tokens_after for c in result.calls]
-        assert dataset["data"] != [c.context_tokens for c in result.calls]
+        # The billed measure, the totals' unit (not the clear phase's own counts).
+        assert dataset["data"] == [c.context_tokens for c in result.calls]
+        assert dataset["data"] != [c.clear.tokens_after for c in result.calls]
         assert len(dataset["data"]) == 23
     assert chart["type"] == "line"
     assert chart["data"]["labels"] == list(range(1, 24))
-    # tight's threshold (8,000) is drawn; the default 160,000 is far above the series.
+    assert chart["options"]["scales"]["y"]["title"]["text"] == "tokens, as gpt-4o bills them"
+    # tight's threshold (8,000 by its counter) is drawn, converted at each call by that
+    # call's ratio of billed tokens to the counter's; the default 160,000 is far above.
     (threshold,) = [d for d in chart["data"]["datasets"] if d["label"].startswith("threshold")]
-    assert threshold == {**threshold, "label": "threshold: tight v1", "data": [8000] * 23}
+    converted = [
+        round(8000 * c.context_tokens / c.clear.tokens_after) for c in expected.results[0].calls
+    ]
+    assert threshold == {**threshold, "label": "threshold: tight v1", "data": converted}
     assert "defaults at 160,000 tok" in page
     assert '<canvas data-chart="compare-chart"' in page
 
@@ -206,8 +213,13 @@ def test_compare_side_by_side_marks_placeholder_and_truncation(
     assert "<mark" not in off_cell
     # message 16: truncated under tight
     assert '<span class="badge truncated">truncated</span>' in _row(page, 16)
-    # the system prompt is the same everywhere: one cell
+    # the system prompt is the same everywhere: one cell, its tokens as gpt-4o bills
+    # them (the totals' measure), not by the configs' counter
+    system = recorded_conversation(conversation).messages[0]
+    billed = Meter(DEFAULT_PRICING, None).message(system)
+    assert billed != engine.get_token_counter("approx").count_message(system)
     assert 'colspan="2" class="cell same"' in _row(page, 1)
+    assert f"same under every config · {billed:,} tok" in _row(page, 1)
     assert 'aria-current="true">8</a>' in page
 
 
@@ -365,9 +377,10 @@ def test_compare_renders_a_simulation_stored_before_calls_carried_their_clear_pa
     labels = [d["label"] for d in chart["data"]["datasets"]]
     assert labels == ["tight v1", "no reduction", "threshold: tight v1"]
     series = chart["data"]["datasets"]
-    assert series[0]["data"] == [c.clear.tokens_after for c in tight.calls]
+    assert series[0]["data"] == [c.context_tokens for c in tight.calls]
     assert series[1]["data"] == [c.context_tokens for c in off.calls]
-    assert series[2]["data"] == [8000] * 23
+    ratios = [c.context_tokens / c.clear.tokens_after for c in tight.calls]
+    assert series[2]["data"] == [round(8000 * r) for r in ratios]
 
 
 def test_compare_renders_a_simulation_stored_before_misses_were_measured(
