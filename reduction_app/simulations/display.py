@@ -55,10 +55,12 @@ def run_comparison(
     *,
     baseline: str = "first",
     call: int | None = None,
+    pricing: Pricing = DEFAULT_PRICING,
 ) -> ReplayRun:
-    """Replay every config; keep what model call ``call`` (0-based) was sent."""
+    """Replay every config, counted and priced by ``pricing``; keep what model call
+    ``call`` (0-based) was sent."""
     contexts = {call} if call is not None else None
-    done = compare(recorded, list(configs), baseline=baseline, contexts=contexts)
+    done = compare(recorded, list(configs), baseline=baseline, pricing=pricing, contexts=contexts)
     return ReplayRun(
         results=done.to_dict(),
         contexts=[r.contexts for r in done.results],

@@ -7,7 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 from reduction_app.configs.services import config_create
+from reduction_app.conversations.selectors import recorded_conversation
 from reduction_app.models import Conversation, Workspace
+from simulator.compare import compare
+from simulator.pricing import PRESETS
 from tests.app.pages_support import record_conversation
 
 TIGHT = {"max_tokens_for_clear": 8000, "max_length_for_trunc": 5000}
@@ -65,3 +68,38 @@ def test_compare_chart_counts_tokens_as_the_totals_table(signed_in: Any, shoot: 
     )
     assert axis == "tokens, as gpt-4o bills them"
     shoot(page, "compare-chart-billed")
+
+
+def test_compare_price_preset_changes_the_totals_and_the_chart(signed_in: Any) -> None:
+    page = signed_in
+    conversation, tight = _setup()
+    page.goto(f"{page.base}/compare/?conversation={conversation.pk}&config=none&config={tight}")
+    assert page.locator("select[name=pricing]").input_value() == "gpt-4o"
+    assert len(page.locator("select[name=pricing] option").all()) == len(PRESETS)
+    gpt4o = _table(page, "no reduction", "input_tokens_billed")
+    page.select_option("select[name=pricing]", "claude-sonnet-4.5")
+    page.click("#compare-form button[type=submit]")
+    page.wait_for_url("**pricing=claude-sonnet-4.5**")
+    expected = compare(
+        recorded_conversation(conversation),
+        [("no reduction", None), ("tight v1", TIGHT)],
+        pricing=PRESETS["claude-sonnet-4.5"],
+    )
+    off, tight_run = expected.results
+    page.wait_for_selector("#compare-results .chart-measure:has-text('claude-sonnet-4.5')")
+    billed = _table(page, "no reduction", "input_tokens_billed")
+    assert billed == off.totals.input_tokens_billed != gpt4o
+    assert _table(page, "tight v1", "input_tokens_billed") == tight_run.totals.input_tokens_billed
+    cost = page.locator("table.totals tbody tr", has=page.locator("th:text-is('tight v1')"))
+    assert cost.locator("[data-metric=cost_usd] .value").inner_text() == (
+        f"${tight_run.totals.cost_usd:,.4f}"
+    )
+    drawn = {d["label"]: d for d in _drawn(page)}
+    assert drawn["no reduction"]["data"] == [c.context_tokens for c in off.calls]
+    assert drawn["tight v1"]["data"] == [c.context_tokens for c in tight_run.calls]
+    # The preset stays chosen, and the call links carry it.
+    assert page.locator("select[name=pricing]").input_value() == "claude-sonnet-4.5"
+    page.click("nav.calls a:text-is('3')")
+    page.wait_for_selector("h2#sent:has-text('at call 3 of 23')")
+    assert "pricing=claude-sonnet-4.5" in page.url
+    assert _table(page, "no reduction", "input_tokens_billed") == billed

@@ -20,7 +20,7 @@ from reduction_app.models import Conversation, Simulation
 from reduction_app.simulations import services
 from simulator.compare import compare
 from simulator.metering import Meter
-from simulator.pricing import DEFAULT_PRICING
+from simulator.pricing import DEFAULT_PRICING, PRESETS
 from tests.app.pages_support import (
     CUT_LISTING,
     HIDDEN_NAME,
@@ -307,7 +307,7 @@ def test_compare_big_conversation_runs_in_the_background(
     assert started.status_code == 302
     assert started["Location"] == (
         f"/compare/?conversation={conversation.pk}&config={pk}&config=none"
-        f"&baseline=first&simulation={simulation.pk}"
+        f"&baseline=first&pricing=gpt-4o&simulation={simulation.pk}"
     )
     page = html(client.get(started["Location"], headers={"HX-Request": "true"}))
     assert simulation.status == "queued"
@@ -317,7 +317,7 @@ def test_compare_big_conversation_runs_in_the_background(
     ]
     poll = (
         f"/compare/?conversation={conversation.pk}&amp;config={pk}&amp;config=none"
-        f"&amp;baseline=first&amp;simulation={simulation.pk}"
+        f"&amp;baseline=first&amp;pricing=gpt-4o&amp;simulation={simulation.pk}"
     )
     assert f'hx-get="{poll}" hx-trigger="every 1s" hx-swap="outerHTML"' in page
     assert "0 of 2 configs done." in page
@@ -481,7 +481,7 @@ def test_compare_shows_the_misses_a_cut_output_caused() -> None:
     (link,) = elements(example, "a")
     assert dict(link.attributes)["href"] == (
         f"/compare/?conversation={conversation.pk}&config={pk}&config=none&baseline=first"
-        "&call=2#sent"
+        "&pricing=gpt-4o&call=2#sent"
     )
 
 
@@ -496,3 +496,34 @@ def test_compare_escapes_a_miss_example() -> None:
     assert text(tool) == "<script>alert(1)</script>"
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html(response)
     assert not [s for s in elements(page, "script") if "alert(1)" in text(s)]
+
+
+def test_compare_background_replay_counts_with_the_chosen_preset(
+    setup: tuple[Client, Conversation, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A queued replay keeps the preset, with its shortest cacheable prompt, as the inline
+    replay counts: the same totals either way."""
+    client, conversation, pk = setup
+    monkeypatch.setattr(services, "INLINE_LIMIT", 10)
+    body = {"conversation": conversation.pk, "config": [pk, "none"], "pricing": "claude-opus-4.5"}
+    started = client.post("/compare/", body)
+    simulation = Simulation.objects.get()
+    assert "&pricing=claude-opus-4.5&" in started["Location"]
+    assert simulation.options == {
+        "baseline": "first",
+        "pricing": "claude-opus-4.5",
+        "min_cacheable_prefix": 4096,
+    }
+    services.simulation_run(simulation_id=simulation.pk)
+    page = html(client.get(started["Location"]))
+    expected = compare(
+        recorded_conversation(conversation),
+        [("tight v1", TIGHT), ("no reduction", NO_REDUCTION)],
+        pricing=PRESETS["claude-opus-4.5"],
+    )
+    billed = expected.results[0].totals.input_tokens_billed
+    assert _cell(page, "tight v1", "input_tokens_billed").startswith(f"{billed:,} tok")
+    assert "cost at claude-opus-4.5 prices" in page
+    assert client.get(f"/compare/?conversation={conversation.pk}&pricing=gpt-9").status_code == (
+        HTTPStatus.NOT_FOUND
+    )
