@@ -87,7 +87,7 @@ def test_compare_page_empty_form(setup: tuple[Client, Conversation, int]) -> Non
     assert page.count('<select name="config">') == 4
     assert f'<option value="{pk}">tight v1</option>' in page
     assert '<option value="none">no reduction</option>' in page
-    assert '<option value="defaults">defaults</option>' in page
+    assert '<option value="defaults">Eino defaults (built in)</option>' in page
     assert "Pick a conversation and one to four configs, then Compare." in page
 
 
@@ -151,10 +151,10 @@ def test_compare_chart_has_one_dataset_per_config_and_point_per_call(
     chart = _chart(page)
     expected = compare(
         recorded_conversation(conversation),
-        [("tight v1", TIGHT), ("no reduction", NO_REDUCTION), ("defaults", {})],
+        [("tight v1", TIGHT), ("no reduction", NO_REDUCTION), ("Eino defaults (built in)", {})],
     )
     series = [d for d in chart["data"]["datasets"] if not d["label"].startswith("threshold")]
-    assert [d["label"] for d in series] == ["tight v1", "no reduction", "defaults"]
+    assert [d["label"] for d in series] == ["tight v1", "no reduction", "Eino defaults (built in)"]
     for dataset, result in zip(series, expected.results, strict=True):
         # The billed measure, the totals' unit (not the clear phase's own counts).
         assert dataset["data"] == [c.context_tokens for c in result.calls]
@@ -170,7 +170,7 @@ def test_compare_chart_has_one_dataset_per_config_and_point_per_call(
         round(8000 * c.context_tokens / c.clear.tokens_after) for c in expected.results[0].calls
     ]
     assert threshold == {**threshold, "label": "threshold: tight v1", "data": converted}
-    assert "defaults at 160,000 tok" in page
+    assert "Eino defaults (built in) at 160,000 tok" in page
     assert '<canvas data-chart="compare-chart"' in page
 
 
