@@ -42,6 +42,8 @@ CONTEXT_LABEL = "context sent (tokens)"
 ENGINE_AXIS = "tokens (the config's counter)"
 BILLED_AXIS = "tokens, as {pricing} bills them"
 """The y axis of a chart in the price preset's measure, formatted with its name."""
+DUPLICATE_DASH = [12, 6]
+"""The dash of a context line equal to an earlier one, which would hide it otherwise."""
 _WARN, _RED, _GREY = "#a2520a", "#a1121a", "#9aa7bd"
 
 
@@ -230,7 +232,8 @@ def context_chart(
     """The Chart.js config: per series, the context sent at each call and, dashed, the
     threshold in force (left out when more than ``headroom`` times the highest point;
     ``None`` draws every one). ``highlight`` (a 1-based call) gets a bigger point.
-    ``axis`` titles the y axis.
+    A series equal to an earlier one is drawn dashed (and its threshold dashed out of
+    step), so the earlier line shows through the gaps; ``axis`` titles the y axis.
 
     ``markers``, for a chart of one series (a conversation's page): also the context
     before each pass, and markers where a truncation came before a call and where a
@@ -242,9 +245,13 @@ def context_chart(
     far = _far(series, headroom)
     lines: list[dict[str, Any]] = []
     thresholds: list[dict[str, Any]] = []
+    drawn: list[list[int]] = []
     for i, s in enumerate(series):
         colour = PALETTE[i % len(PALETTE)]
         data = [p.after for p in s.points]
+        duplicate = data in drawn
+        drawn.append(data)
+        line_style: dict[str, Any] = {"borderDash": DUPLICATE_DASH} if duplicate else {}
         lines.append(
             {
                 "label": s.label,
@@ -254,6 +261,7 @@ def context_chart(
                 "pointRadius": [5 if p.call == highlight else 2 for p in s.points],
                 "tension": 0,
                 "order": 3,
+                **line_style,
             }
         )
         # A conversation's chart keeps its threshold line (and legend entry) even when no
@@ -273,6 +281,7 @@ def context_chart(
                 "stepped": True,
                 "fill": False,
                 "order": 5,
+                **({"borderDashOffset": 5} if duplicate else {}),
             }
         )
     datasets = lines + (_before(series[0]) if markers else []) + thresholds

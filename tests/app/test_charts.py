@@ -148,6 +148,23 @@ def test_context_chart_one_line_per_series_and_the_thresholds_near_them() -> Non
     assert thresholds_off_chart(series, headroom=None) == []
 
 
+def test_context_chart_dashes_a_series_equal_to_an_earlier_one() -> None:
+    """The later of two equal lines is dashed, and its threshold dashed out of step, so
+    neither hides the other; a different series stays solid."""
+    series = [
+        _series("off", [60, 120], 150),
+        _series("other", [60, 90], 150),
+        _series("defaults", [60, 120], 150),
+    ]
+    datasets = context_chart(series)["data"]["datasets"]
+    labels = [d["label"] for d in datasets]
+    assert labels[:3] == ["off", "other", "defaults"]
+    assert [d.get("borderDash") for d in datasets[:3]] == [None, None, [12, 6]]
+    thresholds = {d["label"]: d for d in datasets[3:]}
+    assert thresholds["threshold: off"].get("borderDashOffset") is None
+    assert thresholds["threshold: defaults"]["borderDashOffset"] == 5
+
+
 def test_context_chart_markers_for_one_series() -> None:
     points = [
         CallPoint(1, 10, 10, None, truncations=1),

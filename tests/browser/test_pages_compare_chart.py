@@ -103,3 +103,23 @@ def test_compare_price_preset_changes_the_totals_and_the_chart(signed_in: Any) -
     page.wait_for_selector("h2#sent:has-text('at call 3 of 23')")
     assert "pricing=claude-sonnet-4.5" in page.url
     assert _table(page, "no reduction", "input_tokens_billed") == billed
+
+
+def test_compare_chart_dashes_a_series_equal_to_an_earlier_one(signed_in: Any, shoot: Any) -> None:
+    """No reduction and the built-in defaults never clear on this run: the same line twice,
+    the second dashed so the first shows through, and both in the legend."""
+    page = signed_in
+    conversation, _ = _setup()
+    page.goto(f"{page.base}/compare/?conversation={conversation.pk}&config=none&config=defaults")
+    off, defaults = _drawn(page)
+    assert (off["label"], defaults["label"]) == ("no reduction", "Eino defaults (built in)")
+    assert off["data"] == defaults["data"]
+    assert off["dash"] == []
+    assert defaults["dash"] == [12, 6]
+    assert not off["hidden"] and not defaults["hidden"]
+    legend = page.evaluate(
+        "() => Chart.getChart(document.querySelector('#compare-results canvas'))"
+        ".legend.legendItems.map(item => [item.text, item.lineDash])"
+    )
+    assert legend == [["no reduction", []], ["Eino defaults (built in)", [12, 6]]]
+    shoot(page, "compare-chart-equal-series")
