@@ -6,18 +6,23 @@ Every figure comes from the engine's clear-phase summary events, so the context 
 threshold are in one unit, the config's own token counter: from the recorded events of a
 conversation (:func:`series_from_events`), or from what a replay kept of them per call
 (:func:`series_from_run`, over ``simulator.results.ReplayResult.to_dict()``, the shape a
-``Simulation`` stores). The billed totals beside the chart are the price preset's measure
-and are not drawn here. Nothing here touches the database or runs a replay.
+``Simulation`` stores). A replay's series may instead be drawn in the price preset's
+measure (``billed=True``), the unit of the billed totals beside the chart: then each
+threshold is converted to that measure at each call. Nothing here touches the database
+or runs a replay.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
+    "BILLED_AXIS",
     "CONTEXT_LABEL",
+    "ENGINE_AXIS",
     "THRESHOLD_HEADROOM",
     "CallPoint",
     "ContextSeries",
@@ -34,6 +39,11 @@ THRESHOLD_HEADROOM = 1.5
 default (160,000 tokens) does not flatten the series."""
 CONTEXT_LABEL = "context sent (tokens)"
 """The label of a lone series, which stands for no config in particular."""
+ENGINE_AXIS = "tokens (the config's counter)"
+BILLED_AXIS = "tokens, as {pricing} bills them"
+"""The y axis of a chart in the price preset's measure, formatted with its name."""
+DUPLICATE_DASH = [12, 6]
+"""The dash of a context line equal to an earlier one, which would hide it otherwise."""
 _WARN, _RED, _GREY = "#a2520a", "#a1121a", "#9aa7bd"
 
 
@@ -52,6 +62,14 @@ class CallPoint:
     """Tool results truncated since the previous call."""
     cleared: bool = False
     calls_cleared: int = 0
+    limit: int | None = None
+    """The ``max_tokens_for_clear`` as the config counts it, when ``threshold`` is that
+    value converted to another measure (``None``: ``threshold`` is the config's value)."""
+
+    @property
+    def setting(self) -> int | None:
+        """The ``max_tokens_for_clear`` in the config's own counter."""
+        return self.threshold if self.limit is None else self.limit
 
 
 @dataclass(frozen=True)
@@ -80,6 +98,11 @@ class ContextSeries:
     def threshold(self) -> int | None:
         """The lowest threshold in force at any call (a replay has one)."""
         return min((p.threshold for p in self.points if p.threshold is not None), default=None)
+
+    @property
+    def setting(self) -> int | None:
+        """The lowest ``max_tokens_for_clear`` in force, in the config's own counter."""
+        return min((p.setting for p in self.points if p.setting is not None), default=None)
 
 
 # The series ------------------------------------------------------------------------------
@@ -127,29 +150,53 @@ def _clear_pass(call: Mapping[str, Any]) -> Mapping[str, Any]:
     return {"tokens_before": tokens, "tokens_after": tokens, "threshold": None, "cleared": False}
 
 
-def series_from_run(run: Mapping[str, Any], *, label: str | None = None) -> ContextSeries:
+def _billed_point(point: CallPoint, sent: int) -> CallPoint:
+    """``point`` in the price preset's measure, where the context sent counts ``sent``.
+
+    The pass's counts and its threshold are scaled by the one ratio of this call (the
+    provider's count of the context sent to the config's), so a point sits above the
+    threshold line exactly when the clear phase found it above its threshold."""
+    if point.after <= 0:
+        return dataclasses.replace(point, before=sent, after=sent, limit=point.threshold)
+    ratio = sent / point.after
+    threshold = None if point.threshold is None else round(point.threshold * ratio)
+    return dataclasses.replace(
+        point,
+        before=round(point.before * ratio),
+        after=sent,
+        threshold=threshold,
+        limit=point.threshold,
+    )
+
+
+def series_from_run(
+    run: Mapping[str, Any], *, label: str | None = None, billed: bool = False
+) -> ContextSeries:
     """The series of one replayed config (an entry of ``Comparison.to_dict()["results"]``,
-    or ``ReplayResult.to_dict()``), labelled with its name unless ``label`` is given."""
+    or ``ReplayResult.to_dict()``), labelled with its name unless ``label`` is given.
+
+    ``billed``: in the price preset's measure (each call's ``context_tokens``, what the
+    billed totals add up) instead of the config's counter."""
     points = []
     for call in run["calls"]:
         clear = _clear_pass(call)
-        points.append(
-            CallPoint(
-                call=call["index"] + 1,
-                before=clear["tokens_before"],
-                after=clear["tokens_after"],
-                threshold=clear["threshold"] or None,
-                truncations=sum(1 for e in call.get("events", ()) if e["phase"] == "truncation"),
-                cleared=clear["cleared"],
-                calls_cleared=clear.get("calls_cleared", 0),
-            )
+        point = CallPoint(
+            call=call["index"] + 1,
+            before=clear["tokens_before"],
+            after=clear["tokens_after"],
+            threshold=clear["threshold"] or None,
+            truncations=sum(1 for e in call.get("events", ()) if e["phase"] == "truncation"),
+            cleared=clear["cleared"],
+            calls_cleared=clear.get("calls_cleared", 0),
         )
+        points.append(_billed_point(point, call["context_tokens"]) if billed else point)
     return ContextSeries("replay", points, label=run["name"] if label is None else label)
 
 
-def comparison_series(results: Mapping[str, Any]) -> list[ContextSeries]:
-    """One series per config of a comparison (``Comparison.to_dict()``)."""
-    return [series_from_run(run) for run in results["results"]]
+def comparison_series(results: Mapping[str, Any], *, billed: bool = False) -> list[ContextSeries]:
+    """One series per config of a comparison (``Comparison.to_dict()``); ``billed`` as
+    :func:`series_from_run`."""
+    return [series_from_run(run, billed=billed) for run in results["results"]]
 
 
 # The chart -------------------------------------------------------------------------------
@@ -166,10 +213,11 @@ def _far(series: Sequence[ContextSeries], headroom: float | None) -> set[int]:
 def thresholds_off_chart(
     series: Sequence[ContextSeries], *, headroom: float | None = THRESHOLD_HEADROOM
 ) -> list[tuple[str, int]]:
-    """``(label, threshold)`` of the thresholds :func:`context_chart` leaves out."""
+    """``(label, max_tokens_for_clear)`` of the thresholds :func:`context_chart` leaves
+    out, each as its config sets it (in the config's own counter)."""
     far = _far(series, headroom)
     return [
-        (s.label, s.threshold) for i, s in enumerate(series) if i in far and s.threshold is not None
+        (s.label, s.setting) for i, s in enumerate(series) if i in far and s.setting is not None
     ]
 
 
@@ -179,10 +227,13 @@ def context_chart(
     highlight: int | None = None,
     headroom: float | None = THRESHOLD_HEADROOM,
     markers: bool = False,
+    axis: str = ENGINE_AXIS,
 ) -> dict[str, Any]:
     """The Chart.js config: per series, the context sent at each call and, dashed, the
     threshold in force (left out when more than ``headroom`` times the highest point;
     ``None`` draws every one). ``highlight`` (a 1-based call) gets a bigger point.
+    A series equal to an earlier one is drawn dashed (and its threshold dashed out of
+    step), so the earlier line shows through the gaps; ``axis`` titles the y axis.
 
     ``markers``, for a chart of one series (a conversation's page): also the context
     before each pass, and markers where a truncation came before a call and where a
@@ -194,17 +245,23 @@ def context_chart(
     far = _far(series, headroom)
     lines: list[dict[str, Any]] = []
     thresholds: list[dict[str, Any]] = []
+    drawn: list[list[int]] = []
     for i, s in enumerate(series):
         colour = PALETTE[i % len(PALETTE)]
+        data = [p.after for p in s.points]
+        duplicate = data in drawn
+        drawn.append(data)
+        line_style: dict[str, Any] = {"borderDash": DUPLICATE_DASH} if duplicate else {}
         lines.append(
             {
                 "label": s.label,
-                "data": [p.after for p in s.points],
+                "data": data,
                 "borderColor": colour,
                 "backgroundColor": colour,
                 "pointRadius": [5 if p.call == highlight else 2 for p in s.points],
                 "tension": 0,
                 "order": 3,
+                **line_style,
             }
         )
         # A conversation's chart keeps its threshold line (and legend entry) even when no
@@ -224,6 +281,7 @@ def context_chart(
                 "stepped": True,
                 "fill": False,
                 "order": 5,
+                **({"borderDashOffset": 5} if duplicate else {}),
             }
         )
     datasets = lines + (_before(series[0]) if markers else []) + thresholds
@@ -238,7 +296,7 @@ def context_chart(
                 "x": {"title": {"display": True, "text": "model call"}},
                 "y": {
                     "beginAtZero": True,
-                    "title": {"display": True, "text": "tokens (the config's counter)"},
+                    "title": {"display": True, "text": axis},
                 },
             },
             "plugins": {"legend": {"position": "bottom"}},

@@ -75,18 +75,25 @@ def config_versions(*, profile: ConfigProfile) -> list[ConfigVersion]:
 
 @dataclass(frozen=True)
 class ConfigChoice:
-    """One option of a config select: ``none``, ``defaults`` or a profile's id."""
+    """One option of a config select: ``none``, ``defaults`` (the engine's, labelled
+    :data:`BUILT_IN_DEFAULTS`) or a profile's id."""
 
     value: str
     label: str
     data: dict[str, Any]
 
 
+BUILT_IN_DEFAULTS = "Eino defaults (built in)"
+"""How a picker names the engine's own defaults (config ``{}``, value ``defaults`` in
+URLs), apart from any stored config a workspace calls "Defaults"."""
+
+
 def config_choices(*, workspace: Workspace) -> list[ConfigChoice]:
-    """ "no reduction", "defaults", then every live profile at its latest version."""
+    """ "no reduction", the engine's defaults, then every live profile at its latest
+    version."""
     out = [
         ConfigChoice("none", "no reduction", no_reduction()),
-        ConfigChoice("defaults", "defaults", {}),
+        ConfigChoice("defaults", BUILT_IN_DEFAULTS, {}),
     ]
     for profile in config_rows(workspace=workspace):
         label = f"{profile.name} v{profile.latest_number}"

@@ -18,6 +18,8 @@ from reduction_app.engine import AgenticMessage, FunctionToolCall, FunctionToolR
 from reduction_app.engine.inspect import classify, is_clear_placeholder
 from simulator.compare import compare
 from simulator.importers import RecordedConversation
+from simulator.metering import Meter
+from simulator.pricing import DEFAULT_PRICING, Pricing
 from simulator.results import REFERENCE_STRATEGY
 from simulator.transcript import with_stable_ids
 
@@ -53,10 +55,12 @@ def run_comparison(
     *,
     baseline: str = "first",
     call: int | None = None,
+    pricing: Pricing = DEFAULT_PRICING,
 ) -> ReplayRun:
-    """Replay every config; keep what model call ``call`` (0-based) was sent."""
+    """Replay every config, counted and priced by ``pricing``; keep what model call
+    ``call`` (0-based) was sent."""
     contexts = {call} if call is not None else None
-    done = compare(recorded, list(configs), baseline=baseline, contexts=contexts)
+    done = compare(recorded, list(configs), baseline=baseline, pricing=pricing, contexts=contexts)
     return ReplayRun(
         results=done.to_dict(),
         contexts=[r.contexts for r in done.results],
@@ -285,13 +289,18 @@ def _change(original: str, sent: str, kind: str | None) -> str:
 
 
 def side_by_side(
-    comparison: ReplayRun, call: int, token_counters: Sequence[str]
+    comparison: ReplayRun,
+    call: int,
+    token_counters: Sequence[str],
+    pricing: Pricing = DEFAULT_PRICING,
 ) -> list[dict[str, Any]]:
     """One row per message sent at ``call``: where every config sent the same text, a
     single cell; otherwise one cell per config, each marked with what changed against
-    the recording (``cleared``, ``truncated``)."""
+    the recording (``cleared``, ``truncated``). Each message's tokens are counted as
+    ``pricing`` bills them, the measure of the totals (a preset without a tokenizer
+    counts with each config's counter)."""
     sent = [contexts.get(call, ()) for contexts in comparison.contexts]
-    counters = [engine.get_token_counter(name) for name in token_counters]
+    counters = [Meter(pricing, engine.get_token_counter(name)) for name in token_counters]
     length = max((len(s) for s in sent), default=0)
     rows = []
     for index in range(length):
@@ -306,13 +315,12 @@ def side_by_side(
             msg = messages[index]
             text = message_text(msg)
             preview, more = _preview(text, PREVIEW_CHARS)
-            count = getattr(counter, "count_message", None)
             cells.append(
                 {
                     "text": preview,
                     "more": more,
                     "chars": len(text),
-                    "tokens": int(count(msg)) if count else None,
+                    "tokens": counter.message(msg),
                     "change": _change(original_text, text, kind),
                 }
             )

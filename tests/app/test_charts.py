@@ -75,6 +75,38 @@ def test_series_from_run_without_any_pass_falls_back_to_the_context_sent() -> No
     )
 
 
+def test_series_from_run_billed_draws_the_context_sent_and_converts_the_threshold() -> None:
+    """In the price preset's measure each call's counts and threshold are scaled by that
+    call's ratio of billed tokens to the config's count of the context sent."""
+    run = {
+        "name": "tight",
+        "calls": [
+            {"index": 0, "context_tokens": 33, "clear": _pass(30, 30, 300, False)},
+            {"index": 1, "context_tokens": 546, "clear": _pass(700, 420, 300, True)},
+        ],
+    }
+    series = series_from_run(run, billed=True)
+    assert series.points == [
+        # 33 / 30 = 1.1: 300 tokens of the config's counter are 330 billed.
+        CallPoint(1, 33, 33, 330, limit=300),
+        # 546 / 420 = 1.3: 700 -> 910 before the pass, 300 -> 390.
+        CallPoint(2, 910, 546, 390, cleared=True, limit=300),
+    ]
+    assert (series.peak, series.threshold, series.setting) == (546, 330, 300)
+    # What is left off the chart is named by the value the config sets.
+    assert thresholds_off_chart([series], headroom=0.5) == [("tight", 300)]
+    assert series_from_run(run).points[1] == CallPoint(2, 700, 420, 300, cleared=True)
+
+
+def _pass(before: int, after: int, threshold: int, cleared: bool) -> dict[str, Any]:
+    return {
+        "tokens_before": before,
+        "tokens_after": after,
+        "threshold": threshold,
+        "cleared": cleared,
+    }
+
+
 def test_series_from_events_counts_truncations_before_each_call() -> None:
     rows = [
         _summary(10, 10, 100, "below_threshold"),
@@ -114,6 +146,23 @@ def test_context_chart_one_line_per_series_and_the_thresholds_near_them() -> Non
     assert chart["data"]["labels"] == [1, 2]
     assert thresholds_off_chart(series) == [("defaults", 160_000)]
     assert thresholds_off_chart(series, headroom=None) == []
+
+
+def test_context_chart_dashes_a_series_equal_to_an_earlier_one() -> None:
+    """The later of two equal lines is dashed, and its threshold dashed out of step, so
+    neither hides the other; a different series stays solid."""
+    series = [
+        _series("off", [60, 120], 150),
+        _series("other", [60, 90], 150),
+        _series("defaults", [60, 120], 150),
+    ]
+    datasets = context_chart(series)["data"]["datasets"]
+    labels = [d["label"] for d in datasets]
+    assert labels[:3] == ["off", "other", "defaults"]
+    assert [d.get("borderDash") for d in datasets[:3]] == [None, None, [12, 6]]
+    thresholds = {d["label"]: d for d in datasets[3:]}
+    assert thresholds["threshold: off"].get("borderDashOffset") is None
+    assert thresholds["threshold: defaults"]["borderDashOffset"] == 5
 
 
 def test_context_chart_markers_for_one_series() -> None:

@@ -1,10 +1,12 @@
 """Replay & compare (``/compare/``): one conversation under up to four configs.
 
-A GET form (``?conversation=ID&config=3&config=none&baseline=first&call=N``), so the
-page works without JavaScript; htmx swaps only the results. A replay that
+A GET form (``?conversation=ID&config=3&config=none&baseline=first&pricing=gpt-4o&call=N``),
+so the page works without JavaScript; htmx swaps only the results. A replay that
 ``simulations.services.fits_inline`` allows runs in the request; a bigger one becomes a
 ``Simulation`` for the task worker, and the results poll it every second.
-``call`` is the 1-based model call whose messages are shown side by side.
+``call`` is the 1-based model call whose messages are shown side by side; ``pricing``
+names the price preset (``simulator.pricing.PRESETS``) whose provider counts and prices
+every token on the page.
 """
 
 from __future__ import annotations
@@ -17,7 +19,12 @@ from django.shortcuts import redirect
 from django.urls import path
 from django.views.decorators.http import require_http_methods
 
-from reduction_app.charts import comparison_series, context_chart, thresholds_off_chart
+from reduction_app.charts import (
+    BILLED_AXIS,
+    comparison_series,
+    context_chart,
+    thresholds_off_chart,
+)
 from reduction_app.configs.selectors import ConfigChoice, config_choices, resolve_config_choices
 from reduction_app.conversations.selectors import (
     conversation_choices,
@@ -39,9 +46,10 @@ from reduction_app.simulations.display import (
     totals_rows,
 )
 from reduction_app.simulations.selectors import simulation_for, simulation_matching
+from simulator.pricing import PRESETS
 
 MAX_CONFIGS = 4
-OPTIONS = {"baseline": "first", "pricing": "gpt-4o", "min_cacheable_prefix": 1024}
+DEFAULT_PRICING = "gpt-4o"
 
 
 def _named(chosen: list[ConfigChoice]) -> list[dict[str, Any]]:
@@ -67,10 +75,16 @@ def _results_context(
     call: int | None,
     calls: int,
     base_params: list[tuple[str, str]],
+    pricing: str,
 ) -> dict[str, Any]:
-    series = comparison_series(results)
+    # One measure on the page: the chart counts tokens as the totals do, the price
+    # preset's, with each threshold converted to it.
+    series = comparison_series(results, billed=True)
     context: dict[str, Any] = {
-        "chart": context_chart(series, highlight=call),
+        "chart": context_chart(series, highlight=call, axis=BILLED_AXIS.format(pricing=pricing)),
+        "pricing": pricing,
+        "estimate": PRESETS[pricing].estimate,
+        "tokenizer": PRESETS[pricing].tokenizer,
         "off_chart": thresholds_off_chart(series),
         "rows": totals_rows(results),
         "strategies": strategy_table(results),
@@ -86,7 +100,7 @@ def _results_context(
             example["href"] = _url([*base_params, ("call", str(example["call"]))])
     if comparison is not None and call is not None:
         counters = [str(c["config"].get("token_counter", "approx")) for c in configs]
-        context["sent"] = side_by_side(comparison, call - 1, counters)
+        context["sent"] = side_by_side(comparison, call - 1, counters, PRESETS[pricing])
         tokens = [r["calls"][call - 1]["context_tokens"] for r in results["results"]]
         context["columns"] = list(zip([c["name"] for c in configs], tokens, strict=True))
     return context
@@ -108,13 +122,18 @@ def compare_page(request: PageRequest) -> HttpResponse:
     if missing:
         raise Http404(f"no such config: {missing[0]}")
     baseline = "none" if params.get("baseline") == "none" else "first"
+    pricing = params.get("pricing") or DEFAULT_PRICING
+    if pricing not in PRESETS:
+        raise Http404(f"no such price preset: {pricing}")
     if request.method == "POST":
         if conversation is None or not chosen:
             raise Http404("pick a conversation and at least one config")
-        simulation = _background(request, conversation, _named(chosen), baseline, start=True)
+        simulation = _background(
+            request, conversation, _named(chosen), baseline, pricing, start=True
+        )
         assert simulation is not None
         query = [("conversation", str(conversation.pk)), *(("config", v) for v in values if v)]
-        query += [("baseline", baseline), ("simulation", str(simulation.pk))]
+        query += [("baseline", baseline), ("pricing", pricing), ("simulation", str(simulation.pk))]
         return redirect(f"{request.path}?{urlencode(query)}")
     context: dict[str, Any] = {
         "conversations": conversation_choices(workspace=workspace, chosen=conversation),
@@ -122,10 +141,12 @@ def compare_page(request: PageRequest) -> HttpResponse:
         "choices": choices,
         "slots": [values[i] if i < len(values) else "" for i in range(MAX_CONFIGS)],
         "baseline": baseline,
+        "presets": list(PRESETS),
+        "pricing": pricing,
         "ran": False,
     }
     if conversation is not None and chosen:
-        context.update(_run(request, conversation, _named(chosen), baseline, values))
+        context.update(_run(request, conversation, _named(chosen), baseline, pricing, values))
     return render_page(request, "reduction_app/compare.html", context, partial="compare-results")
 
 
@@ -134,11 +155,12 @@ def _run(
     conversation: Conversation,
     configs: list[dict[str, Any]],
     baseline: str,
+    pricing: str,
     values: list[str],
 ) -> dict[str, Any]:
     base_params = [("conversation", str(conversation.pk))]
     base_params += [("config", v) for v in values if v]
-    base_params += [("baseline", baseline)]
+    base_params += [("baseline", baseline), ("pricing", pricing)]
     try:
         recorded = recorded_conversation(conversation)
     except ValueError as exc:
@@ -155,6 +177,7 @@ def _run(
             [(c["name"], c["config"]) for c in configs],
             baseline=baseline,
             call=None if call is None else call - 1,
+            pricing=PRESETS[pricing],
         )
         return {
             "ran": True,
@@ -165,9 +188,10 @@ def _run(
                 call=call,
                 calls=calls,
                 base_params=base_params,
+                pricing=pricing,
             ),
         }
-    simulation = _background(request, conversation, configs, baseline, start=False)
+    simulation = _background(request, conversation, configs, baseline, pricing, start=False)
     if simulation is None:
         return {"ran": True, "needs_start": True, "steps": steps, "start_params": base_params}
     poll = _url([*base_params, ("simulation", str(simulation.pk)), ("call", wanted)])
@@ -181,6 +205,7 @@ def _run(
                 [(c["name"], c["config"]) for c in configs],
                 baseline=baseline,
                 call=call - 1,
+                pricing=PRESETS[pricing],
             )
         context.update(
             _results_context(
@@ -190,6 +215,7 @@ def _run(
                 call=call if rerun is not None else None,
                 calls=calls,
                 base_params=[*base_params, ("simulation", str(simulation.pk))],
+                pricing=pricing,
             )
         )
     return context
@@ -200,13 +226,16 @@ def _background(
     conversation: Conversation,
     configs: list[dict[str, Any]],
     baseline: str,
+    pricing: str,
     *,
     start: bool,
 ) -> Simulation | None:
     """The queued, running or finished simulation of this comparison; with ``start``,
-    queue it when there is none yet."""
+    queue it when there is none yet. It counts as the inline replay does: the preset's
+    shortest cacheable prompt."""
     workspace = request.workspace
-    options = {**OPTIONS, "baseline": baseline}
+    prefix = PRESETS[pricing].min_cacheable_prefix
+    options = {"baseline": baseline, "pricing": pricing, "min_cacheable_prefix": prefix}
     asked = simulation_for(workspace=workspace, value=request.GET.get("simulation"))
     if (
         asked is not None
@@ -219,7 +248,12 @@ def _background(
     if found is not None or not start:
         return found
     simulation = services.simulation_create(
-        workspace=workspace, conversation=conversation, configs=configs, baseline=baseline
+        workspace=workspace,
+        conversation=conversation,
+        configs=configs,
+        baseline=baseline,
+        pricing=pricing,
+        min_cacheable_prefix=prefix,
     )
     services.simulation_enqueue(simulation=simulation)
     return simulation

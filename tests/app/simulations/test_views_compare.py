@@ -19,6 +19,8 @@ from reduction_app.conversations.selectors import recorded_conversation
 from reduction_app.models import Conversation, Simulation
 from reduction_app.simulations import services
 from simulator.compare import compare
+from simulator.metering import Meter
+from simulator.pricing import DEFAULT_PRICING, PRESETS
 from tests.app.pages_support import (
     CUT_LISTING,
     HIDDEN_NAME,
@@ -85,7 +87,7 @@ def test_compare_page_empty_form(setup: tuple[Client, Conversation, int]) -> Non
     assert page.count('<select name="config">') == 4
     assert f'<option value="{pk}">tight v1</option>' in page
     assert '<option value="none">no reduction</option>' in page
-    assert '<option value="defaults">defaults</option>' in page
+    assert '<option value="defaults">Eino defaults (built in)</option>' in page
     assert "Pick a conversation and one to four configs, then Compare." in page
 
 
@@ -149,21 +151,26 @@ def test_compare_chart_has_one_dataset_per_config_and_point_per_call(
     chart = _chart(page)
     expected = compare(
         recorded_conversation(conversation),
-        [("tight v1", TIGHT), ("no reduction", NO_REDUCTION), ("defaults", {})],
+        [("tight v1", TIGHT), ("no reduction", NO_REDUCTION), ("Eino defaults (built in)", {})],
     )
     series = [d for d in chart["data"]["datasets"] if not d["label"].startswith("threshold")]
-    assert [d["label"] for d in series] == ["tight v1", "no reduction", "defaults"]
+    assert [d["label"] for d in series] == ["tight v1", "no reduction", "Eino defaults (built in)"]
     for dataset, result in zip(series, expected.results, strict=True):
-        # The clear phase's own counts, the unit of the thresholds (not the billed measure).
-        assert dataset["data"] == [c.clear.tokens_after for c in result.calls]
-        assert dataset["data"] != [c.context_tokens for c in result.calls]
+        # The billed measure, the totals' unit (not the clear phase's own counts).
+        assert dataset["data"] == [c.context_tokens for c in result.calls]
+        assert dataset["data"] != [c.clear.tokens_after for c in result.calls]
         assert len(dataset["data"]) == 23
     assert chart["type"] == "line"
     assert chart["data"]["labels"] == list(range(1, 24))
-    # tight's threshold (8,000) is drawn; the default 160,000 is far above the series.
+    assert chart["options"]["scales"]["y"]["title"]["text"] == "tokens, as gpt-4o bills them"
+    # tight's threshold (8,000 by its counter) is drawn, converted at each call by that
+    # call's ratio of billed tokens to the counter's; the default 160,000 is far above.
     (threshold,) = [d for d in chart["data"]["datasets"] if d["label"].startswith("threshold")]
-    assert threshold == {**threshold, "label": "threshold: tight v1", "data": [8000] * 23}
-    assert "defaults at 160,000 tok" in page
+    converted = [
+        round(8000 * c.context_tokens / c.clear.tokens_after) for c in expected.results[0].calls
+    ]
+    assert threshold == {**threshold, "label": "threshold: tight v1", "data": converted}
+    assert "Eino defaults (built in) at 160,000 tok" in page
     assert '<canvas data-chart="compare-chart"' in page
 
 
@@ -206,8 +213,13 @@ def test_compare_side_by_side_marks_placeholder_and_truncation(
     assert "<mark" not in off_cell
     # message 16: truncated under tight
     assert '<span class="badge truncated">truncated</span>' in _row(page, 16)
-    # the system prompt is the same everywhere: one cell
+    # the system prompt is the same everywhere: one cell, its tokens as gpt-4o bills
+    # them (the totals' measure), not by the configs' counter
+    system = recorded_conversation(conversation).messages[0]
+    billed = Meter(DEFAULT_PRICING, None).message(system)
+    assert billed != engine.get_token_counter("approx").count_message(system)
     assert 'colspan="2" class="cell same"' in _row(page, 1)
+    assert f"same under every config · {billed:,} tok" in _row(page, 1)
     assert 'aria-current="true">8</a>' in page
 
 
@@ -295,7 +307,7 @@ def test_compare_big_conversation_runs_in_the_background(
     assert started.status_code == 302
     assert started["Location"] == (
         f"/compare/?conversation={conversation.pk}&config={pk}&config=none"
-        f"&baseline=first&simulation={simulation.pk}"
+        f"&baseline=first&pricing=gpt-4o&simulation={simulation.pk}"
     )
     page = html(client.get(started["Location"], headers={"HX-Request": "true"}))
     assert simulation.status == "queued"
@@ -305,7 +317,7 @@ def test_compare_big_conversation_runs_in_the_background(
     ]
     poll = (
         f"/compare/?conversation={conversation.pk}&amp;config={pk}&amp;config=none"
-        f"&amp;baseline=first&amp;simulation={simulation.pk}"
+        f"&amp;baseline=first&amp;pricing=gpt-4o&amp;simulation={simulation.pk}"
     )
     assert f'hx-get="{poll}" hx-trigger="every 1s" hx-swap="outerHTML"' in page
     assert "0 of 2 configs done." in page
@@ -365,9 +377,10 @@ def test_compare_renders_a_simulation_stored_before_calls_carried_their_clear_pa
     labels = [d["label"] for d in chart["data"]["datasets"]]
     assert labels == ["tight v1", "no reduction", "threshold: tight v1"]
     series = chart["data"]["datasets"]
-    assert series[0]["data"] == [c.clear.tokens_after for c in tight.calls]
+    assert series[0]["data"] == [c.context_tokens for c in tight.calls]
     assert series[1]["data"] == [c.context_tokens for c in off.calls]
-    assert series[2]["data"] == [8000] * 23
+    ratios = [c.context_tokens / c.clear.tokens_after for c in tight.calls]
+    assert series[2]["data"] == [round(8000 * r) for r in ratios]
 
 
 def test_compare_renders_a_simulation_stored_before_misses_were_measured(
@@ -468,7 +481,7 @@ def test_compare_shows_the_misses_a_cut_output_caused() -> None:
     (link,) = elements(example, "a")
     assert dict(link.attributes)["href"] == (
         f"/compare/?conversation={conversation.pk}&config={pk}&config=none&baseline=first"
-        "&call=2#sent"
+        "&pricing=gpt-4o&call=2#sent"
     )
 
 
@@ -483,3 +496,34 @@ def test_compare_escapes_a_miss_example() -> None:
     assert text(tool) == "<script>alert(1)</script>"
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html(response)
     assert not [s for s in elements(page, "script") if "alert(1)" in text(s)]
+
+
+def test_compare_background_replay_counts_with_the_chosen_preset(
+    setup: tuple[Client, Conversation, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A queued replay keeps the preset, with its shortest cacheable prompt, as the inline
+    replay counts: the same totals either way."""
+    client, conversation, pk = setup
+    monkeypatch.setattr(services, "INLINE_LIMIT", 10)
+    body = {"conversation": conversation.pk, "config": [pk, "none"], "pricing": "claude-opus-4.5"}
+    started = client.post("/compare/", body)
+    simulation = Simulation.objects.get()
+    assert "&pricing=claude-opus-4.5&" in started["Location"]
+    assert simulation.options == {
+        "baseline": "first",
+        "pricing": "claude-opus-4.5",
+        "min_cacheable_prefix": 4096,
+    }
+    services.simulation_run(simulation_id=simulation.pk)
+    page = html(client.get(started["Location"]))
+    expected = compare(
+        recorded_conversation(conversation),
+        [("tight v1", TIGHT), ("no reduction", NO_REDUCTION)],
+        pricing=PRESETS["claude-opus-4.5"],
+    )
+    billed = expected.results[0].totals.input_tokens_billed
+    assert _cell(page, "tight v1", "input_tokens_billed").startswith(f"{billed:,} tok")
+    assert "cost at claude-opus-4.5 prices" in page
+    assert client.get(f"/compare/?conversation={conversation.pk}&pricing=gpt-9").status_code == (
+        HTTPStatus.NOT_FOUND
+    )

@@ -79,7 +79,7 @@ def test_tune_page_shows_sliders_at_the_start_values(setup: tuple[Client, Conver
     assert '<input type="range" name="clear_retention_suffix_limit" min="-1" max="20"' in page
     assert 'hx-trigger="input changed delay:300ms, submit"' in page
     assert 'hx-push-url="true"' in page
-    assert _billed(page, "start: defaults") == "516,549 tok"
+    assert _billed(page, "start: Eino defaults (built in)") == "516,549 tok"
     assert _billed(page, "tuned") == "516,549 tok"
     assert '<canvas data-chart="tune-chart"' in page
 
@@ -90,7 +90,7 @@ def test_tune_changing_max_tokens_for_clear_changes_the_totals(
     client, conversation = setup
     url = f"/tune/?conversation={conversation.pk}&start=defaults&max_tokens_for_clear=5000"
     page = html(client.get(url))
-    assert _billed(page, "start: defaults") == "516,549 tok"
+    assert _billed(page, "start: Eino defaults (built in)") == "516,549 tok"
     assert _billed(page, "tuned") == _tuned_billed(conversation, {"max_tokens_for_clear": 5000})
     assert _billed(page, "tuned") == "156,062 tok"
     tighter = html(client.get(url.replace("5000", "12000")))
@@ -100,7 +100,7 @@ def test_tune_changing_max_tokens_for_clear_changes_the_totals(
         re.search(r'<script id="tune-chart" type="application/json">(.*?)</script>', page).group(1)
     )
     labels = [d["label"] for d in chart["data"]["datasets"]]
-    assert labels == ["start: defaults", "tuned", "threshold: tuned"]
+    assert labels == ["start: Eino defaults (built in)", "tuned", "threshold: tuned"]
 
 
 def test_tune_the_knob_that_moved_wins(setup: tuple[Client, Conversation]) -> None:
