@@ -145,3 +145,20 @@ def test_the_address_names_each_parameter_once(signed_in: Any) -> None:
     page.wait_for_selector("#tune-results canvas[data-rendered=true]")
     assert page.is_checked("#switch-clear_superseded input[type=checkbox]")
     assert page.input_value("input[type=number][name=max_tokens_for_clear]") == "12000"
+
+
+def test_no_page_asks_for_anything_missing(signed_in: Any) -> None:
+    """The icon each page links, and /favicon.ico, which browsers ask for anyway."""
+    page = signed_in
+    answers: list[tuple[int, str]] = []
+    page.on("response", lambda response: answers.append((response.status, response.url)))
+    _tune(page)
+    page.goto(f"{page.base}/")
+    page.wait_for_load_state("networkidle")
+    icon = page.locator("link[rel=icon]").get_attribute("href")
+    assert icon is not None and icon.endswith(".svg")
+    assert page.request.get(f"{page.base}{icon}").status == 200
+    favicon = page.request.get(f"{page.base}/favicon.ico")
+    assert (favicon.status, favicon.headers["content-type"]) == (200, "image/svg+xml")
+    assert favicon.url.endswith(icon)
+    assert answers and [answer for answer in answers if answer[0] >= 400] == []
