@@ -5,8 +5,12 @@ conversation under the starting config and under the tuned one (the starting con
 with the knobs changed) and shows both, deltas against the start. Each knob is a slider
 and a number input of the same name; a script keeps them equal, and without it the
 one that differs from ``was_<knob>`` (the value the page was drawn with) wins. htmx
-re-runs the replay as a knob moves and swaps the chart and totals. "Save as config"
-POSTs to ``/tune/save/``, which creates a profile and comes back with a link to it.
+re-runs the replay as a knob moves and swaps the chart and totals, and names the address
+to keep in the history (``HX-Push-Url``) with each parameter once; a plain GET that
+repeats one (the form without JavaScript) is redirected to that address. Each strategy
+switch whose flip would send the same messages at every call says so, for conversations
+small enough to replay once more per switch. "Save as config" POSTs to ``/tune/save/``,
+which creates a profile and comes back with a link to it.
 """
 
 from __future__ import annotations

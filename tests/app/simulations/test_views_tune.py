@@ -467,3 +467,15 @@ def test_tune_explains_the_threshold_as_a_trigger(setup: tuple[Client, Conversat
         "results, outside the latest rounds that clear_retention_suffix_limit keeps, are "
         "cleared."
     )
+
+
+def test_tune_htmx_clears_the_switch_notes_on_a_refused_knob(
+    setup: tuple[Client, Conversation],
+) -> None:
+    """No replay, so no note stays from the previous one."""
+    client, conversation = setup
+    url = _address(conversation, clear_at_least_tokens=-5)
+    page = html(client.get(url, headers={"HX-Request": "true"}))
+    for spec in engine.config_switches():
+        assert f'<span class="effect" id="effect-{spec.name}" hx-swap-oob="true"></span>' in page
+    assert "clear_at_least_tokens must be at least 0, got -5" in page
