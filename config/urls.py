@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from django.contrib import admin
-from django.http import HttpRequest, JsonResponse
+from django.http import HttpRequest, HttpResponseRedirect, JsonResponse
+from django.templatetags.static import static
 from django.urls import include, path, re_path
 from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_safe
 
 from reduction_app.api import api
 
@@ -18,7 +20,15 @@ def api_not_found(request: HttpRequest, rest: str = "") -> JsonResponse:
     return JsonResponse({"detail": f"no such endpoint: {request.path}", "field": None}, status=404)
 
 
+@require_safe
+def favicon(request: HttpRequest) -> HttpResponseRedirect:
+    """Browsers, feed readers and bookmarks ask for /favicon.ico whatever a page links;
+    they get the icon the pages link (temporarily: its static name changes with it)."""
+    return HttpResponseRedirect(static("reduction_app/favicon.svg"))
+
+
 urlpatterns = [
+    path("favicon.ico", favicon),
     path("api/v1/", api.urls),
     re_path(r"^api/(?P<rest>.*)$", api_not_found),
     path("admin/", admin.site.urls),

@@ -1,11 +1,6 @@
-"""``python -m simulator``: replay recorded conversations under configs, sweep a grid over
-a corpus of them, recommend a config for a corpus, or calibrate the token counts against
-providers' bills.
-
-Exit codes: 0 on success, 1 when ``recommend`` finds no config within its budget, 2 for
-bad input (an unreadable file, an unknown format, a bad config or grid, no recordings
-folder for ``calibrate``), with a one-line error naming the file, line, field or folder
-at fault.
+"""``python -m simulator``: the command line over the simulator. What it does and its exit
+codes are :data:`DESCRIPTION` and :data:`EXIT_CODES` below, which ``--help`` prints; how
+its tables show long conversation names is :func:`short_names`.
 """
 
 from __future__ import annotations
@@ -38,7 +33,21 @@ from simulator.recommend import BUDGET_CONFIG, DEFAULT_GRID, Recommendation, rec
 from simulator.recordings_folder import RecordingsNotFound, require_recordings
 from simulator.results import REFERENCE_STRATEGY, ReplayResult
 
-__all__ = ["main"]
+__all__ = ["DESCRIPTION", "EXIT_CODES", "NAME_WIDTH", "main", "short_names"]
+
+DESCRIPTION = (
+    "Replay recorded conversations under configs, sweep a grid over a corpus of them, "
+    "recommend a config for a corpus, or calibrate the token counts against providers' bills."
+)
+EXIT_CODES = (
+    "Exit codes: 0 on success, 1 when recommend finds no config within its budget, 2 for bad "
+    "input (an unreadable file, an unknown format, a bad config or grid, no recordings folder "
+    "for calibrate), with a one-line error naming the file, line, field or folder at fault. "
+    "Each command's --help says more about it."
+)
+NAME_WIDTH = 40
+"""Characters of a conversation's name in a table's first column, unless more are needed
+to tell the names apart."""
 
 
 class InputError(Exception):
@@ -82,6 +91,30 @@ def _configs(paths: Sequence[str]) -> list[tuple[str, dict[str, Any] | None]]:
     return out
 
 
+def short_names(names: Sequence[str], width: int = NAME_WIDTH) -> dict[str, str]:
+    """How a table shows each of ``names``: without the file it came from (``file#``)
+    when that leaves the names distinct, and a name longer than ``width`` cut in the
+    middle with an ellipsis, keeping its start and its end; the column widens, up to the
+    longest name whole, until distinct names read distinctly."""
+    distinct = set(names)
+    tails = {name: name.rsplit("#", 1)[-1] for name in distinct}
+    if len(set(tails.values())) < len(distinct):
+        tails = {name: name for name in distinct}
+    longest = max((len(tail) for tail in tails.values()), default=0)
+    for room in range(width, longest):
+        shown = {name: _cut(tail, room) for name, tail in tails.items()}
+        if len(set(shown.values())) == len(distinct):
+            return shown
+    return tails
+
+
+def _cut(name: str, width: int) -> str:
+    if len(name) <= width:
+        return name
+    head = (width - 1) // 2
+    return f"{name[:head]}…{name[len(name) - (width - 1 - head) :]}"
+
+
 def _percent(part: int, whole: int) -> str:
     return f"{100 * part / whole:.1f}%" if whole else "-"
 
@@ -106,11 +139,12 @@ def _table(rows: Sequence[Row], out: TextIO) -> None:
         "visible",
     ]
     lines = []
+    shown = short_names([conv.name for conv, _, _ in rows])
     for conv, r, delta in rows:
         t = r.totals
         lines.append(
             [
-                conv.name.rsplit("#", 1)[-1][-40:],
+                shown[conv.name],
                 r.name,
                 f"{t.model_calls:,}",
                 f"{t.input_tokens_billed:,}",
@@ -535,10 +569,17 @@ def _positive(value: str) -> int:
     return number
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(
-        prog="python -m simulator", description=" ".join(__doc__.split("\n\n")[0].split())
+def _command(sub: Any, name: str, **options: Any) -> argparse.ArgumentParser:
+    """A command, whose own --help opens with its line of the list as a sentence."""
+    line = options["help"]
+    parser: argparse.ArgumentParser = sub.add_parser(
+        name, description=f"{line[:1].upper()}{line[1:]}.", **options
     )
+    return parser
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m simulator", description=DESCRIPTION, epilog=EXIT_CODES)
     sub = parser.add_subparsers(dest="command", required=True)
     common = _Parser(add_help=False)
     common.add_argument(
@@ -571,7 +612,7 @@ def _parser() -> argparse.ArgumentParser:
     common.add_argument(
         "--json", action="store_true", help="print one JSON object instead of a table"
     )
-    rep = sub.add_parser("replay", parents=[common], help="replay under one or more configs")
+    rep = _command(sub, "replay", parents=[common], help="replay under one or more configs")
     rep.add_argument(
         "--config",
         action="append",
@@ -585,7 +626,8 @@ def _parser() -> argparse.ArgumentParser:
         default="first",
         help="deltas against the first config, or against no reduction",
     )
-    sw = sub.add_parser(
+    sw = _command(
+        sub,
         "sweep",
         parents=[common],
         help="replay every combination of a grid on every run, and sum them over the runs",
@@ -617,13 +659,15 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="replay each combination alone, sharing nothing (the same results, slower)",
     )
-    cal = sub.add_parser(
+    cal = _command(
+        sub,
         "calibrate",
-        help="the simulator's counts against the provider's on the shipped recordings",
+        help="compare the simulator's counts with the provider's on the shipped recordings",
     )
     _recordings_option(cal)
     cal.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    rec = sub.add_parser(
+    rec = _command(
+        sub,
         "recommend",
         parents=[common],
         help="search the knobs and strategies for the config that costs least with recovery "

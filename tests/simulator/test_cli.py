@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from reduction_app.engine.formats import messages_to_openai, tools_to_openai
-from simulator.cli import main
+from simulator.cli import main, short_names
 from tests.conftest import CONVERSATIONS, REPO, needs_recordings
 from tests.simulator.cases import HAND_CONFIG, hand_conversation
 
@@ -333,6 +333,115 @@ def test_main_help_goes_to_out() -> None:
     code, out, err = run("--help")
     assert (code, err) == (0, "")
     assert out.startswith("usage: python -m simulator")
+
+
+def _paragraphs(help_text: str) -> list[str]:
+    return [" ".join(p.split()) for p in help_text.strip().split("\n\n")]
+
+
+def test_main_help_says_what_it_does_and_its_exit_codes_in_sentences() -> None:
+    """The description after the usage and the exit codes at the end, each whole."""
+    _, out, _ = run("--help")
+    paragraphs = _paragraphs(out)
+    assert paragraphs[1] == (
+        "Replay recorded conversations under configs, sweep a grid over a corpus of them, "
+        "recommend a config for a corpus, or calibrate the token counts against providers' "
+        "bills."
+    )
+    assert paragraphs[-1] == (
+        "Exit codes: 0 on success, 1 when recommend finds no config within its budget, 2 for "
+        "bad input (an unreadable file, an unknown format, a bad config or grid, no "
+        "recordings folder for calibrate), with a one-line error naming the file, line, "
+        "field or folder at fault. Each command's --help says more about it."
+    )
+    assert paragraphs[1].endswith(".") and paragraphs[-1].endswith(".")
+
+
+@pytest.mark.parametrize(
+    ("command", "description"),
+    [
+        ("replay", "Replay under one or more configs."),
+        ("sweep", "Replay every combination of a grid on every run, and sum them over the runs."),
+        ("calibrate", "Compare the simulator's counts with the provider's on the shipped "
+         "recordings."),
+        ("recommend", "Search the knobs and strategies for the config that costs least with "
+         "recovery on a corpus, billing no run more than no reduction, within a budget of "
+         "misses and re-fetches."),
+    ],
+)  # fmt: skip
+def test_main_each_command_help_opens_with_a_sentence(command: str, description: str) -> None:
+    code, out, err = run(command, "--help")
+    assert (code, err) == (0, "")
+    assert _paragraphs(out)[1] == description
+
+
+def test_python_m_simulator_help_without_docstrings() -> None:
+    """``python -OO`` drops docstrings; the help does not come from one."""
+    proc = subprocess.run(
+        [sys.executable, "-OO", "-m", "simulator", "--help"],
+        capture_output=True, text=True, cwd=REPO, check=False,
+    )  # fmt: skip
+    assert (proc.returncode, proc.stderr) == (0, "")
+    assert _paragraphs(proc.stdout)[1].startswith("Replay recorded conversations under configs")
+
+
+def _long_runs(tmp_path: Path, names: list[str]) -> list[Path]:
+    conv = hand_conversation()
+    data = {"messages": messages_to_openai(conv.messages), "tools": tools_to_openai(conv.tools)}
+    paths = [tmp_path / name for name in names]
+    for path in paths:
+        path.write_text(json.dumps(data), encoding="utf-8")
+    return paths
+
+
+def _first_column(out: str, rows: int) -> list[str]:
+    return [line.split("  ")[0].rstrip() for line in out.splitlines()[1 : 1 + rows]]
+
+
+def test_main_replay_keeps_long_names_apart(tmp_path: Path, files: dict[str, Path]) -> None:
+    """Two names that differ only at the start and one that differs from the first only
+    at the end: each is cut in the middle to 40 characters (19, an ellipsis, 20), which
+    keeps what tells them apart. Keeping only the end, as the table once did, showed
+    the first two alike."""
+    shared = "claude-sonnet-4-5-django__django-11087-shared-middle-part"
+    names = [f"alpha-{shared}-trial0.json", f"omega-{shared}-trial0.json"]
+    names.append(f"alpha-{shared}-trial1.json")
+    paths = _long_runs(tmp_path, names)
+    code, out, err = run("replay", *paths, "--config", files["a.json"], "--measure", "engine")
+    assert (code, err) == (0, "")
+    assert _first_column(out, 3) == [
+        "alpha-claude-sonnet…dle-part-trial0.json",
+        "omega-claude-sonnet…dle-part-trial0.json",
+        "alpha-claude-sonnet…dle-part-trial1.json",
+    ]
+
+
+def test_short_names_widen_until_names_differ() -> None:
+    """Names of 60 characters that differ only at their 25th: the column widens to 51,
+    the first width whose start (25 characters, then the ellipsis, then 25 of the end)
+    takes it in; a short name stays whole."""
+    first, second = "a" * 24 + "X" + "b" * 35, "a" * 24 + "Y" + "b" * 35
+    assert short_names([first, second, "short", first]) == {
+        first: "a" * 24 + "X…" + "b" * 25,
+        second: "a" * 24 + "Y…" + "b" * 25,
+        "short": "short",
+    }
+
+
+def test_short_names_drop_the_file_only_when_the_rest_differs() -> None:
+    """``file#name`` shows as ``name`` unless two files hold runs of the same name; names
+    that no cut tells apart show whole."""
+    assert short_names(["a.json#task1", "a.json#task2"]) == {
+        "a.json#task1": "task1",
+        "a.json#task2": "task2",
+    }
+    assert short_names(["a.json#task1", "b.json#task1"]) == {
+        "a.json#task1": "a.json#task1",
+        "b.json#task1": "b.json#task1",
+    }
+    # 41 characters differing only at the 21st: no cut to 40 keeps it, so none.
+    first, second = "a" * 20 + "m" + "z" * 20, "a" * 20 + "n" + "z" * 20
+    assert short_names([first, second]) == {first: first, second: second}
 
 
 def test_main_format_option(files: dict[str, Path]) -> None:

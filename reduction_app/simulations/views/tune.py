@@ -5,8 +5,12 @@ conversation under the starting config and under the tuned one (the starting con
 with the knobs changed) and shows both, deltas against the start. Each knob is a slider
 and a number input of the same name; a script keeps them equal, and without it the
 one that differs from ``was_<knob>`` (the value the page was drawn with) wins. htmx
-re-runs the replay as a knob moves and swaps the chart and totals. "Save as config"
-POSTs to ``/tune/save/``, which creates a profile and comes back with a link to it.
+re-runs the replay as a knob moves and swaps the chart and totals, and names the address
+to keep in the history (``HX-Push-Url``) with each parameter once; a plain GET that
+repeats one (the form without JavaScript) is redirected to that address. Each strategy
+switch whose flip would send the same messages at every call says so, for conversations
+small enough to replay once more per switch. "Save as config" POSTs to ``/tune/save/``,
+which creates a profile and comes back with a link to it.
 """
 
 from __future__ import annotations
@@ -45,8 +49,11 @@ from reduction_app.simulations.display import (
     strategy_table,
     totals_rows,
 )
+from simulator.importers import RecordedConversation
+from simulator.replay import replay_many
 
 SWITCH_ON, SWITCH_OFF = "on", "off"
+BEYOND = "Beyond the reference: "
 
 
 def _round_up(value: float, step: int) -> int:
@@ -83,11 +90,46 @@ def _switch_value(params: QueryDict, name: str, start: bool) -> bool:
     return values[-1] == SWITCH_ON
 
 
-def _switches(values: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _switches(
+    values: Mapping[str, Any], unchanged: frozenset[str] | None = None
+) -> list[dict[str, Any]]:
+    """One row per strategy switch. The legend says they go beyond the reference, so each
+    description leaves that out. ``no_effect``: flipping it sends the same messages."""
     return [
-        {"name": spec.name, "on": values[spec.name], "help": spec.help}
+        {
+            "name": spec.name,
+            "on": values[spec.name],
+            "help": _capitalized(spec.help.removeprefix(BEYOND)),
+            "no_effect": unchanged is not None and spec.name in unchanged,
+        }
         for spec in engine.config_switches()
     ]
+
+
+def _capitalized(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def unchanged_switches(
+    recorded: RecordedConversation, tuned: engine.ReductionConfig
+) -> frozenset[str]:
+    """The strategy switches whose flip leaves the replay of ``recorded`` under ``tuned``
+    as it is: the same messages sent at every model call.
+
+    The tuned config is replayed once more beside each flip (each on a backend of its
+    own), keeping what every call sent: tuples of the message values, compared whole
+    (a message left alone is the same object from call to call, so most of the
+    comparison is by identity)."""
+    names = [spec.name for spec in engine.config_switches()]
+    flips: list[tuple[str, dict[str, Any]]] = [("tuned", {})]
+    flips += [(name, {name: not getattr(tuned, name)}) for name in names]
+    configs = [
+        (label, dataclasses.replace(tuned, backend=engine.InMemoryBackend(), **changed))
+        for label, changed in flips
+    ]
+    results = replay_many(recorded, configs, contexts=range(len(recorded.messages)))
+    sent = results[0].contexts
+    return frozenset(r.name for r in results[1:] if r.contexts == sent)
 
 
 def _sliders(values: Mapping[str, Any], total_tokens: int, longest: int) -> list[dict[str, Any]]:
@@ -191,9 +233,15 @@ def _run(state: dict[str, Any]) -> dict[str, Any]:
         (len(message_text(m)) for m in recorded.messages if classify(m) == "tool_result"),
         default=0,
     )
+    unchanged = None
+    switches = len(engine.config_switches())
+    # The notes need the tuned config and each flip replayed once more; a conversation
+    # too big for that goes without them.
+    if state["configs"] is not None and services.fits_inline(conversation, configs=3 + switches):
+        unchanged = unchanged_switches(recorded, state["configs"][1])
     out: dict[str, Any] = {
         "sliders": _sliders(state["values"], total_tokens, longest),
-        "switches": _switches(state["values"]),
+        "switches": _switches(state["values"], unchanged),
     }
     if state["configs"] is not None:
         start_config, tuned_config = state["configs"]
@@ -226,10 +274,32 @@ def _render(request: PageRequest, state: dict[str, Any], **extra: Any) -> HttpRe
     return render_page(request, "reduction_app/tune.html", context, partial="tune-results")
 
 
+def _address(request: PageRequest, state: Mapping[str, Any]) -> str:
+    """The page's address for ``state``: each parameter once."""
+    pairs = _query(state)
+    saved = request.GET.get("saved", "")
+    if digits(saved):
+        pairs.append(("saved", saved))
+    return f"{request.path}?{urlencode(pairs)}"
+
+
 @require_GET
 @workspace_view
 def tune_page(request: PageRequest) -> HttpResponse:
-    return _render(request, _state(request, request.GET))
+    state = _state(request, request.GET)
+    if state["conversation"] is None:
+        return _render(request, state)
+    # The form sends each knob twice (slider and number), its was_ value and each switch
+    # twice (hidden "off", ticked "on"); the address kept in the history and the one a
+    # form without JavaScript lands on name each parameter once.
+    address = _address(request, state)
+    repeated = any(len(values) > 1 for _, values in request.GET.lists())
+    if not request.htmx and (repeated or any(key.startswith("was_") for key in request.GET)):
+        return redirect(address)
+    response = _render(request, state)
+    if request.htmx:
+        response["HX-Push-Url"] = address
+    return response
 
 
 @require_POST

@@ -111,7 +111,46 @@ def test_tune_the_knob_that_moved_wins(setup: tuple[Client, Conversation]) -> No
         f"/tune/?conversation={conversation.pk}&start=defaults&max_tokens_for_clear=160000"
         "&max_tokens_for_clear=5000&was_max_tokens_for_clear=160000"
     )
-    assert _billed(html(client.get(url)), "tuned") == "156,062 tok"
+    response = client.get(url, follow=True)
+    assert response.redirect_chain == [(_address(conversation, max_tokens_for_clear=5000), 302)]
+    assert _billed(html(response), "tuned") == "156,062 tok"
+
+
+def _address(conversation: Conversation, **changed: Any) -> str:
+    """Tune's address for the defaults with ``changed``: each parameter once, in order."""
+    values: dict[str, Any] = {spec.name: spec.default for spec in engine.config_knobs()}
+    values |= {spec.name: "off" for spec in engine.config_switches()}
+    values |= changed
+    query = "&".join(f"{name}={value}" for name, value in values.items())
+    return f"/tune/?conversation={conversation.pk}&start=defaults&{query}"
+
+
+def test_tune_htmx_keeps_an_address_that_names_each_parameter_once(
+    setup: tuple[Client, Conversation],
+) -> None:
+    """htmx sends the whole form (each knob twice, each switch twice); the address it
+    keeps in the history is the one the response names."""
+    client, conversation = setup
+    url = (
+        f"/tune/?conversation={conversation.pk}&start=defaults&max_tokens_for_clear=20000"
+        "&max_tokens_for_clear=20000&was_max_tokens_for_clear=160000"
+        "&clear_superseded=off&clear_superseded=on&clear_cache_aware=off"
+    )
+    response = client.get(url, headers={"HX-Request": "true"})
+    assert response.status_code == HTTPStatus.OK
+    assert response["HX-Push-Url"] == _address(
+        conversation, max_tokens_for_clear=20000, clear_superseded="on"
+    )
+
+
+def test_tune_address_without_repeats_is_not_redirected(
+    setup: tuple[Client, Conversation],
+) -> None:
+    client, conversation = setup
+    url = _address(conversation, max_tokens_for_clear=5000)
+    response = client.get(url)
+    assert response.status_code == HTTPStatus.OK
+    assert "HX-Push-Url" not in response
 
 
 def test_tune_htmx_gets_the_chart_and_totals_partial(setup: tuple[Client, Conversation]) -> None:
@@ -264,11 +303,22 @@ def test_tune_shows_each_strategy_as_a_switch_off_by_default(
     setup: tuple[Client, Conversation],
 ) -> None:
     client, conversation = setup
-    page = html(client.get(f"/tune/?conversation={conversation.pk}&start=defaults"))
-    switch = page[page.index('id="switch-clear_superseded"') :]
-    switch = switch[: switch.index("</label>")]
-    assert '<input type="hidden" name="clear_superseded" value="off">' in switch
-    assert '<input type="checkbox" name="clear_superseded" value="on">' in switch  # unticked
+    page = parsed(client.get(f"/tune/?conversation={conversation.pk}&start=defaults"))
+    (switch,) = elements(page, "div", id="switch-clear_superseded")
+    hidden, box = elements(switch, "input")
+    assert dict(hidden.attributes) == {"type": "hidden", "name": "clear_superseded", "value": "off"}
+    assert dict(box.attributes) == {  # unticked
+        "type": "checkbox",
+        "name": "clear_superseded",
+        "value": "on",
+        "id": "switch-clear_superseded-box",
+        "aria-describedby": "switch-clear_superseded-help",
+    }
+    (label,) = elements(switch, "label", for_="switch-clear_superseded-box")
+    assert text(label) == "clear_superseded"
+    (description,) = elements(switch, "span", id="switch-clear_superseded-help")
+    spec = next(s for s in engine.config_switches() if s.name == "clear_superseded")
+    assert text(description) == "A clear pass first " + spec.help.split(": a clear pass first ")[1]
 
 
 def test_tune_switch_turns_a_strategy_on_for_the_tuned_replay(
@@ -278,10 +328,12 @@ def test_tune_switch_turns_a_strategy_on_for_the_tuned_replay(
     page = html(
         client.get(
             f"/tune/?conversation={conversation.pk}&start=defaults&max_tokens_for_clear=20000"
-            "&clear_superseded=off&clear_superseded=on"
+            "&clear_superseded=off&clear_superseded=on",
+            follow=True,
         )
     )
-    assert '<input type="checkbox" name="clear_superseded" value="on" checked>' in page
+    assert 'value="on" id="switch-clear_superseded-box"' in page
+    assert 'aria-describedby="switch-clear_superseded-help" checked>' in page
     tuned = {"max_tokens_for_clear": 20000, "clear_superseded": True}
     assert _billed(page, "tuned") == _tuned_billed(conversation, tuned)
     recorded = recorded_conversation(conversation)
@@ -328,3 +380,102 @@ def test_tune_shows_the_misses_a_cut_output_caused() -> None:
     (examples,) = elements(page, "table", id="miss-examples")
     (example,) = [r for r in elements(examples, "tr") if elements(r, "td")]
     assert [text(td) for td in elements(example, "td")] == ["2", "grep_repo", HIDDEN_NAME]
+
+
+NO_EFFECT = "no effect on this conversation"
+
+
+def _effects(page: Any) -> dict[str, str]:
+    return {
+        spec.name: text(elements(page, "span", id=f"effect-{spec.name}")[0])
+        for spec in engine.config_switches()
+    }
+
+
+def test_tune_says_which_switches_change_nothing(setup: tuple[Client, Conversation]) -> None:
+    """At the default threshold (160,000 tokens) the context is never cleared and no
+    output is over 50,000 characters: no switch changes what is sent. At 20,000 tokens
+    one pass clears: clear_superseded clears two results more (the switch test above)
+    and the manifest lists what was offloaded, while clear_cache_aware lets the pass be
+    and nothing is truncated either way."""
+    client, conversation = setup
+    base = f"/tune/?conversation={conversation.pk}&start=defaults"
+    page = parsed(client.get(base))
+    assert _effects(page) == {spec.name: NO_EFFECT for spec in engine.config_switches()}
+    page = parsed(client.get(f"{base}&max_tokens_for_clear=20000"))
+    assert _effects(page) == {
+        "trunc_only_when_shorter": NO_EFFECT,
+        "clear_cache_aware": NO_EFFECT,
+        "clear_superseded": "",
+        "clear_offload_manifest": "",
+    }
+
+
+def test_tune_switch_effect_compares_the_messages_sent(
+    setup: tuple[Client, Conversation],
+) -> None:
+    """The note follows the messages each call sent, replayed with the switch flipped."""
+    client, conversation = setup
+    recorded = recorded_conversation(conversation)
+    for threshold in (160_000, 20_000, 5_000):
+        tuned = {"max_tokens_for_clear": threshold}
+        page = parsed(client.get(_address(conversation, max_tokens_for_clear=threshold)))
+        for spec in engine.config_switches():
+            same, flipped = compare(
+                recorded,
+                [("tuned", tuned), ("flipped", {**tuned, spec.name: True})],
+                contexts=range(len(recorded.messages)),
+            ).results
+            expected = NO_EFFECT if same.contexts == flipped.contexts else ""
+            assert _effects(page)[spec.name] == expected, (threshold, spec.name)
+
+
+def test_tune_htmx_updates_the_switch_notes_out_of_band(
+    setup: tuple[Client, Conversation],
+) -> None:
+    client, conversation = setup
+    url = _address(conversation, max_tokens_for_clear=20000)
+    page = html(client.get(url, headers={"HX-Request": "true"}))
+    assert '<span class="effect" id="effect-clear_superseded" hx-swap-oob="true"></span>' in page
+    assert (
+        f'<span class="effect" id="effect-clear_cache_aware" hx-swap-oob="true">{NO_EFFECT}</span>'
+    ) in page
+    full = html(client.get(url))
+    assert 'hx-swap-oob="true"' not in full
+
+
+def test_tune_no_switch_notes_for_a_conversation_too_big_to_replay_them(
+    setup: tuple[Client, Conversation], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """47 messages: two replays per move fit in 100 steps, seven (with the switches
+    flipped) do not."""
+    client, conversation = setup
+    monkeypatch.setattr(services, "INLINE_LIMIT", 100)
+    page = parsed(client.get(f"/tune/?conversation={conversation.pk}&start=defaults"))
+    assert _effects(page) == {spec.name: "" for spec in engine.config_switches()}
+    assert elements(page, "table", class_="totals")
+
+
+def test_tune_explains_the_threshold_as_a_trigger(setup: tuple[Client, Conversation]) -> None:
+    client, conversation = setup
+    page = parsed(client.get(f"/tune/?conversation={conversation.pk}&start=defaults"))
+    (card,) = elements(page, "fieldset", id="knob-max_tokens_for_clear")
+    (note,) = elements(card, "p", id="threshold-note")
+    assert text(note) == (
+        "A trigger, not a cap: the clear phase starts when the context passes this many "
+        "tokens. The context can stay above it when little is clearable, as only old tool "
+        "results, outside the latest rounds that clear_retention_suffix_limit keeps, are "
+        "cleared."
+    )
+
+
+def test_tune_htmx_clears_the_switch_notes_on_a_refused_knob(
+    setup: tuple[Client, Conversation],
+) -> None:
+    """No replay, so no note stays from the previous one."""
+    client, conversation = setup
+    url = _address(conversation, clear_at_least_tokens=-5)
+    page = html(client.get(url, headers={"HX-Request": "true"}))
+    for spec in engine.config_switches():
+        assert f'<span class="effect" id="effect-{spec.name}" hx-swap-oob="true"></span>' in page
+    assert "clear_at_least_tokens must be at least 0, got -5" in page
