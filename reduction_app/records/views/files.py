@@ -27,6 +27,7 @@ from reduction_app.models import OffloadedFile
 from reduction_app.paging import Pager, int_param, pager_for, paginate, url_with
 from reduction_app.records import selectors
 from reduction_app.records.storage import offload_storage
+from reduction_app.records.views import filtered_to
 
 FILES_PER_PAGE = 50
 LINES_PER_PAGE = 500
@@ -69,6 +70,7 @@ def file_list(request: PageRequest) -> HttpResponse:
         "page": page,
         "pager": pager_for(request, page),
         "filtered": bool(filters),
+        "conversation": filtered_to(workspace, filters),
     }
     return render_page(request, "reduction_app/file_list.html", context, partial="table")
 
