@@ -37,9 +37,9 @@ API_QUERIES = {
 """Queries of each list operation, whatever the page holds."""
 
 DASHBOARD_LISTS = {
-    "/": "<code title=\"call_19\">call_19</code>",
+    "/": "<code>call_19</code>",
     "/conversations/": ">run-19<",
-    "/events/": "<code title=\"call_19\">call_19</code>",
+    "/events/": "<code>call_19</code>",
     "/files/": "<code>/tmp/trunc/call_19</code>",
     "/configs/": "config 19",
     "/configs/{profile}/versions/": 'id="v20"',

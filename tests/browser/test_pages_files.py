@@ -7,6 +7,7 @@ from typing import Any
 
 from reduction_app.models import Workspace
 from tests.app.dashboard_data import event_row, stored_file
+from tests.browser.conftest import PASSWORD
 
 LINES = 50_000
 
@@ -66,3 +67,62 @@ def test_file_with_a_script_is_shown_as_text(signed_in: Any) -> None:
     page.wait_for_selector("#L1.hit")
     assert "“<script>”" in page.locator(".hits").inner_text()
     assert dialogs == []
+
+
+def _search_lands_on_the_first_hit(page: Any) -> None:
+    page.fill("#id_q", "tool_result")
+    page.press("#id_q", "Enter")
+    page.wait_for_url("**q=tool_result**")
+    page.wait_for_selector("#L250.hit mark")
+    page.wait_for_function("document.querySelector('#L250').getBoundingClientRect().top < 200")
+    top = page.evaluate("document.querySelector('#L250').getBoundingClientRect().top")
+    assert 0 <= top < 200  # the first hit at the top of the window, not the file's start
+    assert page.evaluate("window.scrollY") > 0
+
+
+def test_searching_a_file_lands_on_the_first_hit(signed_in: Any, shoot: Any) -> None:
+    page = signed_in
+    content = "".join(
+        f"[tool_result_cleared call_{i}]\n" if i >= 250 else f"hay {i}\n" for i in range(1, 301)
+    )
+    stored_file(_demo(), "/tmp/trunc/call_search", content)
+    page.goto(f"{page.base}/files/view/?path=/tmp/trunc/call_search")
+    _search_lands_on_the_first_hit(page)
+    assert page.locator("#L250 mark").all_inner_texts() == ["tool_result"]
+    shoot(page, "file-search")
+
+
+def test_searching_a_file_lands_on_the_first_hit_without_javascript(
+    browser: Any, live_server: Any, demo_user: Any
+) -> None:
+    content = "".join(f"line_{i} tool_result\n" if i >= 250 else f"hay {i}\n" for i in range(300))
+    stored_file(_demo(), "/tmp/trunc/call_search", content)
+    context = browser.new_context(
+        viewport={"width": 1400, "height": 900}, java_script_enabled=False
+    )
+    page = context.new_page()
+    page.goto(f"{live_server.url}/accounts/login/")
+    page.fill("#id_username", "ada")
+    page.fill("#id_password", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{live_server.url}/")
+    page.goto(f"{live_server.url}/files/view/?path=/tmp/trunc/call_search")
+    page.fill("#id_q", "tool_result")
+    page.click("button:has-text('Search')")
+    page.wait_for_url("**q=tool_result#hit-1")
+    top = page.evaluate("document.querySelector('#L250').getBoundingClientRect().top")
+    assert 0 <= top < 200
+    context.close()
+
+
+def test_highlighted_underscores_are_not_covered(signed_in: Any) -> None:
+    """The highlight of the next line stops above this line's underscores (which hang
+    below the font's descent in DejaVu Sans Mono): a line-height of ``normal`` made the
+    highlights of consecutive lines touch and the lower one paint over them."""
+    page = signed_in
+    content = "".join(f"[tool_result_cleared call_{i}]\n" for i in range(3))
+    stored_file(_demo(), "/tmp/trunc/call_marks", content)
+    page.goto(f"{page.base}/files/view/?path=/tmp/trunc/call_marks&q=tool_result_cleared")
+    first, second = (page.locator(f"#L{n} mark").bounding_box() for n in (1, 2))
+    assert first is not None and second is not None
+    assert second["y"] - (first["y"] + first["height"]) >= 2  # px of the first line's own

@@ -307,7 +307,7 @@ def test_conversation_timeline_pages() -> None:
     assert part.lstrip().startswith('<section id="timeline"')
     rows = _rows(part)
     assert len(rows) == 20
-    assert '<td class="num">101</td>' in rows[0]
+    assert '<a href="/conversations/long/messages/101/"' in rows[0]
     assert "message 120" in rows[-1]
 
 
