@@ -12,8 +12,7 @@ from tests.app.dashboard_data import event_row, stored_file
 NOTE = (
     "recording: openhands OpenHands on ponyc-4588 is a recording of a real agent run, "
     "imported from openhands/ponyc-4588.json: its messages are as the agent exchanged "
-    "them, and the reductions shown for it are replays by the simulator, not reductions "
-    "made while it ran."
+    "them, not sent by a client of this engine."
 )
 
 
