@@ -325,7 +325,7 @@ def test_conversation_events_partial_pages() -> None:
     assert "<html" not in part
     assert part.lstrip().startswith('<section id="conversation-events"')
     assert len(_rows(part)) == 5
-    assert "<code>call_0</code>" in part
+    assert "<code><bdi>call_0</bdi></code>" in part
 
 
 def test_conversation_of_another_workspace_is_404() -> None:
