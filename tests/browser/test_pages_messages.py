@@ -7,9 +7,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from reduction_app.conversations.imports import recordings_import
+from reduction_app.conversations.selectors import recorded_conversation
 from reduction_app.conversations.services import conversation_upsert
 from reduction_app.conversations.timeline import INLINE_CHARS, PREVIEW_CHARS
-from reduction_app.models import Workspace
+from reduction_app.models import Conversation, Workspace
+from tests.conftest import CONVERSATIONS, needs_recordings
 
 COMMAND = "cd /workspace/repo && " + " && ".join(f"grep -rn needle_{i} src/" for i in range(40))
 LONG_OUTPUT = "".join(f"line {i}: {'x' * 60}\n" for i in range(INLINE_CHARS // 60 + 10))
@@ -88,3 +91,36 @@ def test_a_long_message_opens_on_its_own_page(signed_in: Any, shoot: Any) -> Non
     assert page.locator(".message-part pre").nth(1).inner_text() == json.dumps(
         {"command": COMMAND, "timeout": 120}, indent=2
     )
+
+
+OPENHANDS = "openhands/fastjson2-2775-gpt-5.jsonl"
+
+
+@needs_recordings
+def test_a_real_openhands_tool_call_opens_in_place(signed_in: Any, shoot: Any) -> None:
+    """An OpenHands ``str_replace_editor`` call inserting a method is cut at 400
+    characters; "Show all" shows its arguments whole, and the recording says it is one."""
+    page = signed_in
+    source = CONVERSATIONS / OPENHANDS
+    recordings_import(
+        workspace=Workspace.objects.get(slug="demo"),
+        files=[(source.name, source.read_bytes())],
+    )
+    conversation = Conversation.objects.get(source="openhands")
+    messages = recorded_conversation(conversation, restore=False).messages
+    number, call = next(
+        (i + 1, m.tool_calls[0])
+        for i, m in enumerate(messages)
+        if m.tool_calls and len(m.tool_calls[0].arguments) > PREVIEW_CHARS
+    )
+    page.goto(f"{page.base}/conversations/{conversation.client_id}/")
+    assert page.locator(".recording-note .badge").inner_text() == "recording: openhands"
+    row = page.locator(f"#message-{number}")
+    assert row.locator("pre.msg").inner_text().endswith("…")
+    row.get_by_role("link", name="Show all").click()
+    page.wait_for_selector(f"#message-{number} .message-part")
+    assert row.locator(".part-head").inner_text() == (f"tool call {call.name} · id {call.id}")
+    assert row.locator(".message-part pre").inner_text() == json.dumps(
+        json.loads(call.arguments), indent=2, ensure_ascii=False
+    )
+    shoot(page, "message-openhands")
