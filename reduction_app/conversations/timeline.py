@@ -12,6 +12,7 @@ database reads are in ``conversations.selectors``.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -39,7 +40,7 @@ from reduction_app.models import Conversation
 from simulator.pricing import DEFAULT_PRICING, engine_measure
 from simulator.replay import replay
 
-__all__ = ["TimelineRow", "series_from_replay", "timeline_rows"]
+__all__ = ["MessagePart", "TimelineRow", "message_parts", "series_from_replay", "timeline_rows"]
 
 ENGINE_MEASURE = engine_measure(DEFAULT_PRICING)
 """The chart reads the replay's clear passes, in the config's counter whatever the price
@@ -47,6 +48,10 @@ preset; counting the provider's measure as well would only cost time."""
 
 PREVIEW_CHARS = 400
 """Characters of a message shown in the timeline; the whole text is in the transcript."""
+
+INLINE_CHARS = 20_000
+"""A clipped message up to this many characters opens in place on the conversation page;
+a longer one opens on its own page, which keeps the conversation page light."""
 
 # The offloaded clear placeholder names its file after "saved to:" (the recogniser in the
 # engine only says yes or no; paths never hold whitespace, see engine/paths.py).
@@ -86,6 +91,8 @@ class TimelineRow:
     text: str
     """The start of the message's text (plain; the template escapes it)."""
     clipped: bool
+    chars: int
+    """Characters of the message's whole text (tool calls included)."""
     badges: list[Badge] = field(default_factory=list)
 
 
@@ -120,6 +127,65 @@ def _text(msg: Any) -> str:
         elif isinstance(block, FunctionToolResult):
             out += [c.text for c in block.content if c.type == "text"]
     return "\n".join(t for t in out if t)
+
+
+@dataclass(frozen=True)
+class MessagePart:
+    """One piece of a message as its own page shows it, whole."""
+
+    kind: str
+    """``reasoning``, ``text``, ``tool call`` or ``tool result``."""
+    name: str
+    """The tool's name (tool calls and results)."""
+    call_id: str
+    text: str
+    """The text; a tool call's arguments as indented JSON when they parse."""
+
+
+def _arguments(arguments: str) -> str:
+    try:
+        return json.dumps(json.loads(arguments), indent=2, ensure_ascii=False)
+    except ValueError:
+        return arguments  # shown as the model wrote them
+
+
+def message_parts(msg: Any, *, result_name: str = "") -> list[MessagePart]:
+    """Every piece of ``msg``, whole and in order, tool call arguments pretty-printed.
+    ``result_name`` names the tool of a result that does not name it (the call before it
+    does: see :func:`timeline_rows`)."""
+    if isinstance(msg, Message):
+        texts = [("reasoning", msg.reasoning_content), ("text", msg.content)]
+        texts += [("text", p.text) for p in msg.user_input_multi_content if p.type == "text"]
+        texts += [("text", p.text) for p in msg.assistant_gen_multi_content if p.type == "text"]
+        kind = "tool result" if msg.role == "tool" else ""
+        parts = [
+            MessagePart(
+                kind or k, (msg.tool_name or result_name) if kind else "", msg.tool_call_id, t
+            )
+            for k, t in texts
+            if t
+        ]
+        parts += [
+            MessagePart("tool call", c.name, c.id, _arguments(c.arguments)) for c in msg.tool_calls
+        ]
+        return parts
+    parts = []
+    for block in msg.content_blocks:
+        if isinstance(block, Reasoning) and block.text:
+            parts.append(MessagePart("reasoning", "", "", block.text))
+        elif isinstance(block, UserInputText | AssistantGenText) and block.text:
+            parts.append(MessagePart("text", "", "", block.text))
+        elif isinstance(block, FunctionToolCall):
+            parts.append(
+                MessagePart("tool call", block.name, block.call_id, _arguments(block.arguments))
+            )
+        elif isinstance(block, FunctionToolResult):
+            parts += [
+                MessagePart("tool result", block.name or result_name, block.call_id, c.text)
+                for c in block.content
+                if c.type == "text"
+            ]
+    return parts
 
 
 def _badges(texts: Sequence[tuple[str, str]]) -> list[Badge]:
@@ -165,6 +231,7 @@ def timeline_rows(
                 tokens=int(counter.count_message(msg)),
                 text=text[:PREVIEW_CHARS],
                 clipped=len(text) > PREVIEW_CHARS,
+                chars=len(text),
                 badges=_badges(texts),
             )
         )

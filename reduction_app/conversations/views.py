@@ -1,6 +1,6 @@
-"""The conversations list (``/conversations/``) and a conversation's page
+"""The conversations list (``/conversations/``), a conversation's page
 (``/conversations/<client_id>/``): its context window call by call, its message timeline
-and its events.
+and its events; and one message whole (``/conversations/<client_id>/messages/<n>/``).
 
 The context window is the recorded clear passes when there are some; otherwise a replay
 of the transcript, under a chosen config or the engine's defaults. An imported recording
@@ -25,7 +25,12 @@ from reduction_app.conversations.selectors import (
     conversation_list_counted,
     recorded_conversation,
 )
-from reduction_app.conversations.timeline import series_from_replay, timeline_rows
+from reduction_app.conversations.timeline import (
+    INLINE_CHARS,
+    message_parts,
+    series_from_replay,
+    timeline_rows,
+)
 from reduction_app.dashboard import render_page, workspace_view
 from reduction_app.http import PageRequest
 from reduction_app.models import Conversation, Workspace
@@ -155,6 +160,7 @@ def _timeline(request: PageRequest, conversation: Conversation) -> dict[str, Any
         "timeline": rows,
         "timeline_pager": pager_for(request, page, param="messages"),
         "message_total": len(messages),
+        "inline_chars": INLINE_CHARS,
     }
 
 
@@ -191,7 +197,42 @@ def conversation_detail(request: PageRequest, client_id: str) -> HttpResponse:
     return render_page(request, TEMPLATE, context)
 
 
+@require_GET
+@vary_on_headers("HX-Request")
+@workspace_view
+def conversation_message(request: PageRequest, client_id: str, number: int) -> HttpResponse:
+    """Message ``number`` (from 1) whole: its text and every tool call's arguments. htmx
+    swaps its body into the conversation page's timeline in place."""
+    conversation = conversation_get(workspace=request.workspace, client_id=client_id)
+    if conversation is None:
+        raise Http404("no such conversation")
+    try:
+        messages = list(recorded_conversation(conversation, restore=False).messages)
+    except ValueError as exc:
+        raise Http404(f"the stored transcript cannot be read: {exc}") from exc
+    if not 1 <= number <= len(messages):
+        raise Http404("no such message")
+    (row,) = timeline_rows(messages, number - 1, number)
+    context = {
+        "conversation": conversation,
+        "row": row,
+        "parts": message_parts(
+            messages[number - 1], result_name=row.tool_name if row.role == "tool" else ""
+        ),
+        "message_total": len(messages),
+        # The timeline page holding this message, for the way back.
+        "timeline_page": (number - 1) // MESSAGES_PER_PAGE + 1,
+    }
+    return render_page(request, "reduction_app/message.html", context, partial="message_body")
+
+
 urlpatterns = [
     path("conversations/", conversation_list, name="conversation_list"),
+    # Before the conversation's own page: its client id may hold slashes.
+    path(
+        "conversations/<path:client_id>/messages/<int:number>/",
+        conversation_message,
+        name="conversation_message",
+    ),
     path("conversations/<path:client_id>/", conversation_detail, name="conversation"),
 ]

@@ -17,6 +17,12 @@
   The recordings are not part of the repository; without the folder the workspace holds
   only the demo agent's conversations (:attr:`SeedReport.recordings_found` says which).
 
+Being real, the data holds what the engine really does, two things of it surprising
+at first sight, and the events and files pages explain both where they show: a
+truncation whose notice is longer than the output it cut (it adds tokens;
+``trunc_only_when_shorter`` avoids it), and a clear of an empty ``read_file`` output (an
+empty offloaded file, and a placeholder longer than the nothing it replaced).
+
 It is idempotent: what exists already (a profile by name, a conversation by id) is kept,
 so a second run adds nothing. ``demo_reset`` empties the workspace first. Members are
 set by ``demo_member_set``. The command is ``manage.py seed_demo``; this module does not

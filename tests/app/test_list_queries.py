@@ -37,10 +37,10 @@ API_QUERIES = {
 """Queries of each list operation, whatever the page holds."""
 
 DASHBOARD_LISTS = {
-    "/": "<code>call_19</code>",
+    "/": "<code><bdi>call_19</bdi></code>",
     "/conversations/": ">run-19<",
-    "/events/": "<code>call_19</code>",
-    "/files/": "<code>/tmp/trunc/call_19</code>",
+    "/events/": "<code><bdi>call_19</bdi></code>",
+    "/files/": "<code><bdi>/tmp/trunc/call_19</bdi></code>",
     "/configs/": "config 19",
     "/configs/{profile}/versions/": 'id="v20"',
 }

@@ -180,6 +180,13 @@ PAGES: dict[str, Callable[[dict[str, Any]], list[Request]]] = {
         _get(reverse("conversation", args=[JS_URL])),
         _get(reverse("conversation", args=[HOSTILE])),
     ],
+    "conversation_message": lambda r: (
+        [
+            _get(reverse("conversation_message", args=[r["conversation"].client_id, n]))
+            for n in (1, 2, 3)
+        ]
+        + [_get(reverse("conversation_message", args=[HOSTILE, 1]))]
+    ),
     "event_list": lambda r: [
         _get(reverse("event_list")),
         _get(reverse("event_list"), tool=HOSTILE, conversation=HOSTILE, phase=HOSTILE),
@@ -299,6 +306,7 @@ def test_xss_hostile_records_are_escaped_on_every_page() -> None:
         "overview",
         "conversation_list",
         "conversation",
+        "conversation_message",
         "event_list",
         "file_list",
         "file_view",

@@ -5,6 +5,7 @@ scripts the pages need (charts, htmx, the workspace switcher) still run."""
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlencode
 
 from django.contrib.auth.models import User
 from django.test import Client
@@ -46,7 +47,9 @@ def test_hostile_records_open_no_dialog_and_break_no_policy(
         reverse("conversation", args=[conversation.client_id]),
         reverse("event_list"),
         reverse("file_list"),
+        reverse("conversation_message", args=[conversation.client_id, 1]),
         reverse("file_view") + "?" + f"path={records['file'].path}",
+        reverse("file_view") + "?" + urlencode({"path": records["file"].path, "q": HOSTILE}),
         reverse("configs"),
         reverse("config_edit", args=[profile.pk]),
         reverse("config_versions", args=[profile.pk]),

@@ -16,6 +16,7 @@ from reduction_app.dashboard import render_page, workspace_view
 from reduction_app.http import PageRequest
 from reduction_app.paging import Pager, int_param, url_with
 from reduction_app.records import selectors
+from reduction_app.records.views import filtered_to
 
 EVENTS_PER_PAGE = 50
 PHASES = (("", "any"), ("truncation", "truncation"), ("clear", "clear"))
@@ -76,7 +77,13 @@ def event_list(request: PageRequest) -> HttpResponse:
         next=url_with(request, after=None, before=events[-1].id) if has_older else None,
         first=url_with(request, before=None, after=None) if (before or after) else None,
     )
-    context = {"form": form, "events": events, "pager": pager, "filtered": bool(filters)}
+    context = {
+        "form": form,
+        "events": events,
+        "pager": pager,
+        "filtered": bool(filters),
+        "conversation": filtered_to(workspace, filters),
+    }
     return render_page(request, "reduction_app/event_list.html", context, partial="table")
 
 

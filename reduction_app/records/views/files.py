@@ -27,6 +27,7 @@ from reduction_app.models import OffloadedFile
 from reduction_app.paging import Pager, int_param, pager_for, paginate, url_with
 from reduction_app.records import selectors
 from reduction_app.records.storage import offload_storage
+from reduction_app.records.views import filtered_to
 
 FILES_PER_PAGE = 50
 LINES_PER_PAGE = 500
@@ -69,6 +70,7 @@ def file_list(request: PageRequest) -> HttpResponse:
         "page": page,
         "pager": pager_for(request, page),
         "filtered": bool(filters),
+        "conversation": filtered_to(workspace, filters),
     }
     return render_page(request, "reduction_app/file_list.html", context, partial="table")
 
@@ -164,6 +166,25 @@ def _window(row: OffloadedFile, page: int | None, query: str) -> FileWindow:
     return window
 
 
+def highlighted(text: str, query: str) -> list[tuple[str, bool]]:
+    """``text`` in pieces, each ``(piece, matches)``: the matches of ``query`` (compared
+    casefolded, as the search is) and the text between them."""
+    folded, needle = text.casefold(), query.casefold()
+    if not needle or len(folded) != len(text):
+        # A character whose casefold is longer (ß → ss) would shift the offsets: the line
+        # is still marked as a hit, as a whole.
+        return [(text, False)]
+    parts, start = [], 0
+    while (found := folded.find(needle, start)) >= 0:
+        if found > start:
+            parts.append((text[start:found], False))
+        parts.append((text[found : found + len(needle)], True))
+        start = found + len(needle)
+    if start < len(text):
+        parts.append((text[start:], False))
+    return parts
+
+
 @require_GET
 @vary_on_headers("HX-Request")
 @workspace_view
@@ -186,6 +207,11 @@ def file_view(request: PageRequest) -> HttpResponse:
     context = {
         "file": row,
         "window": window,
+        "rows": [
+            (n, highlighted(text, query) if hit else [(text, False)], hit)
+            for n, text, hit in window.lines
+        ],
+        "first_hit": next((n for n, _, hit in window.lines if hit), None),
         "pager": pager,
         "q": query,
         "hits": hits,

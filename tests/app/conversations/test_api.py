@@ -244,7 +244,8 @@ def test_conversation_delete_keeps_the_file_another_conversation_offloaded_to_th
     page = Client()
     page.force_login(member)
     link = parse_html(
-        f'<a href="/files/view/?path={path}&amp;conversation=run-y"><code>{path}</code></a>'
+        f'<a href="/files/view/?path={path}&amp;conversation=run-y">'
+        f"<code><bdi>{path}</bdi></code></a>"
     )
     for address in ("/files/?conversation=run-y", "/conversations/run-y/"):
         shown = page.get(address)

@@ -307,7 +307,7 @@ def test_conversation_timeline_pages() -> None:
     assert part.lstrip().startswith('<section id="timeline"')
     rows = _rows(part)
     assert len(rows) == 20
-    assert '<td class="num">101</td>' in rows[0]
+    assert '<a href="/conversations/long/messages/101/"' in rows[0]
     assert "message 120" in rows[-1]
 
 
@@ -325,7 +325,7 @@ def test_conversation_events_partial_pages() -> None:
     assert "<html" not in part
     assert part.lstrip().startswith('<section id="conversation-events"')
     assert len(_rows(part)) == 5
-    assert "<code>call_0</code>" in part
+    assert "<code><bdi>call_0</bdi></code>" in part
 
 
 def test_conversation_of_another_workspace_is_404() -> None:
@@ -418,3 +418,109 @@ def test_conversation_page_does_not_replay_a_big_conversation_inline(monkeypatch
     monkeypatch.setattr(services, "INLINE_LIMIT", 10)
     page = client.get("/conversations/big/").content.decode()
     assert "It has 30 messages and no recorded clear passes; replay it on the Compare page" in page
+
+
+# One message -------------------------------------------------------------------------------
+
+EVIL = "<script>alert(1)</script>"
+
+
+def _message_page(client: Any, client_id: str, number: int, **headers: str) -> Any:
+    return client.get(f"/conversations/{client_id}/messages/{number}/", headers=headers)
+
+
+def test_message_page_shows_the_message_whole_with_pretty_arguments() -> None:
+    client, ws = member_client()
+    transcript = _tool_transcript("y" * 1_000, tool="execute_bash")
+    transcript[2]["content"] = EVIL
+    transcript[2]["tool_calls"][0]["function"]["arguments"] = '{"command": "ls -l", "n": [1]}'
+    conversation_upsert(
+        workspace=ws, client_id="a/b", message_format="openai_chat", transcript=transcript
+    )
+    page = _message_page(client, "a/b", 3).content.decode()
+    assert "<h1>Message 3 of 5</h1>" in page
+    assert "<pre>&lt;script&gt;alert(1)&lt;/script&gt;</pre>" in page
+    assert (
+        "<pre>{\n  &quot;command&quot;: &quot;ls -l&quot;,\n  &quot;n&quot;: [\n    1\n  ]\n}</pre>"
+        in page
+    )
+    assert '<a rel="prev" href="/conversations/a/b/messages/2/">' in page
+    assert '<a rel="next" href="/conversations/a/b/messages/4/">' in page
+    result = _message_page(client, "a/b", 4).content.decode()
+    assert f"<pre>{'y' * 1_000}</pre>" in result
+    assert "tool result <code>execute_bash</code>" in result
+
+
+def test_message_page_partial_for_htmx() -> None:
+    client, ws = member_client()
+    conversation_upsert(
+        workspace=ws,
+        client_id="run",
+        message_format="openai_chat",
+        transcript=_tool_transcript("z" * 900),
+    )
+    part = _message_page(client, "run", 4, **HX).content.decode()
+    assert "<html" not in part
+    assert part.lstrip().startswith('<div class="message-body">')
+    assert f"<pre>{'z' * 900}</pre>" in part
+    timeline = client.get("/conversations/run/").content.decode()
+    assert (
+        '<a class="show-all" href="/conversations/run/messages/4/" '
+        'hx-get="/conversations/run/messages/4/" hx-target="#message-4-body" '
+        'hx-swap="innerHTML">Show all 900 chars</a>'
+    ) in timeline
+
+
+def test_message_page_of_anthropic_blocks() -> None:
+    client, ws = member_client()
+    conversation_upsert(
+        workspace=ws,
+        client_id="claude",
+        message_format="anthropic",
+        transcript=[
+            {"role": "user", "content": "Look."},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "text", "text": "Listing."},
+                    {"type": "tool_use", "id": "toolu_1", "name": "bash", "input": {"cmd": "ls"}},
+                ],
+            },
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "a b"}],
+            },
+        ],
+    )
+    call = _message_page(client, "claude", 2).content.decode()
+    assert re.findall(r'<p class="part-head">(.*?)</p>', call) == [
+        "text",
+        'tool call <code>bash</code> <span class="muted">· id <code>toolu_1</code></span>',
+    ]
+    assert "<pre>{\n  &quot;cmd&quot;: &quot;ls&quot;\n}</pre>" in call
+    result = _message_page(client, "claude", 3).content.decode()
+    assert re.findall(r'<p class="part-head">(.*?)</p>', result) == [
+        'tool result <code>bash</code> <span class="muted">· id <code>toolu_1</code></span>'
+    ]
+    assert "<pre>a b</pre>" in result
+
+
+@pytest.mark.parametrize("number", [0, 6, 99])
+def test_message_page_out_of_range_is_404(number: int) -> None:
+    client, ws = member_client()
+    conversation_upsert(
+        workspace=ws,
+        client_id="run",
+        message_format="openai_chat",
+        transcript=_tool_transcript("x"),
+    )
+    assert _message_page(client, "run", number).status_code == HTTPStatus.NOT_FOUND
+
+
+def test_message_page_of_another_workspace_is_404() -> None:
+    client, _ = member_client()
+    _, other = member_client("bob", "Other")
+    conversation_upsert(
+        workspace=other, client_id="run", message_format="openai_chat", transcript=[]
+    )
+    assert _message_page(client, "run", 1).status_code == HTTPStatus.NOT_FOUND

@@ -45,10 +45,10 @@ def test_events_table_shows_each_event_with_its_links() -> None:
     assert '<td class="num">11,234 tok</td>' in page
     assert (
         '<a href="/files/view/?path=/tmp/trunc/call_7&amp;conversation=run-1">'
-        "<code>/tmp/trunc/call_7</code></a>"
+        "<code><bdi>/tmp/trunc/call_7</bdi></code></a>"
     ) in page
     assert "49,380 chars → 4,444" in page
-    assert "<code>call_7</code>" in page
+    assert "<code><bdi>call_7</bdi></code>" in page
 
 
 def test_events_filters() -> None:

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from reduction_app.conversations.services import conversation_upsert
+from reduction_app.records.views.files import highlighted
 from tests.app.dashboard_data import HX, event_row, member_client, stored_file
 from tests.offload_stores import OffloadStore
 
@@ -201,6 +202,12 @@ def test_file_page_search_lists_and_highlights_matches() -> None:
     assert _line_numbers(page) == list(range(9_501, 10_001))
     assert '<tr id="L10000" class="hit">' in page
     assert page.count('class="hit"') == 1
+    # The first match on the page is the search's landing place, its text highlighted.
+    assert (
+        '<a href="#L10000" id="hit-1">10000</a></td><td>line 10000: <mark>needle</mark></td>'
+        in (page)
+    )
+    assert 'action="/files/view/#hit-1"' in page
     none = client.get("/files/view/", {"path": "/tmp/trunc/big", "q": "absent"}).content.decode()
     assert "No line matches “absent”." in none
     assert _line_numbers(none) == list(range(1, 501))
@@ -211,7 +218,7 @@ def test_file_page_escapes_the_content() -> None:
     stored_file(ws, "/f/x", "<script>alert(1)</script>\nfine")
     page = client.get("/files/view/", {"path": "/f/x", "q": "<script>"}).content.decode()
     assert "<script>alert" not in page
-    assert "<td>&lt;script&gt;alert(1)&lt;/script&gt;</td>" in page
+    assert "<td><mark>&lt;script&gt;</mark>alert(1)&lt;/script&gt;</td>" in page
     assert "match “&lt;script&gt;”" in page
 
 
@@ -259,3 +266,15 @@ def test_file_page_query_count_is_constant(django_assert_num_queries: Any) -> No
         client.get("/files/view/", {"path": "/f/small"})
     with django_assert_num_queries(6):
         client.get("/files/view/", {"path": big.path, "q": "needle"})
+
+
+def test_highlighted_splits_a_line_at_its_matches() -> None:
+    assert highlighted("a_b A_B c", "a_b") == [
+        ("a_b", True),
+        (" ", False),
+        ("A_B", True),
+        (" c", False),
+    ]
+    assert highlighted("none here", "x") == [("none here", False)]
+    # A casefold that changes the length would shift the offsets: the line stays whole.
+    assert highlighted("Straße ss", "ss") == [("Straße ss", False)]

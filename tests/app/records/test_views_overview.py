@@ -69,7 +69,10 @@ def test_overview_totals_phases_tools_and_latest() -> None:
     assert '<td class="num">1,239 tok</td>' in tools
     # The latest events link to their conversation and file.
     assert '<a href="/conversations/run-1/">run-1</a>' in page
-    assert '<a href="/files/view/?path=/t/a&amp;conversation=run-1"><code>/t/a</code></a>' in page
+    assert (
+        '<a href="/files/view/?path=/t/a&amp;conversation=run-1"><code><bdi>/t/a</bdi></code></a>'
+        in page
+    )
 
 
 def test_overview_chart_is_per_day_over_two_days_and_per_hour_below() -> None:
