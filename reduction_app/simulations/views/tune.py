@@ -9,8 +9,10 @@ re-runs the replay as a knob moves and swaps the chart and totals, and names the
 to keep in the history (``HX-Push-Url``) with each parameter once; a plain GET that
 repeats one (the form without JavaScript) is redirected to that address. Each strategy
 switch whose flip would send the same messages at every call says so, for conversations
-small enough to replay once more per switch. "Save as config" POSTs to ``/tune/save/``,
-which creates a profile and comes back with a link to it.
+small enough to replay once more per switch. ``pricing`` names the price preset
+(``simulator.pricing.PRESETS``, ``gpt-4o`` when absent, and then left out of the address)
+whose provider counts and prices every token of the chart and the totals. "Save as
+config" POSTs to ``/tune/save/``, which creates a profile and comes back with a link to it.
 """
 
 from __future__ import annotations
@@ -27,7 +29,12 @@ from django.urls import path
 from django.views.decorators.http import require_GET, require_POST
 
 from reduction_app import engine
-from reduction_app.charts import comparison_series, context_chart, thresholds_off_chart
+from reduction_app.charts import (
+    BILLED_AXIS,
+    comparison_series,
+    context_chart,
+    thresholds_off_chart,
+)
 from reduction_app.configs.selectors import ConfigChoice, config_choices, config_profile
 from reduction_app.configs.services import config_create
 from reduction_app.conversations.selectors import (
@@ -50,10 +57,12 @@ from reduction_app.simulations.display import (
     totals_rows,
 )
 from simulator.importers import RecordedConversation
+from simulator.pricing import PRESETS
 from simulator.replay import replay_many
 
 SWITCH_ON, SWITCH_OFF = "on", "off"
 BEYOND = "Beyond the reference: "
+DEFAULT_PRICING = "gpt-4o"
 
 
 def _round_up(value: float, step: int) -> int:
@@ -169,6 +178,9 @@ def _state(request: PageRequest, params: QueryDict) -> dict[str, Any]:
     start = next((c for c in choices if c.value == start_value), None)
     if start is None:
         raise Http404("no such config")
+    pricing = params.get("pricing") or DEFAULT_PRICING
+    if pricing not in PRESETS:
+        raise Http404(f"no such price preset: {pricing}")
     values: dict[str, Any] = {}
     for spec in engine.config_knobs():
         start_knob = spec.in_force(int(start.data.get(spec.name, spec.default)))
@@ -195,6 +207,9 @@ def _state(request: PageRequest, params: QueryDict) -> dict[str, Any]:
         "conversations": conversation_choices(workspace=workspace, chosen=conversation),
         "choices": choices,
         "start": start,
+        "presets": list(PRESETS),
+        "pricing": pricing,
+        "default_pricing": DEFAULT_PRICING,
         "values": values,
         "tuned": tuned,
         "configs": configs,
@@ -210,7 +225,8 @@ def _query(state: Mapping[str, Any]) -> list[tuple[str, str]]:
         for spec in engine.config_switches()
     ]
     knobs = [(spec.name, str(state["values"][spec.name])) for spec in engine.config_knobs()]
-    return pairs + knobs + switches
+    pricing = [] if state["pricing"] == DEFAULT_PRICING else [("pricing", state["pricing"])]
+    return pairs + knobs + switches + pricing
 
 
 def _run(state: dict[str, Any]) -> dict[str, Any]:
@@ -245,12 +261,19 @@ def _run(state: dict[str, Any]) -> dict[str, Any]:
     }
     if state["configs"] is not None:
         start_config, tuned_config = state["configs"]
+        pricing = PRESETS[state["pricing"]]
         comparison = run_comparison(
-            recorded, [(f"start: {state['start'].label}", start_config), ("tuned", tuned_config)]
+            recorded,
+            [(f"start: {state['start'].label}", start_config), ("tuned", tuned_config)],
+            pricing=pricing,
         )
-        series = comparison_series(comparison.results)
+        # One measure on the page: the chart counts tokens as the totals do, the price
+        # preset's, with each threshold converted to it.
+        series = comparison_series(comparison.results, billed=True)
         out.update(
-            chart=context_chart(series),
+            chart=context_chart(series, axis=BILLED_AXIS.format(pricing=pricing.name)),
+            estimate=pricing.estimate,
+            tokenizer=pricing.tokenizer,
             off_chart=thresholds_off_chart(series),
             rows=totals_rows(comparison.results),
             strategies=strategy_table(comparison.results),

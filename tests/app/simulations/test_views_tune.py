@@ -1,5 +1,5 @@
 """Tune: knobs re-run the replay, the partial for htmx, saving as a config, isolation,
-escaping and query counts."""
+escaping and query counts; the chart and the totals in one measure, the price preset's."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from reduction_app.models import ConfigProfile, Conversation
 from reduction_app.simulations import services
 from simulator import members as members_module
 from simulator.compare import compare
+from simulator.pricing import PRESETS
 from tests.app.pages_support import (
     CUT_LISTING,
     HIDDEN_NAME,
@@ -479,3 +480,91 @@ def test_tune_htmx_clears_the_switch_notes_on_a_refused_knob(
     for spec in engine.config_switches():
         assert f'<span class="effect" id="effect-{spec.name}" hx-swap-oob="true"></span>' in page
     assert "clear_at_least_tokens must be at least 0, got -5" in page
+
+
+START = "start: Eino defaults (built in)"
+
+
+def _tune_chart(page: str) -> dict[str, Any]:
+    found = re.search(r'<script id="tune-chart" type="application/json">(.*?)</script>', page)
+    assert found, "no chart config"
+    chart: dict[str, Any] = json.loads(found.group(1))
+    return chart
+
+
+@pytest.mark.parametrize(("query", "preset"), [("", "gpt-4o"), ("&pricing=gpt-4.1", "gpt-4.1")])
+def test_tune_chart_counts_tokens_as_the_totals_do(
+    setup: tuple[Client, Conversation], query: str, preset: str
+) -> None:
+    """Each call's point is what the price preset's provider counts for it (what the
+    billed totals add up), and the threshold is the config's, converted at each call."""
+    client, conversation = setup
+    url = f"/tune/?conversation={conversation.pk}&start=defaults&max_tokens_for_clear=5000"
+    page = html(client.get(url + query))
+    start_run, tuned_run = compare(
+        recorded_conversation(conversation),
+        [(START, None), ("tuned", {"max_tokens_for_clear": 5000})],
+        pricing=PRESETS[preset],
+    ).results
+    chart = _tune_chart(page)
+    start_line, tuned_line, threshold = chart["data"]["datasets"]
+    assert start_line["data"] == [c.context_tokens for c in start_run.calls]
+    assert tuned_line["data"] == [c.context_tokens for c in tuned_run.calls]
+    assert max(tuned_line["data"]) == tuned_run.totals.peak_context_tokens
+    assert _billed(page, "tuned") == f"{tuned_run.totals.input_tokens_billed:,} tok"
+    # At each call the threshold is 5,000 scaled by the provider's count over the config's.
+    assert threshold["data"] == [
+        round(5000 * c.context_tokens / c.clear.tokens_after) for c in tuned_run.calls
+    ]
+    assert chart["options"]["scales"]["y"]["title"]["text"] == f"tokens, as {preset} bills them"
+    (caption,) = elements(parsed(client.get(url + query)), "p", class_="chart-measure")
+    assert text(caption).startswith(f"Tokens counted as {preset} bills them, like the totals")
+
+
+def test_tune_keeps_a_chosen_price_preset_in_the_address_once(
+    setup: tuple[Client, Conversation],
+) -> None:
+    client, conversation = setup
+    url = _address(conversation, max_tokens_for_clear=20000)
+    response = client.get(
+        f"{url}&pricing=claude-opus-4.5&max_tokens_for_clear=20000",
+        headers={"HX-Request": "true"},
+    )
+    assert response["HX-Push-Url"] == f"{url}&pricing=claude-opus-4.5"
+    redirected = client.get(f"{url}&pricing=claude-opus-4.5&max_tokens_for_clear=20000")
+    assert redirected["Location"] == f"{url}&pricing=claude-opus-4.5"
+    page = parsed(client.get(f"{url}&pricing=claude-opus-4.5"))
+    (picker,) = elements(page, "select", name="pricing")
+    options = elements(picker, "option")
+    assert [dict(o.attributes)["value"] for o in options] == list(PRESETS)
+    assert [dict(o.attributes)["value"] for o in options if "selected" in dict(o.attributes)] == [
+        "claude-opus-4.5"
+    ]
+    (pick,) = elements(page, "form", id="tune-pick")
+    (kept,) = elements(pick, "input", name="pricing")
+    assert dict(kept.attributes)["value"] == "claude-opus-4.5"
+    # The default is left out of the address, and of the form that picks a conversation.
+    response = client.get(f"{url}&pricing=gpt-4o", headers={"HX-Request": "true"})
+    assert response["HX-Push-Url"] == url
+    (pick,) = elements(parsed(client.get(url)), "form", id="tune-pick")
+    assert elements(pick, "input", name="pricing") == []
+
+
+def test_tune_save_keeps_the_price_preset(setup: tuple[Client, Conversation]) -> None:
+    client, conversation = setup
+    body = {
+        "conversation": conversation.pk,
+        "start": "defaults",
+        "pricing": "claude-sonnet-4.5",
+        "name": "priced",
+    }
+    response = client.post("/tune/save/", body)
+    saved = ConfigProfile.objects.get(name="priced")
+    assert response["Location"].endswith(f"&pricing=claude-sonnet-4.5&saved={saved.pk}")
+    assert "pricing" not in saved.versions.get().data
+
+
+def test_tune_unknown_price_preset_answers_404(setup: tuple[Client, Conversation]) -> None:
+    client, conversation = setup
+    url = f"/tune/?conversation={conversation.pk}&start=defaults&pricing=gpt-9"
+    assert client.get(url).status_code == HTTPStatus.NOT_FOUND
