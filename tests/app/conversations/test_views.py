@@ -113,7 +113,7 @@ def test_conversation_list_partial_for_htmx() -> None:
 
 
 def test_conversation_list_sweep_these_carries_the_filter() -> None:
-    """"Sweep these" opens the Sweep page on the list's filter, the search escaped, also
+    """ "Sweep these" opens the Sweep page on the list's filter, the search escaped, also
     in the table htmx swaps in as the filter changes; an empty list has none."""
     client, ws = member_client()
     conversation_upsert(workspace=ws, client_id="a&b c", message_format="anthropic")
