@@ -12,6 +12,7 @@ import pytest
 from reduction_app.configs.services import config_create
 from reduction_app.conversations.services import conversation_upsert
 from tests.app.dashboard_data import HX, agent_run, event_row, member_client, stored_file
+from tests.app.pages_support import elements, parsed
 from tests.app.records.test_views_overview import chart_config
 
 pytestmark = pytest.mark.django_db
@@ -109,6 +110,24 @@ def test_conversation_list_partial_for_htmx() -> None:
     assert "<html" not in page
     assert page.lstrip().startswith('<div id="conversation-table">')
     assert "1 conversation matches." in page
+
+
+def test_conversation_list_sweep_these_carries_the_filter() -> None:
+    """ "Sweep these" opens the Sweep page on the list's filter, the search escaped, also
+    in the table htmx swaps in as the filter changes; an empty list has none."""
+    client, ws = member_client()
+    conversation_upsert(workspace=ws, client_id="a&b c", message_format="anthropic")
+
+    def sweep_links(**params: str) -> list[str]:
+        response = client.get("/conversations/", params, headers=HX if params else {})
+        links = elements(parsed(response), "a", id="sweep-these")
+        return [dict(link.attributes)["href"] for link in links]
+
+    assert sweep_links() == ["/sweep/?scope=filter&q=&format="]
+    assert sweep_links(q="a&b c", format="anthropic") == [
+        "/sweep/?scope=filter&q=a%26b%20c&format=anthropic"
+    ]
+    assert sweep_links(q="nothing") == []
 
 
 def test_conversation_list_shows_only_this_workspace() -> None:
