@@ -71,7 +71,7 @@ def test_simulation_page_follows_a_sweep_on_the_workers(setup: tuple[Client, Con
     assert "Workers: <code>" in swap and "(2)" in swap
     _run_parts(simulation, [2, 3, 4])
     page = html(client.get(url))
-    assert "Done: 4 of 4 combinations done in" in page
+    assert "Done: 4 of 4 combinations in" in page
     assert "hx-trigger" not in page  # no more polling
     assert "Pareto front: cost against re-fetches" in page
     assert "clear_retention_suffix_limit=1,max_tokens_for_clear=4000" in page
