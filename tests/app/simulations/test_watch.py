@@ -207,9 +207,7 @@ def test_simulation_no_worker_took_fails_after_the_timeout(listing: Conversation
     assert _ended(untaken) == ("failed", UNTAKEN, True)
 
 
-def test_simulation_queue_timeout_follows_the_setting(
-    listing: Conversation, settings: Any
-) -> None:
+def test_simulation_queue_timeout_follows_the_setting(listing: Conversation, settings: Any) -> None:
     settings.REDUCTION_SIMULATION_QUEUE_TIMEOUT_SECONDS = 600
     simulation = _waiting(_replay(listing), for_seconds=601)
     assert sweep_lease_check(simulation=simulation).error == (
@@ -294,9 +292,7 @@ def _wait_for(condition: Callable[[], bool], timeout: float = 30) -> None:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_slow_simulation_with_a_heartbeat_is_never_failed(
-    big: Conversation, settings: Any
-) -> None:
+def test_slow_simulation_with_a_heartbeat_is_never_failed(big: Conversation, settings: Any) -> None:
     """A lease of 1 s (a heartbeat every 1/6 s) and a replay of seconds: looked at all
     along, it stays running past three leases and ends done."""
     settings.REDUCTION_SWEEP_LEASE_SECONDS = 1
