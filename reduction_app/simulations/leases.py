@@ -20,7 +20,8 @@ exclusive transaction on SQLite), so an abandoned part is queued again once.
 A worker presumed dead that was only slow does no harm: its heartbeat stops at the first
 beat that finds the part no longer in the run it claimed, and a part's result is stored by
 the first run to finish (``sweeps._finish``); a later one is dropped. Claiming, replaying
-and gathering are :mod:`.sweeps`'.
+and gathering are :mod:`.sweeps`'. A simulation run as one task has the same lease, on
+its own row (:func:`beating`, :mod:`.watch`).
 """
 
 from __future__ import annotations
@@ -93,7 +94,7 @@ def _beat(rows: QuerySet[Any], stop: threading.Event) -> None:
                 mine = rows.update(heartbeat_at=timezone.now())
             except DatabaseError:
                 # One beat missed (the database busy or away); the next may get through.
-                logger.warning("heartbeat of %s failed", rows.model.__name__, exc_info=True)
+                logger.warning("%s: a beat failed", threading.current_thread().name, exc_info=True)
                 continue
             if not mine:
                 return  # taken back from this worker, finished, or failed

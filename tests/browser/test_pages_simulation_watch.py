@@ -45,8 +45,7 @@ def test_simulation_page_says_the_worker_running_it_stopped_answering(
     Simulation.objects.filter(pk=simulation.pk).update(started_at=then, heartbeat_at=then)
     page.wait_for_selector("[data-status=failed]", timeout=10_000)
     assert page.locator("#simulation-status [role=alert]").inner_text() == (
-        "It failed: the worker running it stopped answering (no heartbeat for 60 s); "
-        "start it again"
+        "It failed: the worker running it stopped answering (no heartbeat for 60 s); start it again"
     )
     assert page.locator("#simulation-status").get_attribute("hx-trigger") is None
     shoot(page, "simulation-worker-lost")
