@@ -356,6 +356,14 @@ def _sweep_lease(environ: Mapping[str, str]) -> tuple[float, int]:
 
 
 REDUCTION_SWEEP_LEASE_SECONDS, REDUCTION_SWEEP_MAX_RUNS = _sweep_lease(os.environ)
+# A simulation run as one task on the task workers (a replay too big to answer inline, a
+# sweep or recommendation over several conversations) has the same lease: running with no
+# heartbeat for REDUCTION_SWEEP_LEASE_SECONDS, it is failed (its worker died). One still
+# queued this long after it was started is failed too: no worker took it (none runs);
+# 0 waits forever.
+REDUCTION_SIMULATION_QUEUE_TIMEOUT_SECONDS = _env_int(
+    "REDUCTION_SIMULATION_QUEUE_TIMEOUT_SECONDS", 6 * 3600
+)
 
 # The recorded agent runs (OpenHands, tau-bench, ...) that `manage.py seed_demo` imports
 # for replay. They are not part of the repository: the folder is REDUCTION_RECORDINGS_DIR,

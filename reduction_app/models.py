@@ -442,6 +442,12 @@ class Simulation(models.Model):
     error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="Written while it runs as one task, every sixth of the lease; a "
+        "simulation running without one for a lease has lost its worker.",
+    )
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

@@ -9,6 +9,7 @@ from reduction_app.records.reclaim import reclaim_all
 from reduction_app.simulations.leases import sweep_watch
 from reduction_app.simulations.services import simulation_run
 from reduction_app.simulations.sweeps import sweep_part_run
+from reduction_app.simulations.watch import simulation_watch
 
 
 @task()
@@ -27,6 +28,13 @@ def run_sweep_part(part_id: int) -> str:
 def watch_sweep(simulation_id: int) -> str:
     """Take back the parts whose worker stopped answering; again later while the sweep runs."""
     return sweep_watch(simulation_id=simulation_id)
+
+
+@task()
+def watch_simulation(simulation_id: int) -> str:
+    """Fail a simulation run as one task whose worker stopped answering, or that no worker
+    took; again later while it is queued or running."""
+    return simulation_watch(simulation_id=simulation_id)
 
 
 @task()

@@ -20,7 +20,8 @@ exclusive transaction on SQLite), so an abandoned part is queued again once.
 A worker presumed dead that was only slow does no harm: its heartbeat stops at the first
 beat that finds the part no longer in the run it claimed, and a part's result is stored by
 the first run to finish (``sweeps._finish``); a later one is dropped. Claiming, replaying
-and gathering are :mod:`.sweeps`'.
+and gathering are :mod:`.sweeps`'. A simulation run as one task has the same lease, on
+its own row (:func:`beating`, :mod:`.watch`).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db import DatabaseError, connections
@@ -43,6 +45,7 @@ from reduction_app.models import Simulation, SimulationPart
 
 __all__ = [
     "Recovered",
+    "beating",
     "heartbeat",
     "lost_worker_error",
     "sweep_lease_check",
@@ -63,13 +66,18 @@ BEATS_PER_LEASE = 6
 def heartbeat(part: SimulationPart) -> Iterator[None]:
     """Keep the claimed part's lease while the block runs: a thread refreshes its
     heartbeat for as long as the part is still in the run this worker claimed."""
+    rows = SimulationPart.objects.filter(pk=part.pk, status="running", runs=part.runs)
+    with beating(rows, name=f"sweep-part-{part.pk}-heartbeat"):
+        yield
+
+
+@contextmanager
+def beating(rows: QuerySet[Any], *, name: str) -> Iterator[None]:
+    """While the block runs, a daemon thread called ``name`` (with a database connection
+    of its own) writes ``heartbeat_at`` on ``rows`` :data:`BEATS_PER_LEASE` times a
+    lease, until a beat finds none of them left to write."""
     stop = threading.Event()
-    thread = threading.Thread(
-        target=_beat,
-        args=(part.pk, part.runs, stop),
-        name=f"sweep-part-{part.pk}-heartbeat",
-        daemon=True,
-    )
+    thread = threading.Thread(target=_beat, args=(rows, stop), name=name, daemon=True)
     thread.start()
     try:
         yield
@@ -78,20 +86,18 @@ def heartbeat(part: SimulationPart) -> Iterator[None]:
         thread.join()
 
 
-def _beat(part_id: int, run: int, stop: threading.Event) -> None:
+def _beat(rows: QuerySet[Any], stop: threading.Event) -> None:
     every = settings.REDUCTION_SWEEP_LEASE_SECONDS / BEATS_PER_LEASE
     try:
         while not stop.wait(every):
             try:
-                mine = SimulationPart.objects.filter(pk=part_id, status="running", runs=run).update(
-                    heartbeat_at=timezone.now()
-                )
+                mine = rows.update(heartbeat_at=timezone.now())
             except DatabaseError:
                 # One beat missed (the database busy or away); the next may get through.
-                logger.warning("heartbeat of sweep part %s failed", part_id, exc_info=True)
+                logger.warning("%s: a beat failed", threading.current_thread().name, exc_info=True)
                 continue
             if not mine:
-                return  # taken back from this worker, or finished by another run
+                return  # taken back from this worker, finished, or failed
     finally:
         connections.close_all()  # this thread's own connection
 
@@ -178,7 +184,12 @@ def sweep_parts_recover(*, simulation_id: int | None = None) -> Recovered:
 
 def sweep_lease_check(*, simulation: Simulation) -> Simulation:
     """The simulation someone looks at, after taking back its abandoned parts when it is a
-    running sweep (read again when one was)."""
+    running sweep in parts, or failing it when it runs as one task and its worker stopped
+    answering or no worker took it (:mod:`.watch`); read again when either was done."""
+    from reduction_app.simulations.watch import one_task, simulation_lease_check
+
+    if one_task(simulation):
+        return simulation_lease_check(simulation=simulation)
     running = simulation.kind == "sweep" and simulation.status in RUNNING_SWEEP
     if running and sweep_parts_recover(simulation_id=simulation.pk):
         simulation.refresh_from_db()

@@ -10,6 +10,7 @@ sweep as one task per combination (:mod:`reduction_app.simulations.sweeps`).
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -21,6 +22,7 @@ from reduction_app import engine
 from reduction_app.configs.selectors import config_get, config_latest
 from reduction_app.conversations.selectors import recorded_conversation
 from reduction_app.models import Conversation, Simulation, Workspace
+from reduction_app.simulations.watch import one_task, simulation_heartbeat, simulation_watch_enqueue
 from simulator.compare import compare, grid_configs, sweep
 from simulator.pricing import PRESETS, pricing_for
 from simulator.replay import no_reduction
@@ -38,6 +40,8 @@ __all__ = [
 INLINE_LIMIT = 2_000
 """Replays of up to this many (message × config) steps answer inline."""
 PROGRESS_EVERY_SECONDS = 0.5
+
+logger = logging.getLogger(__name__)
 
 
 class SimulationInputError(ValueError):
@@ -146,13 +150,14 @@ def simulation_enqueue(*, simulation: Simulation) -> None:
     from reduction_app.simulations.sweeps import sweep_enqueue
     from reduction_app.tasks import run_simulation
 
-    if simulation.options.get("corpus"):
-        # Over several conversations (the Sweep page): one task, see .corpus.
-        run_simulation.enqueue(simulation.pk)
-    elif simulation.kind == "sweep":
+    if not one_task(simulation):
         sweep_enqueue(simulation=simulation)
-    else:
+        return
+    # A sweep over several conversations (the Sweep page, see .corpus) is one task too.
+    # Its watch fails it if its worker dies or none takes it (.watch).
+    with transaction.atomic():
         run_simulation.enqueue(simulation.pk)
+        simulation_watch_enqueue(simulation_id=simulation.pk)
 
 
 def _progress(simulation_id: int) -> Any:
@@ -170,7 +175,9 @@ def _progress(simulation_id: int) -> Any:
 
 
 def simulation_run(*, simulation_id: int) -> Simulation:
-    """Carry out a queued simulation; a failure is recorded on it, never raised."""
+    """Carry out a queued simulation; a failure is recorded on it, never raised. While it
+    runs, its heartbeat shows it alive (:mod:`.watch`); if it was failed meanwhile (its
+    worker presumed dead), its outcome is dropped."""
     with transaction.atomic():
         simulation = (
             Simulation.objects.select_for_update()
@@ -180,12 +187,21 @@ def simulation_run(*, simulation_id: int) -> Simulation:
         if simulation.status != "queued":
             return simulation
         simulation.status = "running"
-        simulation.started_at = timezone.now()
-        simulation.save(update_fields=["status", "started_at"])
+        simulation.started_at = simulation.heartbeat_at = timezone.now()
+        simulation.save(update_fields=["status", "started_at", "heartbeat_at"])
+    with simulation_heartbeat(simulation):
+        _carry_out(simulation)
+    simulation.refresh_from_db()
+    return simulation
+
+
+def _carry_out(simulation: Simulation) -> None:
+    """Run the simulation and record its outcome, unless it ended meanwhile."""
     options = simulation.options
     pricing = pricing_for(options.get("pricing", "gpt-4o"))
     prefix = int(options.get("min_cacheable_prefix", 1024))
     report = _progress(simulation.pk)
+    running = Simulation.objects.filter(pk=simulation.pk, status="running")
     try:
         if options.get("corpus"):
             from reduction_app.simulations.corpus import corpus_run
@@ -215,12 +231,10 @@ def simulation_run(*, simulation_id: int) -> Simulation:
             ).to_dict()
             report(len(configs), len(configs))
     except Exception as exc:  # recorded for the user; the worker must keep going
-        Simulation.objects.filter(pk=simulation.pk).update(
+        ended = running.update(
             status="failed", error=f"{type(exc).__name__}: {exc}", finished_at=timezone.now()
         )
     else:
-        Simulation.objects.filter(pk=simulation.pk).update(
-            status="done", results=results, finished_at=timezone.now()
-        )
-    simulation.refresh_from_db()
-    return simulation
+        ended = running.update(status="done", results=results, finished_at=timezone.now())
+    if not ended:
+        logger.warning("%s ended after it was given up; its outcome is dropped", simulation)
