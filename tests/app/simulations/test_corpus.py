@@ -22,7 +22,7 @@ from tests.app.pages_support import cut_listing_conversation
 from tests.app.simulations.sweep_support import drain_worker
 from tests.app.support import ApiClient
 
-pytestmark = pytest.mark.django_db
+pytestmark = pytest.mark.django_db(transaction=True)
 
 GRID = {"max_length_for_trunc": [200, 2000], "clear_superseded": [False, True]}
 

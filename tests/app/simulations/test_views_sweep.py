@@ -25,7 +25,7 @@ from tests.app.pages_support import (
 )
 from tests.app.simulations.sweep_support import drain_worker
 
-pytestmark = pytest.mark.django_db
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
