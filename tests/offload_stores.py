@@ -146,7 +146,7 @@ class FolderStore:
 
     def __post_init__(self) -> None:
         self.entry = {
-            "BACKEND": "django.core.files.storage.FileSystemStorage",
+            "BACKEND": "reduction_app.records.folder.OffloadFolderStorage",
             "OPTIONS": {"location": self.folder},
         }
 
