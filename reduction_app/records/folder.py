@@ -45,9 +45,21 @@ def is_temporary(basename: str) -> bool:
 class OffloadFolderStorage(FileSystemStorage):
     """``FileSystemStorage`` that writes to a temporary name and renames it into place."""
 
-    def __init__(self, **options: Any) -> None:
-        options.setdefault("allow_overwrite", True)
-        super().__init__(**options)
+    def __init__(
+        self,
+        location: str | os.PathLike[str] | None = None,
+        base_url: str | None = None,
+        file_permissions_mode: int | None = None,
+        directory_permissions_mode: int | None = None,
+        allow_overwrite: bool = True,
+    ) -> None:
+        super().__init__(
+            location,
+            base_url,
+            file_permissions_mode,
+            directory_permissions_mode,
+            allow_overwrite=allow_overwrite,
+        )
 
     def _save(self, name: str, content: Any) -> str:
         full_path = self.path(name)

@@ -353,7 +353,9 @@ def save_replacing(storage: Storage, name: str, data: bytes) -> bool:
     a storage that never replaces)."""
     if storage.get_available_name(name) != name:
         # Something is at the name and the storage would save beside it: it is not whole
-        # (the caller found it so), so it goes. A reader meanwhile finds it missing.
+        # (the caller found it so) or another writer has just stored the same bytes, and
+        # it goes either way, as this save puts the content back; a reader meanwhile
+        # finds it missing. The local folder and S3 replace, and never come here.
         storage.delete(name)
     saved = storage.save(name, ContentFile(data))
     if saved != name:
