@@ -46,6 +46,7 @@ __all__ = [
     "read_verified",
     "save_replacing",
     "storage_name_for",
+    "verify_stored",
 ]
 
 logger = logging.getLogger(__name__)
@@ -385,6 +386,21 @@ def read_verified(storage: Storage, name: str, sha256: str) -> bytes:
     if found != sha256:
         raise DamagedContent(name, sha256, found)
     return data
+
+
+_HASH_CHUNK = 1024 * 1024
+
+
+def verify_stored(storage: Storage, name: str, sha256: str) -> None:
+    """Raise :class:`DamagedContent` unless the object at ``name`` hashes to ``sha256``;
+    read in chunks, for pages that then stream or page through it."""
+    digest = hashlib.sha256()
+    with storage.open(name, "rb") as handle:
+        while chunk := handle.read(_HASH_CHUNK):
+            digest.update(chunk)
+    found = digest.hexdigest()
+    if found != sha256:
+        raise DamagedContent(name, sha256, found)
 
 
 def read_stored(storage: Storage, name: str) -> str:
