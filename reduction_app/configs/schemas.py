@@ -25,9 +25,7 @@ def _config_field(spec: engine.ConfigField) -> tuple[Any, Any]:
         annotation = bool
     elif spec.kind == "int":
         annotation = int
-        constraints["le"] = engine.MAX_CONFIG_INT
-        if spec.minimum is not None:
-            constraints["ge"] = spec.minimum
+        constraints["ge"], constraints["le"] = spec.bounds
     elif spec.kind in ("name", "folder"):
         annotation = str
         constraints["pattern"] = r"^\S+$"
