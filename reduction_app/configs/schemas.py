@@ -43,7 +43,7 @@ def _config_field(spec: engine.ConfigField) -> tuple[Any, Any]:
 
 def reduction_config_model() -> type[BaseModel]:
     """A model of the JSON fields of ``ReductionConfig``, built from the engine's spec:
-    each field's type, default, minimum and help, for the API document."""
+    each field's type, default, range and help, for the API document."""
     fields = {spec.name: _config_field(spec) for spec in engine.json_config_fields()}
     # pydantic types create_model's field arguments only loosely; the result is a model.
     model: type[BaseModel] = create_model(  # type: ignore[call-overload]

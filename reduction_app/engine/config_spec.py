@@ -1,7 +1,7 @@
 """The one description of every ``ReductionConfig`` field: :data:`CONFIG_FIELDS`.
 
 Each :class:`ConfigField` gives a field's name, kind, default, one line of help, whether
-``0`` means the default, its minimum, its choices and, for the numeric knobs, how the
+``0`` means the default, its range, its choices and, for the numeric knobs, how the
 Tune page's slider and a sweep grid move it. Everything else that lists config fields is
 derived from it: the engine's JSON parser and checks (:mod:`reduction_app.engine.config`),
 the dashboard's form, the Tune page's knobs, the sweep grid, the REST API's documented

@@ -7,6 +7,7 @@ from __future__ import annotations
 from http import HTTPStatus
 
 import pytest
+from django.http import HttpRequest, HttpResponse
 from django.test import Client
 from django.urls import path
 
@@ -74,7 +75,7 @@ def test_unknown_page_is_the_html_404(client: Client) -> None:
     assert "<h1>Not Found</h1>" in response.content.decode()
 
 
-def _fails(request: object) -> None:
+def _fails(request: HttpRequest) -> HttpResponse:
     raise RuntimeError("a bug")
 
 
