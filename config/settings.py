@@ -90,6 +90,7 @@ TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
 
 MIDDLEWARE = [
     "reduction_app.limits.ApiRequestSizeMiddleware",
+    "reduction_app.error_pages.ApiMethodNotAllowedMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "reduction_app.csp.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
