@@ -318,7 +318,8 @@ def row_counts(server: Server) -> tuple[int, int]:
         "from reduction_app.models import EventRecord, OffloadedFile; "
         "print(EventRecord.objects.count(), OffloadedFile.objects.count())",
     )
-    events, files = out.split()
+    # The last line: the shell may say first what it imported.
+    events, files = out.strip().splitlines()[-1].split()
     return int(events), int(files)
 
 
