@@ -67,7 +67,7 @@ class FileRef:
     def __str__(self) -> str:
         if self.conversation_pk is None:
             return f"{self.path} (no conversation)"
-        return f"{self.path} (conversation {self.conversation_id!r}, #{self.conversation_pk})"
+        return f"{self.path} (conversation {self.conversation_id!r}, id {self.conversation_pk})"
 
 
 @dataclass(frozen=True)

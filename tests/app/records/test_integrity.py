@@ -178,8 +178,8 @@ def test_offload_check_names_damaged_content_with_the_files_that_point_at_it(
             "repairs each from a good copy where one exists):",
             f"  {name}: 0 bytes with SHA-256 {sha256('')}, recorded 30 bytes with SHA-256 "
             f"{sha256(LONG)}",
-            f"    named by /tmp/trunc/call_1 (conversation 'run-1', #{run_1})",
-            f"    named by /tmp/trunc/call_1 (conversation 'run-2', #{run_2})",
+            f"    named by /tmp/trunc/call_1 (conversation 'run-1', id {run_1})",
+            f"    named by /tmp/trunc/call_1 (conversation 'run-2', id {run_2})",
             f"{slug}: usage recorded 30 bytes differs from the 0 bytes stored for its rows",
         ],
     )

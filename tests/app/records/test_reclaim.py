@@ -379,7 +379,7 @@ def test_reclaim_reports_damaged_content_without_a_good_copy_and_keeps_its_rows(
             "their files answers an error):",
             f"  {damaged}: 0 bytes with SHA-256 {hashlib.sha256(b'').hexdigest()}, recorded "
             f"30 bytes with SHA-256 {digest}",
-            f"    named by /tmp/trunc/call_1 (conversation 'run-1', #{conversation.pk})",
+            f"    named by /tmp/trunc/call_1 (conversation 'run-1', id {conversation.pk})",
         ],
     )
     assert offloads.read_bytes(damaged) == b""

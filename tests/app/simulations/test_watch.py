@@ -391,7 +391,7 @@ def test_slow_simulation_on_real_workers_is_never_failed(
     other its watch every second, and a look as its page's or the API's, made more than
     a lease after it started, finds it running; the replay ends done."""
     site = _site(site_url, tmp_path, "1")
-    simulation_id = _queue_replay(site, big_messages, configs=12)
+    simulation_id = _queue_replay(site, big_messages, configs=24)
     workers = site.start_workers(2)
     try:
         _wait_until(lambda: site.simulation(simulation_id)["status"] == "running", 60)
