@@ -149,15 +149,16 @@ def test_truncate_short_parts_result_is_returned_as_sent(api: ApiClient) -> None
 @pytest.mark.usefixtures("offloads")
 def test_truncate_reused_call_id_with_other_content_gets_a_new_file(api: ApiClient) -> None:
     first, second = "a" * 30, "b" * 30
+    other = f"/tmp/trunc/call_1-{sha256(second.encode()).hexdigest()[:12]}"
     assert truncate(api, first).json()["offload_path"] == "/tmp/trunc/call_1"
-    assert truncate(api, second).json()["offload_path"] == "/tmp/trunc/call_1-2"
+    assert truncate(api, second).json()["offload_path"] == other
     # Identical content reuses its path and its stored content; the conversation that
     # names it too gets a file row of its own.
     assert (
         truncate(api, first, conversation_id="later").json()["offload_path"] == "/tmp/trunc/call_1"
     )
     assert raw(api, "/tmp/trunc/call_1") == first.encode()
-    assert raw(api, "/tmp/trunc/call_1-2") == second.encode()
+    assert raw(api, other) == second.encode()
     rows = OffloadedFile.objects.filter(path="/tmp/trunc/call_1").order_by("id")
     assert [(r.conversation and r.conversation.client_id, r.sha256) for r in rows] == [
         (None, sha256(first.encode()).hexdigest()),
@@ -541,6 +542,7 @@ def test_clear_twice_over_http_loses_nothing(api: ApiClient) -> None:
         chat_result("call_c", "C" * 200),
     ]
     second = api.post("/clear", {**body, "messages": first + follow_up}).json()
+    reused = f"/tmp/clear/call_a-{sha256(b'D' * 200).hexdigest()[:12]}"
     assert second["applied"] is True
     assert (
         second["messages"]
@@ -550,29 +552,27 @@ def test_clear_twice_over_http_loses_nothing(api: ApiClient) -> None:
             chat_result("call_b", clear_placeholder("/tmp/clear/call_b")),
             follow_up[0],
             follow_up[1],
-            chat_result("call_a", clear_placeholder("/tmp/clear/call_a-2")),
+            chat_result("call_a", clear_placeholder(reused)),
             *follow_up[3:],  # the latest round is kept
         ]
     )
     assert [(e["kind"], e["call_id"], e["offload_path"]) for e in second["events"]] == [
         ("tool", "call_b", "/tmp/clear/call_b"),
-        ("tool", "call_a", "/tmp/clear/call_a-2"),
+        ("tool", "call_a", reused),
         ("summary", "", ""),
     ]
     assert second["events"][-1]["calls_cleared"] == 2
     assert raw(api, "/tmp/clear/call_a") == b"A" * 200
     assert raw(api, "/tmp/clear/call_b") == b"B" * 200
-    assert raw(api, "/tmp/clear/call_a-2") == b"D" * 200
+    assert raw(api, reused) == b"D" * 200
 
     third = api.post("/clear", {**body, "messages": second["messages"]}).json()
     assert third["messages"] == second["messages"]
     assert third["applied"] is False
     assert third["events"][-1]["reason"] == "nothing_cleared"
-    assert sorted(OffloadedFile.objects.values_list("path", flat=True)) == [
-        "/tmp/clear/call_a",
-        "/tmp/clear/call_a-2",
-        "/tmp/clear/call_b",
-    ]
+    assert sorted(OffloadedFile.objects.values_list("path", flat=True)) == sorted(
+        ["/tmp/clear/call_a", reused, "/tmp/clear/call_b"]
+    )
     assert conversation_transcript(conversation=Conversation.objects.get()) == second["messages"]
 
 
