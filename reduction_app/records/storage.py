@@ -31,6 +31,7 @@ from django.utils import timezone
 from reduction_app.engine import OffloadError, PathEscapeError, WriteRequest
 from reduction_app.errors import LimitExceeded
 from reduction_app.models import OFFLOAD_PATH_CHARS, OffloadedFile, StagedOffload, Workspace
+from reduction_app.queries import one_row_each
 from reduction_app.workspaces.quotas import lock_workspace, offload_bytes_stage
 
 __all__ = [
@@ -241,7 +242,8 @@ class DjangoStorageBackend:
             self._known = self._look_up_known()
         found = self._known.get(path)
         if found is None and path not in self._expected:
-            rows = OffloadedFile.objects.filter(workspace=self.workspace, path=path)
+            # One row of the path's (all name its one content), found through the index.
+            rows = OffloadedFile.objects.filter(workspace=self.workspace, path=path).order_by()
             found = next(iter(rows.values_list("storage_name", "sha256")[:1]), None)
         if found is None:
             raise FileNotFoundError(f"file not found: {path}")
@@ -255,10 +257,9 @@ class DjangoStorageBackend:
             known.update(
                 (p, (n, d)) for p, n, d in own.values_list("path", "storage_name", "sha256")
             )
-        wanted = sorted(self._expected.difference(known))
-        # In batches, under every database's limit on a query's parameters.
-        for start in range(0, len(wanted), _LOOKUP_BATCH):
-            batch = rows.filter(path__in=wanted[start : start + _LOOKUP_BATCH])
+        # Every conversation that named a path has a row of it, all naming its one content:
+        # one row each, so the lookup costs the same after one conversation or thousands.
+        for batch in one_row_each(rows, "path", self._expected.difference(known)):
             known.update(
                 (p, (n, d)) for p, n, d in batch.values_list("path", "storage_name", "sha256")
             )

@@ -653,6 +653,93 @@ def test_clear_again_reads_no_offloaded_content(
     ]
 
 
+def _agent_round(n: int) -> list[dict[str, Any]]:
+    """Round ``n`` of an agent that numbers its calls from 0 in sevens (ids repeat, with
+    other output each time)."""
+    call_id = f"call_{n % 7}"
+    return [chat_call(call_id), chat_result(call_id, f"output {n} " * 40)]
+
+
+def _tool_events(conversation_id: str) -> list[tuple[Any, ...]]:
+    rows = EventRecord.objects.filter(conversation__client_id=conversation_id, kind="tool")
+    return list(
+        rows.order_by("id").values_list(
+            "phase", "call_id", "offload_path", "tokens_before", "tokens_after"
+        )
+    )
+
+
+def test_clear_originals_sent_again_record_each_reduction_once(api: ApiClient) -> None:
+    """60 calls of a client that sends its unreduced history each time record the same
+    tool events as 60 calls of one that sends back what /clear answered, one per cleared
+    result, and as many summaries; each answer's events are the rows it recorded."""
+    calls = 60
+    config = {"max_tokens_for_clear": 10}
+    originals: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
+    answered: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
+    for n in range(calls):
+        originals += _agent_round(n)
+        answered += _agent_round(n)
+        again = api.post(
+            "/clear", {"config": config, "conversation_id": "resend", "messages": originals}
+        ).json()
+        back = api.post(
+            "/clear", {"config": config, "conversation_id": "answers", "messages": answered}
+        ).json()
+        answered = back["messages"]
+        # The reduced messages are the same either way; of the events, the resent
+        # originals' answer holds only the reduction new to the conversation, and its
+        # summary (which counts every call the pass cleared, earlier ones again).
+        assert again["messages"] == back["messages"], n
+        *tools, summary = bare(again["events"])
+        assert tools == [{**e, "conversation_id": "resend"} for e in bare(back["events"])[:-1]], n
+        assert (summary["kind"], summary["calls_cleared"]) == ("summary", n), n
+        assert summary["tokens_after"] == back["tokens_after"], n
+    resent, sent_back = _tool_events("resend"), _tool_events("answers")
+    # Every round but the latest is cleared, once: 59 tool events.
+    assert len(resent) == calls - 1
+    assert resent == sent_back
+    assert len({path for _, _, path, _, _ in resent}) == calls - 1
+    summaries = EventRecord.objects.filter(kind="summary")
+    assert summaries.filter(conversation__client_id="resend").count() == calls
+    assert summaries.filter(conversation__client_id="answers").count() == calls
+
+
+def test_clear_without_a_conversation_records_every_event(api: ApiClient) -> None:
+    """With no conversation to hold them, nothing is taken as sent before: the same body
+    twice records its events twice."""
+    body = {"config": CLEAR_AT_100, "messages": CHAT}
+    first, again = (api.post("/clear", body).json()["events"] for _ in range(2))
+    assert [e["kind"] for e in first] == [e["kind"] for e in again] == ["tool", "summary"]
+    assert EventRecord.objects.filter(kind="tool").count() == 2
+
+
+def test_clear_two_equal_results_of_one_id_in_one_request_are_two_events(
+    api: ApiClient,
+) -> None:
+    """A model that repeats an id with the same output has two results cleared to one file:
+    two events, the first time and (none new) the next."""
+    messages = [
+        {"role": "user", "content": "go"},
+        chat_call("dup"),
+        chat_result("dup", "same " * 100),
+        chat_call("dup"),
+        chat_result("dup", "same " * 100),
+        chat_call("last"),
+        chat_result("last", "kept"),
+    ]
+    body = {"config": CLEAR_AT_100, "conversation_id": "run-1", "messages": messages}
+    first = api.post("/clear", body).json()["events"]
+    again = api.post("/clear", body).json()["events"]
+    assert [(e["kind"], e["offload_path"]) for e in first] == [
+        ("tool", "/tmp/clear/dup"),
+        ("tool", "/tmp/clear/dup"),
+        ("summary", ""),
+    ]
+    assert [e["kind"] for e in again] == ["summary"]
+    assert EventRecord.objects.filter(kind="tool").count() == 2
+
+
 def test_clear_superseded_clears_only_the_repeated_call(api: ApiClient) -> None:
     """``clear_superseded``: call_a is asked again as call_c (kept), so its result goes first;
     that alone brings 174 tokens to 149, under 150, and call_b stays whole."""

@@ -99,14 +99,17 @@ def test_engine_session_record_refuses_content_removed_since_it_looked(
 
 
 def test_engine_session_record_same_content_keeps_the_first_record(workspace: Workspace) -> None:
-    """The same call offloaded again in one conversation reuses its path and its row."""
+    """The same call offloaded again in one conversation reuses its path, its file row
+    and its event row: the second recording writes none."""
+    written = []
     for call in ("call_1", "call_1"):
         with session_for(workspace, max_length_for_trunc=4) as session:
             truncate_in(session, "abcdefgh", call_id=call)
-            engine_session_record(session=session, conversation_id="run-1")
+            written.append(engine_session_record(session=session, conversation_id="run-1"))
     row = OffloadedFile.objects.get()
     assert (row.path, row.conversation.client_id) == ("/tmp/trunc/call_1", "run-1")
-    assert EventRecord.objects.count() == 2
+    assert [len(rows) for rows in written] == [1, 0]
+    assert EventRecord.objects.get().offload_path == "/tmp/trunc/call_1"
 
 
 def test_engine_session_record_same_path_in_two_conversations_gives_each_a_row(
