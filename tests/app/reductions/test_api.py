@@ -146,6 +146,23 @@ def test_truncate_short_parts_result_is_returned_as_sent(api: ApiClient) -> None
     }
 
 
+def test_truncate_again_in_a_conversation_answers_the_same_and_records_nothing_new(
+    api: ApiClient,
+) -> None:
+    """The same result of the same call truncated again: the same notice and path, no
+    event row; another conversation records its own."""
+    text = "0123456789abcdefghijKLMNO"
+    first = truncate(api, text, conversation_id="run-1").json()
+    again = truncate(api, text, conversation_id="run-1").json()
+    other = truncate(api, text, conversation_id="run-2").json()
+    assert {k: v for k, v in again.items() if k != "events"} == {
+        k: v for k, v in first.items() if k != "events"
+    }
+    assert (again["truncated"], again["offload_path"]) == (True, "/tmp/trunc/call_1")
+    assert [len(first["events"]), len(again["events"]), len(other["events"])] == [1, 0, 1]
+    assert len(api.get("/events", {"conversation_id": "run-1"}).json()["results"]) == 1
+
+
 @pytest.mark.usefixtures("offloads")
 def test_truncate_reused_call_id_with_other_content_gets_a_new_file(api: ApiClient) -> None:
     first, second = "a" * 30, "b" * 30
