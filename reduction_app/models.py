@@ -403,8 +403,9 @@ class EventRecord(models.Model):
         blank=True,
         help_text=(
             "For a conversation's tool event that offloaded: a digest of its phase, call "
-            "id, offload path and its rank among the request's events alike, so a "
-            "conversation sent again records each reduction once (reductions.services)."
+            "id, offload path, offloaded content and its rank among the request's events "
+            "alike, so a conversation sent again records each reduction once "
+            "(reductions.services)."
         ),
     )
 

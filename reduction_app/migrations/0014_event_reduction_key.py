@@ -13,7 +13,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='eventrecord',
             name='reduction_key',
-            field=models.CharField(blank=True, help_text="For a conversation's tool event that offloaded: a digest of its phase, call id, offload path and its rank among the request's events alike, so a conversation sent again records each reduction once (reductions.services).", max_length=64, null=True),
+            field=models.CharField(blank=True, help_text="For a conversation's tool event that offloaded: a digest of its phase, call id, offload path, offloaded content and its rank among the request's events alike, so a conversation sent again records each reduction once (reductions.services).", max_length=64, null=True),
         ),
         migrations.AddConstraint(
             model_name='eventrecord',

@@ -90,7 +90,9 @@ class DjangoStorageBackend:
     the reduced view) has the engine check the same paths on every request, so the backend
     looks up at once, on its first read, the files of the ``conversation_id`` and the
     paths it was told to :meth:`expect`, and answers those paths without a query: an
-    expected path not recorded then is free. Any other path costs one query. Rows are only
+    expected path not recorded then is free. Any other path costs one query. A path many
+    conversations recorded is read as one of its rows (all name its one content), so
+    neither lookup grows with the conversations before this one. Rows are only
     ever added for content already stored, so a path found there holds its content, and
     content named there need not be checked for again. (A path recorded by another
     request after the lookup is caught when this request is recorded, as it would be
@@ -326,16 +328,16 @@ def read_stored(storage: Storage, name: str) -> str:
 def read_offloads(
     workspace: Workspace, paths: set[str], storage: Storage | None = None
 ) -> dict[str, str]:
-    """The content of each of ``paths`` the workspace holds (one query, then storage reads);
-    paths it does not hold, or whose content is gone, are left out."""
+    """The content of each of ``paths`` the workspace holds (a query per 400 paths, then a
+    storage read each); paths it does not hold, or whose content is gone, are left out.
+    A path every conversation named is one row, read once."""
     storage = storage or offload_storage()
-    rows = OffloadedFile.objects.filter(workspace=workspace, path__in=paths).values_list(
-        "path", "storage_name"
-    )
+    files = OffloadedFile.objects.filter(workspace=workspace)
     out: dict[str, str] = {}
-    for path, name in rows:
-        try:
-            out[path] = read_stored(storage, name)
-        except OSError:
-            continue
+    for batch in one_row_each(files, "path", paths):
+        for path, name in batch.values_list("path", "storage_name"):
+            try:
+                out[path] = read_stored(storage, name)
+            except OSError:
+                continue
     return out

@@ -106,24 +106,26 @@ def engine_session_record(
                     system=system,
                 )
             staged_writes = list(session.backend.staged.values())
-            owner = conversation.pk if conversation is not None else None
-            digests: dict[str, str] = {}
-            own: set[str] = set()
-            if staged_writes:
-                paths = [w.path for w in staged_writes]
+            files = OffloadedFile.objects.filter(workspace=session.workspace)
+            # The paths this conversation recorded already, with their content: a client
+            # that sends its history again has all of its earlier results' here.
+            own: dict[str, str] = dict(
+                files.filter(
+                    conversation=conversation, path__in=[w.path for w in staged_writes]
+                ).values_list("path", "sha256")
+                if staged_writes
+                else ()
+            )
+            digests = dict(own)
+            others = [w.path for w in staged_writes if w.path not in own]
+            if others:
                 # The workspace's lock first (as offload_bytes_add takes it, after the
                 # conversation's), so no other request records one of these paths between
-                # the check and the insert.
+                # the check and the insert. Then one row of each path other conversations
+                # recorded (all name its one content): not one per conversation.
                 lock_workspace(session.workspace)
-                files = OffloadedFile.objects.filter(workspace=session.workspace)
-                # One row of each path already recorded (in any conversation: all name its
-                # one content) and this conversation's own rows of them: neither grows with
-                # the conversations that named the same paths before.
-                for batch in one_row_each(files, "path", paths):
+                for batch in one_row_each(files, "path", others):
                     digests.update(batch.values_list("path", "sha256"))
-                own.update(
-                    files.filter(conversation=owner, path__in=paths).values_list("path", flat=True)
-                )
             new_files = []
             for staged in staged_writes:
                 if staged.path in digests and digests[staged.path] != staged.digest:
