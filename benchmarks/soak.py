@@ -1,5 +1,6 @@
-"""A long recorded agent session replayed against the production server, call by call, and
-large ``/clear`` requests whose worker is killed midway.
+"""A long recorded agent session replayed against the production server, call by call, a
+conversation that shares its files deleted, and ``/clear`` requests whose worker is
+killed while they store their offloads, each sent again as a client would.
 
 The server is :mod:`benchmarks.server`'s: gunicorn with ``--workers`` sync workers (2),
 DEBUG off, on a new SQLite database or, with ``--database-url``, a fresh database made on
@@ -20,19 +21,29 @@ a config that clears early (:data:`CONFIG`), and keeps the messages it gets back
 history, adding the ones recorded up to the next call. Each call is timed from connecting
 to the last byte of the answer; between calls the offload folder
 (``<media root>/offload``) is measured, so each call's growth is the content it stored.
-At the end every offloaded file is read back with ``GET /files/raw`` and compared with
-the tool output the request held before it was cleared (the text the answer replaced by
-the notice naming that file).
 
-**Killed requests.** ``--kills`` times (3), a conversation of ``--kill-rounds`` (3,000)
+**Shared files, and a delete.** The first ``--twin-calls`` (50) calls of the first session
+are replayed again as a conversation of their own (``soak-twin``): the same outputs at the
+same paths, so its rows name the content the first conversation stored. Then the first
+conversation is deleted (``DELETE /api/v1/conversations/soak-000``), which must leave
+the content its twin names in place.
+
+**Killed requests.** ``--kills`` times (20), a conversation of ``--kill-rounds`` (1,000)
 small tool rounds, each output new, is posted with a config that clears all but the last
 round, and the worker serving it (found by its end of the connection) is sent SIGKILL
-once the request has stored a tenth of its offloads. Then ``manage.py offload_check``
-runs (what the killed requests stored is journaled: counted apart, not a fault),
-``manage.py offload_reclaim --older-than 0``, and ``manage.py offload_check`` again. The
-run fails when a file does not read back exactly, when a killed request recorded an
-event, or when either check finds anything (or the second still finds journaled
-content).
+while the request stores its offloads: the n-th of N kills once n/(N+1) of them are
+stored, so the kills land all along the store. The request is then sent again, as a
+client that lost its connection does, and must be answered.
+
+**The end.** Every offloaded file of every conversation left is read back with
+``GET /files/raw`` and compared with the tool output the request held before it was
+cleared (the text the answer replaced by the notice naming that file). Then
+``manage.py offload_check`` runs (what the killed requests stored and never recorded is
+journaled: counted apart, not a fault), ``manage.py offload_reclaim --older-than 0``,
+and ``manage.py offload_check --deep`` (every stored object's size and SHA-256 against
+its rows). The run fails when a file does not read back exactly, when a killed request
+recorded an event or its retry was not answered, or when either check finds anything
+(or the second still finds journaled content).
 
 Writes ``benchmarks/results/soak.json``; ``--readme`` writes the tables into the block of
 benchmarks/README.md of the run's database (:data:`README_BLOCKS`).
@@ -82,8 +93,10 @@ FORMATS = ("openai_chat", "anthropic")
 INPUT_ROLES = {"openai_chat": ("user", "tool"), "anthropic": ("user",)}
 MARKS = (10, 100, 300)
 """The calls whose latency the report names, beside the last."""
-KILL_SHARE = 10
-"""A killed request is killed once it has stored 1/KILL_SHARE of its offloads."""
+FIRST = "soak-000"
+"""The conversation of the first session: the one deleted."""
+TWIN = "soak-twin"
+"""The conversation replaying the start of the first session, sharing its files."""
 
 
 # The session ----------------------------------------------------------------------------
@@ -223,20 +236,26 @@ class Call:
 
 
 def replay(
-    server: Server, sessions: Sequence[Session]
-) -> tuple[list[Call], dict[tuple[str, str], Any]]:
-    """Every call of ``sessions``; and the original content of each offloaded path, by
-    conversation and path."""
+    server: Server,
+    sessions: Sequence[Session],
+    conversation_ids: Sequence[str],
+    offloaded: dict[tuple[str, str], Any],
+    *,
+    limit: int | None = None,
+) -> list[Call]:
+    """Every call of ``sessions`` (the first ``limit`` of each), each session as the
+    conversation of the same rank in ``conversation_ids``; the original content of each
+    offloaded path goes into ``offloaded``, by conversation and path."""
     host, port = _address(server)
     headers = _headers(server)
     calls: list[Call] = []
-    offloaded: dict[tuple[str, str], Any] = {}
     _, size_before = stored(server)
-    for number, session in enumerate(sessions):
-        conversation_id = f"soak-{number:03d}"
+    for number, (session, conversation_id) in enumerate(
+        zip(sessions, conversation_ids, strict=True)
+    ):
         carried: list[Any] = []
         previous = 0
-        for index in session.calls:
+        for index in session.calls[:limit]:
             history = carried + session.messages[previous:index]
             previous = index
             body: dict[str, Any] = {
@@ -256,14 +275,7 @@ def replay(
                     f"{answer_bytes[:500]!r}"
                 )
             answer = json.loads(answer_bytes)
-            paths = {e["offload_path"] for e in answer["events"] if e["offload_path"]}
-            found: dict[str, Any] = {}
-            _originals(history, answer["messages"], paths, found)
-            for path in paths:
-                # None: the request held no text the answer replaced by this path's notice.
-                offloaded.setdefault((conversation_id, path), None)
-            for path, content in found.items():
-                offloaded[conversation_id, path] = content
+            paths = _note_originals(offloaded, conversation_id, history, answer)
             files, size = stored(server)
             calls.append(
                 Call(
@@ -279,7 +291,47 @@ def replay(
             )
             size_before = size
             carried = answer["messages"]
-    return calls, offloaded
+    return calls
+
+
+def _note_originals(
+    offloaded: dict[tuple[str, str], Any], conversation_id: str, sent: Any, answer: Any
+) -> set[str]:
+    """The paths ``answer``'s events offloaded; each one's original (the text of ``sent``
+    the answer replaced by its notice) goes into ``offloaded``."""
+    paths = {e["offload_path"] for e in answer["events"] if e["offload_path"]}
+    found: dict[str, Any] = {}
+    _originals(sent, answer["messages"], paths, found)
+    for path in paths:
+        # None: the request held no text the answer replaced by this path's notice.
+        offloaded.setdefault((conversation_id, path), None)
+    for path, content in found.items():
+        offloaded[conversation_id, path] = content
+    return paths
+
+
+def row_counts(server: Server) -> tuple[int, int]:
+    """Event rows and file rows the server's database holds."""
+    out = server.manage(
+        "shell",
+        "-c",
+        "from reduction_app.models import EventRecord, OffloadedFile; "
+        "print(EventRecord.objects.count(), OffloadedFile.objects.count())",
+    )
+    # The last line: the shell may say first what it imported.
+    events, files = out.strip().splitlines()[-1].split()
+    return int(events), int(files)
+
+
+def delete_conversation(server: Server, conversation_id: str) -> int:
+    """``DELETE /api/v1/conversations/<id>``: its status."""
+    url = f"{server.url}/api/v1/conversations/{urllib.parse.quote(conversation_id)}"
+    request = urllib.request.Request(url, headers=_headers(server), method="DELETE")
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as error:
+        return error.code
 
 
 def read_back(server: Server, offloaded: dict[tuple[str, str], Any]) -> dict[str, int]:
@@ -371,15 +423,20 @@ def _wait_for_workers(server: Server, killed: int, timeout: float = 60.0) -> Non
     raise SystemExit(f"gunicorn did not replace worker {killed} in {timeout:.0f} s")
 
 
-def kill_once(server: Server, number: int, rounds: int) -> dict[str, Any]:
-    """Post one large /clear and SIGKILL its worker once it stored a tenth of its offloads."""
+def kill_once(
+    server: Server,
+    number: int,
+    kills: int,
+    rounds: int,
+    offloaded: dict[tuple[str, str], Any],
+) -> dict[str, Any]:
+    """Post one large /clear and SIGKILL its worker once it stored ``number + 1`` parts in
+    ``kills + 1`` of its offloads; then send it again, noting its offloads' originals."""
     host, port = _address(server)
+    conversation_id = f"soak-kill-{number}"
+    messages = kill_conversation(rounds, str(number))
     body = json.dumps(
-        {
-            "messages": kill_conversation(rounds, str(number)),
-            "conversation_id": f"soak-kill-{number}",
-            "config": KILL_CONFIG,
-        }
+        {"messages": messages, "conversation_id": conversation_id, "config": KILL_CONFIG}
     ).encode()
     files_before, bytes_before = stored(server)
     connection = http.client.HTTPConnection(host, port, timeout=300)
@@ -400,7 +457,7 @@ def kill_once(server: Server, number: int, rounds: int) -> dict[str, Any]:
     start = time.perf_counter()
     sender = threading.Thread(target=send)
     sender.start()
-    threshold = (rounds - 1) // KILL_SHARE
+    threshold = max(1, (rounds - 1) * (number + 1) // (kills + 1))
     worker = None
     while sender.is_alive():
         files, _ = stored(server)
@@ -410,7 +467,7 @@ def kill_once(server: Server, number: int, rounds: int) -> dict[str, Any]:
             if worker is not None:
                 os.kill(worker, signal.SIGKILL)
                 break
-        time.sleep(0.01)
+        time.sleep(0.005)
     killed_after = time.perf_counter() - start
     sender.join(timeout=120)
     if worker is None:
@@ -420,31 +477,39 @@ def kill_once(server: Server, number: int, rounds: int) -> dict[str, Any]:
         )
     _wait_for_workers(server, worker)
     files_after, bytes_after = stored(server)
-    status, events = _get(server, "/events", conversation_id=f"soak-kill-{number}")
+    status, events = _get(server, "/events", conversation_id=conversation_id)
     recorded = len(json.loads(events)["results"]) if status == 200 else -1
+    retry_status, retry_seconds, answer = post_once(host, port, PATH, body, _headers(server))
+    retried = 0
+    if retry_status == 200:
+        retried = len(_note_originals(offloaded, conversation_id, messages, json.loads(answer)))
     return {
         "offloads": rounds - 1,
+        "killed_at": threshold,
         "killed_after_s": killed_after,
         "client_saw": outcome.get("error") or outcome.get("status"),
         "files_left": files_after - files_before,
         "bytes_left": bytes_after - bytes_before,
         "events_recorded": recorded,
+        "retry_status": retry_status,
+        "retry_s": retry_seconds,
+        "retry_offloads": retried,
     }
 
 
-def _check(server: Server) -> tuple[str, int]:
+def _check(server: Server, *options: str) -> tuple[str, int]:
     try:
-        return server.manage("offload_check").strip(), 0
+        return server.manage("offload_check", *options).strip(), 0
     except ManageError as error:
         return error.stdout.strip(), error.returncode
 
 
 def reclaim_and_check(server: Server) -> dict[str, Any]:
     """``offload_check`` (the killed requests' content is journaled: counted apart, not a
-    fault), ``offload_reclaim --older-than 0``, then ``offload_check`` again."""
+    fault), ``offload_reclaim --older-than 0``, then ``offload_check --deep``."""
     before, before_status = _check(server)
     reclaim = server.manage("offload_reclaim", "--older-than", "0").strip()
-    after, status = _check(server)
+    after, status = _check(server, "--deep")
     return {
         "check_before": before,
         "check_before_status": before_status,
@@ -520,7 +585,18 @@ def _tenth_rows(found: dict[str, Any]) -> list[list[str]]:
 
 
 TENTH_HEADERS = ["calls", "mean ms", "max ms", "messages sent", "request bytes", "stored files"]
-KILL_HEADERS = ["kill", "offloads", "killed after s", "client saw", "files left", "bytes left"]
+KILL_HEADERS = [
+    "kill",
+    "offloads",
+    "killed at",
+    "killed after s",
+    "client saw",
+    "files left",
+    "bytes left",
+    "events",
+    "sent again",
+    "again ms",
+]
 
 
 def _kill_rows(kills: Sequence[dict[str, Any]]) -> list[list[str]]:
@@ -528,10 +604,14 @@ def _kill_rows(kills: Sequence[dict[str, Any]]) -> list[list[str]]:
         [
             str(n),
             f"{k['offloads']:,}",
+            f"{k['killed_at']:,} stored",
             f"{k['killed_after_s']:.2f}",
             str(k["client_saw"]),
             f"{k['files_left']:,}",
             f"{k['bytes_left']:,}",
+            str(k["events_recorded"]),
+            str(k["retry_status"]),
+            _ms(k["retry_s"]),
         ]
         for n, k in enumerate(kills, start=1)
     ]
@@ -548,12 +628,40 @@ def problems(report: dict[str, Any]) -> list[str]:
     recorded = [k for k in report["kills"] if k["events_recorded"] != 0]
     if recorded:
         out.append(f"{len(recorded)} killed requests recorded events")
+    unanswered = [k for k in report["kills"] if k["retry_status"] != 200]
+    if unanswered:
+        out.append(f"{len(unanswered)} killed requests sent again were not answered with 200")
+    shared = report["shared"]
+    if shared["delete_status"] != 204:
+        out.append(f"deleting {FIRST} answered {shared['delete_status']}")
+    if not shared["shared_paths"]:
+        out.append(f"{TWIN} shared no offloaded file with {FIRST}: try more --twin-calls")
     end = report["end"]
     if end["check_before_status"] != 0:
         out.append("offload_check found content unaccounted for after the kills")
     if end["check_status"] != 0 or "journals" in end["check"]:
         out.append("offload_check found content unaccounted for after offload_reclaim")
     return out
+
+
+def _shared_sentence(report: dict[str, Any]) -> str:
+    shared = report["shared"]
+    return (
+        f"Shared files: the first {shared['twin_calls']:,} calls of the first session again, "
+        f"as `{TWIN}`: {shared['twin_paths']:,} offloaded paths, {shared['shared_paths']:,} "
+        f"of them the first conversation's too. `DELETE /api/v1/conversations/{FIRST}` "
+        f"answered {shared['delete_status']}; the twin's files were read back after it."
+    )
+
+
+def _rows_sentence(report: dict[str, Any]) -> str:
+    rows, found = report["rows"], report["figures"]
+    calls = found["calls"]
+    return (
+        f"Rows the replay's {calls:,} calls recorded: {rows['events']:,} events "
+        f"({rows['events'] / calls:,.1f} a call) and {rows['files']:,} files "
+        f"({rows['files'] / calls:,.1f} a call)."
+    )
 
 
 def markdown(report: dict[str, Any]) -> list[str]:
@@ -577,6 +685,7 @@ def markdown(report: dict[str, Any]) -> list[str]:
         line for line in end["check_before"].splitlines() if not line.startswith(" ")
     )
     headings = "\n".join(line for line in end["check"].splitlines() if not line.startswith(" "))
+    kills = report["kills"]
     return [
         f"{report['database']}, gunicorn with {report['workers']} workers. {chosen} "
         f"Sessions (model calls): {listed}. Left out: {len(report['unread_files'])} files "
@@ -587,18 +696,21 @@ def markdown(report: dict[str, Any]) -> list[str]:
         f"{found['calls_cleared']:,} of {found['calls']:,} calls cleared, "
         f"{found['offloads']:,} offloads; the offload folder grew by "
         f"**{found['bytes_stored']:,} bytes**, {found['bytes_per_call']:,.0f} bytes a call "
-        f"({found['bytes_per_offload']:,.0f} an offload). Read back with `GET /files/raw`, "
-        f"each file a conversation's offloads name: {back['equal']:,} of {back['checked']:,} "
-        "equal to the original output"
+        f"({found['bytes_per_offload']:,.0f} an offload). " + _rows_sentence(report),
+        _shared_sentence(report),
+        f"Killed requests: {len(kills)} `/clear` requests of {report['kill_rounds']:,} tool "
+        "rounds each, their worker sent SIGKILL while the request stored its offloads (at "
+        "the count of stored offloads shown), then each sent again:\n\n"
+        + md_table(KILL_HEADERS, _kill_rows(kills)),
+        f"Read back with `GET /files/raw`, each file the offloads of every conversation left "
+        f"name (the killed requests' retries and the twin's included): {back['equal']:,} of "
+        f"{back['checked']:,} equal to the original output"
         + (f", {back['not text']} not text and not compared" if back["not text"] else "")
         + ".",
-        f"Killed requests: {len(report['kills'])} `/clear` requests of "
-        f"{report['kill_rounds']:,} tool rounds each, their worker sent SIGKILL once a tenth "
-        "of the offloads was stored:\n\n" + md_table(KILL_HEADERS, _kill_rows(report["kills"])),
         f"`manage.py offload_check` after the kills (exit {end['check_before_status']}):"
         f"\n\n```\n{before}\n```",
         reclaim,
-        f"`manage.py offload_check` after the reclaim (exit {end['check_status']}):"
+        f"`manage.py offload_check --deep` after the reclaim (exit {end['check_status']}):"
         f"\n\n```\n{headings}\n```",
         f"Result: {result}.",
     ]
@@ -614,13 +726,15 @@ def print_report(report: dict[str, Any]) -> None:
         f"{found['calls_cleared']} calls cleared, {found['offloads']} offloads, "
         f"{found['bytes_stored']:,} bytes stored ({found['bytes_per_call']:,.0f} a call)"
     )
-    print(f"read back: {report['read_back']}")
+    print(_rows_sentence(report))
+    print(_shared_sentence(report))
     print(table(KILL_HEADERS, _kill_rows(report["kills"])))
+    print(f"read back: {report['read_back']}")
     end = report["end"]
     print(f"offload_check after the kills (exit {end['check_before_status']}):")
     print(end["check_before"])
     print(f"offload_reclaim:\n{end['reclaim']}")
-    print(f"offload_check after the reclaim (exit {end['check_status']}):\n{end['check']}")
+    print(f"offload_check --deep after the reclaim (exit {end['check_status']}):\n{end['check']}")
 
 
 # Driving --------------------------------------------------------------------------------
@@ -632,9 +746,15 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--calls", type=int, default=300, help="model calls to replay at least (whole sessions)"
     )
-    parser.add_argument("--kills", type=int, default=3, help="requests killed midway")
     parser.add_argument(
-        "--kill-rounds", type=int, default=3_000, help="tool rounds of each killed request"
+        "--twin-calls",
+        type=int,
+        default=50,
+        help="calls of the first session replayed again as a conversation sharing its files",
+    )
+    parser.add_argument("--kills", type=int, default=20, help="requests killed while storing")
+    parser.add_argument(
+        "--kill-rounds", type=int, default=1_000, help="tool rounds of each killed request"
     )
     parser.add_argument("--workers", type=int, default=2, help="gunicorn sync workers")
     parser.add_argument(
@@ -646,8 +766,10 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--out", type=Path, default=RESULTS)
     add_readme_arguments(parser)
     args = parser.parse_args(argv)
-    if args.calls < 1 or args.kills < 0 or args.kill_rounds < 2 * KILL_SHARE:
-        parser.error(f"--calls must be 1 or more, --kill-rounds {2 * KILL_SHARE} or more")
+    if args.calls < 1 or args.twin_calls < 1 or args.kills < 0:
+        parser.error("--calls and --twin-calls must be 1 or more, --kills 0 or more")
+    if args.kill_rounds < 2 * (args.kills + 1):
+        parser.error(f"--kill-rounds must be {2 * (args.kills + 1)} or more for {args.kills} kills")
     try:
         args.recordings = require_recordings(args.recordings, option="--recordings")
     except RecordingsNotFound as error:
@@ -662,9 +784,9 @@ def _server(args: argparse.Namespace) -> Iterator[Server]:
         database_url = None
         if args.database_url:
             database_url = stack.enter_context(fresh_postgres(args.database_url))
-        # The killed requests offload more than REDUCTION_MAX_OFFLOADS lets through by
+        # The killed requests may offload more than REDUCTION_MAX_OFFLOADS lets through by
         # default, as an operator may allow.
-        env = {"REDUCTION_MAX_OFFLOADS": str(args.kill_rounds)}
+        env = {"REDUCTION_MAX_OFFLOADS": str(max(args.kill_rounds, 1_000))}
         yield stack.enter_context(
             production_server(folder, workers=args.workers, database_url=database_url, env=env)
         )
@@ -688,14 +810,24 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"own conversation, {replayed} calls in all",
             file=sys.stderr,
         )
+    offloaded: dict[tuple[str, str], Any] = {}
     with _server(args) as server:
         print(f"server on {server.url}", file=sys.stderr)
-        calls, offloaded = replay(server, sessions)
-        back = read_back(server, offloaded)
+        ids = [FIRST, *(f"soak-{n:03d}" for n in range(1, len(sessions)))]
+        calls = replay(server, sessions, ids, offloaded)
+        events, files = row_counts(server)
+        print(f"replaying {args.twin_calls} calls again as {TWIN}...", file=sys.stderr)
+        twin = replay(server, sessions[:1], [TWIN], offloaded, limit=args.twin_calls)
+        first_paths = {path for (owner, path) in offloaded if owner == FIRST}
+        twin_paths = {path for (owner, path) in offloaded if owner == TWIN}
+        deleted = delete_conversation(server, FIRST)
+        for key in [key for key in offloaded if key[0] == FIRST]:
+            del offloaded[key]
         kills = []
         for number in range(args.kills):
             print(f"kill {number + 1} of {args.kills}...", file=sys.stderr)
-            kills.append(kill_once(server, number, args.kill_rounds))
+            kills.append(kill_once(server, number, args.kills, args.kill_rounds, offloaded))
+        back = read_back(server, offloaded)
         end = reclaim_and_check(server)
     report = {
         "database": "PostgreSQL" if args.database_url else "SQLite",
@@ -708,6 +840,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         ],
         "config": CONFIG,
         "figures": figures(calls),
+        "rows": {"events": events, "files": files},
+        "shared": {
+            "twin_calls": len(twin),
+            "twin_paths": len(twin_paths),
+            "shared_paths": len(twin_paths & first_paths),
+            "delete_status": deleted,
+        },
         "read_back": back,
         "kill_rounds": args.kill_rounds,
         "kills": kills,

@@ -90,6 +90,7 @@ TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
 
 MIDDLEWARE = [
     "reduction_app.limits.ApiRequestSizeMiddleware",
+    "reduction_app.error_pages.ApiMethodNotAllowedMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "reduction_app.csp.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -241,7 +242,8 @@ MEDIA_ROOT = Path(os.environ.get("REDUCTION_MEDIA_ROOT", BASE_DIR / "media"))
 
 
 # Offloaded tool output goes through the "offload" storage (reduction_app/records/storage.py):
-# a folder under MEDIA_ROOT by default; OFFLOAD_STORAGE=s3 puts it in an S3 bucket, or on
+# a folder under MEDIA_ROOT by default, written to a temporary name and renamed into place
+# (reduction_app/records/folder.py); OFFLOAD_STORAGE=s3 puts it in an S3 bucket, or on
 # any S3-compatible server (MinIO, Ceph, R2), through django-storages. The AWS_* names are
 # django-storages' own; credentials (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, a profile,
 # an instance role) are found by boto3 as usual. docs/deploying.md, "On S3".
@@ -250,7 +252,7 @@ def _offload_storage(environ: Mapping[str, str]) -> dict[str, Any]:
     kind = environ.get("OFFLOAD_STORAGE", "").strip().lower() or "local"
     if kind == "local":
         return {
-            "BACKEND": "django.core.files.storage.FileSystemStorage",
+            "BACKEND": "reduction_app.records.folder.OffloadFolderStorage",
             "OPTIONS": {"location": MEDIA_ROOT / "offload"},
         }
     if kind != "s3":

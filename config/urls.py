@@ -3,21 +3,22 @@
 from __future__ import annotations
 
 from django.contrib import admin
-from django.http import HttpRequest, HttpResponseRedirect, JsonResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.templatetags.static import static
 from django.urls import include, path, re_path
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_safe
 
+from reduction_app import error_pages
 from reduction_app.api import api
 
 
 # Exempt from CSRF: it changes nothing, and a POST or DELETE to an unknown address would
 # otherwise be answered with Django's HTML 403 page instead of this JSON 404.
 @csrf_exempt
-def api_not_found(request: HttpRequest, rest: str = "") -> JsonResponse:
+def api_not_found(request: HttpRequest, rest: str = "") -> HttpResponse:
     """Unknown API addresses answer in the API's JSON error shape, not an HTML page."""
-    return JsonResponse({"detail": f"no such endpoint: {request.path}", "field": None}, status=404)
+    return error_pages.json_error(404, f"no such endpoint: {request.path}")
 
 
 @require_safe
@@ -34,3 +35,9 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("", include("reduction_app.urls")),
 ]
+
+# What Django answers by itself: JSON under /api/, its HTML pages elsewhere.
+handler400 = error_pages.bad_request
+handler403 = error_pages.permission_denied
+handler404 = error_pages.page_not_found
+handler500 = error_pages.server_error

@@ -61,17 +61,19 @@ class BytesJsonParser(Parser):
     """django-ninja's parser, decoding the body straight from its bytes.
 
     ``json.loads(request.body)`` made one ``str`` of a whole conversation first (at 2
-    bytes a character as soon as one character is beyond Latin-1); ``formats.json_loads``
-    returns the same values and raises the same errors without it, so a body django-ninja
-    could not parse still answers 400 "Cannot parse request body", with the same reason
-    under DEBUG. A body nested too deeply to decode is the exception: the FormatError
-    raised here names where it passes ``MAX_JSON_DEPTH``, and the handler of the 400
-    answers it as the 422 a shallower body nested too deeply in one field gets.
+    bytes a character as soon as one character is beyond Latin-1);
+    ``formats.json_loads_checked`` returns the same values and raises the same errors
+    without it, so a body django-ninja could not parse still answers 400 "Cannot parse
+    request body", with the same reason under DEBUG. Two kinds of body are exceptions,
+    answered as the 422 of a field: one holding a number no JSON answer can give back
+    (``NaN``, ``Infinity``, ``1e999``) or an integer longer than Python converts, and one
+    nested too deeply to decode. The FormatError raised here names the field (or where
+    the body passes ``MAX_JSON_DEPTH``), and the handler of the 400 answers it.
     """
 
     def parse_body(self, request: HttpRequest) -> DictStrAny:
         try:
-            return cast(DictStrAny, formats.json_loads(request.body))
+            return cast(DictStrAny, formats.json_loads_checked(request.body))
         except RecursionError as exc:
             where = formats.nesting_path(request.body, formats.MAX_JSON_DEPTH)
             if where is None:

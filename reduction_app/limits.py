@@ -6,7 +6,6 @@ character in an address.
 from __future__ import annotations
 
 import io
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -14,10 +13,7 @@ from django.conf import settings
 from django.core.exceptions import BadRequest
 from django.http import HttpRequest, HttpResponse
 
-
-def _json_error(status: int, detail: str, field: str | None = None) -> HttpResponse:
-    body = {"detail": detail, "field": field}
-    return HttpResponse(json.dumps(body), status=status, content_type="application/json")
+from reduction_app.error_pages import json_error
 
 
 def _nul_in_address(request: HttpRequest) -> tuple[str | None] | None:
@@ -37,9 +33,34 @@ _CHUNK = 64 * 1024
 """Bytes read at a time from a body."""
 
 
+# What a server's WSGI input raises reading a malformed chunked body, by the names of
+# gunicorn's exception classes (the app does not import its server), most specific first
+# along each one's MRO; each is said after "malformed chunked request body: ".
+_CHUNK_PROBLEMS = {
+    "InvalidChunkSize": "invalid chunk size",
+    "ChunkMissingTerminator": "a chunk or the trailer section does not end with CRLF",
+    "InvalidChunkExtension": "invalid chunk extension",
+    "LimitRequestHeaders": "the trailer section is too large",
+    "InvalidHeaderName": "invalid trailer",
+    "InvalidHeader": "invalid trailer",
+    "ObsoleteFolding": "invalid trailer",
+    # gunicorn's NoMoreData is an OSError too; both mean the client stopped sending.
+    "NoMoreData": "the body ended before its last chunk",
+    "OSError": "the body ended before its last chunk",
+}
+
+
+def _chunk_problem(exc: Exception) -> str:
+    for cls in type(exc).__mro__:
+        if cls.__name__ in _CHUNK_PROBLEMS:
+            return _CHUNK_PROBLEMS[cls.__name__]
+    return "it cannot be read"
+
+
 def _discard(stream: Any, most: int) -> None:
     """Read and drop what ``stream`` holds, up to ``most`` bytes. A client that goes away
-    meanwhile ends it: the 413 is sent all the same."""
+    meanwhile, or a chunked body that turns out malformed, ends it: the 413 is sent all
+    the same."""
     left = most
     try:
         while left > 0:
@@ -47,7 +68,9 @@ def _discard(stream: Any, most: int) -> None:
             if not chunk:
                 return
             left -= len(chunk)
-    except OSError:  # Django's UnreadablePostError too
+    # OSError (Django's UnreadablePostError too), or the server's parse error of a
+    # malformed chunked body: see _read_chunked.
+    except Exception:
         return
 
 
@@ -62,16 +85,18 @@ def _too_big(request: HttpRequest, size: int, limit: int, *, api: bool = True) -
     detail = f"request body of {size} bytes is over the limit of {limit} bytes"
     if not api:  # a page's upload: text, for a person
         return HttpResponse(detail, status=413, content_type="text/plain; charset=utf-8")
-    return _json_error(413, detail)
+    return json_error(413, detail)
 
 
 def _read_chunked(request: HttpRequest, limit: int) -> HttpResponse | None:
     """Read a chunked body (no Content-Length, so Django reads it as empty) into the
     request, or answer why not: 413 past ``limit``, 411 when the server does not say that
     its WSGI input ends with the body (``wsgi.input_terminated``: gunicorn does; the
-    development server does not, and reading on would wait for bytes that never come)."""
+    development server does not, and reading on would wait for bytes that never come),
+    and 400 for a malformed body (a bad chunk size, extension or trailer, a chunk without
+    its CRLF, a client that stopped before the last chunk)."""
     if not request.META.get("wsgi.input_terminated"):
-        return _json_error(
+        return json_error(
             411,
             "chunked request bodies (Transfer-Encoding: chunked) are not read by this "
             "server: send the body with a Content-Length header",
@@ -79,15 +104,22 @@ def _read_chunked(request: HttpRequest, limit: int) -> HttpResponse | None:
     stream = request.META["wsgi.input"]
     parts: list[bytes] = []
     size = 0
-    while size <= limit:
-        chunk = stream.read(min(_CHUNK, limit + 1 - size))
-        if not chunk:
-            break
-        parts.append(chunk)
-        size += len(chunk)
+    try:
+        while size <= limit:
+            chunk = stream.read(min(_CHUNK, limit + 1 - size))
+            if not chunk:
+                break
+            parts.append(chunk)
+            size += len(chunk)
+    # The server parses the chunks as they are read and raises its own errors (gunicorn's
+    # are no OSError, bar NoMoreData): whatever reading the client's bytes raises is the
+    # request's fault, not the app's. A client that went away never reads this answer,
+    # but the server logs a 400, not a 500 with a traceback.
+    except Exception as exc:
+        return json_error(400, f"malformed chunked request body: {_chunk_problem(exc)}")
     if size > limit:
         _discard(stream, settings.REDUCTION_MAX_DISCARD_BYTES - size)
-        return _json_error(413, f"chunked request body is over the limit of {limit} bytes")
+        return json_error(413, f"chunked request body is over the limit of {limit} bytes")
     body = b"".join(parts)
     # What HttpRequest.body leaves behind once it has read a body, so that .body, .read()
     # and .POST all see this one.
@@ -118,8 +150,8 @@ class ApiRequestSizeMiddleware:
                 raise BadRequest("NUL character in the address")
             (name,) = where
             if name is None:
-                return _json_error(422, "the address must not contain NUL characters")
-            return _json_error(422, f"{name}: must not contain NUL characters", name)
+                return json_error(422, "the address must not contain NUL characters")
+            return json_error(422, f"{name}: must not contain NUL characters", name)
         limit = settings.REDUCTION_MAX_REQUEST_BYTES
         if api and _chunked(request):
             refused = _read_chunked(request, limit)

@@ -5,8 +5,6 @@ of request bodies."""
 
 from __future__ import annotations
 
-import json
-import math
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from django.conf import settings
@@ -105,27 +103,6 @@ class StrictIn(Schema):
 _SYSTEM_FORMATS = " or ".join(repr(f.name) for f in formats.FORMATS.values() if f.takes_system)
 
 
-def _json_column_problem(value: Any, where: str) -> tuple[str, str] | None:
-    """Where ``value`` holds what a JSON column cannot (PostgreSQL's ``jsonb`` refuses
-    ``Infinity`` and ``NaN``, NUL and lone surrogates) and why, the first in document
-    order; ``None`` when it holds nothing of the kind. Walks without recursing."""
-    stack: list[tuple[str, Any]] = [(where, value)]
-    while stack:
-        path, item = stack.pop()
-        if isinstance(item, float) and not math.isfinite(item):
-            return path, f"must be a finite number, got {json.dumps(item)}"
-        if isinstance(item, str) and (problem := formats.text_problem(item)) is not None:
-            return path, problem
-        if isinstance(item, dict):
-            for key in item:
-                if (problem := formats.text_problem(key)) is not None:
-                    return f"{path}.{key}", f"key {problem}"
-            stack.extend((f"{path}.{key}", child) for key, child in reversed(item.items()))
-        elif isinstance(item, list):
-            stack.extend((f"{path}[{i}]", child) for i, child in reversed(list(enumerate(item))))
-    return None
-
-
 def parse_conversation(
     message_format: str, messages: list[Any], tools: list[Any], system: Any
 ) -> tuple[list[Any], list[Any]]:
@@ -147,7 +124,7 @@ def parse_conversation(
         raise ApiError(422, f"system is only taken with format {_SYSTEM_FORMATS}", "system")
     parsed = wire.parse_messages(messages, system), wire.parse_tools(tools)
     for value, where in ((tools, "tools"), (system, "system")):
-        found = _json_column_problem(value, where)
+        found = formats.json_problem(value, where)
         if found is not None:
             raise ApiError(422, f"{found[0]}: {found[1]}", found[0])
     return parsed

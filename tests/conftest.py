@@ -43,7 +43,7 @@ def temporary_offload_storage(settings: Any, tmp_path: Path) -> Path:
     settings.STORAGES = {
         **settings.STORAGES,
         "offload": {
-            "BACKEND": "django.core.files.storage.FileSystemStorage",
+            "BACKEND": "reduction_app.records.folder.OffloadFolderStorage",
             "OPTIONS": {"location": folder},
         },
     }

@@ -137,6 +137,10 @@ class OffloadStore(Protocol):
         """Remove stored content behind the app's back (content lost)."""
         ...
 
+    def put(self, name: str, data: bytes) -> None:
+        """Store ``data`` at ``name`` behind the app's back (content damaged)."""
+        ...
+
 
 @dataclass
 class FolderStore:
@@ -146,7 +150,7 @@ class FolderStore:
 
     def __post_init__(self) -> None:
         self.entry = {
-            "BACKEND": "django.core.files.storage.FileSystemStorage",
+            "BACKEND": "reduction_app.records.folder.OffloadFolderStorage",
             "OPTIONS": {"location": self.folder},
         }
 
@@ -162,6 +166,10 @@ class FolderStore:
 
     def remove(self, name: str) -> None:
         (self.folder / name).unlink()
+
+    def put(self, name: str, data: bytes) -> None:
+        (self.folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (self.folder / name).write_bytes(data)
 
 
 @dataclass
@@ -192,6 +200,11 @@ class BucketStore:
 
     def remove(self, name: str) -> None:
         self.server.client.delete_object(Bucket=self.server.bucket, Key=f"{self.location}/{name}")
+
+    def put(self, name: str, data: bytes) -> None:
+        self.server.client.put_object(
+            Bucket=self.server.bucket, Key=f"{self.location}/{name}", Body=data
+        )
 
 
 def use_store(settings: Any, store: OffloadStore) -> OffloadStore:

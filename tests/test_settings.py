@@ -15,7 +15,7 @@ from config.settings import MEDIA_ROOT, _offload_storage, _sweep_lease
 
 ROOT = Path(__file__).resolve().parent.parent
 LOCAL = {
-    "BACKEND": "django.core.files.storage.FileSystemStorage",
+    "BACKEND": "reduction_app.records.folder.OffloadFolderStorage",
     "OPTIONS": {"location": MEDIA_ROOT / "offload"},
 }
 

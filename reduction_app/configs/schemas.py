@@ -25,9 +25,7 @@ def _config_field(spec: engine.ConfigField) -> tuple[Any, Any]:
         annotation = bool
     elif spec.kind == "int":
         annotation = int
-        constraints["le"] = engine.MAX_CONFIG_INT
-        if spec.minimum is not None:
-            constraints["ge"] = spec.minimum
+        constraints["ge"], constraints["le"] = spec.bounds
     elif spec.kind in ("name", "folder"):
         annotation = str
         constraints["pattern"] = r"^\S+$"
@@ -45,7 +43,7 @@ def _config_field(spec: engine.ConfigField) -> tuple[Any, Any]:
 
 def reduction_config_model() -> type[BaseModel]:
     """A model of the JSON fields of ``ReductionConfig``, built from the engine's spec:
-    each field's type, default, minimum and help, for the API document."""
+    each field's type, default, range and help, for the API document."""
     fields = {spec.name: _config_field(spec) for spec in engine.json_config_fields()}
     # pydantic types create_model's field arguments only loosely; the result is a model.
     model: type[BaseModel] = create_model(  # type: ignore[call-overload]

@@ -47,6 +47,7 @@ from reduction_app.engine.config import (
 from reduction_app.engine.config_spec import (
     CONFIG_FIELDS,
     MAX_CONFIG_INT,
+    MIN_CONFIG_INT,
     ConfigField,
     ConfigKnob,
     config_field,
@@ -124,6 +125,7 @@ __all__ = [
     "FORMAT_NAMES",
     "JSON_FIELDS",
     "MAX_CONFIG_INT",
+    "MIN_CONFIG_INT",
     "PROCESSED_FLAG",
     "READ_FILE_DESCRIPTION",
     "READ_FILE_PARAMETERS",

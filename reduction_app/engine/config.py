@@ -28,12 +28,12 @@ from reduction_app.engine.config_spec import (
     DEFAULT_MAX_LENGTH_FOR_TRUNC,
     DEFAULT_MAX_TOKENS_FOR_CLEAR,
     DEFAULT_RETENTION,
-    MAX_CONFIG_INT,
     ConfigField,
     FieldKind,
 )
 from reduction_app.engine.errors import ConfigError
 from reduction_app.engine.events import ReductionEvent
+from reduction_app.engine.formats import text_problem
 from reduction_app.engine.notices import Language
 from reduction_app.engine.paths import DEFAULT_PATH_TAIL
 from reduction_app.engine.tokens import TOKEN_COUNTER_NAMES
@@ -132,18 +132,28 @@ def _check_bool(name: str, value: object) -> None:
         raise ConfigError(name, f"must be true or false, got {value!r}")
 
 
-def _check_int(name: str, value: object, *, minimum: int | None) -> None:
+def _check_int(name: str, value: object, *, bounds: tuple[int, int]) -> None:
     if isinstance(value, bool) or not isinstance(value, int):
         raise ConfigError(name, f"must be an integer, got {value!r}")
-    if minimum is not None and value < minimum:
-        raise ConfigError(name, f"must be at least {minimum}, got {value!r}")
-    if value > MAX_CONFIG_INT:
-        raise ConfigError(name, f"must be at most {MAX_CONFIG_INT}, got {value!r}")
+    low, high = bounds
+    if value < low:
+        raise ConfigError(name, f"must be at least {low}, got {value!r}")
+    if value > high:
+        raise ConfigError(name, f"must be at most {high}, got {value!r}")
+
+
+def _check_text(name: str, value: str) -> None:
+    # Text knobs end up in offload paths, events and database rows: PostgreSQL (and
+    # UTF-8) holds neither NUL nor a lone surrogate.
+    problem = text_problem(value)
+    if problem is not None:
+        raise ConfigError(name, problem)
 
 
 def _check_name(name: str, value: object) -> None:
     if not isinstance(value, str) or not _NAME_RE.fullmatch(value):
         raise ConfigError(name, f"must be a non-empty string without whitespace, got {value!r}")
+    _check_text(name, value)
 
 
 def _check_folder(name: str, value: object) -> None:
@@ -158,6 +168,7 @@ def _check_names(name: str, value: object) -> None:
     for item in value:
         if not isinstance(item, str) or not item:
             raise ConfigError(name, f"must hold non-empty tool names, got {item!r}")
+        _check_text(name, item)
 
 
 def _check_callable(name: str, value: object) -> None:
@@ -184,7 +195,7 @@ def _check_field(spec: ConfigField, value: object) -> None:
     if spec.kind == "bool":
         _check_bool(spec.name, value)
     elif spec.kind == "int":
-        _check_int(spec.name, value, minimum=spec.minimum)
+        _check_int(spec.name, value, bounds=spec.bounds)
     elif spec.kind == "name":
         _check_name(spec.name, value)
     elif spec.kind == "folder":

@@ -1,7 +1,7 @@
 """The one description of every ``ReductionConfig`` field: :data:`CONFIG_FIELDS`.
 
 Each :class:`ConfigField` gives a field's name, kind, default, one line of help, whether
-``0`` means the default, its minimum, its choices and, for the numeric knobs, how the
+``0`` means the default, its range, its choices and, for the numeric knobs, how the
 Tune page's slider and a sweep grid move it. Everything else that lists config fields is
 derived from it: the engine's JSON parser and checks (:mod:`reduction_app.engine.config`),
 the dashboard's form, the Tune page's knobs, the sweep grid, the REST API's documented
@@ -33,6 +33,7 @@ __all__ = [
     "DEFAULT_RETENTION",
     "JSON_KINDS",
     "MAX_CONFIG_INT",
+    "MIN_CONFIG_INT",
     "ConfigField",
     "ConfigKnob",
     "FieldKind",
@@ -61,8 +62,8 @@ FieldKind = Literal[
     "callable",
     "tool_config",
 ]
-"""What a field holds. The JSON kinds (:data:`JSON_KINDS`): ``bool``; ``int`` (at least
-``minimum`` when set); ``name``, a non-empty string without whitespace; ``folder``, a
+"""What a field holds. The JSON kinds (:data:`JSON_KINDS`): ``bool``; ``int``, within
+:attr:`ConfigField.bounds`; ``name``, a non-empty string without whitespace; ``folder``, a
 ``name`` without ``..`` segments; ``tool_names``, a list of non-empty tool names;
 ``choice``, one of ``choices``; ``optional_choice``, one of ``choices`` or ``None``. The
 Python-only kinds: ``backend``, ``callable`` (or ``None``) and ``tool_config`` (per-tool
@@ -91,8 +92,9 @@ class ConfigKnob:
     tokens, or past its longest tool result in characters."""
 
 
-# The largest value of an ``int`` field: the reference's are Go's 64-bit ``int``, and
-# the database's integer columns (an event's threshold) hold no more.
+# The range of an ``int`` field that declares no narrower one: the reference's are Go's
+# 64-bit ``int``, and the database's integer columns (an event's threshold) hold no more.
+MIN_CONFIG_INT = -(2**63)
 MAX_CONFIG_INT = 2**63 - 1
 
 
@@ -108,6 +110,9 @@ class ConfigField:
     zero_means_default: bool = False
     """As in the reference, ``0`` stands for :attr:`default`."""
     minimum: int | None = None
+    """An ``int`` field's smallest value (``None``: :data:`MIN_CONFIG_INT`)."""
+    maximum: int | None = None
+    """An ``int`` field's largest value (``None``: :data:`MAX_CONFIG_INT`)."""
     choices: tuple[str, ...] = ()
     callable_too: bool = False
     """From Python the field also takes a callable (never from JSON)."""
@@ -117,6 +122,13 @@ class ConfigField:
     switch: bool = False
     """An opt-in strategy beyond the reference (a ``bool``): a switch on the Tune page and
     an axis a sweep grid may take."""
+
+    @property
+    def bounds(self) -> tuple[int, int]:
+        """The smallest and largest value an ``int`` field takes, both included."""
+        low = MIN_CONFIG_INT if self.minimum is None else self.minimum
+        high = MAX_CONFIG_INT if self.maximum is None else self.maximum
+        return low, high
 
     @property
     def json(self) -> bool:

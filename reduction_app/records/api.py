@@ -1,7 +1,13 @@
 """What the engine left behind, over HTTP: offloaded files (listing them, reading them
-back, their raw bytes) and events."""
+back, their raw bytes) and events.
 
+A file read back is checked against the SHA-256 its row recorded: content the storage
+holds damaged (truncated, emptied, changed) is answered 503 naming the path, as content
+missing from the storage is, never served as the file."""
+
+import logging
 from datetime import UTC, datetime
+from http import HTTPStatus
 from typing import Any
 
 from django.http import HttpResponse
@@ -16,10 +22,11 @@ from reduction_app.models import OffloadedFile
 from reduction_app.records import services
 from reduction_app.records.schemas import EventOut, FileOut, FileReadOut
 from reduction_app.records.selectors import event_list, file_get, file_list
-from reduction_app.records.storage import offload_storage, read_stored
+from reduction_app.records.storage import DamagedContent, offload_storage, read_verified
 from reduction_app.schemas import PARAM_ERRORS, ApiError, ErrorOut
 
 router = Router()
+logger = logging.getLogger(__name__)
 
 MAX_READ_LINES = 10_000
 
@@ -72,6 +79,21 @@ def _file_or_404(request: ApiRequest, path: str, conversation_id: str | None) ->
     return row
 
 
+def _content(row: OffloadedFile) -> bytes:
+    """The file's stored bytes, as recorded; a 503 naming the path when they are not."""
+    try:
+        return read_verified(offload_storage(), row.storage_name, row.sha256)
+    except DamagedContent as exc:
+        # The operator's offload_check names it too, with every row that points at it.
+        logger.error("damaged offloaded content %s (%s)", exc.name, row.path)
+        raise ApiError(
+            HTTPStatus.SERVICE_UNAVAILABLE,
+            f"the stored content of {row.path} is damaged (it does not match its recorded "
+            "SHA-256); it is not served",
+            "path",
+        ) from exc
+
+
 @router.get(
     "/files/read",
     response={200: FileReadOut, **PARAM_ERRORS, 404: ErrorOut, 503: ErrorOut},
@@ -86,9 +108,10 @@ def read_file(
     conversation_id: str | None = None,
 ) -> Status[dict[str, Any]]:
     """The read_file tool: ``limit`` numbered lines from line ``offset`` (0-based), of the
-    file of ``conversation_id`` when given (a 404 if it names no such path)."""
+    file of ``conversation_id`` when given (a 404 if it names no such path); a 503 when
+    the stored content is missing or damaged."""
     row = _file_or_404(request, path, conversation_id)
-    content = read_stored(offload_storage(), row.storage_name)
+    content = _content(row).decode("utf-8", "surrogatepass")
     body, total = numbered_lines(content, offset, limit)
     services.file_mark_read(file=row)
     return Status(
@@ -108,13 +131,13 @@ def raw_file(request: ApiRequest, path: str, conversation_id: str | None = None)
     """The exact content of an offloaded file, as UTF-8 text; of the file of
     ``conversation_id`` when given (a 404 if it names no such path). A lone surrogate in
     it (a tool's undecodable byte, read with surrogateescape) is written as UTF-8 writes
-    any other code point, three bytes: decode with ``surrogatepass`` to get it back."""
+    any other code point, three bytes: decode with ``surrogatepass`` to get it back. The
+    bytes served always have the SHA-256 of ``X-Content-SHA256``: stored content missing
+    or damaged is answered 503."""
     row = _file_or_404(request, path, conversation_id)
-    content = read_stored(offload_storage(), row.storage_name)
+    content = _content(row)
     services.file_mark_read(file=row)
-    response = HttpResponse(
-        content.encode("utf-8", "surrogatepass"), content_type="text/plain; charset=utf-8"
-    )
+    response = HttpResponse(content, content_type="text/plain; charset=utf-8")
     response["X-Content-SHA256"] = row.sha256
     return response
 

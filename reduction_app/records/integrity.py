@@ -8,26 +8,84 @@ name, and the usage ``Workspace.offload_bytes`` keeps for the quota. The check r
   (``StagedOffload``) names, invisible to purge and to the quota;
 * **missing** content: rows whose stored object is gone, which read as a storage failure;
 * a **usage** that differs from the bytes of the distinct content the rows name, as the
-  storage holds them.
+  storage holds them;
+* **damaged** content: a stored object whose size is not the one its rows recorded (a
+  write that stopped half-way: empty or truncated), confirmed by its SHA-256, or, with
+  ``deep``, whose SHA-256 is not the recorded one; each is named with the files
+  (conversation and path) that point at it. A size the rows recorded before sizes were
+  counted in bytes (characters, ``0008_quotas``) is not damage: the digest says so.
 
 Content only a journal row names belongs to a request storing at that moment, or to one
 that died and that ``records.reclaim`` has not reclaimed yet: it is counted by the quota,
-and reported apart (``staged``), not as a fault. It changes nothing; ``manage.py
-offload_check`` prints it. Reading every stored object's
-size is one storage call each: on S3, one request per object.
+and reported apart (``staged``), not as a fault; so are the temporary files of writes
+in progress on the local folder (``unfinished``, ``records.folder``), which the reclaim
+removes once old. It changes nothing; ``manage.py offload_check`` prints it. Reading every
+stored object's size is one storage call each: on S3, one request per object; ``deep``
+reads every object the rows name whole.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import hashlib
+import posixpath
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 
 from django.core.files.storage import Storage
+from django.db.models import Max
 
 from reduction_app.models import OffloadedFile, StagedOffload, Workspace
+from reduction_app.records.folder import is_temporary
 from reduction_app.records.storage import offload_storage
 
-__all__ = ["WorkspaceCheck", "offload_check", "stored_names"]
+__all__ = [
+    "Damage",
+    "FileRef",
+    "WorkspaceCheck",
+    "find_damage",
+    "listed_names",
+    "offload_check",
+    "stored_digest",
+    "stored_names",
+    "unfinished_names",
+]
+
+_BATCH = 500
+"""Storage names looked up per query."""
+_CHUNK = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class FileRef:
+    """A file row that names a stored object."""
+
+    path: str
+    conversation_id: str | None
+    """The conversation's client id; ``None`` for a request that named no conversation."""
+    conversation_pk: int | None
+
+    def __str__(self) -> str:
+        if self.conversation_pk is None:
+            return f"{self.path} (no conversation)"
+        return f"{self.path} (conversation {self.conversation_id!r}, #{self.conversation_pk})"
+
+
+@dataclass(frozen=True)
+class Damage:
+    """A stored object whose bytes are not those its rows recorded."""
+
+    size_recorded: int
+    size_found: int
+    sha256_recorded: str
+    sha256_found: str
+    files: tuple[FileRef, ...]
+    """Every row that names the object, by path then conversation."""
+
+    def __str__(self) -> str:
+        return (
+            f"{self.size_found:,} bytes with SHA-256 {self.sha256_found}, recorded "
+            f"{self.size_recorded:,} bytes with SHA-256 {self.sha256_recorded}"
+        )
 
 
 @dataclass(frozen=True)
@@ -49,15 +107,26 @@ class WorkspaceCheck:
     """Storage name -> the paths of the rows that name it, for every name not stored."""
     staged: dict[str, int] = field(default_factory=dict)
     """Stored object -> its bytes, for every object only journal rows name."""
+    damaged: dict[str, Damage] = field(default_factory=dict)
+    """Storage name -> how it differs from its rows, for every damaged object."""
+    unfinished: dict[str, int] = field(default_factory=dict)
+    """Temporary file -> its bytes, for every write in progress or left by a killed
+    worker (the local folder only): not content, and not a fault."""
+    deep: bool = False
+    """Whether every named object was read and its SHA-256 checked."""
 
     @property
     def consistent(self) -> bool:
-        return not self.unnamed and not self.missing and self.usage_recorded == self.usage_stored
+        return (
+            not self.unnamed
+            and not self.missing
+            and not self.damaged
+            and self.usage_recorded == self.usage_stored
+        )
 
 
-def stored_names(workspace: Workspace, storage: Storage | None = None) -> Iterator[str]:
-    """Every stored object under the workspace's prefix, as storage names."""
-    storage = storage or offload_storage()
+def listed_names(workspace: Workspace, storage: Storage) -> Iterator[str]:
+    """Every file under the workspace's prefix: stored objects and temporary files."""
     pending = [f"ws{workspace.pk}"]
     while pending:
         folder = pending.pop()
@@ -69,7 +138,103 @@ def stored_names(workspace: Workspace, storage: Storage | None = None) -> Iterat
         yield from (f"{folder}/{name}" for name in files)
 
 
-def offload_check(*, workspace: Workspace, storage: Storage | None = None) -> WorkspaceCheck:
+def stored_names(workspace: Workspace, storage: Storage | None = None) -> Iterator[str]:
+    """Every stored object under the workspace's prefix, as storage names; temporary
+    files of writes (``records.folder``) are not content and are left out."""
+    storage = storage or offload_storage()
+    return (n for n in listed_names(workspace, storage) if not is_temporary(posixpath.basename(n)))
+
+
+def unfinished_names(workspace: Workspace, storage: Storage | None = None) -> Iterator[str]:
+    """The temporary files of writes under the workspace's prefix: in progress, or left by
+    a worker killed while writing."""
+    storage = storage or offload_storage()
+    return (n for n in listed_names(workspace, storage) if is_temporary(posixpath.basename(n)))
+
+
+def stored_digest(storage: Storage, name: str) -> str:
+    """The SHA-256 of the object at ``name``, read in chunks."""
+    digest = hashlib.sha256()
+    with storage.open(name, "rb") as handle:
+        while chunk := handle.read(_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def find_damage(
+    workspace: Workspace,
+    sizes: dict[str, int],
+    *,
+    deep: bool = False,
+    storage: Storage | None = None,
+) -> dict[str, Damage]:
+    """Those of the stored objects ``sizes`` (name -> bytes, as listed) that rows of the
+    workspace name and whose bytes are not what the rows recorded, sorted by name.
+
+    A size that differs is confirmed by reading the object's digest; ``deep`` reads every
+    object the rows name. Objects no row names are not looked at.
+    """
+    storage = storage or offload_storage()
+    recorded = _recorded(workspace, sizes)
+    found: dict[str, tuple[int, str]] = {}
+    for name, (size, sha256) in sorted(recorded.items()):
+        if not deep and sizes[name] == size:
+            continue
+        try:
+            digest = stored_digest(storage, name)
+        except FileNotFoundError:
+            continue  # removed meanwhile: a purge, or a request that failed
+        if digest != sha256:
+            found[name] = (size, digest)
+    files = _files(workspace, found)
+    return {
+        name: Damage(
+            size_recorded=size,
+            size_found=sizes[name],
+            sha256_recorded=recorded[name][1],
+            sha256_found=digest,
+            files=tuple(files.get(name, ())),
+        )
+        for name, (size, digest) in found.items()
+    }
+
+
+def _recorded(workspace: Workspace, names: Collection[str]) -> dict[str, tuple[int, str]]:
+    """Storage name -> (bytes, SHA-256) its rows recorded, for those of ``names`` a row names."""
+    wanted = sorted(names)
+    out: dict[str, tuple[int, str]] = {}
+    for start in range(0, len(wanted), _BATCH):
+        rows = (
+            OffloadedFile.objects.filter(
+                workspace=workspace, storage_name__in=wanted[start : start + _BATCH]
+            )
+            .values_list("storage_name", "sha256")
+            .order_by()
+            .annotate(size=Max("size_bytes"))
+        )
+        out.update((name, (size, sha256)) for name, sha256, size in rows)
+    return out
+
+
+def _files(workspace: Workspace, names: Collection[str]) -> dict[str, list[FileRef]]:
+    wanted = sorted(names)
+    out: dict[str, list[FileRef]] = {}
+    for start in range(0, len(wanted), _BATCH):
+        rows = (
+            OffloadedFile.objects.filter(
+                workspace=workspace, storage_name__in=wanted[start : start + _BATCH]
+            )
+            .order_by("storage_name", "path", "conversation_id")
+            .values_list("storage_name", "path", "conversation__client_id", "conversation_id")
+        )
+        for name, path, client_id, pk in rows:
+            out.setdefault(name, []).append(FileRef(path, client_id, pk))
+    return out
+
+
+def offload_check(
+    *, workspace: Workspace, deep: bool = False, storage: Storage | None = None
+) -> WorkspaceCheck:
     storage = storage or offload_storage()
     rows = OffloadedFile.objects.filter(workspace=workspace)
     paths: dict[str, list[str]] = {}
@@ -77,7 +242,14 @@ def offload_check(*, workspace: Workspace, storage: Storage | None = None) -> Wo
     named = rows.values_list("storage_name", "path").order_by("storage_name", "path").distinct()
     for name, path in named:
         paths.setdefault(name, []).append(path)
-    stored = {name: storage.size(name) for name in stored_names(workspace, storage)}
+    listed = list(listed_names(workspace, storage))
+    stored = {n: storage.size(n) for n in listed if not is_temporary(posixpath.basename(n))}
+    unfinished = {}
+    for name in sorted(set(listed).difference(stored)):
+        try:
+            unfinished[name] = storage.size(name)
+        except FileNotFoundError:
+            continue  # renamed into place (or removed) since the listing
     journaled = set(
         StagedOffload.objects.filter(workspace=workspace).values_list("storage_name", flat=True)
     )
@@ -99,4 +271,12 @@ def offload_check(*, workspace: Workspace, storage: Storage | None = None) -> Wo
             if name not in paths and name in journaled
         },
         missing={name: found for name, found in paths.items() if name not in stored},
+        damaged=find_damage(
+            workspace,
+            {name: size for name, size in stored.items() if name in paths},
+            deep=deep,
+            storage=storage,
+        ),
+        unfinished=unfinished,
+        deep=deep,
     )

@@ -9,6 +9,16 @@ the content they name that no file row and no live journal row names, and the ro
 Stored objects that no row of either kind names at all (left by a request that died
 before the journal existed) go too.
 
+The local folder's temporary files of writes (``records.folder``) older than the same
+cutoff are a killed worker's too, and go. With ``repair``, stored objects the rows name
+whose bytes are not those recorded (``records.integrity.find_damage``: a write that
+stopped half-way before writes were atomic, or a disk's fault) are written again from a
+good copy: the same content, by its SHA-256, stored for another workspace (storage names
+are per workspace), read back and checked against the digest before it is copied. Where
+there is none the object is reported as unrecoverable, with the files that point at it;
+nothing is removed (its rows stay, and reading it answers an error), and the next
+request that offloads the same content writes it whole again.
+
 Nothing a live request stored is touched: its journal rows are younger than the cutoff,
 and a request's rows are committed before it stores anything. The storage is listed
 before the rows are read, and the rows are read and the content removed holding the
@@ -21,6 +31,7 @@ request that finds dead journal rows in its workspace, and again while any are l
 from __future__ import annotations
 
 import logging
+import posixpath
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
@@ -31,8 +42,9 @@ from django.db.models import Min
 from django.utils import timezone
 
 from reduction_app.models import OffloadedFile, StagedOffload, Workspace
-from reduction_app.records.integrity import stored_names
-from reduction_app.records.storage import offload_storage
+from reduction_app.records.folder import is_temporary
+from reduction_app.records.integrity import Damage, find_damage, listed_names
+from reduction_app.records.storage import offload_storage, read_verified, save_replacing
 from reduction_app.workspaces.quotas import lock_workspace, staged_dead_before
 
 __all__ = [
@@ -61,7 +73,14 @@ class ReclaimReport:
     removed: dict[str, int] = field(default_factory=dict)
     """Stored object -> bytes, for each object removed (or, in a dry run, to remove)."""
     failures: int = 0
-    """Objects the storage failed to remove (each logged); the next run tries again."""
+    """Objects the storage failed to remove or repair (each logged); the next run tries
+    again."""
+    unfinished: dict[str, int] = field(default_factory=dict)
+    """Temporary file -> bytes, for each stale write removed (or, in a dry run, to remove)."""
+    repaired: dict[str, str] = field(default_factory=dict)
+    """Damaged object -> the good copy it was written again from (or would be)."""
+    unrecoverable: dict[str, Damage] = field(default_factory=dict)
+    """Damaged objects with no good copy anywhere in the storage: left as they are."""
 
     @property
     def removed_bytes(self) -> int:
@@ -73,18 +92,30 @@ def offload_reclaim(
     workspace: Workspace,
     dead_before: datetime | None = None,
     dry_run: bool = False,
+    repair: bool = False,
+    deep: bool = False,
     storage: Storage | None = None,
 ) -> ReclaimReport:
     """Remove the content and journal rows requests that died left in ``workspace``.
 
     ``dead_before`` is when a journal row's request counts as dead (default: now less
-    ``REDUCTION_STAGED_DEAD_SECONDS``). A dry run reports what would go and changes nothing.
+    ``REDUCTION_STAGED_DEAD_SECONDS``); temporary files of writes older than it go too.
+    ``repair`` writes damaged objects again from a good copy (``deep``: damaged by their
+    SHA-256 too, reading every object). A dry run reports what would be done and changes
+    nothing.
     """
     storage = storage or offload_storage()
     dead_before = dead_before or staged_dead_before()
     report = ReclaimReport(workspace)
     # Listed first: whatever is stored by now was journaled before it was stored.
-    listed = set(stored_names(workspace, storage))
+    listed: set[str] = set()
+    unfinished: list[str] = []
+    for name in listed_names(workspace, storage):
+        if is_temporary(posixpath.basename(name)):
+            unfinished.append(name)
+        else:
+            listed.add(name)
+    _remove_unfinished(storage, sorted(unfinished), dead_before, report, dry_run=dry_run)
     with transaction.atomic():
         lock_workspace(workspace)
         journal = list(
@@ -110,7 +141,102 @@ def offload_reclaim(
         if not dry_run:
             for start in range(0, len(dead), _BATCH):
                 StagedOffload.objects.filter(pk__in=dead[start : start + _BATCH]).delete()
+    if repair:
+        _repair(workspace, storage, listed, report, deep=deep, dry_run=dry_run)
     return report
+
+
+def _remove_unfinished(
+    storage: Storage,
+    names: list[str],
+    dead_before: datetime,
+    report: ReclaimReport,
+    *,
+    dry_run: bool,
+) -> None:
+    """Remove those of the temporary files ``names`` last changed before ``dead_before``:
+    a write in progress changes its file until it renames it, within any request's time."""
+    for name in names:
+        try:
+            if storage.get_modified_time(name) >= dead_before:
+                continue
+            size = storage.size(name)
+            if not dry_run:
+                storage.delete(name)
+        except FileNotFoundError:
+            continue  # renamed into place, or removed, since the listing
+        except OSError:
+            report.failures += 1
+            logger.warning("could not remove the unfinished write %s", name, exc_info=True)
+            continue
+        report.unfinished[name] = size
+
+
+def _repair(
+    workspace: Workspace,
+    storage: Storage,
+    listed: set[str],
+    report: ReclaimReport,
+    *,
+    deep: bool,
+    dry_run: bool,
+) -> None:
+    sizes: dict[str, int] = {}
+    for name in sorted(listed):
+        try:
+            sizes[name] = storage.size(name)
+        except FileNotFoundError:
+            continue
+    damaged = find_damage(workspace, sizes, deep=deep, storage=storage)
+    if not damaged:
+        return
+    digests = {damage.sha256_recorded for damage in damaged.values()}
+    # Other workspaces' objects of the same content; storage names are per workspace.
+    copies: dict[str, list[str]] = {}
+    rows = (
+        OffloadedFile.objects.filter(sha256__in=sorted(digests))
+        .exclude(workspace=workspace)
+        .values_list("sha256", "storage_name")
+        .order_by("sha256", "storage_name")
+        .distinct()
+    )
+    for sha256, source in rows:
+        copies.setdefault(sha256, []).append(source)
+    for name, damage in damaged.items():
+        for source in copies.get(damage.sha256_recorded, []):
+            try:
+                data = read_verified(storage, source, damage.sha256_recorded)
+            except OSError:  # missing, damaged as well, or the storage failing
+                continue
+            if dry_run or _write_repair(workspace, storage, name, data, report):
+                report.repaired[name] = source
+            break
+        else:
+            report.unrecoverable[name] = damage
+            logger.error(
+                "damaged offloaded content %s has no good copy: %s; named by %s",
+                name,
+                damage,
+                ", ".join(map(str, damage.files)),
+            )
+
+
+def _write_repair(
+    workspace: Workspace, storage: Storage, name: str, data: bytes, report: ReclaimReport
+) -> bool:
+    """Write the good copy at ``name``, while a row still names it: holding the
+    workspace's lock, so a purge cannot remove the rows meanwhile and leave it unnamed."""
+    with transaction.atomic():
+        lock_workspace(workspace)
+        if not OffloadedFile.objects.filter(workspace=workspace, storage_name=name).exists():
+            return False
+        try:
+            save_replacing(storage, name, data)
+        except OSError:
+            report.failures += 1
+            logger.warning("could not repair offloaded content %s", name, exc_info=True)
+            return False
+    return True
 
 
 def _remove(storage: Storage, name: str, report: ReclaimReport, *, dry_run: bool) -> None:

@@ -10,6 +10,13 @@ fetched at once, so a failure comes from ``open()``, where callers handle it, ra
 than from a later ``read()`` (``S3File`` downloads the whole object on the first read
 anyway; ``max_memory_size`` in the settings makes a large one spill to a temporary file).
 
+Writes need nothing more to be whole: S3 makes an object visible only once its upload
+is complete (a single PUT, or a multipart upload once completed), so a worker killed
+while uploading leaves nothing under the key, never a part of the content; a save at a
+key that holds an object replaces it whole (``file_overwrite``, django-storages'
+default), which ``records.storage`` relies on to write damaged content again. The local
+folder gets the same from ``records/folder.py``.
+
 Object keys are ``<location>/<storage name>``; storage names never start with ``/``.
 """
 

@@ -10,8 +10,11 @@ before it is stored. If anything fails, :meth:`DjangoStorageBackend.discard` rem
 this backend stored and its journal rows, and nothing is recorded; a request that dies
 before either leaves its journal rows, by which ``records.reclaim`` finds what it stored.
 
-Only the Storage API is used (``open``, ``save``, ``exists``, ``delete``), never a local
-path, so the ``offload`` storage may be the local folder or a bucket (``records/s3.py``).
+Only the Storage API is used (``open``, ``save``, ``size``, ``delete``), never a local
+path, so the ``offload`` storage may be the local folder (``records/folder.py``) or a
+bucket (``records/s3.py``). Both write an object whole or not at all; content counts as
+stored only at its full size, and reading a file for a client checks its digest
+(:func:`read_verified`).
 """
 
 from __future__ import annotations
@@ -35,12 +38,16 @@ from reduction_app.queries import one_row_each
 from reduction_app.workspaces.quotas import lock_workspace, offload_bytes_stage
 
 __all__ = [
+    "DamagedContent",
     "DjangoStorageBackend",
     "StagedWrite",
     "names_in_use",
     "offload_storage",
     "read_offloads",
+    "read_verified",
+    "save_replacing",
     "storage_name_for",
+    "verify_stored",
 ]
 
 logger = logging.getLogger(__name__)
@@ -65,6 +72,10 @@ class StagedWrite:
     size_bytes: int
     created: bool = False
     """Whether this backend stored the object (and so may remove it): set by ``store``."""
+
+    @property
+    def content_bytes(self) -> bytes:
+        return self.content.encode("utf-8", "surrogatepass")
 
 
 _LOOKUP_BATCH = 500
@@ -153,7 +164,9 @@ class DjangoStorageBackend:
 
         The journal rows of the contents are written in one transaction with the quota
         check (staged bytes count, ``workspaces.quotas``), committed before the first byte
-        is stored; then each content not stored yet is saved. Raises
+        is stored; then each content not stored whole yet is saved: one found at its name
+        with another size (a write that stopped half-way) is written again, replacing it
+        (:func:`_holds`). Raises
         :class:`~reduction_app.errors.QuotaExceeded` before storing anything when the
         contents would take the workspace over its quota, and
         :class:`~reduction_app.engine.OffloadError` (named by the path and its phase in
@@ -190,7 +203,7 @@ class DjangoStorageBackend:
                 if name in self._stored:
                     continue
                 try:
-                    if not self.storage.exists(name) and self._save(staged):
+                    if not _holds(self.storage, name, staged.size_bytes) and self._save(staged):
                         created.add(name)
                 except OSError as exc:
                     phase = (phases or {}).get(staged.path, "offload")
@@ -204,15 +217,17 @@ class DjangoStorageBackend:
                 }
 
     def _save(self, staged: StagedWrite) -> bool:
-        """Store ``staged``'s content; whether this call created the stored object."""
-        name = staged.storage_name
-        data = staged.content.encode("utf-8", "surrogatepass")
-        saved = self.storage.save(name, ContentFile(data))
-        if saved != name:
-            # Another writer stored the same content at the same moment; keep one copy.
-            self.storage.delete(saved)
-            return False
-        return True
+        """Store ``staged``'s content, replacing what is at its name (nothing, or an object
+        of the wrong size); whether this call created the stored object.
+
+        On the local folder (``records/folder.py``) and on S3 a save replaces what is
+        there, whole: another writer of the same name at the same moment writes the same
+        bytes, and readers see the one object or the other, never a mix. A storage that
+        never replaces (a plain ``FileSystemStorage``) saves beside an object that is
+        there: a damaged one is removed first, and a save beside one another writer just
+        stored is removed again.
+        """
+        return save_replacing(self.storage, staged.storage_name, staged.content_bytes)
 
     @property
     def journaled(self) -> frozenset[str]:
@@ -317,6 +332,78 @@ def _reclaim_later(workspace: Workspace) -> None:
         reclaim_enqueue(workspace=workspace)
     except DatabaseError:
         logger.warning("could not queue the reclaim of %s", workspace.slug, exc_info=True)
+
+
+def _holds(storage: Storage, name: str, size: int) -> bool:
+    """Whether ``name`` is stored with ``size`` bytes: content counts as stored only whole.
+
+    One size look-up, no read. The size is what a write that stopped half-way gets wrong
+    (an empty or truncated file left by a worker killed mid-write, before writes were
+    atomic). The digest is not read back: an object at its name was written whole, by a
+    writer that named it by the digest of the bytes it wrote, so bytes of the right size
+    but another digest take a fault of the disk itself, which ``offload_check --deep``
+    finds and which reading the file through the API refuses to serve
+    (:func:`read_verified`).
+    """
+    try:
+        return storage.size(name) == size
+    except FileNotFoundError:
+        return False
+
+
+def save_replacing(storage: Storage, name: str, data: bytes) -> bool:
+    """Store ``data`` at ``name``, replacing what is there; whether the object at ``name``
+    is this call's (``False``: another writer stored the same name at the same moment, on
+    a storage that never replaces)."""
+    if storage.get_available_name(name) != name:
+        # Something is at the name and the storage would save beside it: it is not whole
+        # (the caller found it so) or another writer has just stored the same bytes, and
+        # it goes either way, as this save puts the content back; a reader meanwhile
+        # finds it missing. The local folder and S3 replace, and never come here.
+        storage.delete(name)
+    saved = storage.save(name, ContentFile(data))
+    if saved != name:
+        # Another writer stored the same content at the same moment; keep one copy.
+        storage.delete(saved)
+        return False
+    return True
+
+
+class DamagedContent(OSError):
+    """A stored object whose bytes are not those its rows recorded (another size or
+    SHA-256): it is never served as the file's content."""
+
+    def __init__(self, name: str, expected: str, found: str) -> None:
+        super().__init__(f"{name}: SHA-256 {found} where {expected} was recorded")
+        self.name = name
+        self.expected = expected
+        self.found = found
+
+
+def read_verified(storage: Storage, name: str, sha256: str) -> bytes:
+    """The bytes stored at ``name``, checked against the recorded ``sha256``: raises
+    :class:`DamagedContent` when they differ. Hashing costs little next to reading."""
+    with storage.open(name, "rb") as handle:
+        data: bytes = handle.read()
+    found = hashlib.sha256(data).hexdigest()
+    if found != sha256:
+        raise DamagedContent(name, sha256, found)
+    return data
+
+
+_HASH_CHUNK = 1024 * 1024
+
+
+def verify_stored(storage: Storage, name: str, sha256: str) -> None:
+    """Raise :class:`DamagedContent` unless the object at ``name`` hashes to ``sha256``;
+    read in chunks, for pages that then stream or page through it."""
+    digest = hashlib.sha256()
+    with storage.open(name, "rb") as handle:
+        while chunk := handle.read(_HASH_CHUNK):
+            digest.update(chunk)
+    found = digest.hexdigest()
+    if found != sha256:
+        raise DamagedContent(name, sha256, found)
 
 
 def read_stored(storage: Storage, name: str) -> str:

@@ -219,15 +219,103 @@ def test_conversation_ids_with_dot_segments_are_refused(api: Any) -> None:
     "body",
     [
         '{"messages": [{"role": "tool", "content": "中文 \\ud800 é"}]}'.encode(),
-        b'{"a": 1, "a": [NaN, 1e400, 123456789012345678901234567890]}',
+        b'{"a": 1, "a": [-0.0, 1e300, 123456789012345678901234567890]}',
         b"\xef\xbb\xbf{}",
     ],
-    ids=["wide-and-lone-surrogate", "duplicate-key-nan-big-numbers", "utf-8-bom"],
+    ids=["wide-and-lone-surrogate", "duplicate-key-big-numbers", "utf-8-bom"],
 )
 def test_parser_reads_a_body_as_json_loads_does(body: bytes) -> None:
     request = RequestFactory().post("/api/v1/clear", body, content_type="application/json")
     parsed = BytesJsonParser().parse_body(request)
     assert repr(parsed) == repr(json.loads(body))
+
+
+_TOOL_USE = b'{"type": "tool_use", "id": "t1", "name": "grep", "input": {"x": %s}}'
+# Bodies with a number no JSON answer can give back, or an integer Python does not convert,
+# and the field that holds it; each is written as raw JSON, as a client would send it.
+NUMBER_BODIES = [
+    pytest.param(
+        "/clear",
+        b'{"format": "anthropic", "messages": [{"role": "user", "content": "hi"}, '
+        b'{"role": "assistant", "content": [' + _TOOL_USE % b"NaN" + b"]}]}",
+        "messages[1].content[0].input.x",
+        "must be a finite number, got NaN",
+        id="anthropic-tool-use-input-nan",
+    ),
+    pytest.param(
+        "/clear",
+        b'{"format": "anthropic", "messages": [{"role": "user", "content": "hi"}, '
+        b'{"role": "assistant", "content": [' + _TOOL_USE % b"1e999" + b"]}]}",
+        "messages[1].content[0].input.x",
+        "must be a finite number, got Infinity",
+        id="anthropic-tool-use-input-1e999",
+    ),
+    pytest.param(
+        "/clear",
+        b'{"messages": [{"role": "assistant", "content": null, "tool_calls": [{"id": "c", '
+        b'"type": "function", "function": {"name": "f", "arguments": {"x": -Infinity}}}]}]}',
+        "messages[0].tool_calls[0].function.arguments.x",
+        "must be a finite number, got -Infinity",
+        id="openai-arguments-object",
+    ),
+    pytest.param(
+        "/clear",
+        b'{"messages": [], "tools": [{"type": "function", "function": {"name": "f", '
+        b'"parameters": {"maximum": Infinity}}}]}',
+        "tools[0].function.parameters.maximum",
+        "must be a finite number, got Infinity",
+        id="tools",
+    ),
+    pytest.param(
+        "/clear",
+        b'{"format": "anthropic", "messages": [], "system": [{"type": "text", "text": "s", '
+        b'"cache_control": {"ttl": NaN}}]}',
+        "system[0].cache_control.ttl",
+        "must be a finite number, got NaN",
+        id="system",
+    ),
+    pytest.param(
+        "/truncate",
+        b'{"tool_name": "grep", "result": {"parts": [{"type": "text", "text": "a", '
+        b'"extra": {"score": NaN}}]}}',
+        "result.parts[0].extra.score",
+        "must be a finite number, got NaN",
+        id="truncate-result-parts",
+    ),
+    pytest.param(
+        "/clear",
+        b'{"messages": [], "config": {"clear_retention_suffix_limit": ' + b"9" * 5000 + b"}}",
+        "config.clear_retention_suffix_limit",
+        "must be an integer of at most 4300 digits, got 5000 digits",
+        id="config-5000-digits",
+    ),
+    pytest.param(
+        "/clear",
+        b'{"messages": [{"role": "user", "content": "hi"}, {"role": "user", '
+        b'"content": [{"type": "text", "text": "t", "n": -' + b"1" * 5000 + b"}]}]}",
+        "messages[1].content[0].n",
+        "must be an integer of at most 4300 digits, got 5000 digits",
+        id="message-5000-digits",
+    ),
+    pytest.param(
+        "/configs",
+        b'{"name": "x", "config": {"max_tokens_for_clear": 1e999}}',
+        "config.max_tokens_for_clear",
+        "must be a finite number, got Infinity",
+        id="configs",
+    ),
+]
+
+
+@pytest.mark.parametrize(("path", "body", "field", "problem"), NUMBER_BODIES)
+def test_parser_refuses_numbers_json_cannot_give_back_naming_the_field(
+    api: ApiClient, path: str, body: bytes, field: str, problem: str
+) -> None:
+    """Echoed back, ``NaN`` or ``Infinity`` would make the answer invalid JSON; an integer
+    over 4,300 digits made the body unreadable with no field named."""
+    response = api.post_raw(path, body)
+    assert response.status_code == HTTPStatus.UNPROCESSABLE_ENTITY
+    assert response.json() == error(f"{field}: {problem}", field)
 
 
 def test_parser_keeps_a_lone_surrogate_and_the_last_duplicate_key(api: ApiClient) -> None:

@@ -193,6 +193,31 @@ def test_production_server_refuses_an_unknown_host(server: Server) -> None:
     assert "DisallowedHost" not in answer.text()
 
 
+def test_production_server_refuses_an_unknown_host_on_the_api_in_json(server: Server) -> None:
+    headers = {"Host": "evil.example", "Authorization": f"Bearer {server.api_key}"}
+    answer = request(server, "/api/v1/events", headers=headers)
+    assert answer.status == HTTPStatus.BAD_REQUEST
+    assert answer.headers["Content-Type"] == "application/json"
+    assert json.loads(answer.body) == {
+        "detail": "the request's Host header names a host this server does not serve",
+        "field": None,
+    }
+
+
+def test_production_server_answers_the_api_in_json_where_django_answers(server: Server) -> None:
+    """A wrong method and an unknown address, answered before any operation runs."""
+    headers = {"Authorization": f"Bearer {server.api_key}"}
+    wrong = request(server, "/api/v1/clear", headers=headers)
+    assert (wrong.status, wrong.headers["Allow"]) == (HTTPStatus.METHOD_NOT_ALLOWED, "POST")
+    assert json.loads(wrong.body) == {
+        "detail": "method GET is not allowed here; allowed: POST",
+        "field": None,
+    }
+    missing = request(server, "/api/v2/clear", method="POST", body=b"{}", headers=headers)
+    assert missing.status == HTTPStatus.NOT_FOUND
+    assert json.loads(missing.body) == {"detail": "no such endpoint: /api/v2/clear", "field": None}
+
+
 def _call(call_id: str) -> dict[str, Any]:
     return {
         "role": "assistant",

@@ -53,31 +53,42 @@ def test_main_refuses_a_missing_recordings_folder(
 
 
 @needs_recordings
-def test_main_replays_a_session_and_kills_a_request(tmp_path: Path) -> None:
-    """A real gunicorn server on SQLite: 20 calls or more, one request killed midway; the
-    benchmark itself fails on a file that does not read back or a killed request that
-    recorded anything. The tables go into a copy of the README."""
+def test_main_replays_a_session_deletes_a_sharer_and_kills_requests(tmp_path: Path) -> None:
+    """A real gunicorn server on SQLite: 20 calls or more, a twin conversation sharing the
+    first one's files, which is then deleted, and two requests killed while storing, each
+    sent again; the benchmark itself fails on a file that does not read back, a killed
+    request that recorded anything or a retry not answered. The tables go into a copy of
+    the README."""
     out, readme = tmp_path / "soak.json", readme_copy(tmp_path)
-    sizes = ["--calls", "20", "--kills", "1", "--kill-rounds", "1000"]
+    sizes = ["--calls", "20", "--twin-calls", "15", "--kills", "2", "--kill-rounds", "1000"]
     argv = [*sizes, "--out", str(out), "--readme-path", str(readme)]
-    stdout, _ = run_server_benchmark("soak", argv, timeout=120)
+    stdout, _ = run_server_benchmark("soak", argv, timeout=240)
     assert "latency of /clear" in stdout
     report = json.loads(out.read_text())
     assert report["figures"]["calls"] >= 20
     assert report["figures"]["offloads"] > 0
+    assert report["rows"]["events"] > 0
+    shared = report["shared"]
+    assert shared["twin_calls"] == 15
+    assert shared["shared_paths"] > 0
+    assert shared["delete_status"] == 204
     back = report["read_back"]
     assert back["checked"] > 0
     assert back["equal"] == back["checked"]
     assert back["no original"] == 0
-    [kill] = report["kills"]
-    assert kill["client_saw"] != 200
-    assert kill["events_recorded"] == 0
-    assert kill["files_left"] >= 999 // soak.KILL_SHARE
+    first, second = report["kills"]
+    # The n-th of N kills lands once n/(N+1) of the 999 offloads are stored.
+    assert (first["killed_at"], second["killed_at"]) == (333, 666)
+    for kill in (first, second):
+        assert kill["client_saw"] != 200
+        assert kill["events_recorded"] == 0
+        assert kill["files_left"] >= kill["killed_at"]
+        assert kill["retry_status"] == 200
+        assert kill["retry_offloads"] == 999
     end = report["end"]
+    # The retries stored and named all that the killed requests had stored.
     assert end["check_before_status"] == 0, end["check_before"]
-    assert "named only by requests' journals" in end["check_before"]
     assert end["check_status"] == 0, end["check"]
-    assert "journals" not in end["check"]
+    assert end["check"].endswith(": consistent"), end["check"]
     block = written_block(readme, "soak-sqlite")
-    assert block[1] == f"`python -m benchmarks.soak {' '.join(sizes)}`"
-    assert block[-1].startswith("Result: every check passed")
+    assert any("offload_check --deep" in line for line in block)

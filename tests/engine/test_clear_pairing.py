@@ -347,9 +347,10 @@ RECORDINGS = [
 ]
 """The runs of the recordings folder, listed so that the tests are the same whether or not
 the folder is there."""
-NOT_READ = ("tau2/agent/", "mini-swe-agent/")
-"""Files of the folder that are not runs the importers read: the τ²-bench agent's tools
-and prompt, and mini-swe-agent trajectories (a format the importers do not know)."""
+NOT_READ = ("tau2/agent/", "mini-swe-agent/", "claude-code-long/")
+"""Files of the folder left out here: the τ²-bench agent's tools and prompt, mini-swe-agent
+trajectories (a format the importers do not know), and the long Claude Code sessions (too
+long to replay a handful of times each here; some in a newer log format)."""
 RECORDING_CONFIGS: dict[str, dict[str, Any]] = {
     "reference": {},
     "manifest": {"clear_offload_manifest": True},

@@ -10,6 +10,8 @@ import pytest
 from reduction_app.engine import (
     CONFIG_FIELDS,
     JSON_FIELDS,
+    MAX_CONFIG_INT,
+    MIN_CONFIG_INT,
     ConfigError,
     ConfigField,
     InMemoryBackend,
@@ -160,9 +162,57 @@ def test_unknown_and_python_only_keys_are_refused() -> None:
             {"token_counter": "x", "root_dir": " "},
             "root_dir must be a non-empty string without whitespace, got ' '",
         ),
+        # Text knobs go into offload paths, events and database rows.
+        ({"root_dir": "/tmp/\x00x"}, "root_dir must not contain NUL characters"),
+        (
+            {"root_dir": "/tmp/\ud800"},
+            "root_dir must not contain a lone surrogate ('\\ud800' at 5)",
+        ),
+        (
+            {"read_file_tool_name": "read\udfff"},
+            "read_file_tool_name must not contain a lone surrogate ('\\udfff' at 4)",
+        ),
+        (
+            {"clear_exclude_tools": ["grep", "g\x00"]},
+            "clear_exclude_tools must not contain NUL characters",
+        ),
+        # A retention may be negative (it keeps no round), within Go's 64-bit int.
+        (
+            {"clear_retention_suffix_limit": -(2**70)},
+            "clear_retention_suffix_limit must be at least -9223372036854775808, "
+            "got -1180591620717411303424",
+        ),
     ],
 )
 def test_checks_by_kind(data: dict[str, Any], message: str) -> None:
     with pytest.raises(ConfigError) as bad:
         config_from_dict(data, backend=InMemoryBackend())
     assert str(bad.value) == message
+
+
+def test_every_int_field_has_a_range_within_gos_int() -> None:
+    """The reference's ints are Go's 64-bit ``int``; each field's range is declared once."""
+    ints = [spec for spec in CONFIG_FIELDS if spec.kind == "int"]
+    assert ints
+    for spec in ints:
+        low, high = spec.bounds
+        assert MIN_CONFIG_INT <= low <= spec.default <= high <= MAX_CONFIG_INT, spec.name
+    assert config_field("clear_retention_suffix_limit").bounds == (-(2**63), 2**63 - 1)
+    assert config_field("max_tokens_for_clear").bounds == (0, 2**63 - 1)
+
+
+@pytest.mark.parametrize(
+    "spec", [s for s in CONFIG_FIELDS if s.kind == "int"], ids=lambda s: s.name
+)
+def test_every_int_field_takes_its_bounds_and_refuses_past_them(spec: ConfigField) -> None:
+    low, high = spec.bounds
+    for value in (low, high):
+        config = config_from_dict({spec.name: value}, backend=InMemoryBackend())
+        assert getattr(config, spec.name) == value
+    for value, problem in ((low - 1, f"at least {low}"), (high + 1, f"at most {high}")):
+        with pytest.raises(ConfigError) as bad:
+            config_from_dict({spec.name: value}, backend=InMemoryBackend())
+        assert (bad.value.field, str(bad.value)) == (
+            spec.name,
+            f"{spec.name} must be {problem}, got {value}",
+        )

@@ -17,7 +17,9 @@ Code that takes a format by name goes through the registry (:mod:`.registry`):
 
 Whole documents arrive as bytes (a request body, a file): ``json_loads`` and
 ``json_loads_utf8`` (:mod:`.jsonio`) decode them as ``json.loads`` does, without one
-``str`` of the whole document.
+``str`` of the whole document; ``json_loads_checked`` decodes a request body, refusing
+numbers no JSON answer can give back, and ``json_problem`` finds what a decoded value
+holds that JSON or a database cannot.
 
 Parsing is strict: an unknown role, type or field, or a value of the wrong JSON
 type, raises :class:`~reduction_app.engine.errors.FormatError` naming where it is
@@ -36,7 +38,13 @@ from reduction_app.engine.formats._common import (
     too_deep,
 )
 from reduction_app.engine.formats.anthropic import messages_from_anthropic, messages_to_anthropic
-from reduction_app.engine.formats.jsonio import json_loads, json_loads_utf8, nesting_path
+from reduction_app.engine.formats.jsonio import (
+    json_loads,
+    json_loads_checked,
+    json_loads_utf8,
+    json_problem,
+    nesting_path,
+)
 from reduction_app.engine.formats.openai_chat import messages_from_openai, messages_to_openai
 from reduction_app.engine.formats.registry import (
     FORMAT_NAMES,
@@ -73,7 +81,9 @@ __all__ = [
     "dump_tools",
     "get_format",
     "json_loads",
+    "json_loads_checked",
     "json_loads_utf8",
+    "json_problem",
     "messages_from_anthropic",
     "messages_from_openai",
     "messages_from_responses",

@@ -29,20 +29,28 @@ four levels deeper than ``json.loads`` could decode from the same place (about 9
 levels) is decoded rather than refused with ``RecursionError``.
 
 ``nesting_path`` says where a document too deep to decode passes a nesting limit, so
-that the refusal can name a field.
+that the refusal can name a field. :func:`json_problem` says where a decoded value holds
+what cannot be written back as JSON or stored (``NaN``, infinities, an integer too long
+to convert; NUL and lone surrogates in text), and :func:`json_loads_checked` decodes a
+request body refusing the numbers among them with the field that holds one.
 
-This module owns decoding only; the wire formats read the decoded values.
+This module owns decoding and those checks; the wire formats read the decoded values.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
+import sys
 from typing import Any
 
 import msgspec
 
-__all__ = ["json_loads", "json_loads_utf8", "nesting_path"]
+from reduction_app.engine.errors import FormatError
+from reduction_app.engine.formats._common import text_problem
+
+__all__ = ["json_loads", "json_loads_checked", "json_loads_utf8", "json_problem", "nesting_path"]
 
 # DecodeError for malformed or unsupported input, ValidationError for numbers out of
 # range, RecursionError for nesting beyond the interpreter's limit.
@@ -81,6 +89,93 @@ def json_loads_utf8(data: bytes | bytearray) -> Any:
     """
     done, value = _fast(data)
     return value if done else json.loads(data.decode("utf-8"))
+
+
+class OverlongInt:
+    """What :func:`json_loads_checked` decodes an integer to that has more digits than
+    Python converts (``sys.get_int_max_str_digits()``), so that :func:`json_problem`
+    can say which field holds it."""
+
+    __slots__ = ("digits",)
+
+    def __init__(self, digits: int) -> None:
+        self.digits = digits
+
+
+class _Numbers:
+    """The number hooks of ``json.loads``, noting whether any number was one that
+    :func:`json_problem` refuses (so that most documents are not walked again)."""
+
+    def __init__(self) -> None:
+        self.refused = False
+        self.max_digits = sys.get_int_max_str_digits()
+
+    def constant(self, name: str) -> float:
+        self.refused = True  # NaN, Infinity, -Infinity
+        return float(name)
+
+    def float(self, text: str) -> float:
+        value = float(text)
+        if not math.isfinite(value):  # 1e999: beyond a double's range
+            self.refused = True
+        return value
+
+    def int(self, text: str) -> int | OverlongInt:
+        digits = len(text) - text.startswith("-")
+        if self.max_digits and digits > self.max_digits:
+            self.refused = True
+            return OverlongInt(digits)
+        return int(text)
+
+
+def json_loads_checked(data: bytes | bytearray) -> Any:
+    """:func:`json_loads` of a request body, refusing the numbers no JSON answer can give
+    back (``NaN``, ``Infinity``, ``1e999``) and integers longer than Python converts:
+    :class:`FormatError` naming the first such field in document order. Other errors are
+    :func:`json_loads`'s own."""
+    done, value = _fast(data)
+    if done:
+        # msgspec refuses all of those numbers: nothing to look for.
+        return value
+    numbers = _Numbers()
+    value = json.loads(
+        data, parse_constant=numbers.constant, parse_float=numbers.float, parse_int=numbers.int
+    )
+    if numbers.refused:
+        found = json_problem(value, "", text=False)
+        if found is not None:
+            raise FormatError(*found)
+    return value
+
+
+def json_problem(value: Any, where: str, *, text: bool = True) -> tuple[str, str] | None:
+    """Where ``value`` (found at ``where``) holds what cannot be written back as JSON
+    (``NaN``, an infinity, an :class:`OverlongInt`) or, with ``text``, what a database
+    cannot store in text or JSON (a NUL or a lone surrogate, in a string or a key), and
+    why: the first in document order (an object's keys before its values), ``None`` when
+    there is none. Walks without recursing, so a value of any depth is looked at."""
+    stack: list[tuple[str, Any]] = [(where, value)]
+    while stack:
+        path, item = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            return path, f"must be a finite number, got {json.dumps(item)}"
+        if isinstance(item, OverlongInt):
+            limit = sys.get_int_max_str_digits()
+            return path, f"must be an integer of at most {limit} digits, got {item.digits} digits"
+        if text and isinstance(item, str) and (problem := text_problem(item)) is not None:
+            return path, problem
+        if isinstance(item, dict):
+            for key in item:
+                if text and (problem := text_problem(key)) is not None:
+                    return _child(path, key), f"key {problem}"
+            stack.extend((_child(path, key), child) for key, child in reversed(item.items()))
+        elif isinstance(item, list):
+            stack.extend((f"{path}[{i}]", child) for i, child in reversed(list(enumerate(item))))
+    return None
+
+
+def _child(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
 
 
 # A JSON string (escapes included) or one of the characters that open, close or separate.

@@ -35,6 +35,7 @@ from reduction_app.engine.formats._common import (
     join_object,
     join_str,
     keep,
+    req_name,
     req_object,
     req_str,
     required,
@@ -78,7 +79,7 @@ def _function_from(obj: Mapping[str, Any], where: str, prefix: str) -> ToolInfo:
     description, extra = split_str(obj, "description", prefix, where)
     parameters, parameters_extra = split_object(obj, "parameters", prefix, where)
     extra |= parameters_extra | keep(obj, {"strict": BOOL + NULL}, prefix, where)
-    name = req_str(obj, "name", where)
+    name = req_name(obj, "name", where)
     return ToolInfo(name=name, description=description, parameters=parameters, extra=extra)
 
 
@@ -121,7 +122,7 @@ def tools_from_responses(tools: Sequence[Mapping[str, Any]]) -> list[ToolInfo]:
     for where, obj in _entries(tools):
         kind = req_str(obj, "type", where)
         if kind in _RESPONSES_BUILTIN:
-            name = obj["name"] if isinstance(obj.get("name"), str) else kind
+            name = req_name(obj, "name", where) if isinstance(obj.get("name"), str) else kind
             infos.append(ToolInfo(name=name, extra={_RESPONSES + "tool": copy_json(obj, where)}))
             continue
         _function_type(obj, where)
@@ -146,7 +147,7 @@ def tools_from_anthropic(tools: Sequence[Mapping[str, Any]]) -> list[ToolInfo]:
     for where, obj in _entries(tools):
         kind = as_str(obj["type"], f"{where}.type") if "type" in obj else None
         if kind is not None and _ANTHROPIC_SERVER_TYPE.fullmatch(kind):
-            name = req_str(obj, "name", where)
+            name = req_name(obj, "name", where)
             infos.append(ToolInfo(name=name, extra={_ANTHROPIC + "tool": copy_json(obj, where)}))
             continue
         if kind not in (None, "custom"):
@@ -157,7 +158,7 @@ def tools_from_anthropic(tools: Sequence[Mapping[str, Any]]) -> list[ToolInfo]:
         extra |= keep(
             obj, {"type": (str,), "strict": BOOL, "cache_control": OBJECT}, _ANTHROPIC, where
         )
-        name = req_str(obj, "name", where)
+        name = req_name(obj, "name", where)
         infos.append(
             ToolInfo(
                 name=name,

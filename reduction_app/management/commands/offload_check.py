@@ -1,5 +1,6 @@
-"""``manage.py offload_check [--workspace SLUG]``: whether every stored byte of offloaded
-content is accounted for (``records.integrity``); exit status 1 when something is not."""
+"""``manage.py offload_check [--workspace SLUG] [--deep]``: whether every stored byte of
+offloaded content is accounted for and whole (``records.integrity``); exit status 1 when
+something is not."""
 
 from __future__ import annotations
 
@@ -17,19 +18,28 @@ SHOWN = 20
 class Command(BaseCommand):
     help = (
         "Check that the offload storage, the file rows and the quota usage agree: report "
-        "stored content no row names, rows whose content is not stored, and a recorded "
-        "usage that differs from the bytes stored. Changes nothing; exits with 1 when "
-        "anything is found. Content that only a request's journal names (a request storing at "
-        "that moment, or one that died, until offload_reclaim removes it) is counted apart, "
-        "not as a fault."
+        "stored content no row names, rows whose content is not stored, damaged content (a "
+        "stored size, or with --deep a SHA-256, other than its rows recorded: each named "
+        "with the conversations and paths that point at it), and a recorded usage that "
+        "differs from the bytes stored. Changes nothing; exits with 1 when anything is "
+        "found. Content that only a request's journal names (a request storing at that "
+        "moment, or one that died, until offload_reclaim removes it) and the temporary files "
+        "of unfinished writes are counted apart, not as faults."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
         add_workspace_option(parser)
+        parser.add_argument(
+            "--deep",
+            action="store_true",
+            help="Also read every stored object the rows name and check its SHA-256 (reads "
+            "all the content: one download per object on S3).",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         workspaces = workspaces_chosen(options["workspace"])
-        checks = [offload_check(workspace=workspace) for workspace in workspaces]
+        deep = options["deep"]
+        checks = [offload_check(workspace=workspace, deep=deep) for workspace in workspaces]
         for check in checks:
             self._report(check)
         if not all(check.consistent for check in checks):
@@ -40,6 +50,7 @@ class Command(BaseCommand):
         self.stdout.write(
             f"{slug}: {check.stored} stored, {check.named} named by rows; usage recorded "
             f"{check.usage_recorded:,} bytes, stored {check.usage_stored:,} bytes"
+            + ("; SHA-256 of each checked" if check.deep else "")
             + (": consistent" if check.consistent else "")
         )
         if check.unnamed:
@@ -55,6 +66,24 @@ class Command(BaseCommand):
                 f"({size:,} bytes): being stored now, or left by requests that died until "
                 "offload_reclaim removes them"
             )
+        if check.unfinished:
+            size = sum(check.unfinished.values())
+            self.stdout.write(
+                f"{slug}: {len(check.unfinished)} unfinished writes ({size:,} bytes): being "
+                "written now, or left by workers killed while writing until offload_reclaim "
+                "removes them"
+            )
+        if check.damaged:
+            self.stdout.write(
+                f"{slug}: {len(check.damaged)} damaged, their bytes not those their rows "
+                "recorded (offload_reclaim repairs each from a good copy where one exists):"
+            )
+            for name, damage in list(check.damaged.items())[:SHOWN]:
+                self.stdout.write(f"  {name}: {damage}")
+                for file in damage.files:
+                    self.stdout.write(f"    named by {file}")
+            if len(check.damaged) > SHOWN:
+                self.stdout.write(f"  ... and {len(check.damaged) - SHOWN} more")
         if check.missing:
             self._list(
                 f"{slug}: {len(check.missing)} named by rows, not stored:",

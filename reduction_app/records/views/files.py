@@ -10,9 +10,11 @@ lines), so no more than one page of lines is ever held or rendered.
 
 from __future__ import annotations
 
+import logging
 import posixpath
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from http import HTTPStatus
 from typing import Any, Protocol, cast
 
 from django import forms
@@ -26,8 +28,10 @@ from reduction_app.http import PageRequest
 from reduction_app.models import OffloadedFile
 from reduction_app.paging import Pager, int_param, pager_for, paginate, url_with
 from reduction_app.records import selectors
-from reduction_app.records.storage import offload_storage
+from reduction_app.records.storage import DamagedContent, offload_storage, verify_stored
 from reduction_app.records.views import filtered_to
+
+logger = logging.getLogger(__name__)
 
 FILES_PER_PAGE = 50
 LINES_PER_PAGE = 500
@@ -35,6 +39,11 @@ MAX_LISTED_HITS = 500
 """Matching line numbers listed on the page; the count beyond is still given."""
 CHUNK_BYTES = 64 * 1024
 PHASES = (("", "any"), ("truncation", "truncation"), ("clear", "clear"))
+DAMAGED = (
+    "The stored content of this file is damaged: its bytes do not match its recorded "
+    "SHA-256, so they are not served. manage.py offload_check --deep names it and "
+    "manage.py offload_reclaim repairs it where a good copy exists.\n"
+)
 
 
 class FileFilterForm(forms.Form):
@@ -154,6 +163,19 @@ def read_window(handle: Chunks, page: int | None, query: str) -> FileWindow:
     return window
 
 
+def _verified(row: OffloadedFile) -> bool:
+    """Whether the row's stored content is whole (its SHA-256 as recorded): a page never
+    shows or serves other bytes as the file. Missing content is a 404."""
+    try:
+        verify_stored(offload_storage(), row.storage_name, row.sha256)
+    except DamagedContent:
+        logger.error("damaged offloaded content %s (%s)", row.storage_name, row.path)
+        return False
+    except OSError as exc:
+        raise Http404("the stored content of this file is missing") from exc
+    return True
+
+
 def _window(row: OffloadedFile, page: int | None, query: str) -> FileWindow:
     try:
         with offload_storage().open(row.storage_name, "rb") as handle:
@@ -190,6 +212,11 @@ def highlighted(text: str, query: str) -> list[tuple[str, bool]]:
 @workspace_view
 def file_view(request: PageRequest) -> HttpResponse:
     row = _file_or_404(request)
+    if not _verified(row):
+        context = {"file": row, "damaged": True, "event": selectors.file_event(file=row)}
+        response = render_page(request, "reduction_app/file.html", context)
+        response.status_code = HTTPStatus.SERVICE_UNAVAILABLE
+        return response
     query = request.GET.get("q", "")
     window = _window(row, int_param(request, "page") or None, query)
 
@@ -226,6 +253,10 @@ def file_view(request: PageRequest) -> HttpResponse:
 def file_raw(request: PageRequest) -> HttpResponseBase:
     """The exact stored bytes, streamed, as a UTF-8 text attachment."""
     row = _file_or_404(request)
+    if not _verified(row):
+        return HttpResponse(
+            DAMAGED, status=HTTPStatus.SERVICE_UNAVAILABLE, content_type="text/plain; charset=utf-8"
+        )
     try:
         handle = offload_storage().open(row.storage_name, "rb")
     except OSError as exc:

@@ -142,6 +142,28 @@ def test_config_duplicate_name_is_409(api: ApiClient) -> None:
             "it (201 more) stay within the storage's limit of 500; got 500 characters",
             "config.root_dir",
         ),
+        # What neither database stores (PostgreSQL's jsonb refused it with no field named).
+        (
+            {"name": "n", "config": {"root_dir": "/tmp/\ud800"}},
+            "config.root_dir must not contain a lone surrogate ('\\ud800' at 5)",
+            "config.root_dir",
+        ),
+        (
+            {"name": "n", "config": {"root_dir": "/tmp/\x00"}},
+            "config.root_dir must not contain NUL characters",
+            "config.root_dir",
+        ),
+        (
+            {"name": "n", "config": {"trunc_exclude_tools": ["grep\udc80"]}},
+            "config.trunc_exclude_tools must not contain a lone surrogate ('\\udc80' at 4)",
+            "config.trunc_exclude_tools",
+        ),
+        (
+            {"name": "n", "config": {"clear_retention_suffix_limit": -(2**70)}},
+            "config.clear_retention_suffix_limit must be at least -9223372036854775808, "
+            "got -1180591620717411303424",
+            "config.clear_retention_suffix_limit",
+        ),
     ],
 )
 def test_config_create_invalid_is_422(
@@ -159,6 +181,11 @@ def test_config_update_invalid_is_422_and_keeps_the_version(api: ApiClient) -> N
     assert response.json() == error(
         "config.root_dir must be a non-empty string without whitespace, got 'has space'",
         "config.root_dir",
+    )
+    surrogate = api.put(f"/configs/{config_id}", {"config": {"root_dir": "/tmp/\ud800"}})
+    assert surrogate.status_code == HTTPStatus.UNPROCESSABLE_ENTITY
+    assert surrogate.json() == error(
+        "config.root_dir must not contain a lone surrogate ('\\ud800' at 5)", "config.root_dir"
     )
     missing = api.put(f"/configs/{config_id}", {"name": "b"})
     assert missing.json() == error("config: Field required", "config")

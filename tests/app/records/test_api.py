@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from reduction_app.models import EventRecord, OffloadedFile
-from tests.app.support import SMALL, ApiClient, documented, error, follow, offload
+from tests.app.support import SMALL, ApiClient, documented, error, follow, grep_rounds, offload
 from tests.offload_stores import OffloadStore
 
 pytestmark = pytest.mark.django_db
@@ -247,6 +247,51 @@ def test_files_lost_content_is_503_without_server_paths(
     assert response.status_code == HTTPStatus.SERVICE_UNAVAILABLE
     assert response.json() == error("the offload storage failed (FileNotFoundError)")
     assert OffloadedFile.objects.get().read_count == 0
+
+
+DAMAGED = (
+    "the stored content of {} is damaged (it does not match its recorded SHA-256); it is not served"
+)
+
+
+@pytest.mark.parametrize("endpoint", ["/files/read", "/files/raw"])
+@pytest.mark.parametrize("damage", [b"", LINES.encode()[:7], LINES.upper().encode()])
+def test_files_damaged_content_is_503_naming_the_path(
+    api: ApiClient, offloads: OffloadStore, endpoint: str, damage: bytes
+) -> None:
+    """Empty, truncated, or of the right size with other bytes: never served as the file."""
+    path = offload(api, LINES)
+    [stored] = offloads.names()
+    offloads.put(stored, damage)
+    response = api.get(endpoint, {"path": path})
+    assert response.status_code == HTTPStatus.SERVICE_UNAVAILABLE
+    assert response.json() == error(DAMAGED.format(path), "path")
+    assert OffloadedFile.objects.get().read_count == 0
+
+
+@pytest.mark.parametrize("damage", [b"", LINES.encode()[:7]])
+def test_files_content_left_damaged_at_its_name_is_stored_whole_again(
+    api: ApiClient, offloads: OffloadStore, damage: bytes
+) -> None:
+    """A write that stopped half-way (an empty or truncated file at the content's name)
+    does not pass for the content: the next request that offloads it writes it again."""
+    digest = hashlib.sha256(LINES.encode()).hexdigest()
+    name = f"ws{api.workspace.pk}/{digest[:2]}/{digest}.txt"
+    offloads.put(name, damage)
+    # Three rounds: all but the last are cleared, the first one's output is the content.
+    messages = grep_rounds(3, lambda n: LINES if n == 0 else f"output {n} " * 8)
+    body = {"config": {"max_tokens_for_clear": 1}, "conversation_id": "run-1", "messages": messages}
+    response = api.post("/clear", body)
+    assert response.status_code == HTTPStatus.OK, response.json()
+    row = OffloadedFile.objects.get(sha256=digest)
+    assert row.storage_name == name
+    assert OffloadedFile.objects.count() == 2
+    assert offloads.read_bytes(name) == LINES.encode()
+    raw = api.get("/files/raw", {"path": row.path})
+    assert raw.status_code == HTTPStatus.OK
+    assert raw.content == LINES.encode()
+    assert raw["X-Content-SHA256"] == digest
+    assert raw["Content-Length"] == str(len(LINES.encode()))
 
 
 def test_files_raw_without_path_is_422(api: ApiClient) -> None:

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,8 +13,8 @@ from django.core.files.base import ContentFile
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from reduction_app.models import OffloadedFile, Workspace
-from reduction_app.records.integrity import offload_check
+from reduction_app.models import Conversation, OffloadedFile, Workspace
+from reduction_app.records.integrity import Damage, FileRef, offload_check
 from reduction_app.records.storage import offload_storage, storage_name_for
 from tests.app.support import ApiClient, truncate_over_20
 from tests.offload_stores import OffloadStore
@@ -21,6 +23,10 @@ pytestmark = pytest.mark.django_db
 
 LONG = "x" * 30
 """30 bytes: over the 20-character limit below, so offloaded whole."""
+
+
+def sha256(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def truncate(api: ApiClient, result: str, call_id: str, conversation_id: str = "run-1") -> Any:
@@ -135,3 +141,102 @@ def test_offload_check_counts_a_path_two_conversations_share_once(
     name = OffloadedFile.objects.values_list("storage_name", flat=True).first()
     offload_storage().delete(name)
     assert offload_check(workspace=api.workspace).missing == {name: ["/tmp/trunc/call_1"]}
+
+
+def test_offload_check_names_damaged_content_with_the_files_that_point_at_it(
+    api: ApiClient, offloads: OffloadStore
+) -> None:
+    """An emptied object (a write that stopped half-way): its size gives it away, its
+    digest confirms it, and every conversation's row naming it is listed."""
+    truncate(api, LONG, "call_1")
+    truncate(api, LONG, "call_1", conversation_id="run-2")
+    name = OffloadedFile.objects.values_list("storage_name", flat=True).first()
+    offloads.put(name, b"")
+    run_1, run_2 = (Conversation.objects.get(client_id=c).pk for c in ("run-1", "run-2"))
+
+    check = offload_check(workspace=api.workspace)
+
+    assert check.damaged == {
+        name: Damage(
+            size_recorded=30,
+            size_found=0,
+            sha256_recorded=sha256(LONG),
+            sha256_found=sha256(""),
+            files=(
+                FileRef("/tmp/trunc/call_1", "run-1", run_1),
+                FileRef("/tmp/trunc/call_1", "run-2", run_2),
+            ),
+        )
+    }
+    assert not check.consistent
+    slug = api.workspace.slug
+    assert check_command("--workspace", slug) == (
+        1,
+        [
+            f"{slug}: 1 stored, 1 named by rows; usage recorded 30 bytes, stored 0 bytes",
+            f"{slug}: 1 damaged, their bytes not those their rows recorded (offload_reclaim "
+            "repairs each from a good copy where one exists):",
+            f"  {name}: 0 bytes with SHA-256 {sha256('')}, recorded 30 bytes with SHA-256 "
+            f"{sha256(LONG)}",
+            f"    named by /tmp/trunc/call_1 (conversation 'run-1', #{run_1})",
+            f"    named by /tmp/trunc/call_1 (conversation 'run-2', #{run_2})",
+            f"{slug}: usage recorded 30 bytes differs from the 0 bytes stored for its rows",
+        ],
+    )
+
+
+def test_offload_check_deep_finds_damage_of_the_right_size(
+    api: ApiClient, offloads: OffloadStore
+) -> None:
+    truncate(api, LONG, "call_1", conversation_id=None)
+    [name] = offloads.names()
+    offloads.put(name, b"y" * 30)
+
+    assert offload_check(workspace=api.workspace).consistent
+    check = offload_check(workspace=api.workspace, deep=True)
+    assert check.damaged[name].sha256_found == sha256("y" * 30)
+    assert check.damaged[name].files == (FileRef("/tmp/trunc/call_1", None, None),)
+    slug = api.workspace.slug
+    assert check_command("--workspace", slug)[0] == 0
+    code, lines = check_command("--workspace", slug, "--deep")
+    assert code == 1
+    assert lines == [
+        f"{slug}: 1 stored, 1 named by rows; usage recorded 30 bytes, stored 30 bytes; "
+        "SHA-256 of each checked",
+        f"{slug}: 1 damaged, their bytes not those their rows recorded (offload_reclaim "
+        "repairs each from a good copy where one exists):",
+        f"  {name}: 30 bytes with SHA-256 {sha256('y' * 30)}, recorded 30 bytes with "
+        f"SHA-256 {sha256(LONG)}",
+        "    named by /tmp/trunc/call_1 (no conversation)",
+    ]
+
+
+def test_offload_check_takes_sizes_counted_in_characters_for_no_damage(
+    api: ApiClient, offloads: OffloadStore
+) -> None:
+    """Rows recorded before sizes were counted in bytes hold the characters (0008_quotas):
+    the digest says the content is whole."""
+    text = "é" * 25  # 25 characters, 50 bytes
+    truncate(api, text, "call_1")
+    OffloadedFile.objects.update(size_bytes=25)
+    Workspace.objects.filter(pk=api.workspace.pk).update(offload_bytes=25)
+
+    check = offload_check(workspace=api.workspace, deep=False)
+    assert check.damaged == {}
+    assert (check.usage_recorded, check.usage_stored) == (25, 50)
+
+
+def test_offload_check_counts_unfinished_writes_apart(api: ApiClient, offload_dir: Path) -> None:
+    """A killed worker's temporary file is not content, nor a fault."""
+    truncate(api, LONG, "call_1")
+    [stored] = [p for p in offload_dir.rglob("*") if p.is_file()]
+    (stored.parent / f".{stored.name}.0123456789ab.partial").write_bytes(b"xxx")
+
+    check = offload_check(workspace=api.workspace)
+    assert (check.stored, check.unnamed, check.damaged) == (1, {}, {})
+    assert list(check.unfinished.values()) == [3]
+    assert check.consistent
+    assert check_command("--workspace", api.workspace.slug)[1][1:] == [
+        f"{api.workspace.slug}: 1 unfinished writes (3 bytes): being written now, or left by "
+        "workers killed while writing until offload_reclaim removes them"
+    ]

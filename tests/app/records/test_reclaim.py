@@ -10,8 +10,11 @@ was never recorded nor discarded. The end-to-end kill of a real gunicorn worker 
 
 from __future__ import annotations
 
+import hashlib
 import io
+import os
 import threading
+import time
 from collections.abc import Iterator
 from datetime import timedelta
 from http import HTTPStatus
@@ -296,3 +299,116 @@ def test_journal_rows_dead_requests_left_cost_a_request_no_more_queries(api: Api
     few = queries("call_1")
     died_while_storing(alpha(), *(f"dead content {n}" for n in range(600)))
     assert queries("call_2") == few
+
+
+# Damaged content and unfinished writes ------------------------------------------------
+
+
+def reclaim_with_status(*args: str) -> tuple[int, list[str]]:
+    out = io.StringIO()
+    try:
+        call_command("offload_reclaim", *args, stdout=out)
+    except CommandError as error:
+        assert str(error) == (
+            "1 damaged stored objects have no good copy: reading their files answers an "
+            "error until a request offloads the same content again"
+        )
+        return error.returncode, out.getvalue().splitlines()
+    return 0, out.getvalue().splitlines()
+
+
+def test_reclaim_repairs_damaged_content_from_another_workspaces_copy(
+    api: ApiClient, offloads: OffloadStore
+) -> None:
+    beta = make_api("beta")
+    assert truncate_over_20(api, LONG, "call_1").status_code == HTTPStatus.OK
+    assert truncate_over_20(beta, LONG, "call_9").status_code == HTTPStatus.OK
+    digest = OffloadedFile.objects.values_list("sha256", flat=True)[0]
+    damaged = storage_name_for(alpha().pk, digest)
+    good = storage_name_for(beta.workspace.pk, digest)
+    offloads.put(damaged, b"xxxx")
+    assert api.get("/files/raw", {"path": "/tmp/trunc/call_1"}).status_code == (
+        HTTPStatus.SERVICE_UNAVAILABLE
+    )
+
+    assert reclaim_with_status("--workspace", "alpha", "--dry-run") == (
+        0,
+        [
+            "alpha: 0 journal rows of requests that died, 0 of requests that may be running "
+            "(left alone); would remove 0 stored objects (0 bytes)",
+            "alpha: would repair 1 damaged stored objects from a good copy",
+            f"  {damaged} from {good}",
+        ],
+    )
+    assert offloads.read_bytes(damaged) == b"xxxx"
+    code, lines = reclaim_with_status("--workspace", "alpha")
+    assert (code, lines[1:]) == (
+        0,
+        [
+            "alpha: repaired 1 damaged stored objects from a good copy",
+            f"  {damaged} from {good}",
+        ],
+    )
+    assert offloads.read_bytes(damaged) == LONG.encode()
+    raw = api.get("/files/raw", {"path": "/tmp/trunc/call_1"})
+    assert (raw.status_code, raw.content) == (HTTPStatus.OK, LONG.encode())
+    assert offload_check(workspace=alpha(), deep=True).consistent
+
+
+def test_reclaim_reports_damaged_content_without_a_good_copy_and_keeps_its_rows(
+    api: ApiClient, offloads: OffloadStore
+) -> None:
+    """A copy elsewhere that is damaged too is no good copy: its digest is checked."""
+    beta = make_api("beta")
+    assert truncate_over_20(api, LONG, "call_1").status_code == HTTPStatus.OK
+    assert truncate_over_20(beta, LONG, "call_9").status_code == HTTPStatus.OK
+    digest = OffloadedFile.objects.values_list("sha256", flat=True).first()
+    assert digest is not None
+    damaged = storage_name_for(alpha().pk, digest)
+    offloads.put(damaged, b"")
+    offloads.put(storage_name_for(beta.workspace.pk, digest), b"x" * 29 + b"y")
+    conversation = OffloadedFile.objects.get(workspace=alpha()).conversation
+    assert conversation is not None
+
+    code, lines = reclaim_with_status("--workspace", "alpha", "--deep")
+
+    assert (code, lines[1:]) == (
+        1,
+        [
+            "alpha: 1 damaged stored objects have no good copy (left as they are; reading "
+            "their files answers an error):",
+            f"  {damaged}: 0 bytes with SHA-256 {hashlib.sha256(b'').hexdigest()}, recorded "
+            f"30 bytes with SHA-256 {digest}",
+            f"    named by /tmp/trunc/call_1 (conversation 'run-1', #{conversation.pk})",
+        ],
+    )
+    assert offloads.read_bytes(damaged) == b""
+    assert OffloadedFile.objects.filter(workspace=alpha()).count() == 1
+    # The next request that offloads the same content writes it whole again.
+    assert truncate_over_20(api, LONG, "call_2").status_code == HTTPStatus.OK
+    assert offloads.read_bytes(damaged) == LONG.encode()
+    assert reclaim_with_status("--workspace", "alpha")[0] == 0
+
+
+def test_reclaim_removes_unfinished_writes_once_old(api: ApiClient, offload_dir: Path) -> None:
+    """A temporary file left by a worker killed while writing goes once older than any
+    request runs; one being written now stays."""
+    assert truncate_over_20(api, LONG, "call_1").status_code == HTTPStatus.OK
+    [stored] = [p for p in offload_dir.rglob("*") if p.is_file()]
+    stale = stored.parent / f".{stored.name}.000000000000.partial"
+    fresh = stored.parent / f".{stored.name}.111111111111.partial"
+    stale.write_bytes(b"half")
+    fresh.write_bytes(b"hal")
+    two_hours_ago = time.time() - 2 * 3600
+    os.utime(stale, (two_hours_ago, two_hours_ago))
+
+    lines = reclaim_command("--workspace", "alpha")
+
+    name = stale.relative_to(offload_dir).as_posix()
+    assert lines[1:] == [
+        "alpha: removed 1 unfinished writes of workers that died (4 bytes)",
+        f"  {name}",
+    ]
+    assert sorted(p for p in offload_dir.rglob("*") if p.is_file()) == sorted([stored, fresh])
+    reclaim_command("--workspace", "alpha", "--older-than", "0")
+    assert [p for p in offload_dir.rglob("*") if p.is_file()] == [stored]

@@ -1,9 +1,10 @@
 """The offload storage on S3 (moto's server on loopback): object keys, and S3 failures
 turned into the ``OSError`` the rest of the app handles (503 from the API, 404 from the
-file pages, a delete that is done all the same)."""
+file pages, a delete that is done all the same), and writes that are whole or not there."""
 
 from __future__ import annotations
 
+import io
 import socket
 import uuid
 from http import HTTPStatus
@@ -11,7 +12,7 @@ from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
-from django.core.files.base import ContentFile
+from django.core.files.base import ContentFile, File
 from storages.backends.s3 import S3Storage
 
 from reduction_app.engine import WriteRequest
@@ -66,6 +67,36 @@ def test_s3_storage_answers_as_the_local_folder_does(bucket: BucketStore) -> Non
     assert storage.size("ws1/ab/some.txt") == 4
     with storage.open("ws1/ab/some.txt") as handle:
         assert handle.read() == "día".encode()
+
+
+class _BreakingRead(io.RawIOBase):
+    """A content whose reading fails after its first bytes: an upload that stops."""
+
+    def __init__(self) -> None:
+        self.sent = False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if self.sent:
+            raise OSError(5, "Input/output error")
+        self.sent = True
+        buffer[:5] = b"first"
+        return 5
+
+
+def test_s3_a_write_is_whole_or_not_there(bucket: BucketStore) -> None:
+    """An upload that stops leaves nothing at the key; a save at a key holding a damaged
+    object replaces it whole (no name beside it)."""
+    storage = offload_storage()
+    with pytest.raises(OSError, match="Input/output error"):
+        storage.save("ws1/ab/cut.txt", File(_BreakingRead(), name="cut.txt"))
+    assert bucket.names() == []
+    bucket.put("ws1/ab/whole.txt", b"")
+    assert storage.save("ws1/ab/whole.txt", ContentFile(b"whole content")) == "ws1/ab/whole.txt"
+    assert bucket.names() == ["ws1/ab/whole.txt"]
+    assert bucket.read_bytes("ws1/ab/whole.txt") == b"whole content"
 
 
 def test_s3_unreachable_is_an_os_error(settings: Any, bucket: BucketStore) -> None:

@@ -117,6 +117,43 @@ def test_storage_same_content_is_stored_once(workspace: Workspace, offloads: Off
     assert len(offloads.names()) == 1
 
 
+@pytest.mark.parametrize("damage", [b"", b"hal"])
+def test_storage_writes_again_content_left_damaged_at_its_name(
+    workspace: Workspace, offloads: OffloadStore, damage: bytes
+) -> None:
+    """An empty or truncated object at the content's name is not the content stored: it
+    is replaced whole, and counted as this backend's (it may remove it on a failure)."""
+    name = storage_name_for(workspace.pk, digest("half a content"))
+    offloads.put(name, damage)
+    backend = DjangoStorageBackend(workspace)
+    backend.write(WriteRequest(file_path="/a", content="half a content"))
+    backend.store()
+    assert offloads.names() == [name]
+    assert offloads.read_bytes(name) == b"half a content"
+    assert backend.staged["/a"].created is True
+
+
+def test_storage_writes_again_damaged_content_on_a_storage_that_never_replaces(
+    workspace: Workspace, settings: Any, offload_dir: Any
+) -> None:
+    """A plain ``FileSystemStorage`` would save beside the damaged object: it goes first."""
+    settings.STORAGES = {
+        **settings.STORAGES,
+        "offload": {
+            "BACKEND": "django.core.files.storage.FileSystemStorage",
+            "OPTIONS": {"location": offload_dir},
+        },
+    }
+    name = storage_name_for(workspace.pk, digest("whole"))
+    (offload_dir / name).parent.mkdir(parents=True)
+    (offload_dir / name).write_bytes(b"")
+    backend = DjangoStorageBackend(workspace)
+    backend.write(WriteRequest(file_path="/a", content="whole"))
+    backend.store()
+    assert sorted(p.name for p in offload_dir.rglob("*") if p.is_file()) == [name.split("/")[-1]]
+    assert (offload_dir / name).read_bytes() == b"whole"
+
+
 def test_storage_discard_removes_only_unrecorded_content(
     workspace: Workspace, offloads: OffloadStore
 ) -> None:
@@ -210,7 +247,8 @@ def test_storage_does_not_look_again_for_content_it_read(
     backend = DjangoStorageBackend(workspace)
     assert backend.read("/a") == "same"
     asked: list[str] = []
-    monkeypatch.setattr(backend.storage, "exists", lambda name: asked.append(name) or True)
+    size = backend.storage.size
+    monkeypatch.setattr(backend.storage, "size", lambda name: asked.append(name) or size(name))
     backend.write(WriteRequest(file_path="/a", content="same"))
     backend.write(WriteRequest(file_path="/b", content="other"))
     backend.store()

@@ -254,6 +254,27 @@ def test_file_pages_of_lost_content_are_404(offloads: OffloadStore) -> None:
         assert client.get(url, {"path": "/f/lost"}).status_code == HTTPStatus.NOT_FOUND
 
 
+@pytest.mark.parametrize("damage", [b"", b"gon", b"GONE"])
+def test_file_pages_of_damaged_content_are_503_and_show_none_of_it(
+    offloads: OffloadStore, damage: bytes
+) -> None:
+    """Empty, truncated, or of the right size with other bytes: the page says the content
+    is damaged and shows none of it, and the download serves none of it."""
+    client, ws = member_client()
+    row = stored_file(ws, "/f/damaged", "gone")
+    offloads.put(row.storage_name, damage)
+    page = client.get("/files/view/", {"path": "/f/damaged"})
+    assert page.status_code == HTTPStatus.SERVICE_UNAVAILABLE
+    html = page.content.decode()
+    assert "The stored content of this file is damaged" in html
+    assert row.sha256 in html
+    assert 'id="file-lines"' not in html
+    raw = client.get("/files/raw/", {"path": "/f/damaged"})
+    assert raw.status_code == HTTPStatus.SERVICE_UNAVAILABLE
+    assert raw["Content-Type"] == "text/plain; charset=utf-8"
+    assert raw.content.startswith(b"The stored content of this file is damaged")
+
+
 def test_file_page_query_count_is_constant(django_assert_num_queries: Any) -> None:
     client, ws = member_client()
     client.get("/")

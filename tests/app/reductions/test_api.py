@@ -26,7 +26,13 @@ from storages.backends.s3 import S3Storage
 
 from reduction_app.conversations.selectors import conversation_transcript
 from reduction_app.engine.inspect import wire_pairing_problems
-from reduction_app.models import Conversation, EventRecord, OffloadedFile
+from reduction_app.models import (
+    ConfigProfile,
+    ConfigVersion,
+    Conversation,
+    EventRecord,
+    OffloadedFile,
+)
 from reduction_app.records.s3 import OffloadS3Storage
 from reduction_app.records.schemas import EventOut
 from tests.app.support import (
@@ -1549,3 +1555,122 @@ def test_clear_cache_aware_drops_a_pass_that_does_not_pay(
     }
     again = api.post("/clear", {"config": priced_as_no_cache, "messages": CHAT})
     assert again.json()["applied"] is True
+
+
+# Hostile input: every refusal a 422 naming the field, on SQLite and PostgreSQL alike -----
+
+# As JSON escapes: a body holds them so, and they decode to the characters.
+ROOT_DIR_PROBLEMS = [
+    pytest.param(
+        b"/tmp/\\ud800", "must not contain a lone surrogate ('\\ud800' at 5)", id="surrogate"
+    ),
+    pytest.param(b"/tmp/\\u0000", "must not contain NUL characters", id="nul"),
+]
+
+
+def _clear_body(config: bytes, conversation_id: str | None) -> bytes:
+    head = b'{"messages": [{"role": "user", "content": "hi"}], '
+    if conversation_id is not None:
+        head += b'"conversation_id": "' + conversation_id.encode() + b'", '
+    return head + b'"config": ' + config + b"}"
+
+
+@pytest.mark.parametrize("conversation_id", [None, "run-1"])
+@pytest.mark.parametrize(("root_dir", "problem"), ROOT_DIR_PROBLEMS)
+def test_clear_refuses_unstorable_text_in_root_dir(
+    api: ApiClient, root_dir: bytes, problem: str, conversation_id: str | None
+) -> None:
+    body = _clear_body(b'{"root_dir": "' + root_dir + b'"}', conversation_id)
+    response = api.post_raw("/clear", body)
+    assert response.status_code == HTTPStatus.UNPROCESSABLE_ENTITY
+    assert response.json() == error(f"config.root_dir {problem}", "config.root_dir")
+    assert not Conversation.objects.exists()
+    assert not EventRecord.objects.exists()
+
+
+@pytest.mark.parametrize(("root_dir", "problem"), ROOT_DIR_PROBLEMS)
+def test_truncate_refuses_unstorable_text_in_root_dir(
+    api: ApiClient, root_dir: bytes, problem: str
+) -> None:
+    body = (
+        b'{"tool_name": "grep", "tool_call_id": "c1", "result": "' + b"x" * 100 + b'", '
+        b'"conversation_id": "run-1", '
+        b'"config": {"max_length_for_trunc": 20, "root_dir": "' + root_dir + b'"}}'
+    )
+    response = api.post_raw("/truncate", body)
+    assert response.status_code == HTTPStatus.UNPROCESSABLE_ENTITY
+    assert response.json() == error(f"config.root_dir {problem}", "config.root_dir")
+    assert not OffloadedFile.objects.exists()
+
+
+def test_clear_refuses_a_stored_config_out_of_range(api: ApiClient) -> None:
+    """A config stored before its range was checked is refused where it is used, naming
+    the field (PostgreSQL's jsonb holds the number; neither database holds NUL there)."""
+    profile = ConfigProfile.objects.create(workspace=api.workspace, name="old")
+    ConfigVersion.objects.create(
+        profile=profile, number=1, data={"clear_retention_suffix_limit": -(2**70)}
+    )
+    response = api.post(
+        "/clear", {"config_id": profile.pk, "messages": [{"role": "user", "content": "hi"}]}
+    )
+    assert response.status_code == HTTPStatus.UNPROCESSABLE_ENTITY
+    assert response.json() == error(
+        "config.clear_retention_suffix_limit must be at least -9223372036854775808, "
+        "got -1180591620717411303424",
+        "config.clear_retention_suffix_limit",
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "problem"),
+    [
+        ("clear_retention_suffix_limit", -(2**70), "at least -9223372036854775808"),
+        ("clear_retention_suffix_limit", 2**63, "at most 9223372036854775807"),
+        ("clear_at_least_tokens", -1, "at least 0"),
+        ("clear_cache_read_percent", 2**64, "at most 9223372036854775807"),
+    ],
+)
+def test_clear_refuses_an_int_knob_out_of_range(
+    api: ApiClient, name: str, value: int, problem: str
+) -> None:
+    response = api.post(
+        "/clear", {"config": {name: value}, "messages": [{"role": "user", "content": "hi"}]}
+    )
+    assert response.status_code == HTTPStatus.UNPROCESSABLE_ENTITY
+    assert response.json() == error(
+        f"config.{name} must be {problem}, got {value}", f"config.{name}"
+    )
+
+
+LONG_NAME = "f" * 10_000
+
+
+@pytest.mark.parametrize(
+    ("message_format", "tool", "field"),
+    [
+        (
+            "openai_chat",
+            {"type": "function", "function": {"name": LONG_NAME, "parameters": {}}},
+            "tools[0].function.name",
+        ),
+        ("openai_responses", {"type": "function", "name": LONG_NAME}, "tools[0].name"),
+        ("anthropic", {"name": LONG_NAME, "input_schema": {}}, "tools[0].name"),
+    ],
+)
+def test_clear_refuses_a_tool_name_over_200_characters(
+    api: ApiClient, message_format: str, tool: dict[str, Any], field: str
+) -> None:
+    response = api.post(
+        "/clear",
+        {
+            "format": message_format,
+            "conversation_id": "run-1",
+            "messages": [{"role": "user", "content": "hi"}],
+            "tools": [tool],
+        },
+    )
+    assert response.status_code == HTTPStatus.UNPROCESSABLE_ENTITY
+    assert response.json() == error(
+        f"{field}: longer than the limit of 200 characters (10000 characters)", field
+    )
+    assert not Conversation.objects.exists()

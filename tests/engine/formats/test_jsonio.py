@@ -13,7 +13,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reduction_app.engine.formats import json_loads, json_loads_utf8, nesting_path
+from reduction_app.engine.errors import FormatError
+from reduction_app.engine.formats import (
+    json_loads,
+    json_loads_checked,
+    json_loads_utf8,
+    json_problem,
+    nesting_path,
+)
 
 SETTINGS = settings(max_examples=300, deadline=None)
 
@@ -322,3 +329,89 @@ def test_nesting_path_names_where_a_document_passes_the_limit(
 def test_nesting_path_shows_eight_components_of_a_deep_path() -> None:
     data = b'{"tools": [{"function": {"parameters": ' + b'{"a": ' * 100_000
     assert nesting_path(data, 128) == "tools[0].function.parameters.a.a.a.a…"
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        '{"messages": [{"role": "tool", "content": "中文 \\ud800 é"}]}'.encode(),
+        b'{"a": 1, "a": [-0.0, 1e308, -1e-320, 123456789012345678901234567890]}',
+        b'["\\udc80", 1.5, -0.0, 1e308]',
+    ],
+    ids=["lone-surrogate", "fast-numbers", "slow-numbers"],
+)
+def test_json_loads_checked_returns_what_json_loads_returns(data: bytes) -> None:
+    assert repr(json_loads_checked(data)) == repr(json.loads(data))
+
+
+@pytest.mark.parametrize(
+    ("data", "where", "problem"),
+    [
+        (b'{"a": NaN}', "a", "must be a finite number, got NaN"),
+        (b'{"a": [1, {"b": -Infinity}]}', "a[1].b", "must be a finite number, got -Infinity"),
+        # Beyond a double's range: json reads it as an infinity.
+        (
+            b'{"m": [{"input": {"x": 1e999}}]}',
+            "m[0].input.x",
+            "must be a finite number, got Infinity",
+        ),
+        (b"[Infinity]", "[0]", "must be a finite number, got Infinity"),
+        (b"NaN", "", "must be a finite number, got NaN"),
+        # The first in document order, whatever the hooks met first.
+        (b'{"a": "\\ud800", "b": [2, NaN], "c": NaN}', "b[1]", "must be a finite number, got NaN"),
+    ],
+)
+def test_json_loads_checked_names_a_number_json_cannot_give_back(
+    data: bytes, where: str, problem: str
+) -> None:
+    with pytest.raises(FormatError) as refused:
+        json_loads_checked(data)
+    assert (refused.value.where, str(refused.value)) == (
+        where,
+        f"{where}: {problem}" if where else problem,
+    )
+
+
+def test_json_loads_checked_names_an_integer_longer_than_python_converts() -> None:
+    limit = sys.get_int_max_str_digits()
+    assert json_loads_checked(b'{"n": -' + b"9" * limit + b"}") == {"n": -int("9" * limit)}
+    for digits in (b"9" * (limit + 1), b"-" + b"1" * 5000):
+        with pytest.raises(FormatError) as refused:
+            json_loads_checked(b'{"config": {"n": [0, ' + digits + b"]}}")
+        count = len(digits.lstrip(b"-"))
+        assert str(refused.value) == (
+            f"config.n[1]: must be an integer of at most {limit} digits, got {count} digits"
+        )
+
+
+def test_json_loads_checked_keeps_json_errors() -> None:
+    with pytest.raises(json.JSONDecodeError) as raised:
+        json_loads_checked(b'{"a": NaN,}')
+    assert (
+        str(raised.value)
+        == "Expecting property name enclosed in double quotes: line 1 column 11 (char 10)"
+    )
+
+
+NAN = float("nan")
+
+
+def test_json_problem_checks_text_only_when_asked() -> None:
+    value = {"tools": [{"name": "a\x00"}], "n": 1}
+    assert json_problem(value, "body") == ("body.tools[0].name", "must not contain NUL characters")
+    assert json_problem(value, "body", text=False) is None
+    # An object's keys are looked at before its values.
+    assert json_problem({"a": [NAN], "k\ud800": 1}, "system") == (
+        "system.k\ud800",
+        "key must not contain a lone surrogate ('\\ud800' at 1)",
+    )
+    assert json_problem([1, "x", {"a": [True, None, 2.5]}], "tools") is None
+
+
+def test_json_problem_walks_any_depth_without_recursing() -> None:
+    value: Any = float("nan")
+    for _ in range(100_000):
+        value = [value]
+    found = json_problem(value, "v", text=False)
+    assert found is not None
+    assert found[0] == "v" + "[0]" * 100_000

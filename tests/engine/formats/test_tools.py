@@ -221,6 +221,32 @@ ERRORS: list[tuple[Callable[[Any], list[ToolInfo]], Any, str]] = [
         [{"name": "f", "input_schema": {}, "strict": "yes"}],
         "tools[0].strict: expected a boolean, got 'yes'",
     ),
+    # A tool's name is a name: at most 200 storable characters, in every shape.
+    (
+        tools_from_openai,
+        [{"type": "function", "function": {"name": "f" * 10_000}}],
+        "tools[0].function.name: longer than the limit of 200 characters (10000 characters)",
+    ),
+    (
+        tools_from_responses,
+        [{"type": "function", "name": "f"}, {"type": "function", "name": "f" * 201}],
+        "tools[1].name: longer than the limit of 200 characters (201 characters)",
+    ),
+    (
+        tools_from_responses,
+        [{"type": "mcp", "name": "m\x00", "server_label": "x"}],
+        "tools[0].name: must not contain NUL characters",
+    ),
+    (
+        tools_from_anthropic,
+        [{"name": "f" * 201, "input_schema": {}}],
+        "tools[0].name: longer than the limit of 200 characters (201 characters)",
+    ),
+    (
+        tools_from_anthropic,
+        [{"type": "bash_20250124", "name": "b\ud800"}],
+        "tools[0].name: must not contain a lone surrogate ('\\ud800' at 1)",
+    ),
 ]
 
 
