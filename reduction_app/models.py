@@ -362,8 +362,16 @@ class EventRecord(models.Model):
     plus :attr:`RECORD_FIELDS` (a test holds the two together; ``records.schemas.EventOut``
     is built from these fields)."""
 
-    RECORD_FIELDS = ("id", "workspace", "conversation", "config_version", "created_at")
-    """Where and when the event was recorded: fields of the row, not of the event."""
+    RECORD_FIELDS = (
+        "id",
+        "workspace",
+        "conversation",
+        "config_version",
+        "created_at",
+        "reduction_key",
+    )
+    """Where and when the event was recorded, and what it reduced: fields of the row, not
+    of the event."""
 
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="events")
     conversation = models.ForeignKey(
@@ -389,9 +397,28 @@ class EventRecord(models.Model):
     threshold = models.BigIntegerField(default=0)
     strategy = models.CharField(max_length=40, blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    reduction_key = models.CharField(
+        max_length=64,
+        null=True,
+        blank=True,
+        help_text=(
+            "For a conversation's tool event that offloaded: a digest of its phase, call "
+            "id, offload path, offloaded content and its rank among the request's events "
+            "alike, so a conversation sent again records each reduction once "
+            "(reductions.services)."
+        ),
+    )
 
     class Meta:
         ordering = ("-created_at", "-id")
+        constraints = (
+            # NULLs are distinct in a unique index: events of no conversation, and events
+            # with no key (summaries, reductions that offloaded nothing), never clash. It
+            # also serves the one query that finds a request's keys already recorded.
+            models.UniqueConstraint(
+                fields=["conversation", "reduction_key"], name="event_reduction_unique"
+            ),
+        )
         indexes = (
             models.Index(fields=["workspace", "conversation", "created_at"]),
             models.Index(fields=["workspace", "phase", "tool_name"]),

@@ -69,7 +69,7 @@ __all__ = [
 def first_clear_paths(messages: Sequence[AnyMessage], root_dir: str) -> set[str]:
     """The path the default clear handler tries first for each call in ``messages`` with
     an id (``{root_dir}/clear/{safe id}``). A call whose path holds other content gets
-    ``…-2`` and on; an empty id a random one: neither is listed."""
+    one named by its content's digest; an empty id a random one: neither is listed."""
     return {
         default_path(root_dir, "clear", ref.call_id)
         for msg in messages

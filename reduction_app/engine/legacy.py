@@ -18,7 +18,7 @@ from reduction_app.engine.backends import Backend, WriteRequest
 from reduction_app.engine.errors import ConfigError, OffloadError, ReductionError
 from reduction_app.engine.messages import ROLE_TOOL, Message
 from reduction_app.engine.notices import Language, get_language
-from reduction_app.engine.paths import safe_id
+from reduction_app.engine.paths import content_digest, safe_id, unique_paths
 from reduction_app.engine.tool_io import ToolContext
 
 __all__ = [
@@ -189,20 +189,21 @@ class LegacyToolResultMiddleware(LegacyClearToolResult):
     def _path(self, ctx: ToolContext, content: str) -> str:
         if self.result_config.path_generator is not None:
             return self.result_config.path_generator(ctx)
-        # A reused call id must not overwrite an earlier result (decision 7): the next
-        # free "-2", "-3"; the same content reuses its path.
+        # A reused call id must not overwrite an earlier result (decision 7): other content
+        # takes a path named by its digest; the same content reuses its path.
         base = f"/large_tool_result/{safe_id(ctx.call_id)}"
         read = getattr(self.result_config.backend, "read", None)
-        n = 1
-        while read is not None:
-            candidate = base if n == 1 else f"{base}-{n}"
+        if read is None:
+            return base
+        for candidate in unique_paths(base, lambda: content_digest(content)):
             try:
                 if read(candidate) == content:
                     return candidate
             except FileNotFoundError:
                 return candidate
-            n += 1
-        return base
+        raise RuntimeError(
+            f"no offload path for {base}: {candidate} holds other content with the same SHA-256"
+        )
 
     def _offload(self, ctx: ToolContext, result: str) -> str:
         cfg = self.result_config

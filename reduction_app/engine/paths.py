@@ -3,11 +3,15 @@
 The default path of a call is ``{root_dir}/{trunc|clear}/{safe id}``. The id is
 sanitised so the path stays under ``root_dir`` (no ``..``, no absolute ids, no
 NUL, no whitespace), and an empty id gets a fresh random id. Models reuse call
-ids, so before a path is handed out it is checked: if it already holds (or has
-been promised to) different content, the next free ``…-2``, ``…-3`` is used;
-identical content reuses the path. The check reads the backend, so it holds
-across processes, and remembers what it promised in this process, so two calls
-in one pass never get the same path for different content.
+ids, so before a path is handed out it is checked: identical content reuses it; if it
+already holds (or has been promised to) different content, the path is named by the
+content instead, ``{base}-{the first 12 hex digits of its SHA-256}``, and should that
+too hold other content (two contents whose digests begin alike), ``{base}-{the whole
+digest}``. Three candidates at most, whatever the number of earlier results that
+shared the id, and the same content always gets the same path, so a conversation
+sent again finds its files again. The check reads the backend, so it holds across
+processes, and remembers what it promised in this process, so two calls in one pass
+never get the same path for different content.
 
 Contents are compared as strings, not through a digest: ``==`` on two strings stops
 at a different length or at the first different character, where a digest is a full
@@ -26,7 +30,7 @@ import posixpath
 import re
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from reduction_app.engine._steps import Steps, call, run_sync
@@ -41,15 +45,19 @@ __all__ = [
     "content_digest",
     "default_path",
     "safe_id",
+    "unique_paths",
 ]
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 _MAX_ID = 120
-# Paths a generator tries for one call before it gives up: base, base-2, ... base-9999.
-_CANDIDATES = 10_000
-DEFAULT_PATH_TAIL = len("/clear/") + _MAX_ID + len("-12345678") + len(f"-{_CANDIDATES - 1}")
+_SHORT_DIGEST = 12
+"""Hex digits of a content's SHA-256 in the path of a reused id: 48 bits, so two
+contents under one id begin alike about once in 10^14 pairs."""
+_FULL_DIGEST = 64
+DEFAULT_PATH_TAIL = len("/clear/") + _MAX_ID + len("-12345678") + len("-") + _FULL_DIGEST
 """The most characters a default path runs past its ``root_dir``: ``/clear/`` (or
-``/trunc/``), the longest safe id (a cut id and its digest) and the uniqueness suffix."""
+``/trunc/``), the longest safe id (a cut id and its digest) and the content's whole
+digest (the last of a reused id's candidates)."""
 
 
 def safe_id(call_id: str) -> str:
@@ -71,6 +79,16 @@ def content_digest(content: str) -> str:
     """The SHA-256 (hex) of ``content`` in UTF-8, lone surrogates kept: what a backend's
     optional ``digest(path)`` returns for the content at ``path``."""
     return hashlib.sha256(content.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def unique_paths(base: str, digest: Callable[[], str]) -> Iterator[str]:
+    """The paths a content may take for the call whose first path is ``base``, in order:
+    ``base``, then ``base`` with the first 12 hex digits of the content's SHA-256, then
+    with all 64. ``digest`` is only called when ``base`` was refused."""
+    yield base
+    full = digest()
+    yield f"{base}-{full[:_SHORT_DIGEST]}"
+    yield f"{base}-{full}"
 
 
 def default_path(root_dir: str, kind: str, call_id: str) -> str:
@@ -198,8 +216,7 @@ class DefaultPathGenerator:
         # A backend that knows its contents' digests answers without reading them back.
         by_digest = callable(getattr(self.backend, "digest", None))
         probe = getattr(self.backend, "digest" if by_digest else "read", None)
-        for n in range(1, _CANDIDATES):
-            candidate = base if n == 1 else f"{base}-{n}"
+        for candidate in unique_paths(base, lambda: content.digest):
             held = self.registry.promised(candidate)
             if held is not None:
                 if content == held:
@@ -215,4 +232,9 @@ class DefaultPathGenerator:
                     continue
             if self.registry.promise(candidate, content):
                 return candidate
-        raise RuntimeError(f"no free offload path after {_CANDIDATES} candidates for {base}")
+        # Only a backend whose content at a path changed between two reads gets here: a
+        # path named by the whole digest holds that content or nothing.
+        raise RuntimeError(
+            f"no offload path for {base}: {base}-{content.digest} holds other content "
+            "with the same SHA-256"
+        )

@@ -34,6 +34,7 @@ from django.utils import timezone
 from reduction_app.engine import OffloadError, PathEscapeError, WriteRequest
 from reduction_app.errors import LimitExceeded
 from reduction_app.models import OFFLOAD_PATH_CHARS, OffloadedFile, StagedOffload, Workspace
+from reduction_app.queries import one_row_each
 from reduction_app.workspaces.quotas import lock_workspace, offload_bytes_stage
 
 __all__ = [
@@ -100,7 +101,9 @@ class DjangoStorageBackend:
     the reduced view) has the engine check the same paths on every request, so the backend
     looks up at once, on its first read, the files of the ``conversation_id`` and the
     paths it was told to :meth:`expect`, and answers those paths without a query: an
-    expected path not recorded then is free. Any other path costs one query. Rows are only
+    expected path not recorded then is free. Any other path costs one query. A path many
+    conversations recorded is read as one of its rows (all name its one content), so
+    neither lookup grows with the conversations before this one. Rows are only
     ever added for content already stored, so a path found there holds its content, and
     content named there need not be checked for again. (A path recorded by another
     request after the lookup is caught when this request is recorded, as it would be
@@ -256,7 +259,8 @@ class DjangoStorageBackend:
             self._known = self._look_up_known()
         found = self._known.get(path)
         if found is None and path not in self._expected:
-            rows = OffloadedFile.objects.filter(workspace=self.workspace, path=path)
+            # One row of the path's (all name its one content), found through the index.
+            rows = OffloadedFile.objects.filter(workspace=self.workspace, path=path).order_by()
             found = next(iter(rows.values_list("storage_name", "sha256")[:1]), None)
         if found is None:
             raise FileNotFoundError(f"file not found: {path}")
@@ -270,10 +274,9 @@ class DjangoStorageBackend:
             known.update(
                 (p, (n, d)) for p, n, d in own.values_list("path", "storage_name", "sha256")
             )
-        wanted = sorted(self._expected.difference(known))
-        # In batches, under every database's limit on a query's parameters.
-        for start in range(0, len(wanted), _LOOKUP_BATCH):
-            batch = rows.filter(path__in=wanted[start : start + _LOOKUP_BATCH])
+        # Every conversation that named a path has a row of it, all naming its one content:
+        # one row each, so the lookup costs the same after one conversation or thousands.
+        for batch in one_row_each(rows, "path", self._expected.difference(known)):
             known.update(
                 (p, (n, d)) for p, n, d in batch.values_list("path", "storage_name", "sha256")
             )
@@ -412,16 +415,16 @@ def read_stored(storage: Storage, name: str) -> str:
 def read_offloads(
     workspace: Workspace, paths: set[str], storage: Storage | None = None
 ) -> dict[str, str]:
-    """The content of each of ``paths`` the workspace holds (one query, then storage reads);
-    paths it does not hold, or whose content is gone, are left out."""
+    """The content of each of ``paths`` the workspace holds (a query per 400 paths, then a
+    storage read each); paths it does not hold, or whose content is gone, are left out.
+    A path every conversation named is one row, read once."""
     storage = storage or offload_storage()
-    rows = OffloadedFile.objects.filter(workspace=workspace, path__in=paths).values_list(
-        "path", "storage_name"
-    )
+    files = OffloadedFile.objects.filter(workspace=workspace)
     out: dict[str, str] = {}
-    for path, name in rows:
-        try:
-            out[path] = read_stored(storage, name)
-        except OSError:
-            continue
+    for batch in one_row_each(files, "path", paths):
+        for path, name in batch.values_list("path", "storage_name"):
+            try:
+                out[path] = read_stored(storage, name)
+            except OSError:
+                continue
     return out

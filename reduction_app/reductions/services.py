@@ -9,7 +9,8 @@ anything (``workspaces.quotas``)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import hashlib
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,13 +24,15 @@ from reduction_app.engine.inspect import count_text
 from reduction_app.errors import ServiceError
 from reduction_app.models import (
     ConfigVersion,
+    Conversation,
     EventRecord,
     OffloadedFile,
     StagedOffload,
     Workspace,
 )
+from reduction_app.queries import one_row_each
 from reduction_app.records.storage import DjangoStorageBackend
-from reduction_app.workspaces.quotas import offload_bytes_add
+from reduction_app.workspaces.quotas import lock_workspace, offload_bytes_add
 
 
 @dataclass
@@ -79,7 +82,14 @@ def engine_session_record(
     system: Any = None,
 ) -> list[EventRecord]:
     """Store the session's offloads, then write the conversation, its files and its events
-    in one transaction."""
+    in one transaction; return the event rows written.
+
+    Of a conversation's tool events that offloaded, those it has recorded already (the
+    same reduction of a result it sent before, see :func:`reduction_keys`) are not written
+    again; summaries are written every time. Two requests recording the same new
+    reduction at once clash on ``event_reduction_unique``: the second fails with
+    ``IntegrityError`` (answered 409) and records nothing.
+    """
     counter = get_token_counter(session.middleware.config.token_counter)
     by_path = {e.offload_path: e for e in session.events if e.offload_path and e.kind == "tool"}
     try:
@@ -96,23 +106,26 @@ def engine_session_record(
                     system=system,
                 )
             staged_writes = list(session.backend.staged.values())
-            # One query for the paths already recorded (in any conversation), one insert
-            # for those new to this conversation, however many results the pass offloaded
-            # (and none when it offloaded none).
-            recorded = (
-                OffloadedFile.objects.select_for_update()
-                .filter(workspace=session.workspace, path__in=[w.path for w in staged_writes])
-                .values_list("path", "sha256", "conversation_id")
+            files = OffloadedFile.objects.filter(workspace=session.workspace)
+            # The paths this conversation recorded already, with their content: a client
+            # that sends its history again has all of its earlier results' here.
+            own: dict[str, str] = dict(
+                files.filter(
+                    conversation=conversation, path__in=[w.path for w in staged_writes]
+                ).values_list("path", "sha256")
                 if staged_writes
-                else []
+                else ()
             )
-            digests: dict[str, str] = {}
-            own: set[str] = set()
-            owner = conversation.pk if conversation is not None else None
-            for path, digest, conversation_pk in recorded:
-                digests[path] = digest
-                if conversation_pk == owner:
-                    own.add(path)
+            digests = dict(own)
+            others = [w.path for w in staged_writes if w.path not in own]
+            if others:
+                # The workspace's lock first (as offload_bytes_add takes it, after the
+                # conversation's), so no other request records one of these paths between
+                # the check and the insert. Then one row of each path other conversations
+                # recorded (all name its one content): not one per conversation.
+                lock_workspace(session.workspace)
+                for batch in one_row_each(files, "path", others):
+                    digests.update(batch.values_list("path", "sha256"))
             new_files = []
             for staged in staged_writes:
                 if staged.path in digests and digests[staged.path] != staged.digest:
@@ -160,18 +173,63 @@ def engine_session_record(
             OffloadedFile.objects.bulk_create(new_files)
             if staged_writes:
                 StagedOffload.objects.filter(request=session.backend.request).delete()
+            keys = reduction_keys(session.events, session.backend) if conversation else None
+            recorded_keys = _recorded_keys(conversation, keys)
             rows = EventRecord.objects.bulk_create(
                 [
                     EventRecord(
                         workspace=session.workspace,
                         conversation=conversation,
                         config_version=session.config_version,
+                        reduction_key=key,
                         **event.to_dict(),
                     )
-                    for event in session.events
+                    for event, key in zip(
+                        session.events, keys or [None] * len(session.events), strict=True
+                    )
+                    if key is None or key not in recorded_keys
                 ]
             )
     except BaseException:
         session.backend.discard()
         raise
     return rows
+
+
+def reduction_keys(
+    events: Sequence[engine.ReductionEvent], backend: DjangoStorageBackend
+) -> list[str | None]:
+    """The ``EventRecord.reduction_key`` of each of ``events``: ``None`` for a summary and
+    for a reduction that offloaded nothing (recorded every time), else a digest of the
+    phase, the call id, the offload path, the offloaded content's SHA-256 (when this
+    request wrote it) and how many events of the request had all those alike before it.
+
+    A conversation sent again, originals and all, has the engine reduce its earlier
+    results again, to the same paths with the same content (decision 7): their keys are
+    those recorded the first time. The rank keeps apart two results of one call id with
+    one content in one request, as the first request had them.
+    """
+    seen: dict[tuple[str, ...], int] = {}
+    keys: list[str | None] = []
+    for event in events:
+        if event.kind != "tool" or not event.offload_path:
+            keys.append(None)
+            continue
+        staged = backend.staged.get(event.offload_path)
+        fact = (event.phase, event.call_id, event.offload_path, staged.digest if staged else "")
+        rank = seen.get(fact, 0)
+        seen[fact] = rank + 1
+        text = "\x00".join((*fact, str(rank)))
+        keys.append(hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest())
+    return keys
+
+
+def _recorded_keys(
+    conversation: Conversation | None, keys: Sequence[str | None] | None
+) -> set[str]:
+    """Those of ``keys`` the conversation has recorded already: one indexed query."""
+    wanted = sorted({key for key in keys or () if key is not None})
+    if conversation is None or not wanted:
+        return set()
+    rows = EventRecord.objects.filter(conversation=conversation, reduction_key__in=wanted)
+    return {key for key in rows.values_list("reduction_key", flat=True) if key is not None}

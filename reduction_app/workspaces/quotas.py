@@ -23,7 +23,7 @@ stores and records nothing.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -33,6 +33,7 @@ from django.utils import timezone
 
 from reduction_app.errors import QuotaExceeded
 from reduction_app.models import OffloadedFile, StagedOffload, Workspace
+from reduction_app.queries import one_row_each
 
 __all__ = [
     "lock_workspace",
@@ -85,11 +86,7 @@ def offload_bytes_add(*, workspace: Workspace, new_sizes: Mapping[str, int]) -> 
     if not new_sizes:
         return set()
     usage = lock_workspace(workspace)
-    held = set(
-        OffloadedFile.objects.filter(
-            workspace=workspace, storage_name__in=list(new_sizes)
-        ).values_list("storage_name", flat=True)
-    )
+    held = _held(workspace, new_sizes)
     added = sum(size for name, size in new_sizes.items() if name not in held)
     if not added:
         return held
@@ -101,6 +98,16 @@ def offload_bytes_add(*, workspace: Workspace, new_sizes: Mapping[str, int]) -> 
             "nothing was recorded"
         )
     Workspace.objects.filter(pk=workspace.pk).update(offload_bytes=F("offload_bytes") + added)
+    return held
+
+
+def _held(workspace: Workspace, names: Collection[str]) -> set[str]:
+    """Those of ``names`` a file row of the workspace names: one row each, however many
+    conversations' rows name a content."""
+    held: set[str] = set()
+    files = OffloadedFile.objects.filter(workspace=workspace)
+    for batch in one_row_each(files, "storage_name", names):
+        held.update(batch.values_list("storage_name", flat=True))
     return held
 
 
@@ -156,12 +163,10 @@ def offload_bytes_stage(
     )
     staged = int(pending.aggregate(total=Sum("size"))["total"] or 0)
     names = sorted(sizes)
-    held: set[str] = set()
     journaled: set[str] = set()
+    held = _held(workspace, names)
     for start in range(0, len(names), _BATCH):
         batch = names[start : start + _BATCH]
-        rows = OffloadedFile.objects.filter(workspace=workspace, storage_name__in=batch)
-        held.update(rows.values_list("storage_name", flat=True))
         journaled.update(
             others.filter(storage_name__in=batch).values_list("storage_name", flat=True)
         )

@@ -574,13 +574,14 @@ def test_a_config_integer_of_64_bits_is_taken(api: ApiClient) -> None:
     assert response.json()["events"][-1]["threshold"] == 2**63 - 1
 
 
-# Offload paths are at most 500 characters; a default path runs up to 141 past root_dir:
-# "/clear/" (7), a safe id (120, "-" and an 8-digit digest) and a suffix up to "-9999".
+# Offload paths are at most 500 characters; a default path runs up to 201 past root_dir:
+# "/clear/" (7), a safe id (120, "-" and an 8-digit digest) and, for a reused id's other
+# content, "-" and the content's 64-digit digest.
 @pytest.mark.parametrize("endpoint", ["/clear", "/truncate"])
 def test_a_root_dir_too_long_for_the_offload_paths_is_refused_naming_it(
     api: ApiClient, endpoint: str
 ) -> None:
-    root_dir = "/" + "r" * 359
+    root_dir = "/" + "r" * 299
     body: dict[str, Any] = {"config": {"max_tokens_for_clear": 10, "root_dir": root_dir}}
     if endpoint == "/clear":
         body["messages"] = _chat_call("call_a")
@@ -589,14 +590,14 @@ def test_a_root_dir_too_long_for_the_offload_paths_is_refused_naming_it(
     response = api.post(endpoint, body)
     assert response.status_code == HTTPStatus.UNPROCESSABLE_ENTITY
     assert response.json() == error(
-        "config.root_dir must be at most 359 characters, so that the offload paths under it "
-        "(141 more) stay within the storage's limit of 500; got 360 characters",
+        "config.root_dir must be at most 299 characters, so that the offload paths under it "
+        "(201 more) stay within the storage's limit of 500; got 300 characters",
         "config.root_dir",
     )
 
 
 def test_a_root_dir_at_the_limit_takes_the_longest_call_id(api: ApiClient) -> None:
-    root_dir = "/" + "r" * 358
+    root_dir = "/" + "r" * 298
     body = {
         "config": {"max_tokens_for_clear": 10, "root_dir": root_dir},
         "conversation_id": "run-1",
@@ -605,9 +606,9 @@ def test_a_root_dir_at_the_limit_takes_the_longest_call_id(api: ApiClient) -> No
     response = api.post("/clear", body)
     assert response.status_code == HTTPStatus.OK
     path = response.json()["events"][0]["offload_path"]
-    # 359 + "/clear/" + the id's first 120 characters + "-" and a digest: 495, leaving
-    # room for "-9999".
-    assert (len(path), path.startswith(f"{root_dir}/clear/{'i.' * 60}-")) == (495, True)
+    # 299 + "/clear/" + the id's first 120 characters + "-" and a digest: 435, leaving
+    # room for "-" and a content's whole digest.
+    assert (len(path), path.startswith(f"{root_dir}/clear/{'i.' * 60}-")) == (435, True)
     assert OffloadedFile.objects.get().path == path
 
 

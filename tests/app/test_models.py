@@ -45,7 +45,14 @@ def test_event_record_has_the_engine_events_fields_name_by_name() -> None:
         else:
             assert field.get_default() == value.default, field.name
     record = {f.name for f in EventRecord._meta.concrete_fields} - {f.name for f in engine_fields}
-    assert record == {"id", "workspace", "conversation", "config_version", "created_at"}
+    assert record == {
+        "id",
+        "workspace",
+        "conversation",
+        "config_version",
+        "created_at",
+        "reduction_key",
+    }
     assert set(EventRecord.RECORD_FIELDS) == record
 
 

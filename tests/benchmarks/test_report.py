@@ -193,6 +193,7 @@ def test_every_benchmark_with_figures_names_its_blocks() -> None:
         "quotas",
         "recommend",
         "replay",
+        "reused_ids",
         "soak",
         "sweep",
         "truncation",

@@ -16,6 +16,7 @@ from reduction_app.engine.errors import NoBackendError, OffloadError, ReductionE
 from reduction_app.engine.events import ReductionEvent
 from reduction_app.engine.handlers import default_trunc_handler
 from reduction_app.engine.middleware import new
+from reduction_app.engine.paths import content_digest
 from reduction_app.engine.tool_io import (
     ToolArgument,
     ToolContext,
@@ -156,18 +157,17 @@ async def test_awrap_invokable_endpoint_error_passes_through() -> None:
 
 
 async def test_awrap_invokable_uniqueness_reads_an_async_backend() -> None:
-    """Decision 7 with an async read: a reused id with new content gets `-2`."""
+    """Decision 7 with an async read: a reused id with new content gets a path named by
+    its digest."""
     backend = AsyncBackend()
     backend.files["/tmp/trunc/call_1"] = "earlier content"
     mw = new(ReductionConfig(backend=backend, max_length_for_trunc=10))
     out = await mw.awrap_invokable_tool_call(
         lambda a: "z" * 20, ToolContext(name="t", call_id="call_1")
     )(ARGS)
-    assert "Full output saved to: /tmp/trunc/call_1-2\n" in out
-    assert backend.files == {
-        "/tmp/trunc/call_1": "earlier content",
-        "/tmp/trunc/call_1-2": "z" * 20,
-    }
+    second = f"/tmp/trunc/call_1-{content_digest('z' * 20)[:12]}"
+    assert f"Full output saved to: {second}\n" in out
+    assert backend.files == {"/tmp/trunc/call_1": "earlier content", second: "z" * 20}
 
 
 async def test_awrap_enhanced_invokable_with_async_handler_and_async_event_sink() -> None:

@@ -17,6 +17,7 @@ from reduction_app.engine.errors import MessageError, NoBackendError, OffloadErr
 from reduction_app.engine.handlers import default_clear_handler
 from reduction_app.engine.messages import Media, Message, MessagePart, ToolCall, ToolInfo
 from reduction_app.engine.notices import get_language, set_language
+from reduction_app.engine.paths import content_digest
 from reduction_app.engine.tool_io import (
     ClearResult,
     ToolArgument,
@@ -583,11 +584,12 @@ def test_clear_two_results_for_one_reused_id_in_one_message_are_both_cleared() -
     backend = InMemoryBackend()
     mw, _ = middleware(backend, max_tokens_for_clear=1)
     out = mw.before_model_rewrite_state(state(msgs))
+    two = f"/tmp/clear/dup-{content_digest('two')[:12]}"
     assert [out.messages[2].content, out.messages[3].content] == [
         placeholder("/tmp/clear/dup"),
-        placeholder("/tmp/clear/dup-2"),
+        placeholder(two),
     ]
-    assert backend.files == {"/tmp/clear/dup": "one", "/tmp/clear/dup-2": "two"}
+    assert backend.files == {"/tmp/clear/dup": "one", two: "two"}
 
 
 def test_clear_finds_a_result_anywhere_in_the_run_after_its_call() -> None:
@@ -912,12 +914,13 @@ def test_clear_reused_call_ids_with_different_content_get_distinct_files() -> No
     out = mw.before_model_rewrite_state(
         state(rounds(("dup", "t", "one"), ("dup", "t", "two"), ("dup", "t", "one")))
     )
+    two = f"/tmp/clear/dup-{content_digest('two')[:12]}"
     assert [m.content for m in out.messages if m.role == "tool"][:3] == [
         placeholder("/tmp/clear/dup"),
-        placeholder("/tmp/clear/dup-2"),
+        placeholder(two),
         placeholder("/tmp/clear/dup"),
     ]
-    assert backend.files == {"/tmp/clear/dup": "one", "/tmp/clear/dup-2": "two"}
+    assert backend.files == {"/tmp/clear/dup": "one", two: "two"}
 
 
 def test_clear_reused_id_is_unique_across_passes_and_middlewares() -> None:
@@ -929,9 +932,10 @@ def test_clear_reused_id_is_unique_across_passes_and_middlewares() -> None:
     out = middleware(backend, max_tokens_for_clear=1)[0].before_model_rewrite_state(
         state(rounds(("dup", "t", "two")))
     )
-    assert out.messages[2].content == placeholder("/tmp/clear/dup-2")
+    two = f"/tmp/clear/dup-{content_digest('two')[:12]}"
+    assert out.messages[2].content == placeholder(two)
     assert backend.files["/tmp/clear/dup"] == "one"
-    assert backend.files["/tmp/clear/dup-2"] == "two"
+    assert backend.files[two] == "two"
 
 
 def test_clear_unsafe_call_id_stays_under_root_dir() -> None:
@@ -952,8 +956,9 @@ def test_clear_tau_bench_reused_ids_keep_every_original() -> None:
     out = mw.before_model_rewrite_state(state(traj))
     reused = "call_oIHazX6yQrB8hUwl4cRilFKj"
     assert backend.read(f"/tmp/clear/{reused}") == traj[7].content
-    assert backend.read(f"/tmp/clear/{reused}-2") == "255.0"
-    assert backend.read("/tmp/clear/call_HGn16KZh9oNCruxsMJ4gYXan-2") == traj[13].content
+    assert backend.read(f"/tmp/clear/{reused}-{content_digest('255.0')[:12]}") == "255.0"
+    other = f"/tmp/clear/call_HGn16KZh9oNCruxsMJ4gYXan-{content_digest(traj[13].content)[:12]}"
+    assert backend.read(other) == traj[13].content
     for before, after in zip(traj, out.messages, strict=True):
         if before.role == "tool":
             path = after.content.split("saved to: ")[1].split("\n")[0]

@@ -20,6 +20,7 @@ from reduction_app.engine.blocks import (
 from reduction_app.engine.clear import ChatModelAgentState
 from reduction_app.engine.errors import MessageError
 from reduction_app.engine.messages import Media
+from reduction_app.engine.paths import content_digest
 from tests.engine.clear_support import (
     ARGS,
     DROPPED,
@@ -207,11 +208,12 @@ def test_clear_agentic_reused_id_in_one_message_clears_each_block() -> None:
     backend = InMemoryBackend()
     mw, _ = middleware(backend, max_tokens_for_clear=1)
     out = mw.before_model_rewrite_state(state(msgs))
+    two = f"/tmp/clear/dup-{content_digest('two')[:12]}"
     assert texts(out.messages[2]) == [
         ("dup", placeholder("/tmp/clear/dup")),
-        ("dup", placeholder("/tmp/clear/dup-2")),
+        ("dup", placeholder(two)),
     ]
-    assert backend.files == {"/tmp/clear/dup": "one", "/tmp/clear/dup-2": "two"}
+    assert backend.files == {"/tmp/clear/dup": "one", two: "two"}
 
 
 def test_clear_agentic_exclusion_and_flag() -> None:

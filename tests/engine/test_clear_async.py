@@ -12,6 +12,7 @@ from reduction_app.engine.backends import InMemoryBackend, WriteRequest
 from reduction_app.engine.config import ToolReductionConfig
 from reduction_app.engine.errors import OffloadError
 from reduction_app.engine.messages import Message
+from reduction_app.engine.paths import content_digest
 from reduction_app.engine.tool_io import ClearResult, ToolDetail, ToolResult
 from tests.engine.clear_support import (
     ID1,
@@ -75,8 +76,9 @@ async def test_aclear_async_read_keeps_reused_ids_apart() -> None:
         call_msg(("k", "t")),
     ]
     out = await mw.abefore_model_rewrite_state(state(msgs))
-    assert "/tmp/clear/dup-2" in out.messages[2].content
-    assert backend.files == {"/tmp/clear/dup": "older", "/tmp/clear/dup-2": "newer"}
+    newer = f"/tmp/clear/dup-{content_digest('newer')[:12]}"
+    assert newer in out.messages[2].content
+    assert backend.files == {"/tmp/clear/dup": "older", newer: "newer"}
 
 
 async def test_aclear_every_collaborator_async() -> None:

@@ -56,18 +56,18 @@ def test_config_custom_paths_take_a_write_only_backend() -> None:
 
 
 class _ShortPaths(InMemoryBackend):
-    max_path_chars = 150
+    max_path_chars = 210
 
 
 def test_config_root_dir_leaves_room_for_the_backends_longest_path() -> None:
-    """A default path runs up to 141 characters past root_dir ("/clear/", a 129-character
-    safe id, "-9999"): 9 are left of 150."""
+    """A default path runs up to 201 characters past root_dir ("/clear/", a 129-character
+    safe id, "-" and a content's 64-digit digest): 9 are left of 210."""
     assert config_from_dict({"root_dir": "/" + "r" * 8}, backend=_ShortPaths()).root_dir
     with pytest.raises(ConfigError) as caught:
         config_from_dict({"root_dir": "/" + "r" * 9}, backend=_ShortPaths())
     assert str(caught.value) == (
         "root_dir must be at most 9 characters, so that the offload paths under it "
-        "(141 more) stay within the storage's limit of 150; got 10 characters"
+        "(201 more) stay within the storage's limit of 210; got 10 characters"
     )
     # Paths of the config's own generators are theirs to keep short.
     config = ReductionConfig(

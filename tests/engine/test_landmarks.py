@@ -161,7 +161,8 @@ def _named(*groups: list[Round]) -> bool:
 def _twice(messages: list[Any], config: dict[str, Any], extra: list[Any]) -> None:
     """A carried middleware and a fresh one give the same output on the carried list plus
     ``extra``, and the carried landmarks equal fresh ones."""
-    # One backend: offload paths depend on what it holds (a reused id gets "-2").
+    # One backend: offload paths depend on what it holds (a reused id's other content
+    # gets a path of its own).
     backend = InMemoryBackend()
     carried, _ = middleware(backend, **config)
     first = carried.before_model_rewrite_state(ChatModelAgentState(messages=messages))

@@ -17,6 +17,7 @@ from reduction_app.engine import (
 )
 from reduction_app.engine.errors import ConfigError, OffloadError, ReductionError
 from reduction_app.engine.legacy import LEGACY_PLACEHOLDER, content_sample, legacy_token_count
+from reduction_app.engine.paths import content_digest
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -251,12 +252,10 @@ def test_legacy_offload_reused_id_gets_its_own_file() -> None:
     first = mw.wrap_invokable_tool_call(lambda _: "FIRST " * 20, ctx)("{}")
     second = mw.wrap_invokable_tool_call(lambda _: "SECOND " * 20, ctx)("{}")
     again = mw.wrap_invokable_tool_call(lambda _: "FIRST " * 20, ctx)("{}")
-    assert "/large_tool_result/call_1\n" in first and "/large_tool_result/call_1-2\n" in second
+    other = f"/large_tool_result/call_1-{content_digest('SECOND ' * 20)[:12]}"
+    assert "/large_tool_result/call_1\n" in first and f"{other}\n" in second
     assert again == first
-    assert backend.files == {
-        "/large_tool_result/call_1": "FIRST " * 20,
-        "/large_tool_result/call_1-2": "SECOND " * 20,
-    }
+    assert backend.files == {"/large_tool_result/call_1": "FIRST " * 20, other: "SECOND " * 20}
 
 
 def test_legacy_middleware_refuses_none() -> None:

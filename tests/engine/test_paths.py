@@ -11,6 +11,7 @@ import pytest
 from reduction_app.engine.backends import InMemoryBackend, LocalFileBackend, WriteRequest
 from reduction_app.engine.parts import stringify
 from reduction_app.engine.paths import (
+    DEFAULT_PATH_TAIL,
     Content,
     DefaultPathGenerator,
     PathRegistry,
@@ -31,6 +32,11 @@ def detail(call_id: str, content: str = "content") -> ToolDetail:
 
 def content_of(d: ToolDetail) -> str:
     return stringify(d.tool_result.parts) if d.tool_result is not None else ""
+
+
+def h12(content: str) -> str:
+    """The suffix of a reused id's content-addressed path."""
+    return hashlib.sha256(content.encode("utf-8")).hexdigest()[:12]
 
 
 def generator(
@@ -129,13 +135,14 @@ def test_default_path_is_reused_for_identical_content() -> None:
 
 
 def test_default_path_moves_on_for_different_content_in_one_process() -> None:
-    """Promised paths count even before anything was written."""
+    """Promised paths count even before anything was written: other content under a
+    reused id takes the path named by its digest."""
     gen = generator(InMemoryBackend())
     assert [gen(detail("c", body)) for body in ("a", "b", "c", "b", "a")] == [
         "/tmp/trunc/c",
-        "/tmp/trunc/c-2",
-        "/tmp/trunc/c-3",
-        "/tmp/trunc/c-2",
+        f"/tmp/trunc/c-{h12('b')}",
+        f"/tmp/trunc/c-{h12('c')}",
+        f"/tmp/trunc/c-{h12('b')}",
         "/tmp/trunc/c",
     ]
 
@@ -143,11 +150,92 @@ def test_default_path_moves_on_for_different_content_in_one_process() -> None:
 def test_default_path_checks_what_the_backend_already_holds() -> None:
     backend = InMemoryBackend()
     backend.write(WriteRequest(file_path="/tmp/trunc/c", content="older"))
-    backend.write(WriteRequest(file_path="/tmp/trunc/c-2", content="newer"))
+    backend.write(WriteRequest(file_path=f"/tmp/trunc/c-{h12('newer')}", content="newer"))
     gen = generator(backend)
-    assert gen(detail("c", "newer")) == "/tmp/trunc/c-2"
-    assert gen(detail("c", "fresh")) == "/tmp/trunc/c-3"
+    assert gen(detail("c", "newer")) == f"/tmp/trunc/c-{h12('newer')}"
+    assert gen(detail("c", "fresh")) == f"/tmp/trunc/c-{h12('fresh')}"
     assert gen(detail("c", "older")) == "/tmp/trunc/c"
+
+
+def test_default_path_of_a_reused_id_is_the_same_for_the_same_content_in_a_new_process() -> None:
+    """A conversation sent again, to a middleware that promised nothing yet, finds the
+    paths its contents took, with no registry shared."""
+    backend = InMemoryBackend()
+    first = []
+    for body in ("a", "b", "c"):
+        first.append(generator(backend)(detail("c", body)))
+        backend.write(WriteRequest(file_path=first[-1], content=body))
+    again = [generator(backend)(detail("c", body)) for body in ("c", "b", "a")]
+    assert again == first[::-1]
+    assert first == ["/tmp/trunc/c", f"/tmp/trunc/c-{h12('b')}", f"/tmp/trunc/c-{h12('c')}"]
+
+
+class CountingBackend(InMemoryBackend):
+    """An in-memory backend that counts the reads the path check makes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reads = 0
+
+    def read(self, path: str) -> str:
+        self.reads += 1
+        return super().read(path)
+
+
+@pytest.mark.parametrize("earlier", [1, 10, 300])
+def test_default_path_reads_the_backend_at_most_three_times_per_result(earlier: int) -> None:
+    """However many earlier results shared the id, one more costs at most three reads
+    (base, short digest, whole digest), and a repeat of an earlier content two."""
+    backend = CountingBackend()
+    for n in range(earlier):
+        path = generator(backend)(detail("dup", f"output {n}"))
+        backend.write(WriteRequest(file_path=path, content=f"output {n}"))
+    backend.reads = 0
+    assert generator(backend)(detail("dup", "new")) == f"/tmp/trunc/dup-{h12('new')}"
+    assert backend.reads == 2
+    backend.reads = 0
+    last = f"output {earlier - 1}"
+    expected = "/tmp/trunc/dup" if earlier == 1 else f"/tmp/trunc/dup-{h12(last)}"
+    assert generator(backend)(detail("dup", last)) == expected
+    assert backend.reads == (1 if earlier == 1 else 2)
+
+
+def test_default_path_takes_the_whole_digest_when_the_short_one_is_taken() -> None:
+    """Two contents whose digests begin alike (forced here: other content already sits at
+    the short path) part at the whole digest; a third read confirms the whole path."""
+    backend = CountingBackend()
+    backend.write(WriteRequest(file_path="/tmp/trunc/c", content="first"))
+    backend.write(WriteRequest(file_path=f"/tmp/trunc/c-{h12('mine')}", content="impostor"))
+    full = hashlib.sha256(b"mine").hexdigest()
+    assert generator(backend)(detail("c", "mine")) == f"/tmp/trunc/c-{full}"
+    assert backend.reads == 3
+    backend.write(WriteRequest(file_path=f"/tmp/trunc/c-{full}", content="mine"))
+    assert generator(backend)(detail("c", "mine")) == f"/tmp/trunc/c-{full}"
+
+
+def test_default_path_refuses_when_the_whole_digest_path_holds_other_content() -> None:
+    """Only a backend that changed the content under a path gets here."""
+    backend = InMemoryBackend()
+    full = hashlib.sha256(b"mine").hexdigest()
+    for path in ("/tmp/trunc/c", f"/tmp/trunc/c-{full[:12]}", f"/tmp/trunc/c-{full}"):
+        backend.write(WriteRequest(file_path=path, content="changed"))
+    with pytest.raises(RuntimeError) as caught:
+        generator(backend)(detail("c", "mine"))
+    assert str(caught.value) == (
+        f"no offload path for /tmp/trunc/c: /tmp/trunc/c-{full} holds other content "
+        "with the same SHA-256"
+    )
+
+
+def test_default_path_tail_covers_the_longest_default_path() -> None:
+    """A cut id with its digest, then a whole content digest: DEFAULT_PATH_TAIL past root_dir."""
+    backend = InMemoryBackend()
+    long_id = "y" * 500
+    base = generator(backend, kind="clear", root_dir="/r")(detail(long_id, "a"))
+    backend.write(WriteRequest(file_path=base, content="a"))
+    backend.write(WriteRequest(file_path=f"{base}-{h12('b')}", content="x"))
+    longest = generator(backend, kind="clear", root_dir="/r")(detail(long_id, "b"))
+    assert len(longest) - len("/r") == DEFAULT_PATH_TAIL == 201
 
 
 class DigestBackend(InMemoryBackend):
@@ -171,12 +259,12 @@ def test_default_path_compares_digests_when_the_backend_has_them() -> None:
     InMemoryBackend.write(backend, WriteRequest(file_path="/tmp/trunc/c1", content="content"))
     InMemoryBackend.write(backend, WriteRequest(file_path="/tmp/trunc/c2", content="other"))
     assert generator(backend)(detail("c1")) == "/tmp/trunc/c1"
-    assert generator(backend)(detail("c2")) == "/tmp/trunc/c2-2"
+    assert generator(backend)(detail("c2")) == f"/tmp/trunc/c2-{h12('content')}"
     assert generator(backend)(detail("c3")) == "/tmp/trunc/c3"
     assert backend.asked == [
         "/tmp/trunc/c1",
         "/tmp/trunc/c2",
-        "/tmp/trunc/c2-2",
+        f"/tmp/trunc/c2-{h12('content')}",
         "/tmp/trunc/c3",
     ]
 
@@ -190,7 +278,7 @@ def test_default_path_checks_a_reopened_local_folder(tmp_path: Path) -> None:
     LocalFileBackend(tmp_path).write(WriteRequest(file_path="/tmp/trunc/c", content="older"))
     gen = generator(LocalFileBackend(tmp_path))
     assert gen(detail("c", "older")) == "/tmp/trunc/c"
-    assert gen(detail("c", "other")) == "/tmp/trunc/c-2"
+    assert gen(detail("c", "other")) == f"/tmp/trunc/c-{h12('other')}"
 
 
 def test_default_path_without_a_readable_backend_uses_the_registry_only() -> None:
@@ -201,7 +289,7 @@ def test_default_path_without_a_readable_backend_uses_the_registry_only() -> Non
     gen = generator(WriteOnly())
     assert [gen(detail("c", body)) for body in ("a", "b", "a")] == [
         "/tmp/trunc/c",
-        "/tmp/trunc/c-2",
+        f"/tmp/trunc/c-{h12('b')}",
         "/tmp/trunc/c",
     ]
 
@@ -214,7 +302,7 @@ def test_default_paths_share_a_registry_across_generators() -> None:
         generator(InMemoryBackend(), registry=registry),
     )
     assert first(detail("c", "a")) == "/tmp/trunc/c"
-    assert second(detail("c", "b")) == "/tmp/trunc/c-2"
+    assert second(detail("c", "b")) == f"/tmp/trunc/c-{h12('b')}"
 
 
 def test_path_registry_promise() -> None:
@@ -241,7 +329,7 @@ def test_default_path_works_out_the_content_only_when_a_path_is_contested() -> N
     )
     assert gen(detail("c", "a")) == "/tmp/trunc/c"
     assert asked == []
-    assert gen(detail("c", "b")) == "/tmp/trunc/c-2"
+    assert gen(detail("c", "b")) == f"/tmp/trunc/c-{h12('b')}"
     assert asked == ["b", "a"]
     backend.write(WriteRequest(file_path="/tmp/trunc/d", content="stored"))
     assert gen(detail("d", "stored")) == "/tmp/trunc/d"

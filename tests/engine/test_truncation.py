@@ -23,6 +23,7 @@ from reduction_app.engine.handlers import default_trunc_handler
 from reduction_app.engine.messages import Media
 from reduction_app.engine.middleware import new
 from reduction_app.engine.notices import get_language, set_language
+from reduction_app.engine.paths import content_digest
 from reduction_app.engine.tool_io import (
     ToolArgument,
     ToolContext,
@@ -748,24 +749,17 @@ def test_invokable_empty_call_id_gets_a_fresh_path_each_time() -> None:
 
 
 def test_invokable_reused_call_id_with_different_content_gets_a_new_path() -> None:
-    """Decision 7: `…-2`, `…-3`; identical content reuses its path."""
+    """Decision 7: other content takes a path named by its digest; identical content
+    reuses its path."""
     backend = InMemoryBackend()
     mw = new(ReductionConfig(backend=backend, max_length_for_trunc=10))
     ctx = ToolContext(name="t", call_id="call_1")
     outputs = ["a" * 20, "b" * 20, "a" * 20, "c" * 20]
     notices = [mw.wrap_invokable_tool_call(tool(o), ctx)(ARGS) for o in outputs]
     paths = [re.search(r"saved to: (\S+)", n).group(1) for n in notices]  # type: ignore[union-attr]
-    assert paths == [
-        "/tmp/trunc/call_1",
-        "/tmp/trunc/call_1-2",
-        "/tmp/trunc/call_1",
-        "/tmp/trunc/call_1-3",
-    ]
-    assert backend.files == {
-        "/tmp/trunc/call_1": "a" * 20,
-        "/tmp/trunc/call_1-2": "b" * 20,
-        "/tmp/trunc/call_1-3": "c" * 20,
-    }
+    b, c = (f"/tmp/trunc/call_1-{content_digest(x * 20)[:12]}" for x in "bc")
+    assert paths == ["/tmp/trunc/call_1", b, "/tmp/trunc/call_1", c]
+    assert backend.files == {"/tmp/trunc/call_1": "a" * 20, b: "b" * 20, c: "c" * 20}
 
 
 def test_invokable_reused_call_id_is_checked_against_a_reopened_folder(tmp_path: Path) -> None:
@@ -775,9 +769,10 @@ def test_invokable_reused_call_id_is_checked_against_a_reopened_folder(tmp_path:
     assert "/tmp/trunc/call_1\n" in first.wrap_invokable_tool_call(tool("a" * 20), ctx)(ARGS)
     again = new(ReductionConfig(backend=LocalFileBackend(tmp_path), max_length_for_trunc=10))
     assert "/tmp/trunc/call_1\n" in again.wrap_invokable_tool_call(tool("a" * 20), ctx)(ARGS)
-    assert "/tmp/trunc/call_1-2\n" in again.wrap_invokable_tool_call(tool("b" * 20), ctx)(ARGS)
+    b = f"tmp/trunc/call_1-{content_digest('b' * 20)[:12]}"
+    assert f"/{b}\n" in again.wrap_invokable_tool_call(tool("b" * 20), ctx)(ARGS)
     assert (tmp_path / "tmp/trunc/call_1").read_text(encoding="utf-8") == "a" * 20
-    assert (tmp_path / "tmp/trunc/call_1-2").read_text(encoding="utf-8") == "b" * 20
+    assert (tmp_path / b).read_text(encoding="utf-8") == "b" * 20
 
 
 # The enhanced invokable wrapper ---------------------------------------------------------

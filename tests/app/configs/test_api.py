@@ -138,8 +138,8 @@ def test_config_duplicate_name_is_409(api: ApiClient) -> None:
         ({"name": "n", "version": 3}, "version: Extra inputs are not permitted", "version"),
         (
             {"name": "n", "config": {"root_dir": "/" + "r" * 499}},
-            "config.root_dir must be at most 359 characters, so that the offload paths under "
-            "it (141 more) stay within the storage's limit of 500; got 500 characters",
+            "config.root_dir must be at most 299 characters, so that the offload paths under "
+            "it (201 more) stay within the storage's limit of 500; got 500 characters",
             "config.root_dir",
         ),
         # What neither database stores (PostgreSQL's jsonb refused it with no field named).

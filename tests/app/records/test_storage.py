@@ -17,6 +17,7 @@ from reduction_app.models import OffloadedFile, StagedOffload, Workspace
 from reduction_app.records.storage import (
     DjangoStorageBackend,
     offload_storage,
+    read_offloads,
     read_stored,
     storage_name_for,
 )
@@ -264,7 +265,7 @@ def test_storage_does_not_look_again_for_content_it_read(
 def test_storage_looks_up_expected_paths_together(
     workspace: Workspace, django_assert_num_queries: Any
 ) -> None:
-    """Expected paths are looked up with the first read, in batches of 500: recorded ones
+    """Expected paths are looked up with the first read, in batches of 400: recorded ones
     are then answered and unrecorded ones are free, without a query; others cost one."""
     writer = DjangoStorageBackend(workspace)
     for n in range(3):
@@ -297,6 +298,58 @@ def test_storage_expected_paths_of_other_conversations_are_found(
         assert backend.read("/tmp/clear/call_0") == "theirs"
     with django_assert_num_queries(0), pytest.raises(FileNotFoundError):
         backend.read("/tmp/clear/call_1")
+
+
+def _shared(workspace: Workspace, conversations: int, path: str, content: str) -> None:
+    """``conversations`` conversations that each recorded ``path`` holding ``content``."""
+    writer = DjangoStorageBackend(workspace)
+    writer.write(WriteRequest(file_path=path, content=content))
+    writer.store()
+    staged = writer.staged[path]
+    for n in range(conversations):
+        conversation = conversation_upsert(
+            workspace=workspace, client_id=f"run-{n}", message_format="openai_chat"
+        )
+        OffloadedFile.objects.create(
+            workspace=workspace,
+            conversation=conversation,
+            path=path,
+            storage_name=staged.storage_name,
+            size_chars=len(content),
+            tokens=0,
+            sha256=staged.digest,
+            phase="clear",
+        )
+
+
+def test_storage_looks_up_a_path_many_conversations_share_by_one_row(
+    workspace: Workspace,
+) -> None:
+    """The expected paths' lookup asks for one row of each path (an index search that
+    stops at the first), not every conversation's row of it."""
+    _shared(workspace, 30, "/tmp/clear/call_0", "shared")
+    backend = DjangoStorageBackend(workspace, conversation_id="mine")
+    backend.expect({"/tmp/clear/call_0", "/tmp/clear/call_1"})
+    with CaptureQueriesContext(connection) as queries:
+        assert backend.digest("/tmp/clear/call_0") == digest("shared")
+    [lookup] = [q["sql"] for q in queries.captured_queries if "IN ((SELECT" in q["sql"]]
+    assert lookup.count("LIMIT 1") == 2
+
+
+def test_read_offloads_reads_a_shared_path_once(
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A path 30 conversations recorded is read from the storage once, not once a row."""
+    _shared(workspace, 30, "/tmp/clear/call_0", "shared")
+    opened: list[str] = []
+    storage = offload_storage()
+    real_open = storage.open
+    monkeypatch.setattr(
+        storage, "open", lambda name, mode="rb": opened.append(name) or real_open(name, mode)
+    )
+    contents = read_offloads(workspace, {"/tmp/clear/call_0", "/tmp/clear/call_9"}, storage)
+    assert contents == {"/tmp/clear/call_0": "shared"}
+    assert opened == [storage_name_for(workspace.pk, digest("shared"))]
 
 
 def test_storage_digest_comes_from_the_row_without_reading(

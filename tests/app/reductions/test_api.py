@@ -152,18 +152,36 @@ def test_truncate_short_parts_result_is_returned_as_sent(api: ApiClient) -> None
     }
 
 
+def test_truncate_again_in_a_conversation_answers_the_same_and_records_nothing_new(
+    api: ApiClient,
+) -> None:
+    """The same result of the same call truncated again: the same notice and path, no
+    event row; another conversation records its own."""
+    text = "0123456789abcdefghijKLMNO"
+    first = truncate(api, text, conversation_id="run-1").json()
+    again = truncate(api, text, conversation_id="run-1").json()
+    other = truncate(api, text, conversation_id="run-2").json()
+    assert {k: v for k, v in again.items() if k != "events"} == {
+        k: v for k, v in first.items() if k != "events"
+    }
+    assert (again["truncated"], again["offload_path"]) == (True, "/tmp/trunc/call_1")
+    assert [len(first["events"]), len(again["events"]), len(other["events"])] == [1, 0, 1]
+    assert len(api.get("/events", {"conversation_id": "run-1"}).json()["results"]) == 1
+
+
 @pytest.mark.usefixtures("offloads")
 def test_truncate_reused_call_id_with_other_content_gets_a_new_file(api: ApiClient) -> None:
     first, second = "a" * 30, "b" * 30
+    other = f"/tmp/trunc/call_1-{sha256(second.encode()).hexdigest()[:12]}"
     assert truncate(api, first).json()["offload_path"] == "/tmp/trunc/call_1"
-    assert truncate(api, second).json()["offload_path"] == "/tmp/trunc/call_1-2"
+    assert truncate(api, second).json()["offload_path"] == other
     # Identical content reuses its path and its stored content; the conversation that
     # names it too gets a file row of its own.
     assert (
         truncate(api, first, conversation_id="later").json()["offload_path"] == "/tmp/trunc/call_1"
     )
     assert raw(api, "/tmp/trunc/call_1") == first.encode()
-    assert raw(api, "/tmp/trunc/call_1-2") == second.encode()
+    assert raw(api, other) == second.encode()
     rows = OffloadedFile.objects.filter(path="/tmp/trunc/call_1").order_by("id")
     assert [(r.conversation and r.conversation.client_id, r.sha256) for r in rows] == [
         (None, sha256(first.encode()).hexdigest()),
@@ -547,6 +565,7 @@ def test_clear_twice_over_http_loses_nothing(api: ApiClient) -> None:
         chat_result("call_c", "C" * 200),
     ]
     second = api.post("/clear", {**body, "messages": first + follow_up}).json()
+    reused = f"/tmp/clear/call_a-{sha256(b'D' * 200).hexdigest()[:12]}"
     assert second["applied"] is True
     assert (
         second["messages"]
@@ -556,29 +575,27 @@ def test_clear_twice_over_http_loses_nothing(api: ApiClient) -> None:
             chat_result("call_b", clear_placeholder("/tmp/clear/call_b")),
             follow_up[0],
             follow_up[1],
-            chat_result("call_a", clear_placeholder("/tmp/clear/call_a-2")),
+            chat_result("call_a", clear_placeholder(reused)),
             *follow_up[3:],  # the latest round is kept
         ]
     )
     assert [(e["kind"], e["call_id"], e["offload_path"]) for e in second["events"]] == [
         ("tool", "call_b", "/tmp/clear/call_b"),
-        ("tool", "call_a", "/tmp/clear/call_a-2"),
+        ("tool", "call_a", reused),
         ("summary", "", ""),
     ]
     assert second["events"][-1]["calls_cleared"] == 2
     assert raw(api, "/tmp/clear/call_a") == b"A" * 200
     assert raw(api, "/tmp/clear/call_b") == b"B" * 200
-    assert raw(api, "/tmp/clear/call_a-2") == b"D" * 200
+    assert raw(api, reused) == b"D" * 200
 
     third = api.post("/clear", {**body, "messages": second["messages"]}).json()
     assert third["messages"] == second["messages"]
     assert third["applied"] is False
     assert third["events"][-1]["reason"] == "nothing_cleared"
-    assert sorted(OffloadedFile.objects.values_list("path", flat=True)) == [
-        "/tmp/clear/call_a",
-        "/tmp/clear/call_a-2",
-        "/tmp/clear/call_b",
-    ]
+    assert sorted(OffloadedFile.objects.values_list("path", flat=True)) == sorted(
+        ["/tmp/clear/call_a", reused, "/tmp/clear/call_b"]
+    )
     assert conversation_transcript(conversation=Conversation.objects.get()) == second["messages"]
 
 
@@ -657,6 +674,93 @@ def test_clear_again_reads_no_offloaded_content(
     assert [e["offload_path"] for e in again["events"]] == [
         e["offload_path"] for e in first["events"]
     ]
+
+
+def _agent_round(n: int) -> list[dict[str, Any]]:
+    """Round ``n`` of an agent that numbers its calls from 0 in sevens (ids repeat, with
+    other output each time)."""
+    call_id = f"call_{n % 7}"
+    return [chat_call(call_id), chat_result(call_id, f"output {n} " * 40)]
+
+
+def _tool_events(conversation_id: str) -> list[tuple[Any, ...]]:
+    rows = EventRecord.objects.filter(conversation__client_id=conversation_id, kind="tool")
+    return list(
+        rows.order_by("id").values_list(
+            "phase", "call_id", "offload_path", "tokens_before", "tokens_after"
+        )
+    )
+
+
+def test_clear_originals_sent_again_record_each_reduction_once(api: ApiClient) -> None:
+    """60 calls of a client that sends its unreduced history each time record the same
+    tool events as 60 calls of one that sends back what /clear answered, one per cleared
+    result, and as many summaries; each answer's events are the rows it recorded."""
+    calls = 60
+    config = {"max_tokens_for_clear": 10}
+    originals: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
+    answered: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
+    for n in range(calls):
+        originals += _agent_round(n)
+        answered += _agent_round(n)
+        again = api.post(
+            "/clear", {"config": config, "conversation_id": "resend", "messages": originals}
+        ).json()
+        back = api.post(
+            "/clear", {"config": config, "conversation_id": "answers", "messages": answered}
+        ).json()
+        answered = back["messages"]
+        # The reduced messages are the same either way; of the events, the resent
+        # originals' answer holds only the reduction new to the conversation, and its
+        # summary (which counts every call the pass cleared, earlier ones again).
+        assert again["messages"] == back["messages"], n
+        *tools, summary = bare(again["events"])
+        assert tools == [{**e, "conversation_id": "resend"} for e in bare(back["events"])[:-1]], n
+        assert (summary["kind"], summary["calls_cleared"]) == ("summary", n), n
+        assert summary["tokens_after"] == back["tokens_after"], n
+    resent, sent_back = _tool_events("resend"), _tool_events("answers")
+    # Every round but the latest is cleared, once: 59 tool events.
+    assert len(resent) == calls - 1
+    assert resent == sent_back
+    assert len({path for _, _, path, _, _ in resent}) == calls - 1
+    summaries = EventRecord.objects.filter(kind="summary")
+    assert summaries.filter(conversation__client_id="resend").count() == calls
+    assert summaries.filter(conversation__client_id="answers").count() == calls
+
+
+def test_clear_without_a_conversation_records_every_event(api: ApiClient) -> None:
+    """With no conversation to hold them, nothing is taken as sent before: the same body
+    twice records its events twice."""
+    body = {"config": CLEAR_AT_100, "messages": CHAT}
+    first, again = (api.post("/clear", body).json()["events"] for _ in range(2))
+    assert [e["kind"] for e in first] == [e["kind"] for e in again] == ["tool", "summary"]
+    assert EventRecord.objects.filter(kind="tool").count() == 2
+
+
+def test_clear_two_equal_results_of_one_id_in_one_request_are_two_events(
+    api: ApiClient,
+) -> None:
+    """A model that repeats an id with the same output has two results cleared to one file:
+    two events, the first time and (none new) the next."""
+    messages = [
+        {"role": "user", "content": "go"},
+        chat_call("dup"),
+        chat_result("dup", "same " * 100),
+        chat_call("dup"),
+        chat_result("dup", "same " * 100),
+        chat_call("last"),
+        chat_result("last", "kept"),
+    ]
+    body = {"config": CLEAR_AT_100, "conversation_id": "run-1", "messages": messages}
+    first = api.post("/clear", body).json()["events"]
+    again = api.post("/clear", body).json()["events"]
+    assert [(e["kind"], e["offload_path"]) for e in first] == [
+        ("tool", "/tmp/clear/dup"),
+        ("tool", "/tmp/clear/dup"),
+        ("summary", ""),
+    ]
+    assert [e["kind"] for e in again] == ["summary"]
+    assert EventRecord.objects.filter(kind="tool").count() == 2
 
 
 def test_clear_superseded_clears_only_the_repeated_call(api: ApiClient) -> None:

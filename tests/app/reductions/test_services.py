@@ -78,6 +78,29 @@ def test_engine_session_record_never_overwrites_a_recorded_offload(
     assert list(Conversation.objects.values_list("client_id", flat=True)) == ["run-2"]
 
 
+def test_engine_session_record_checks_a_path_many_conversations_share(
+    workspace: Workspace,
+) -> None:
+    """A path 20 conversations recorded (after a request found it free) holds their one
+    content: that request, with other content, is refused; one with the same content gets
+    a row of its own; and each check reads one row of the path, not twenty."""
+    with session_for(workspace, max_length_for_trunc=4) as racing:
+        truncate_in(racing, "first content")
+        for n in range(20):
+            with session_for(workspace, max_length_for_trunc=4) as session:
+                truncate_in(session, "abcdefgh")
+                engine_session_record(session=session, conversation_id=f"run-{n}")
+        with pytest.raises(ServiceError, match="offload path /tmp/trunc/call_1 was taken"):
+            engine_session_record(session=racing, conversation_id="late")
+    with session_for(workspace, max_length_for_trunc=4) as same:
+        truncate_in(same, "abcdefgh")
+        with CaptureQueriesContext(connection) as queries:
+            engine_session_record(session=same, conversation_id="run-20")
+    checks = [q["sql"] for q in queries.captured_queries if "IN ((SELECT" in q["sql"]]
+    assert [sql.count("LIMIT 1") for sql in checks] == [1, 1]  # the path; the stored name
+    assert OffloadedFile.objects.filter(path="/tmp/trunc/call_1").count() == 21
+
+
 def test_engine_session_record_refuses_content_removed_since_it_looked(
     workspace: Workspace, offloads: OffloadStore, django_capture_on_commit_callbacks: Any
 ) -> None:
@@ -99,14 +122,17 @@ def test_engine_session_record_refuses_content_removed_since_it_looked(
 
 
 def test_engine_session_record_same_content_keeps_the_first_record(workspace: Workspace) -> None:
-    """The same call offloaded again in one conversation reuses its path and its row."""
+    """The same call offloaded again in one conversation reuses its path, its file row
+    and its event row: the second recording writes none."""
+    written = []
     for call in ("call_1", "call_1"):
         with session_for(workspace, max_length_for_trunc=4) as session:
             truncate_in(session, "abcdefgh", call_id=call)
-            engine_session_record(session=session, conversation_id="run-1")
+            written.append(engine_session_record(session=session, conversation_id="run-1"))
     row = OffloadedFile.objects.get()
     assert (row.path, row.conversation.client_id) == ("/tmp/trunc/call_1", "run-1")
-    assert EventRecord.objects.count() == 2
+    assert [len(rows) for rows in written] == [1, 0]
+    assert EventRecord.objects.get().offload_path == "/tmp/trunc/call_1"
 
 
 def test_engine_session_record_same_path_in_two_conversations_gives_each_a_row(
