@@ -19,10 +19,18 @@ database made on that PostgreSQL server and dropped afterwards. Every request ha
   names the shared contents' paths again, and offloads new contents under ids every
   earlier conversation used.
 
+- **Sent again**: two clients of one conversation each, ``--resend-calls`` (300) calls
+  long, one tool round more at each call. One sends back the messages ``/clear``
+  answered, plus its new round; the other sends its original history every time (a
+  client that ignores the answer), so every call clears every earlier round again. Both
+  should record one event per reduction: the tool events of the two conversations are
+  counted, beside one summary a call.
+
 Each request is timed from the call to the answer. The goal is time per request that
 does not grow with what came before: the last request at most 1.5 times the first (one
 id), and the median of the last ``--window`` (50) requests at most 1.5 times the median
-of the first (many conversations).
+of the first (many conversations). The clients that send again are measured, not held
+to a goal: a client that re-sends its originals sends more each call.
 
 Run ``python -m benchmarks.reused_ids [--conversations 6000] [--database-url URL]
 [--readme]``; it prints milliseconds (and with ``--readme`` writes them into the block of
@@ -32,6 +40,7 @@ benchmarks/README.md of the run's database).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import sys
@@ -143,6 +152,51 @@ def _timed(client: Any, conversation_id: str, messages: list[dict[str, Any]]) ->
     return seconds
 
 
+def _post(client: Any, conversation_id: str, messages: list[dict[str, Any]]) -> tuple[float, Any]:
+    """Seconds to the answer of one ``/clear``, and the answer."""
+    body = {"config": CONFIG, "conversation_id": conversation_id, "messages": messages}
+    start = time.perf_counter()
+    response = client.post("/api/v1/clear", body, content_type="application/json")
+    seconds = time.perf_counter() - start
+    if response.status_code != 200:
+        raise RuntimeError(
+            f"{conversation_id}: answered {response.status_code}: {response.content[:300]!r}"
+        )
+    return seconds, response.json()
+
+
+RESENT = ("answers", "originals")
+"""The two clients of the sent-again case, as their conversations are named."""
+
+
+def sent_again(client: Any, calls: int) -> dict[str, Any]:
+    """The sent-again case: seconds and request bytes per call of each client, and the
+    events each conversation recorded."""
+    from reduction_app.models import EventRecord
+
+    ids = [f"call_{n}" for n in range(calls)]
+    outputs = [_output(f"history output {n}") for n in range(calls)]
+    found: dict[str, Any] = {name: {"seconds": [], "bytes": []} for name in RESENT}
+    carried: list[dict[str, Any]] = []
+    for k in range(1, calls + 1):
+        originals = rounds(ids[:k], outputs[:k])
+        answers = carried + originals[len(carried) :] if carried else originals
+        for name, messages in zip(RESENT, (answers, originals), strict=True):
+            seconds, answer = _post(client, f"sent-again-{name}", messages)
+            found[name]["seconds"].append(seconds)
+            found[name]["bytes"].append(len(json.dumps(messages)))
+            if name == "answers":
+                carried = answer["messages"]
+        if k % max(1, calls // 10) == 0:
+            last = ", ".join(f"{n} {found[n]['seconds'][-1] * 1000:.1f} ms" for n in RESENT)
+            print(f"sent again, call {k}: {last}", flush=True)
+    for name in RESENT:
+        rows = EventRecord.objects.filter(conversation__client_id=f"sent-again-{name}")
+        found[name]["tool_events"] = rows.exclude(kind="summary").count()
+        found[name]["summaries"] = rows.filter(kind="summary").count()
+    return found
+
+
 @contextmanager
 def _database(url: str | None) -> Iterator[str | None]:
     if url is None:
@@ -174,7 +228,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                 recent = statistics.median(spread[-min(args.window, len(spread)) :])
                 last = f"median of the last {args.window} {recent * 1000:.1f} ms"
                 print(f"conversation {n + 1}: {last}", flush=True)
-    return {"one_id": dup, "many": spread}
+        again = sent_again(client, args.resend_calls)
+    return {"one_id": dup, "many": spread, "sent_again": again}
 
 
 def summary(times: dict[str, Any], window: int) -> dict[str, float]:
@@ -220,6 +275,34 @@ def markdown(args: argparse.Namespace, times: dict[str, Any], database: str) -> 
         f"{window} ({figures['many_last'] * 1000:.1f} against "
         f"{figures['many_first'] * 1000:.1f} ms, median). Goal, at most {GOAL}×: "
         f"{verdict(ratios, GOAL)}.",
+        *_sent_again_sections(times["sent_again"]),
+    ]
+
+
+def _sent_again_sections(again: dict[str, Any]) -> list[str]:
+    answers, originals = again["answers"], again["originals"]
+    calls = len(answers["seconds"])
+    marks = sorted({m for m in (1, 10, 100, 300, calls) if m <= calls})
+    rows = [
+        [
+            f"{mark:,}",
+            f"{answers['seconds'][mark - 1] * 1000:.1f}",
+            f"{answers['bytes'][mark - 1]:,}",
+            f"{originals['seconds'][mark - 1] * 1000:.1f}",
+            f"{originals['bytes'][mark - 1]:,}",
+        ]
+        for mark in marks
+    ]
+    headers = ["call", "answers ms", "answers bytes", "originals ms", "originals bytes"]
+    return [
+        f"**Sent again**: one conversation each of {calls:,} calls, a tool round more at "
+        "each; one client sends back what `/clear` answered, the other its original "
+        "history every time:",
+        md_table(headers, rows),
+        f"Events recorded: {answers['tool_events']:,} tool events and "
+        f"{answers['summaries']:,} summaries for the client that sends the answers back, "
+        f"{originals['tool_events']:,} and {originals['summaries']:,} for the one that "
+        "sends its originals.",
     ]
 
 
@@ -237,6 +320,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--conversations", type=_positive, default=6_000)
     parser.add_argument("--calls", type=_positive, default=10)
     parser.add_argument("--window", type=_positive, default=50)
+    parser.add_argument("--resend-calls", type=_positive, default=300)
     parser.add_argument(
         "--database-url",
         help="a PostgreSQL server (postgres://user@host:port/db) to make a fresh database on",

@@ -44,6 +44,7 @@ def test_main_measures_both_cases_and_writes_its_block(tmp_path: Path) -> None:
     sizes = [
         *("--dup-requests", "2", "--dup-results", "5"),
         *("--conversations", "6", "--calls", "3", "--window", "2"),
+        *("--resend-calls", "4"),
     ]
     stdout, _ = run_server_benchmark(
         "reused_ids", [*sizes, "--readme-path", str(readme)], timeout=120
@@ -52,7 +53,13 @@ def test_main_measures_both_cases_and_writes_its_block(tmp_path: Path) -> None:
     block = written_block(readme, "reused_ids-sqlite")
     assert block[1] == f"`python -m benchmarks.reused_ids {' '.join(sizes)}`"
     assert block[3].startswith("SQLite. **One id**: 2 requests of 5 tool rounds")
-    # Each table's header, then a row a request (one id), and a row a conversation up to
-    # each tenth of the six, the first included: 1 to 6.
-    assert sum(line.startswith("| ") for line in block) == (1 + 2) + (1 + 6)
-    assert block[-1].startswith("The last request of one id took **")
+    # Each table's header, then a row a request (one id), a row a conversation up to
+    # each tenth of the six, the first included: 1 to 6, and the calls 1 and 4 sent again.
+    assert sum(line.startswith("| ") for line in block) == (1 + 2) + (1 + 6) + (1 + 2)
+    assert any(line.startswith("The last request of one id took **") for line in block)
+    # Four calls of one round more each: rounds 1 to 3 are each cleared once, whatever the
+    # client sends; a summary a call.
+    assert block[-1] == (
+        "Events recorded: 3 tool events and 4 summaries for the client that sends the "
+        "answers back, 3 and 4 for the one that sends its originals."
+    )
