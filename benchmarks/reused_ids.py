@@ -137,15 +137,8 @@ def _setup(folder: Path, database_url: str | None) -> Any:
 def _timed(client: Any, conversation_id: str, messages: list[dict[str, Any]]) -> float:
     """Seconds to the answer of one ``/clear``; fails unless every round but the last was
     cleared."""
-    body = {"config": CONFIG, "conversation_id": conversation_id, "messages": messages}
-    start = time.perf_counter()
-    response = client.post("/api/v1/clear", body, content_type="application/json")
-    seconds = time.perf_counter() - start
-    if response.status_code != 200:
-        raise RuntimeError(
-            f"{conversation_id}: answered {response.status_code}: {response.content[:300]!r}"
-        )
-    cleared = response.json()["events"][-1]["calls_cleared"]
+    seconds, answer = _post(client, conversation_id, messages)
+    cleared = answer["events"][-1]["calls_cleared"]
     expected = (len(messages) - 1) // 2 - 1
     if cleared != expected:
         raise RuntimeError(f"{conversation_id}: {cleared} calls cleared, not {expected}")

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import posixpath
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from django.core.files.storage import Storage
@@ -42,6 +42,7 @@ __all__ = [
     "Damage",
     "FileRef",
     "WorkspaceCheck",
+    "damage_lines",
     "find_damage",
     "listed_names",
     "offload_check",
@@ -86,6 +87,18 @@ class Damage:
             f"{self.size_found:,} bytes with SHA-256 {self.sha256_found}, recorded "
             f"{self.size_recorded:,} bytes with SHA-256 {self.sha256_recorded}"
         )
+
+
+def damage_lines(damaged: Mapping[str, Damage], shown: int) -> list[str]:
+    """How the commands list damaged objects: each (the first ``shown``) with what was
+    found and recorded, then the files that name it; the rest counted."""
+    lines = []
+    for name, damage in list(damaged.items())[:shown]:
+        lines.append(f"  {name}: {damage}")
+        lines.extend(f"    named by {file}" for file in damage.files)
+    if len(damaged) > shown:
+        lines.append(f"  ... and {len(damaged) - shown} more")
+    return lines
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from reduction_app.management.workspaces import add_workspace_option, workspaces_chosen
-from reduction_app.records.integrity import WorkspaceCheck, offload_check
+from reduction_app.records.integrity import WorkspaceCheck, damage_lines, offload_check
 
 SHOWN = 20
 """Names listed per kind of problem; the rest are counted."""
@@ -78,12 +78,8 @@ class Command(BaseCommand):
                 f"{slug}: {len(check.damaged)} damaged, their bytes not those their rows "
                 "recorded (offload_reclaim repairs each from a good copy where one exists):"
             )
-            for name, damage in list(check.damaged.items())[:SHOWN]:
-                self.stdout.write(f"  {name}: {damage}")
-                for file in damage.files:
-                    self.stdout.write(f"    named by {file}")
-            if len(check.damaged) > SHOWN:
-                self.stdout.write(f"  ... and {len(check.damaged) - SHOWN} more")
+            for line in damage_lines(check.damaged, SHOWN):
+                self.stdout.write(line)
         if check.missing:
             self._list(
                 f"{slug}: {len(check.missing)} named by rows, not stored:",

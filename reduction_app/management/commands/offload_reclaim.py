@@ -12,6 +12,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
 from reduction_app.management.workspaces import add_workspace_option, workspaces_chosen
+from reduction_app.records.integrity import damage_lines
 from reduction_app.records.reclaim import ReclaimReport, offload_reclaim
 
 SHOWN = 20
@@ -117,12 +118,8 @@ class Command(BaseCommand):
                 f"{slug}: {len(report.unrecoverable)} damaged stored objects have no good copy "
                 "(left as they are; reading their files answers an error):"
             )
-            for name, damage in list(report.unrecoverable.items())[:SHOWN]:
-                self.stdout.write(f"  {name}: {damage}")
-                for file in damage.files:
-                    self.stdout.write(f"    named by {file}")
-            if len(report.unrecoverable) > SHOWN:
-                self.stdout.write(f"  ... and {len(report.unrecoverable) - SHOWN} more")
+            for line in damage_lines(report.unrecoverable, SHOWN):
+                self.stdout.write(line)
 
     def _list(self, lines: list[str]) -> None:
         for line in lines[:SHOWN]:
