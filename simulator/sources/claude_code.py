@@ -11,10 +11,22 @@ conversation: after it the model is sent the summary, not what came before. Bran
 left by rewinding are read in file order, as one line of events.
 
 Claude Code writes one event per content block of a response, each with the same
-``message.id``: those are joined into one assistant message. Consecutive user events
-(parallel tool results, each on its own line) are joined into one user message, as the
-API requires. An assistant event's ``message.usage`` is the provider's count for that
-call: ``input_tokens + cache_creation_input_tokens + cache_read_input_tokens``.
+``message.id``: one ``message.id`` is one model call, read as one assistant message.
+Consecutive user events (parallel tool results, each on its own line) are joined into
+one user message, as the API requires. From Claude Code 2.1.29 on, the calls of a
+response with several ``tool_use`` blocks are written interleaved with their results (a
+``tool_use`` line, its ``tool_result`` line, the next ``tool_use`` line of the same
+``message.id``, ...); the model was sent one assistant message with every call, then one
+user message with every result, so the calls are joined into the one assistant message
+and the results, in the order of the calls, into the user message that follows it. An
+assistant event's ``message.usage`` is the provider's count for that call (kept once,
+whatever the number of lines): ``input_tokens + cache_creation_input_tokens +
+cache_read_input_tokens``.
+
+Claude Code also writes a few block fields that the API returned but that change nothing
+the model saw: those in :data:`LOG_ONLY_FIELDS`, with the one value that is harmless,
+are left out. Any other field, or another value of those, is refused by the Anthropic
+format's parser, naming the field.
 
 The log keeps neither the system prompt nor the tool schemas, so a replay counts less
 than the provider billed (by the same amount on every call).
@@ -28,9 +40,22 @@ from typing import Any
 from simulator.recording import ImportError_
 from simulator.sources import Converted, as_int
 
-__all__ = ["looks_like", "read"]
+__all__ = ["LOG_ONLY_FIELDS", "looks_like", "read"]
 
 _CONVERSATION_TYPES = ("user", "assistant")
+
+LOG_ONLY_FIELDS: Mapping[str, Mapping[str, Any]] = {
+    "tool_use": {"caller": {"type": "direct"}},
+}
+"""Content-block fields, per block type, that Claude Code logs and that are left out, each
+with the one value it is left out with (any other value is refused, naming the field).
+
+- ``tool_use.caller`` ``{"type": "direct"}`` (some logs of Claude Code 2.1.17 and later):
+  the API's note of who made the call, here the model itself rather than code it ran
+  (programmatic tool calling, whose ``caller`` names the code execution instead). A
+  direct call is what a ``tool_use`` block means without the field, so the call, its
+  result and the model's context are the same with it or without it.
+"""
 
 
 def looks_like(items: Sequence[Any]) -> bool:
@@ -80,20 +105,27 @@ def _conversation(
             continue  # Claude Code's own notices (API errors, interruptions): no model call
         blocks = _blocks(message.get("content"), where)
         message_id = message.get("id") if role == "assistant" else None
-        joins = messages and messages[-1]["role"] == role
+        joins = bool(messages) and messages[-1]["role"] == role
         if joins and role == "assistant" and ids[-1] != message_id:
             joins = False
         if joins:
-            messages[-1]["content"].extend(blocks)
+            target = len(messages) - 1
+        elif role == "assistant" and _interleaved(messages, ids, message_id):
+            # a further call of the response before these results (from Claude Code 2.1.29
+            # on, each call's result is written right after it): the model was sent the
+            # calls as one message, so join it to them; its result then joins the results
+            target = len(messages) - 2
         else:
             locations[len(messages)] = f":{line}: message"
-            messages.append({"role": role, "content": blocks})
+            messages.append({"role": role, "content": []})
             ids.append(message_id)
+            target = len(messages) - 1
+        messages[target]["content"].extend(blocks)
         if role == "assistant":
             model = str(message.get("model") or model)
             tokens = _prompt_tokens(message.get("usage"))
             if tokens is not None:
-                prompt_tokens[len(messages) - 1] = tokens
+                prompt_tokens[target] = tokens  # one call's usage, on each of its lines
     payload = {"messages": messages, "tools": []}
     return Converted(
         label=label,
@@ -114,12 +146,34 @@ def _in_conversation(event: Any) -> bool:
     )
 
 
+def _interleaved(
+    messages: Sequence[Mapping[str, Any]], ids: Sequence[str | None], message_id: Any
+) -> bool:
+    """Whether an assistant line of ``message_id`` continues the response before the last
+    message, that message holding only its results so far."""
+    if message_id is None or len(messages) < 2 or ids[-2] != message_id:
+        return False
+    last = messages[-1]
+    return last["role"] == "user" and all(
+        isinstance(b, Mapping) and b.get("type") == "tool_result" for b in last["content"]
+    )
+
+
 def _blocks(content: Any, where: str) -> list[Any]:
     if isinstance(content, str):
         return [{"type": "text", "text": content}]
     if isinstance(content, list):
-        return list(content)
+        return [_without_log_only_fields(block) for block in content]
     raise ImportError_(f"{where}: message.content: expected a string or a list of blocks")
+
+
+def _without_log_only_fields(block: Any) -> Any:
+    """``block`` less its :data:`LOG_ONLY_FIELDS` that hold their harmless value."""
+    if not isinstance(block, Mapping):
+        return block  # the parser names what is wrong with it
+    harmless = LOG_ONLY_FIELDS.get(str(block.get("type")), {})
+    drop = {k for k, v in harmless.items() if k in block and block[k] == v}
+    return {k: v for k, v in block.items() if k not in drop} if drop else block
 
 
 def _prompt_tokens(usage: Any) -> int | None:

@@ -6,12 +6,14 @@ from __future__ import annotations
 import itertools
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from reduction_app.engine import AgenticMessage
 from simulator.cli import main
 from simulator.importers import ImportError_, detect_format, load_conversations
+from simulator.sources import claude_code
 from simulator.sources.openhands import OBSERVATION_CUT_MARKER
 from simulator.transcript import model_calls
 from tests.conftest import CONVERSATIONS, needs_recordings
@@ -335,3 +337,115 @@ def test_errors_name_the_field_in_the_file_not_the_reshaped_one(tmp_path: Path) 
     with pytest.raises(ImportError_) as info:
         load_conversations(log)
     assert str(info.value) == "c.jsonl:2: message.content[0].type: unknown block type 'wizard'"
+
+
+def _claude_code_log(tmp_path: Path, lines: list[dict[str, Any]]) -> Path:
+    path = tmp_path / "c.jsonl"
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n", encoding="utf-8")
+    return path
+
+
+def test_claude_code_interleaved_parallel_calls_are_one_call(tmp_path: Path) -> None:
+    """From Claude Code 2.1.29 on, a response's parallel calls are written each followed by
+    its result; from 2.1.17 on, some logs give each call ``caller``. The model was sent
+    one assistant message with both calls, then one user message with both results."""
+    usage = {"input_tokens": 3, "cache_creation_input_tokens": 100, "cache_read_input_tokens": 7}
+    direct = {"caller": {"type": "direct"}}
+    read = {"type": "tool_use", "id": "toolu_1", "name": "Read", "input": {"file_path": "a"}}
+    grep = {"type": "tool_use", "id": "toolu_2", "name": "Grep", "input": {"pattern": "b"}}
+
+    def said(
+        message_id: str, block: dict[str, Any], tokens: dict[str, int] = usage
+    ) -> dict[str, Any]:
+        message = {
+            "id": message_id,
+            "role": "assistant",
+            "model": "claude-opus-4-6",
+            "usage": tokens,
+            "content": [block],
+        }
+        return {"sessionId": "s3", "type": "assistant", "message": message}
+
+    def result(call: str, text: str) -> dict[str, Any]:
+        block = {"type": "tool_result", "tool_use_id": call, "content": text}
+        return {"sessionId": "s3", "type": "user", "message": {"role": "user", "content": [block]}}
+
+    lines = [
+        {"sessionId": "s3", "type": "user", "message": {"role": "user", "content": "look"}},
+        said("msg_1", {"type": "text", "text": "Looking."}),
+        said("msg_1", {**read, **direct}),
+        {"type": "progress", "sessionId": "s3", "data": {"type": "hook_progress"}},
+        result("toolu_1", "A"),
+        said("msg_1", {**grep, **direct}),
+        result("toolu_2", "B"),
+        said("msg_2", {"type": "text", "text": "Done."}, {**usage, "input_tokens": 50}),
+    ]  # fmt: skip
+    path = _claude_code_log(tmp_path, lines)
+    [converted] = claude_code.read(lines, name="c.jsonl")
+    assert converted.payload["messages"] == [
+        {"role": "user", "content": [{"type": "text", "text": "look"}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "Looking."}, read, grep]},
+        {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_1", "content": "A"},
+            {"type": "tool_result", "tool_use_id": "toolu_2", "content": "B"}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "Done."}]},
+    ]  # fmt: skip
+    assert converted.prompt_tokens == {1: 110, 3: 157}
+    [conv] = load_conversations(path)
+    assert model_calls(conv.messages) == [1, 3]
+    assert conv.usage is not None and conv.usage.prompt_tokens == {1: 110, 3: 157}
+    assert [b.type for b in conv.messages[1].content_blocks] == [
+        "assistant_gen_text",
+        "function_tool_call",
+        "function_tool_call",
+    ]
+
+
+@pytest.mark.parametrize(
+    "field",
+    [
+        # a call made by code the model ran, not by the model: not what the log says
+        {"caller": {"type": "code_execution_20250825", "tool_id": "srvtoolu_1"}},
+        {"input_hint": "x"},
+    ],
+)
+def test_claude_code_fields_that_would_change_the_call_are_refused(
+    tmp_path: Path, field: dict[str, Any]
+) -> None:
+    call = {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {}, **field}
+    lines = [
+        {"sessionId": "s", "type": "user", "message": {"role": "user", "content": "hi"}},
+        {"sessionId": "s", "type": "assistant",
+         "message": {"id": "m", "role": "assistant", "content": [call]}},
+    ]  # fmt: skip
+    with pytest.raises(ImportError_) as info:
+        load_conversations(_claude_code_log(tmp_path, lines))
+    [name] = field
+    assert str(info.value) == f"c.jsonl:2: message.content[0]: unknown field {name!r}"
+
+
+@needs_recordings
+def test_every_shipped_claude_code_log_has_one_model_call_per_response() -> None:
+    """A model call per distinct ``message.id`` of the main thread's assistant events,
+    counted here from the raw lines (``<synthetic>`` events are Claude Code's own
+    notices, not calls); the long logs include interleaved calls and ``caller``."""
+    paths = sorted((CONVERSATIONS / "claude-code").glob("*.jsonl"))
+    paths += sorted((CONVERSATIONS / "claude-code-long").glob("*.jsonl"))
+    assert len(paths) == 28
+    expected: dict[str, int] = {}
+    read: dict[str, int] = {}
+    for path in paths:
+        ids: set[str] = set()
+        for line in path.read_text(encoding="utf-8").splitlines():
+            event = json.loads(line)
+            message = event.get("message")
+            if (
+                event.get("type") == "assistant"
+                and not event.get("isSidechain")
+                and message["model"] != "<synthetic>"
+            ):
+                ids.add(message["id"])
+        expected[path.name] = len(ids)
+        read[path.name] = sum(len(model_calls(c.messages)) for c in load_conversations(path))
+    assert read == expected
+    assert sum(read.values()) == 26 + 1510
