@@ -29,7 +29,15 @@ from simulator.corpus_sweep import CorpusSweep, corpus_configs, corpus_sweep
 from simulator.importers import FORMATS, ImportError_, RecordedConversation, load_files
 from simulator.parallel import default_workers
 from simulator.pricing import PRESETS, Pricing, engine_measure, pricing_for
-from simulator.recommend import BUDGET_CONFIG, DEFAULT_GRID, Recommendation, recommend
+from simulator.recommend import (
+    DEFAULT_BUDGET,
+    DEFAULT_FOLDS,
+    DEFAULT_GRID,
+    LIMIT_LABELS,
+    Budget,
+    Recommendation,
+    recommend,
+)
 from simulator.recordings_folder import RecordingsNotFound, require_recordings
 from simulator.results import REFERENCE_STRATEGY, ReplayResult
 
@@ -449,20 +457,65 @@ def _calibrate(args: argparse.Namespace, out: TextIO) -> None:
         out.write(render_strategy_table(checks))
 
 
+LIMIT_OPTIONS = {
+    "misses_per_100_calls": "--max-misses-per-100-calls",
+    "refetches_per_100_calls": "--max-refetches-per-100-calls",
+    "max_run_loss": "--max-run-loss",
+}
+
+
+def _harm(result: Recommendation, index: int) -> str:
+    m = result.measure(index)
+    return (
+        f"{m.misses_per_100_calls:.1f} misses and {m.refetches_per_100_calls:.1f} re-fetches "
+        f"per 100 calls, worst run {_signed(m.run_loss)} against no reduction, billed more "
+        f"on {m.runs_worse} of {len(result.runs)} runs"
+    )
+
+
+def _config_count(count: int) -> str:
+    return f"{count} config{'' if count == 1 else 's'}"
+
+
+def _signed(value: float) -> str:
+    return f"{100 * value:+.1f}%"
+
+
+def _budget_line(budget: Budget) -> str:
+    return (
+        f"budget: at most {budget.misses_per_100_calls:g} misses and "
+        f"{budget.refetches_per_100_calls:g} re-fetches per 100 calls, no run costing more "
+        f"than {100 * budget.max_run_loss:g}% above no reduction (with recovery)"
+    )
+
+
 def _recommend_table(result: Recommendation, out: TextIO) -> None:
     runs = len(result.runs)
     base = result.baseline
+    calls = sum(base.run_calls)
     out.write(
-        f"{runs} run{'' if runs == 1 else 's'} at {result.pricing} prices; no reduction: "
-        f"{_money(base.cost_usd)}\n"
+        f"{runs} run{'' if runs == 1 else 's'} ({calls:,} model calls) at {result.pricing} "
+        f"prices; no reduction: {_money(base.cost_usd)}\n"
     )
-    budget = result.budget
-    out.write(f"budget: at most {budget.misses} misses and {budget.refetches} re-fetches\n")
+    out.write(_budget_line(result.budget) + "\n")
     if result.best is None:
-        out.write(
-            "recommended: none: no config searched bills no run more than no reduction "
-            "within the budget\n"
-        )
+        if result.binding is None:
+            out.write("recommended: none: no config searched saves anything with recovery\n")
+        else:
+            out.write(
+                "recommended: none: no config searched within the budget saves anything with "
+                f"recovery; the limit that binds: {LIMIT_LABELS[result.binding]} "
+                f"({LIMIT_OPTIONS[result.binding]})\n"
+            )
+        if result.nearest:
+            out.write("nearest configs that save:\n")
+            for i in result.nearest:
+                t = result.configs[i]
+                over = ", ".join(result.measure(i).over(result.budget))
+                out.write(
+                    f"  {t.name}: saves {_share(t.saving(base, recovery=True))} with recovery; "
+                    f"{_harm(result, i)} (over: {over}): {json.dumps(t.config)}\n"
+                )
     else:
         best = result.configs[result.best]
         out.write(f"recommended: {best.name}\n")
@@ -472,24 +525,37 @@ def _recommend_table(result: Recommendation, out: TextIO) -> None:
             f"recovery {_money(best.cost_with_recovery_usd)} (saves "
             f"{_share(best.saving(base, recovery=True))})\n"
         )
+        out.write(f"  {_harm(result, result.best)}\n")
+    if result.expected is not None:
+        e = result.expected
         out.write(
-            f"  {best.misses} misses, {best.refetches} re-fetches, billed more than no "
-            f"reduction (with recovery) on {result.runs_worse(result.best)} of {runs} runs\n"
+            f"expected on runs it has not seen ({e.folds}-fold, picked on the other folds): "
+            f"saves {_share(e.saved_with_recovery)} with recovery (folds from "
+            f"{_share(e.low)} to {_share(e.high)}), {e.misses_per_100_calls:.1f} misses per "
+            f"100 calls, worst run {_signed(e.run_loss)}\n"
         )
+    if result.ceiling is not None:
+        ceiling = float(result.ceiling["saved"])
+        share = ""
+        if result.best is not None and ceiling > 0:
+            share = f"; the recommendation gets {_share(best.saving(base) / ceiling)} of it"
+        out.write(f"ceiling (a clairvoyant reduction, no miss): saves {_share(ceiling)}{share}\n")
     out.write(
-        "Pareto front (cost with recovery vs misses, configs billing no run more than no "
-        "reduction):\n"
+        "front (saved with recovery against misses per 100 calls, configs within the other "
+        "limits):\n"
     )
     for i in result.front:
         t = result.configs[i]
+        m = result.measure(i)
         out.write(
-            f"  {t.name}: {_money(t.cost_with_recovery_usd)} (saves "
-            f"{_share(t.saving(base, recovery=True))}), {t.misses} misses, {t.refetches} "
-            f"re-fetches: {json.dumps(t.config)}\n"
+            f"  {m.misses_per_100_calls:5.1f} misses/100 calls: saves "
+            f"{_share(m.saved)} ({_money(t.cost_with_recovery_usd)}), "
+            f"{m.refetches_per_100_calls:.1f} re-fetches/100, worst run {_signed(m.run_loss)}: "
+            f"{t.name}: {json.dumps(t.config)}\n"
         )
     rounds = len(result.rounds)
     out.write(
-        f"searched {len(result.configs)} configs in {rounds} round{'' if rounds == 1 else 's'} "
+        f"searched {_config_count(len(result.configs))} in {rounds} round{'' if rounds == 1 else 's'} "
         f"in {result.seconds:.1f} s\n"
     )
 
@@ -507,8 +573,12 @@ def _recommend(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         conversations,
         pricing=pricing,
         grid=grid,
-        budget_misses=args.budget_misses,
-        budget_refetches=args.budget_refetches,
+        budget=Budget(
+            misses_per_100_calls=args.max_misses_per_100_calls,
+            refetches_per_100_calls=args.max_refetches_per_100_calls,
+            max_run_loss=args.max_run_loss / 100,
+        ),
+        folds=args.folds,
         max_seconds=args.max_seconds,
         min_cacheable_prefix=args.min_cacheable_prefix,
         workers=args.workers,
@@ -521,7 +591,7 @@ def _recommend(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     else:
         _recommend_table(result, out)
         _notes(pricing, out)
-    err.write(f"searched {len(result.configs)} configs in {result.seconds:.1f} s\n")
+    err.write(f"searched {_config_count(len(result.configs))} in {result.seconds:.1f} s\n")
     return 1 if result.best is None else 0
 
 
@@ -546,6 +616,26 @@ def _at_least_zero(value: str) -> int:
         number = -1
     if number < 0:
         raise argparse.ArgumentTypeError(f"expected a whole number of at least 0, got {value!r}")
+    return number
+
+
+def _rate(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        number = -1.0
+    if not 0 <= number < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number of at least 0, got {value!r}")
+    return number
+
+
+def _at_least_two(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        number = 0
+    if number < 2:
+        raise argparse.ArgumentTypeError(f"expected a whole number of at least 2, got {value!r}")
     return number
 
 
@@ -670,9 +760,9 @@ def _parser() -> argparse.ArgumentParser:
         sub,
         "recommend",
         parents=[common],
-        help="search the knobs and strategies for the config that costs least with recovery "
-        "on a corpus, billing no run more than no reduction, within a budget of misses and "
-        "re-fetches",
+        help="search the knobs and strategies for the config that saves most with recovery on "
+        "a corpus within a budget of misses and re-fetches per 100 calls and of loss on any "
+        "one run, with its expected result on runs it has not seen",
     )
     rec.add_argument(
         "--grid",
@@ -682,16 +772,36 @@ def _parser() -> argparse.ArgumentParser:
         "(default: simulator/grids/recommend.json)",
     )
     rec.add_argument(
-        "--budget-misses",
-        type=_at_least_zero,
-        metavar="N",
-        help=f"most misses over the corpus (default: those of {json.dumps(BUDGET_CONFIG[1])})",
+        "--max-misses-per-100-calls",
+        type=_rate,
+        default=DEFAULT_BUDGET.misses_per_100_calls,
+        metavar="X",
+        help="most misses per 100 model calls over the corpus "
+        f"(default: {DEFAULT_BUDGET.misses_per_100_calls:g})",
     )
     rec.add_argument(
-        "--budget-refetches",
-        type=_at_least_zero,
-        metavar="N",
-        help="most re-fetches over the corpus (default: as --budget-misses)",
+        "--max-refetches-per-100-calls",
+        type=_rate,
+        default=DEFAULT_BUDGET.refetches_per_100_calls,
+        metavar="Y",
+        help="most re-fetches per 100 model calls over the corpus "
+        f"(default: {DEFAULT_BUDGET.refetches_per_100_calls:g})",
+    )
+    rec.add_argument(
+        "--max-run-loss",
+        type=_rate,
+        default=100 * DEFAULT_BUDGET.max_run_loss,
+        metavar="P",
+        help="the most any one run may cost above no reduction, with recovery, in percent of "
+        f"its cost (default: {100 * DEFAULT_BUDGET.max_run_loss:g})",
+    )
+    rec.add_argument(
+        "--folds",
+        type=_at_least_two,
+        default=DEFAULT_FOLDS,
+        metavar="K",
+        help="folds of the estimate on runs not seen: pick on K-1, measure on the one left "
+        f"out (default: {DEFAULT_FOLDS}, at most one per run)",
     )
     rec.add_argument(
         "--max-seconds",

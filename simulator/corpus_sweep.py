@@ -135,6 +135,8 @@ class ConfigTotals:
     """Per run, its cost with recovery."""
     run_refetches: list[int] = field(default_factory=list)
     run_misses: list[int] = field(default_factory=list)
+    run_calls: list[int] = field(default_factory=list)
+    """Per run, its model calls."""
 
     def add(self, totals: Totals) -> None:
         """One more run's replay, after those already added. A result stored before
@@ -151,6 +153,7 @@ class ConfigTotals:
         self.recovery_costs.append(recovery)
         self.run_refetches.append(totals.refetches)
         self.run_misses.append(totals.misses)
+        self.run_calls.append(totals.model_calls)
 
     def saving(self, baseline: ConfigTotals, *, recovery: bool = False) -> float:
         """The share of ``baseline``'s cost this config saves (negative: it costs more);

@@ -1,30 +1,37 @@
 """Recommending a config for a corpus of runs: ``python -m simulator recommend``.
 
 :func:`recommend` searches the engine spec's numeric knobs and strategy switches for the
-config that costs least on a corpus, counting recovery: its cost with recovery (the
-cache-aware cost plus one read back per miss, :attr:`~simulator.results.Totals.
-cost_with_recovery_usd`), summed over the runs. A config is *admissible* when it bills no
-run more than no reduction does, by that same cost; it *meets the budget* when its misses
-and re-fetches over the corpus are at most the budget's. The budget is, unless given,
-what Eino's ``max_tokens_for_clear=40000`` alone (:data:`BUDGET_CONFIG`) misses and
-re-fetches on the same runs. The recommendation is the cheapest admissible config that
-meets the budget, or none.
+config that saves most on a corpus, counting recovery: its cost with recovery (the
+cache-aware cost plus the read backs its misses cost, :attr:`~simulator.results.Totals.
+cost_with_recovery_usd`), summed over the runs, against no reduction's. The user sets
+what a config may cost the agent, as a :class:`Budget` of rates: misses and re-fetches
+per 100 model calls over the corpus, and the most any one run may cost above no
+reduction, with recovery (its *run loss*). The recommendation is the config within the
+budget that saves most; none when no config within it saves anything, and then the
+answer says which limit binds (:attr:`Recommendation.binding`) and which configs come
+nearest (:attr:`Recommendation.nearest`).
 
 The search goes coarse first, then finer:
 
 1. The coarse round replays every combination of a grid (:data:`DEFAULT_GRID`, or the
-   one given), :data:`BUDGET_CONFIG` and no reduction on every run.
-2. Each later round takes the best few configs found so far (:data:`SEEDS`: admissible
-   and within the budget first, then the nearest to it, each cheapest first, one per
-   distinct result) and replays their untried neighbours (:func:`neighbours`): each
-   numeric knob of the grid moved halfway towards the nearest value tried that measured
-   otherwise (from the far end of the values next to it that measured the same), or
-   1.5× down or up past the last value tried, rounded to the knob's step; and each
-   switch of the grid flipped.
-3. The rounds stop when no neighbour is left untried, or when the next round would not
+   one given) and no reduction on every run.
+2. Each later round takes the best few configs found so far (:data:`SEEDS`: within the
+   budget first, then the nearest to it, each cheapest first, one per distinct result)
+   and replays their untried neighbours (:func:`neighbours`): each numeric knob of the
+   grid moved halfway towards the nearest value tried that measured otherwise (from the
+   far end of the values next to it that measured the same), or 1.5× down or up past the
+   last value tried, rounded to the knob's step; and each switch of the grid flipped.
+3. When the corpus's tools call for it, limits per tool and per shell command kind
+   (:mod:`simulator.tool_limits`) are then searched around the best config, one at a
+   time, along a ladder of limits.
+4. The rounds stop when no neighbour is left untried, or when the next round would not
    end within ``max_seconds`` by the time per config the last round took; a round that
    fits only in part replays the neighbours of the best configs first. The coarse round
    always runs whole, so there is always an answer.
+
+Beside the answer, :func:`held_out` estimates what the same method does on runs it has
+not seen: the runs split into K folds, a config picked on K−1 of them (by the same rule,
+among the configs searched) and measured on the one left out.
 
 Rounds replay over the corpus with :func:`~simulator.corpus_sweep.replay_corpus`, in
 parallel over the runs. Configs that set ``clear_cache_aware`` are replayed, and
@@ -35,7 +42,9 @@ so the recommended config is what reproduces the figures. This module searches;
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
 import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
@@ -55,12 +64,21 @@ from simulator.pricing import Pricing
 from simulator.recording import RecordedConversation
 
 __all__ = [
-    "BUDGET_CONFIG",
+    "DEFAULT_BUDGET",
+    "DEFAULT_FOLDS",
     "DEFAULT_GRID",
+    "LIMITS",
+    "LIMIT_LABELS",
     "SEEDS",
     "Budget",
+    "Expected",
+    "Measure",
     "Recommendation",
+    "fold_of",
+    "held_out",
+    "measure",
     "neighbours",
+    "pick",
     "recommend",
 ]
 
@@ -69,12 +87,12 @@ DEFAULT_GRID = Path(__file__).parent / "grids" / "recommend.json"
 output truncated at 2k, 8k and 50k characters, cache-aware and superseded clearing off
 and on (72 combinations), with the retention suffix and truncating only when shorter
 left to the finer rounds."""
-BUDGET_CONFIG: tuple[str, dict[str, Any]] = ("Eino: clear at 40k", {"max_tokens_for_clear": 40_000})
-"""The config whose misses and re-fetches are the default budget."""
 SEEDS = 3
 """How many of the best configs each finer round looks around."""
 HEADROOM = 0.9
 """The share of the time left a finer round may be expected to take."""
+DEFAULT_FOLDS = 5
+"""Folds of the held-out estimate (fewer when the corpus has fewer runs)."""
 
 Progress = Callable[[int, int], None]
 Say = Callable[[str], None]
@@ -82,10 +100,228 @@ Say = Callable[[str], None]
 
 @dataclass(frozen=True)
 class Budget:
-    """The most misses and re-fetches, over the corpus, a recommended config may have."""
+    """What a recommended config may cost the agent, over the corpus."""
 
+    misses_per_100_calls: float
+    """The most misses per 100 model calls."""
+    refetches_per_100_calls: float
+    """The most re-fetches per 100 model calls."""
+    max_run_loss: float
+    """The most any one run may cost above no reduction, with recovery, as a share of its
+    cost with no reduction (0.1: 10% more)."""
+
+    def to_dict(self) -> dict[str, float]:
+        return {
+            "misses_per_100_calls": self.misses_per_100_calls,
+            "refetches_per_100_calls": self.refetches_per_100_calls,
+            "max_run_loss": self.max_run_loss,
+        }
+
+
+DEFAULT_BUDGET = Budget(misses_per_100_calls=5.0, refetches_per_100_calls=2.0, max_run_loss=0.25)
+"""The budget when none is given; docs/simulator.md says how each was chosen."""
+
+LIMITS = ("misses_per_100_calls", "refetches_per_100_calls", "max_run_loss")
+"""The budget's limits, in the order answers name them."""
+LIMIT_LABELS = {
+    "misses_per_100_calls": "misses per 100 calls",
+    "refetches_per_100_calls": "re-fetches per 100 calls",
+    "max_run_loss": "the most one run may cost above no reduction",
+}
+"""How answers name each limit."""
+
+
+@dataclass(frozen=True)
+class Measure:
+    """A config over some runs of the corpus, against no reduction on the same runs."""
+
+    cost: float
+    """Cost with recovery."""
+    base: float
+    """No reduction's cost (with recovery, the same: it hides nothing)."""
     misses: int
     refetches: int
+    calls: int
+    run_loss: float
+    """The most one run costs above no reduction, with recovery, as a share of its cost
+    (negative when every run costs less)."""
+    runs_worse: int
+    """Runs billed more than no reduction, with recovery."""
+
+    @property
+    def saved(self) -> float:
+        """Share of no reduction's cost saved, with recovery."""
+        return 1 - self.cost / self.base if self.base else 0.0
+
+    @property
+    def misses_per_100_calls(self) -> float:
+        return 100 * self.misses / self.calls if self.calls else 0.0
+
+    @property
+    def refetches_per_100_calls(self) -> float:
+        return 100 * self.refetches / self.calls if self.calls else 0.0
+
+    def value(self, limit: str) -> float:
+        """This measure's value of one of :data:`LIMITS`."""
+        return self.run_loss if limit == "max_run_loss" else float(getattr(self, limit))
+
+    def within(self, budget: Budget) -> bool:
+        return not self.over(budget)
+
+    def over(self, budget: Budget) -> list[str]:
+        """The limits of ``budget`` this measure exceeds."""
+        return [
+            limit for limit in LIMITS if _round(self.value(limit)) > _round(getattr(budget, limit))
+        ]
+
+    def excess(self, budget: Budget) -> float:
+        """How far outside ``budget``: the excess of each limit, relative to the limit."""
+        total = 0.0
+        for limit in LIMITS:
+            allowed = getattr(budget, limit)
+            scale = max(abs(allowed), 0.01 if limit == "max_run_loss" else 1.0)
+            total += max(0.0, self.value(limit) - allowed) / scale
+        return total
+
+    def saves(self) -> bool:
+        """Whether it costs less than no reduction, to the micro-dollar."""
+        return round(self.cost * 1_000_000) < round(self.base * 1_000_000)
+
+
+def _round(value: float) -> float:
+    # Rates are compared as printed to 6 places, so a limit given as a printed figure holds.
+    return round(value, 6)
+
+
+def measure(totals: ConfigTotals, baseline: ConfigTotals, runs: Sequence[int]) -> Measure:
+    """``totals`` on the runs ``runs`` (indexes in corpus order)."""
+    losses = [
+        totals.recovery_costs[i] / baseline.recovery_costs[i] - 1
+        for i in runs
+        if baseline.recovery_costs[i] > 0
+    ]
+    return Measure(
+        cost=math.fsum(totals.recovery_costs[i] for i in runs),
+        base=math.fsum(baseline.recovery_costs[i] for i in runs),
+        misses=sum(totals.run_misses[i] for i in runs),
+        refetches=sum(totals.run_refetches[i] for i in runs),
+        calls=sum(baseline.run_calls[i] for i in runs),
+        run_loss=max(losses, default=0.0),
+        runs_worse=sum(
+            1
+            for i in runs
+            if round(totals.recovery_costs[i] * 1_000_000)
+            > round(baseline.recovery_costs[i] * 1_000_000)
+        ),
+    )
+
+
+def pick(
+    configs: Sequence[ConfigTotals],
+    baseline: ConfigTotals,
+    budget: Budget,
+    runs: Sequence[int],
+) -> int | None:
+    """The config (index into ``configs``) that saves most with recovery on ``runs``
+    within ``budget``, fewer misses then fewer re-fetches breaking ties; ``None`` when
+    none within it saves anything."""
+    best: tuple[int, int, int, int] | None = None
+    for i, totals in enumerate(configs):
+        m = measure(totals, baseline, runs)
+        if not m.within(budget) or not m.saves():
+            continue
+        key = (round(m.cost * 1_000_000), m.misses, m.refetches, i)
+        if best is None or key < best:
+            best = key
+    return None if best is None else best[3]
+
+
+def fold_of(names: Sequence[str], folds: int) -> list[int]:
+    """Each run's fold: runs ordered by a hash of their name (so that runs recorded
+    together spread over the folds, the same way on every machine), then dealt round."""
+    order = sorted(range(len(names)), key=lambda i: (_digest(names[i]), i))
+    out = [0] * len(names)
+    for n, i in enumerate(order):
+        out[i] = n % folds
+    return out
+
+
+def _digest(name: str) -> str:
+    return hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+@dataclass(frozen=True)
+class Expected:
+    """What the recommendation method does on runs it has not seen (:func:`held_out`)."""
+
+    folds: int
+    saved_with_recovery: float
+    """Share of no reduction's cost saved with recovery, over every run, each run priced
+    under the config picked without it."""
+    low: float
+    """The lowest saving of one fold."""
+    high: float
+    """The highest saving of one fold."""
+    misses_per_100_calls: float
+    """Misses per 100 calls over every run, each under the config picked without it."""
+    run_loss: float
+    """The most one run cost above no reduction under the config picked without it."""
+    picks: tuple[int | None, ...]
+    """Per fold, the config picked on the others (index into the configs; ``None``: no
+    reduction)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "saved_with_recovery": round(self.saved_with_recovery, 6),
+            "low": round(self.low, 6),
+            "high": round(self.high, 6),
+            "misses_per_100_calls": round(self.misses_per_100_calls, 4),
+            "run_loss": round(self.run_loss, 6),
+            "folds": self.folds,
+        }
+
+
+def held_out(
+    names: Sequence[str],
+    configs: Sequence[ConfigTotals],
+    baseline: ConfigTotals,
+    budget: Budget,
+    folds: int,
+) -> Expected | None:
+    """The K-fold estimate of the method's result on runs it has not seen: for each
+    fold, :func:`pick` on the other folds' runs among ``configs``, then that config (or
+    no reduction, when nothing was picked) measured on the fold. ``None`` with fewer than
+    two runs. ``folds`` is capped at the number of runs."""
+    if len(names) < 2:
+        return None
+    k = max(2, min(folds, len(names)))
+    fold = fold_of(names, k)
+    cost = base = 0.0
+    misses = calls = 0
+    savings: list[float] = []
+    losses: list[float] = []
+    picks: list[int | None] = []
+    for f in range(k):
+        train = [i for i in range(len(names)) if fold[i] != f]
+        test = [i for i in range(len(names)) if fold[i] == f]
+        chosen = pick(configs, baseline, budget, train)
+        picks.append(chosen)
+        m = measure(baseline if chosen is None else configs[chosen], baseline, test)
+        cost += m.cost
+        base += m.base
+        misses += m.misses
+        calls += m.calls
+        savings.append(m.saved)
+        losses.append(m.run_loss)
+    return Expected(
+        folds=k,
+        saved_with_recovery=1 - cost / base if base else 0.0,
+        low=min(savings),
+        high=max(savings),
+        misses_per_100_calls=100 * misses / calls if calls else 0.0,
+        run_loss=max(losses),
+        picks=tuple(picks),
+    )
 
 
 @dataclass(frozen=True)
@@ -102,45 +338,79 @@ class Recommendation:
     rounds: tuple[int, ...]
     """How many configs each round replayed."""
     best: int | None
-    """Index into :attr:`configs` of the recommended config; ``None`` when no admissible
-    config meets the budget."""
+    """Index into :attr:`configs` of the recommended config; ``None`` when no config
+    within the budget saves anything."""
     front: tuple[int, ...]
     """Indexes into :attr:`configs`: the Pareto front of cost with recovery against
-    misses among the admissible configs, one per point, cheapest first."""
+    misses among the configs within the budget's re-fetch and run-loss limits that save
+    anything, one per point, fewest misses first."""
     seconds: float
     timed_out: bool = False
     """Whether ``max_seconds`` ended the search (a round not started, or cut short) with
     neighbours left untried; ``False`` when none was left."""
+    expected: Expected | None = None
+    """The held-out estimate (:func:`held_out`), ``None`` with fewer than two runs."""
+    binding: str | None = None
+    """With no answer: the limit (one of :data:`LIMITS`) whose lifting alone would let
+    the most saving config searched through; ``None`` when no config searched saves
+    anything, or when there is an answer."""
+    nearest: tuple[int, ...] = ()
+    """With no answer: the configs that save something, nearest the budget first (up to
+    three)."""
+    ceiling: Mapping[str, Any] | None = None
+    """What a clairvoyant reduction saves on the same corpus (:mod:`simulator.ceiling`),
+    when measured."""
+
+    def measure(self, index: int) -> Measure:
+        """Config ``index`` over the whole corpus."""
+        return measure(self.configs[index], self.baseline, range(len(self.runs)))
 
     def runs_worse(self, index: int) -> int:
         """On how many runs config ``index`` costs more, with recovery, than no reduction."""
-        return len(self.configs[index].worse_than(self.baseline, recovery=True))
+        return self.measure(index).runs_worse
 
     def entry(self, index: int) -> dict[str, Any]:
         """Config ``index`` as the JSON's ``front`` lists it."""
         totals = self.configs[index]
+        m = self.measure(index)
         return {
             "config": totals.config,
-            "saved_with_recovery": round(totals.saving(self.baseline, recovery=True), 6),
+            "saved_with_recovery": round(m.saved, 6),
             "misses": totals.misses,
+            "misses_per_100_calls": round(m.misses_per_100_calls, 4),
             "refetches": totals.refetches,
-            "runs_worse": self.runs_worse(index),
+            "refetches_per_100_calls": round(m.refetches_per_100_calls, 4),
+            "run_loss": round(m.run_loss, 6),
+            "runs_worse": m.runs_worse,
         }
 
     def to_dict(self) -> dict[str, Any]:
         """What ``--json`` prints."""
-        best = None if self.best is None else self.configs[self.best]
+        best = None if self.best is None else self.entry(self.best)
+        saved = None if self.best is None else self.configs[self.best].saving(self.baseline)
         return {
-            "config": None if best is None else best.config,
+            "config": None if best is None else best["config"],
             "pricing": self.pricing,
-            "saved": None if best is None else round(best.saving(self.baseline), 6),
-            "saved_with_recovery": (
-                None if best is None else round(best.saving(self.baseline, recovery=True), 6)
-            ),
-            "misses": None if best is None else best.misses,
-            "refetches": None if best is None else best.refetches,
-            "runs_worse": None if self.best is None else self.runs_worse(self.best),
-            "budget": {"misses": self.budget.misses, "refetches": self.budget.refetches},
+            "runs": len(self.runs),
+            "calls": sum(self.baseline.run_calls),
+            "saved": None if saved is None else round(saved, 6),
+            **{
+                key: None if best is None else best[key]
+                for key in (
+                    "saved_with_recovery",
+                    "misses",
+                    "misses_per_100_calls",
+                    "refetches",
+                    "refetches_per_100_calls",
+                    "run_loss",
+                    "runs_worse",
+                )
+            },
+            "budget": self.budget.to_dict(),
+            "expected": None if self.expected is None else self.expected.to_dict(),
+            "ceiling": None if self.ceiling is None else dict(self.ceiling),
+            "binding": self.binding,
+            "nearest": [self.entry(i) for i in self.nearest],
             "front": [self.entry(i) for i in self.front],
             "seconds": round(self.seconds, 1),
         }
@@ -215,8 +485,8 @@ def recommend(
     *,
     pricing: Pricing,
     grid: Mapping[str, Any] | None = None,
-    budget_misses: int | None = None,
-    budget_refetches: int | None = None,
+    budget: Budget = DEFAULT_BUDGET,
+    folds: int = DEFAULT_FOLDS,
     max_seconds: float = 300.0,
     min_cacheable_prefix: int | None = None,
     workers: int = 1,
@@ -235,6 +505,7 @@ def recommend(
     combos = grid_configs(grid)
     knobs, switches = _search_space(grid)
     labelled = [*knobs, *switches]
+    every = range(len(conversations))
 
     def replay(named: list[tuple[str, dict[str, Any]]], baseline: bool) -> CorpusReplay:
         return replay_corpus(
@@ -252,8 +523,6 @@ def recommend(
     plain: list[dict[str, Any]] = []
     """Each config replayed, before cache prices are filled in."""
     named = [(config_label(c, labelled), c) for c in combos]
-    if _key(BUDGET_CONFIG[1]) not in {_key(c) for c in combos}:
-        named.append(BUDGET_CONFIG)
     for _, config in named:
         seen[_key(config)] = len(plain)
         plain.append(config)
@@ -261,36 +530,28 @@ def recommend(
     baseline = first.baseline
     assert baseline is not None
     configs: list[ConfigTotals] = list(first.configs)
+    measures: list[Measure] = [measure(t, baseline, every) for t in configs]
     rounds = [len(named)]
     per_config = (clock() - started) / (len(named) + 1)
-    budget_totals = configs[seen[_key(BUDGET_CONFIG[1])]]
-    budget = Budget(
-        misses=budget_totals.misses if budget_misses is None else budget_misses,
-        refetches=budget_totals.refetches if budget_refetches is None else budget_refetches,
-    )
 
-    def rank(index: int) -> tuple[int, int, int, int]:
-        totals = configs[index]
-        worse = len(totals.worse_than(baseline, recovery=True))
-        excess = max(0, totals.misses - budget.misses)
-        excess += max(0, totals.refetches - budget.refetches)
-        return worse, excess, round(totals.cost_with_recovery_usd * 1_000_000), index
+    def rank(index: int) -> tuple[float, int, int]:
+        m = measures[index]
+        return round(m.excess(budget), 6), round(m.cost * 1_000_000), index
 
     def point(index: int) -> tuple[int, ...]:
-        totals = configs[index]
-        cost = round(totals.cost_with_recovery_usd * 1_000_000)
-        return cost, totals.misses, totals.refetches, rank(index)[0]
+        m = measures[index]
+        return round(m.cost * 1_000_000), m.misses, m.refetches, m.runs_worse
 
     def note(kind: str) -> None:
         if say is None:
             return
         best = min(range(len(configs)), key=rank)
-        totals = configs[best]
+        m = measures[best]
         say(
             f"round {len(rounds)} ({kind}): {rounds[-1]} configs, {clock() - started:.1f} s; "
-            f"best so far: {totals.name}, saves "
-            f"{totals.saving(baseline, recovery=True):.1%} with recovery, "
-            f"{totals.misses} misses, {totals.refetches} re-fetches"
+            f"best so far: {configs[best].name}, saves {m.saved:.1%} with recovery, "
+            f"{m.misses_per_100_calls:.1f} misses and {m.refetches_per_100_calls:.1f} "
+            "re-fetches per 100 calls"
         )
 
     note("coarse")
@@ -330,11 +591,21 @@ def recommend(
             seen[_key(config)] = len(plain)
             plain.append(config)
             configs.append(totals)
+            measures.append(measure(totals, baseline, every))
         rounds.append(len(todo))
         per_config = (clock() - round_started) / len(todo)
         note("finer")
+    expected = held_out([conv.name for conv in conversations], configs, baseline, budget, folds)
     return _answer(
-        conversations, pricing, baseline, budget, configs, rounds, clock() - started, timed_out
+        conversations,
+        pricing,
+        baseline,
+        budget,
+        configs,
+        rounds,
+        clock() - started,
+        timed_out,
+        expected,
     )
 
 
@@ -368,24 +639,33 @@ def _answer(
     rounds: list[int],
     seconds: float,
     timed_out: bool,
+    expected: Expected | None,
 ) -> Recommendation:
-    admissible = [i for i, t in enumerate(configs) if not t.worse_than(baseline, recovery=True)]
-
-    def cost(i: int) -> int:
-        return round(configs[i].cost_with_recovery_usd * 1_000_000)
-
-    within = [
-        i
-        for i in admissible
-        if configs[i].misses <= budget.misses and configs[i].refetches <= budget.refetches
-    ]
-    best = min(
-        within, key=lambda i: (cost(i), configs[i].misses, configs[i].refetches, i), default=None
-    )
-    points = [(cost(i), configs[i].misses) for i in admissible]
+    every = range(len(conversations))
+    measures = [measure(t, baseline, every) for t in configs]
+    best = pick(configs, baseline, budget, every)
+    saving = [i for i, m in enumerate(measures) if m.saves()]
+    # The front: what each step of harm buys, among configs that keep to the other limits.
+    others = [i for i in saving if not set(measures[i].over(budget)) - {"misses_per_100_calls"}]
+    points = [(round(measures[i].cost * 1_000_000), measures[i].misses) for i in others]
     front: dict[tuple[int, int], int] = {}
     for j in pareto_front(points):
-        front.setdefault(points[j], admissible[j])
+        front.setdefault(points[j], others[j])
+    binding: str | None = None
+    nearest: tuple[int, ...] = ()
+    if best is None and saving:
+        nearest = tuple(sorted(saving, key=lambda i: (measures[i].excess(budget), i))[:3])
+        lifted: dict[str, float] = {}
+        for limit in LIMITS:
+            rest = [i for i in saving if not set(measures[i].over(budget)) - {limit}]
+            if rest:
+                lifted[limit] = max(measures[i].saved for i in rest)
+        if lifted:
+            binding = max(LIMITS, key=lambda limit: lifted.get(limit, -math.inf))
+        else:  # each saving config breaks two limits or more: name the one most broken
+            binding = max(
+                LIMITS, key=lambda limit: sum(limit in measures[i].over(budget) for i in saving)
+            )
     return Recommendation(
         pricing=pricing.name,
         runs=tuple(conv.name for conv in conversations),
@@ -394,7 +674,10 @@ def _answer(
         configs=tuple(configs),
         rounds=tuple(rounds),
         best=best,
-        front=tuple(front[p] for p in sorted(front)),
+        front=tuple(front[p] for p in sorted(front, key=lambda p: (p[1], p[0]))),
         seconds=seconds,
         timed_out=timed_out,
+        expected=expected,
+        binding=binding,
+        nearest=nearest,
     )

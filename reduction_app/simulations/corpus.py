@@ -22,7 +22,7 @@ from reduction_app.simulations.services import SimulationInputError
 from simulator.compare import GRID_KNOBS, grid_configs
 from simulator.corpus_sweep import corpus_sweep
 from simulator.pricing import PRESETS, pricing_for
-from simulator.recommend import recommend
+from simulator.recommend import DEFAULT_BUDGET, Budget, recommend
 
 __all__ = [
     "DEFAULT_MAX_SECONDS",
@@ -79,6 +79,7 @@ def corpus_simulation_create(
     grid: Mapping[str, Any] | None,
     pricing: str = "gpt-4o",
     max_seconds: int = DEFAULT_MAX_SECONDS,
+    budget: Budget = DEFAULT_BUDGET,
 ) -> Simulation:
     """Validate and record a sweep (``kind="sweep"``, a grid needed) or a recommendation
     (``"recommend"``, the simulator's coarse grid when ``grid`` is ``None``) over
@@ -109,6 +110,10 @@ def corpus_simulation_create(
                 "max_seconds", f"must be between 5 and {MAX_SECONDS}, got {max_seconds}"
             )
         options["max_seconds"] = max_seconds
+        for limit, value in budget.to_dict().items():
+            if not 0 <= value < float("inf"):
+                raise SimulationInputError(limit, f"must be a number of at least 0, got {value}")
+        options["budget"] = budget.to_dict()
         total = _check_grid(grid, len(conversations)) * len(conversations) if grid else 0
     for conversation in conversations:
         try:
@@ -143,6 +148,7 @@ def corpus_run(simulation: Simulation, report: Callable[[int, int], None]) -> di
             pricing=pricing,
             grid=simulation.grid,
             max_seconds=float(options.get("max_seconds", DEFAULT_MAX_SECONDS)),
+            budget=Budget(**options.get("budget", DEFAULT_BUDGET.to_dict())),
             min_cacheable_prefix=prefix,
             workers=1,
             progress=report,

@@ -15,7 +15,16 @@ from reduction_app.engine.formats import messages_to_openai, tools_to_openai
 from simulator.cli import main
 from simulator.importers import RecordedConversation, load_files
 from simulator.pricing import with_cache_prices
-from simulator.recommend import BUDGET_CONFIG, DEFAULT_GRID, neighbours, recommend
+from simulator.recommend import (
+    DEFAULT_BUDGET,
+    DEFAULT_GRID,
+    Budget,
+    fold_of,
+    measure,
+    neighbours,
+    pick,
+    recommend,
+)
 from simulator.replay import replay
 from tests.conftest import CONVERSATIONS, REPO, needs_recordings
 from tests.simulator.cases import ENGINE, TOOLS, call, result
@@ -49,14 +58,18 @@ def config_of(result: Any) -> dict[str, Any] | None:
     return None if result.best is None else result.configs[result.best].config
 
 
+STRICT = Budget(misses_per_100_calls=0, refetches_per_100_calls=0, max_run_loss=0)
+"""No miss, no re-fetch, no run billed more."""
+
+
 def test_recommend_budget_excludes_a_config_that_hides_what_the_agent_uses() -> None:
-    """Truncating at 1,000 cuts both outputs: cheaper, but the needle is hidden (a miss).
-    Within the default budget (none) the search keeps the needle whole: the best it can
-    do is to cut the bulk only, at a limit from 4,000 (the needle's length: kept whole) to
-    under 8,000 characters. Allowed a miss, it cuts both."""
+    """Truncating at 1,000 cuts both outputs: cheaper, but the needle is hidden (one miss
+    in 13 calls: 7.7 per 100). Within a budget of no misses the search keeps the needle
+    whole: the best it can do is to cut the bulk only, at a limit from 4,000 (the
+    needle's length: kept whole) to under 8,000 characters. Allowed 8 misses per 100
+    calls, it cuts both."""
     corpus = [conversation("run", [NEEDLE, BULK])]
-    strict = search(corpus, TRUNC_GRID)
-    assert strict.budget.misses == strict.budget.refetches == 0
+    strict = search(corpus, TRUNC_GRID, budget=STRICT)
     best = strict.configs[strict.best]
     assert best.misses == 0
     assert 4000 <= best.config["max_length_for_trunc"] < 8000
@@ -64,10 +77,14 @@ def test_recommend_budget_excludes_a_config_that_hides_what_the_agent_uses() -> 
         t for t in strict.configs if t.config == {**TRUNC_GRID, "max_length_for_trunc": 1000}
     )
     assert cut.misses == 1
-    loose = search(corpus, TRUNC_GRID, budget_misses=1)
+    assert strict.measure(strict.configs.index(cut)).misses_per_100_calls == pytest.approx(100 / 13)
+    loose = search(corpus, TRUNC_GRID, budget=Budget(8, 0, 0))
     assert loose.configs[loose.best].misses == 1
     assert loose.configs[loose.best].config["max_length_for_trunc"] < 4000
     assert loose.configs[loose.best].cost_with_recovery_usd < best.cost_with_recovery_usd
+    # 7.7 is over a limit of 7.6: the same answer as no misses at all.
+    tight = search(corpus, TRUNC_GRID, budget=Budget(7.6, 0, 0))
+    assert tight.configs[tight.best].misses == 0
 
 
 def test_recommend_finds_a_better_point_between_grid_values() -> None:
@@ -75,70 +92,130 @@ def test_recommend_finds_a_better_point_between_grid_values() -> None:
     halfway from the end of 50,000's stretch of equal results towards 1,000 (25,500,
     13,200 rounded to the knob's step, then 7,100) and find the bulk cut, then keep
     halving towards the needle's 4,000."""
-    result = search([conversation("run", [NEEDLE, BULK])], TRUNC_GRID)
-    assert result.rounds[0] == 3  # two combinations and the budget config
+    result = search([conversation("run", [NEEDLE, BULK])], TRUNC_GRID, budget=STRICT)
+    assert result.rounds[0] == 2  # the two combinations
     assert len(result.rounds) > 3
     limits = [t.config.get("max_length_for_trunc") for t in result.configs if t.config]
-    assert limits[3:6] == [25500, 75000, 700]
-    assert limits[6] == 13200  # 13,250 rounds to even hundreds
+    assert limits[2:5] == [25500, 75000, 700]
+    assert limits[5] == 13200  # 13,250 rounds to even hundreds
     assert 7100 in limits
     assert not result.timed_out  # it ran out of neighbours within the default 300 s
     best = result.configs[result.best]
     assert best.saving(result.baseline, recovery=True) > 0
 
 
-def test_recommend_excludes_a_config_billing_a_run_more() -> None:
+def test_recommend_caps_what_one_run_may_cost_more() -> None:
     """At 1,000 characters the second run's 1,050-character output becomes a longer
     notice (previews of 500 and 500 plus its lines): that run is billed more, though the
-    first run's bulk makes the corpus cheaper. Only when shorter, the same limit bills
-    no run more."""
-    corpus = [conversation("big", [BULK]), conversation("small", ["= " * 525])]
-    grid = {**TRUNC_GRID, "trunc_only_when_shorter": [False, True]}
-    result = search(corpus, grid, max_seconds=0)
-    assert result.rounds == (5,)
-    by_config = {json.dumps(t.config, sort_keys=True): i for i, t in enumerate(result.configs)}
-    plain = by_config[json.dumps({**TRUNC_GRID, "max_length_for_trunc": 1000,
-                                  "trunc_only_when_shorter": False}, sort_keys=True)]  # fmt: skip
+    first run's bulk, cut 100 characters shorter than at 1,100, makes the corpus
+    cheaper. With no loss allowed on any run, 1,100 is recommended; allowed the loss
+    1,000 has on that run, 1,000 is (it saves more), and the front shows both."""
+    corpus = [conversation("big", [BULK]), conversation("small", ["= " * 525], later=1)]
+    grid = {**TRUNC_GRID, "max_length_for_trunc": [1000, 1100]}
+    result = search(corpus, grid, max_seconds=0, budget=STRICT)
+    assert result.rounds == (2,)
+    plain, longer = 0, 1
+    assert result.configs[plain].config == {**grid, "max_length_for_trunc": 1000}
     assert result.configs[plain].worse_than(result.baseline, recovery=True) == [1]
-    assert result.configs[plain].saving(result.baseline, recovery=True) > 0
     assert result.runs_worse(plain) == 1
+    loss = result.measure(plain).run_loss
+    assert 0 < loss < 0.25
+    assert result.measure(plain).saved > result.measure(longer).saved > 0
     assert plain not in result.front
-    assert config_of(result) == {
-        **TRUNC_GRID,
-        "max_length_for_trunc": 1000,
-        "trunc_only_when_shorter": True,
-    }
+    assert result.best == longer
+    allowed = search(corpus, grid, max_seconds=0, budget=Budget(0, 0, loss))
+    assert allowed.best == plain
+    assert allowed.to_dict()["runs_worse"] == 1
+    assert allowed.to_dict()["run_loss"] == round(loss, 6)
+    assert allowed.front == (plain,)  # fewer misses would not buy anything here
+    below = search(corpus, grid, max_seconds=0, budget=Budget(0, 0, loss * 0.99))
+    assert below.best == longer
 
 
 def test_recommend_with_no_time_answers_from_the_coarse_round() -> None:
-    result = search([conversation("run", [NEEDLE, BULK])], TRUNC_GRID, max_seconds=0)
-    assert result.rounds == (3,)
+    result = search(
+        [conversation("run", [NEEDLE, BULK])], TRUNC_GRID, max_seconds=0, budget=Budget(8, 0, 0)
+    )
+    assert result.rounds == (2,)
     assert result.timed_out
-    # 50,000 and the budget config reduce nothing: the first of them is recommended.
-    assert config_of(result) == {**TRUNC_GRID, "max_length_for_trunc": 50000}
-    assert result.to_dict()["saved"] == 0.0
+    assert config_of(result) == {**TRUNC_GRID, "max_length_for_trunc": 1000}
 
 
 LONG = [NEEDLE, *[BULK] * 25]
-"""The needle, then 200,000 characters of bulk: about 50,000 tokens, so that clearing
-at 40k clears the needle before the answer names it (a miss)."""
+"""The needle, then 200,000 characters of bulk: about 50,000 tokens."""
 
 
-def test_recommend_none_within_the_budget() -> None:
-    """Truncation at 1,000 hides the needle, and so does clearing at 40k (the budget
-    config): with a budget of no misses, no config is recommended. The front still shows
-    the configs that bill no run more."""
-    grid = {"max_length_for_trunc": [1000], "skip_clear": True}
+def test_recommend_names_the_limit_that_binds_and_the_nearest_configs() -> None:
+    """Truncation at 1,000 hides the needle (one miss in 37 calls, 2.7 per 100) and
+    50,000 saves nothing: within a budget of no misses nothing is recommended, and the
+    answer says that the misses limit binds and shows the config that would save. A
+    config that saves nothing is never the answer, whatever the budget."""
+    grid = {"max_length_for_trunc": [1000, 50000], "skip_clear": True}
     corpus = [conversation("run", LONG)]
-    result = search(corpus, grid, max_seconds=0)
-    assert result.budget.misses == 1
+    result = search(corpus, grid, max_seconds=0, budget=Budget(3, 0, 0))
     assert result.best is not None
-    result = search(corpus, grid, budget_misses=0, max_seconds=0)
+    assert result.configs[result.best].config == {**grid, "max_length_for_trunc": 1000}
+    result = search(corpus, grid, max_seconds=0, budget=STRICT)
     assert result.best is None
-    assert result.front
+    assert result.binding == "misses_per_100_calls"
+    assert [result.configs[i].config for i in result.nearest] == [
+        {**grid, "max_length_for_trunc": 1000}
+    ]
+    assert result.front == result.nearest
     data = result.to_dict()
     assert (data["config"], data["saved"], data["misses"]) == (None, None, None)
-    assert data["budget"] == {"misses": 0, "refetches": 0}
+    assert data["budget"] == {
+        "misses_per_100_calls": 0,
+        "refetches_per_100_calls": 0,
+        "max_run_loss": 0,
+    }
+    assert data["binding"] == "misses_per_100_calls"
+    assert data["nearest"][0]["misses_per_100_calls"] == round(100 / 37, 4)
+    only_nothing = search(corpus, {**grid, "max_length_for_trunc": [50000]}, max_seconds=0)
+    assert (only_nothing.best, only_nothing.binding, only_nothing.nearest) == (None, None, ())
+
+
+def test_held_out_picks_on_the_other_folds_and_measures_on_the_one_left_out() -> None:
+    """Four runs, two folds. On runs where the needle sits in a short output, cutting at
+    1,000 misses it; on the others there is no needle to miss. Each fold's pick is made
+    on the other fold alone, and the estimate pools the folds' costs."""
+    corpus = [conversation(f"run-{n}", [NEEDLE if n % 2 else BULK, BULK]) for n in range(4)]
+    grid = {"max_length_for_trunc": [1000, 6000], "skip_clear": True}
+    result = search(corpus, grid, max_seconds=0, budget=Budget(2, 0, 1), folds=2)
+    expected = result.expected
+    assert expected is not None and expected.folds == 2
+    fold = fold_of([c.name for c in corpus], 2)
+    assert sorted(fold) == [0, 0, 1, 1]
+    cost = base = 0.0
+    misses = calls = 0
+    savings = []
+    for f in range(2):
+        train = [i for i in range(4) if fold[i] != f]
+        test = [i for i in range(4) if fold[i] == f]
+        chosen = pick(result.configs, result.baseline, result.budget, train)
+        assert expected.picks[f] == chosen
+        m = measure(
+            result.baseline if chosen is None else result.configs[chosen], result.baseline, test
+        )
+        cost, base, misses, calls = cost + m.cost, base + m.base, misses + m.misses, calls + m.calls
+        savings.append(m.saved)
+    assert expected.saved_with_recovery == pytest.approx(1 - cost / base)
+    assert (expected.low, expected.high) == (min(savings), max(savings))
+    assert expected.misses_per_100_calls == pytest.approx(100 * misses / calls)
+    assert result.to_dict()["expected"] == expected.to_dict()
+    assert list(expected.to_dict()) == [
+        "saved_with_recovery", "low", "high", "misses_per_100_calls", "run_loss", "folds"
+    ]  # fmt: skip
+    # More folds than runs: one run per fold; one run: no estimate.
+    assert search(corpus, grid, max_seconds=0, folds=9).expected.folds == 4
+    assert search(corpus[:1], grid, max_seconds=0).expected is None
+
+
+def test_fold_of_is_stable_and_balanced() -> None:
+    names = [f"run-{n}" for n in range(10)]
+    fold = fold_of(names, 3)
+    assert sorted(fold.count(f) for f in range(3)) == [3, 3, 4]
+    assert fold_of(list(reversed(names)), 3) == list(reversed(fold))
 
 
 def test_neighbours_halve_towards_where_results_change() -> None:
@@ -215,12 +292,21 @@ def test_cli_recommend_json_keys_and_a_config_the_api_takes(tmp_path: Path) -> N
     assert list(data) == [
         "config",
         "pricing",
+        "runs",
+        "calls",
         "saved",
         "saved_with_recovery",
         "misses",
+        "misses_per_100_calls",
         "refetches",
+        "refetches_per_100_calls",
+        "run_loss",
         "runs_worse",
         "budget",
+        "expected",
+        "ceiling",
+        "binding",
+        "nearest",
         "front",
         "seconds",
     ]
@@ -238,32 +324,45 @@ def test_cli_recommend_json_keys_and_a_config_the_api_takes(tmp_path: Path) -> N
         0,
         0,
     )
-    assert data["budget"] == {"misses": 0, "refetches": 0}
+    assert data["budget"] == DEFAULT_BUDGET.to_dict()
+    assert data["expected"] is None  # one run
     assert list(data["front"][0]) == [
         "config",
         "saved_with_recovery",
         "misses",
+        "misses_per_100_calls",
         "refetches",
+        "refetches_per_100_calls",
+        "run_loss",
         "runs_worse",
     ]
-    assert err.startswith("searched 2 configs in ")
+    assert err.startswith("searched 1 config in ")
 
 
 def test_cli_recommend_table_and_exit_code_without_an_answer(tmp_path: Path) -> None:
-    """No config within a budget of no misses: exit code 1, the table says so, and the
-    JSON's config is null."""
+    """No config within a budget of no misses: exit code 1, the table says which limit
+    binds and what comes nearest, and the JSON's config is null."""
     runs = _write(tmp_path, "long.json", conversation("long", LONG))
     grid = tmp_path / "grid.json"
     grid.write_text(json.dumps({"max_length_for_trunc": [1000], "skip_clear": True}), "utf-8")
     args = ("recommend", runs, "--grid", grid, "--quiet", "--max-seconds", "0", *ENGINE_ARGS)
     code, out, _ = run(*args)
     assert code == 0
-    assert "\nbudget: at most 1 misses and 0 re-fetches\n" in out
-    code, out, _ = run(*args, "--budget-misses", "0")
+    assert (
+        "\nbudget: at most 5 misses and 2 re-fetches per 100 calls, no run costing more than "
+        "25% above no reduction (with recovery)\n" in out
+    )
+    assert "\n  2.7 misses and 0.0 re-fetches per 100 calls, worst run -" in out
+    code, out, _ = run(*args, "--max-misses-per-100-calls", "2.5", "--max-run-loss", "10")
     assert code == 1
-    assert "\nrecommended: none: no config searched bills no run more than no reduction " in out
-    assert "\nPareto front (cost with recovery vs misses" in out
-    code, out, _ = run(*args, "--budget-misses", "0", "--json")
+    assert (
+        "\nrecommended: none: no config searched within the budget saves anything with "
+        "recovery; the limit that binds: misses per 100 calls (--max-misses-per-100-calls)\n" in out
+    )
+    assert "\nnearest configs that save:\n  trunc=1k: saves " in out
+    assert "(over: misses_per_100_calls)" in out
+    assert "\nfront (saved with recovery against misses per 100 calls" in out
+    code, out, _ = run(*args, "--max-misses-per-100-calls", "0", "--json")
     assert code == 1
     assert json.loads(out)["config"] is None
 
@@ -273,35 +372,46 @@ def test_cli_recommend_table_and_exit_code_without_an_answer(tmp_path: Path) -> 
 
 @needs_recordings
 def test_recommend_on_three_mini_swe_agent_runs_agrees_with_replay() -> None:
-    """The answer's figures are the sums of one replay per run; the budget is what clear
-    at 40k misses and re-fetches there."""
+    """The answer's figures are the sums of one replay per run, within the budget."""
     files = sorted((CONVERSATIONS / "mini-swe-agent").glob("*.traj.json"))[:3]
     corpus = load_files(files)
     grid = {"max_tokens_for_clear": [20000, 80000], "max_length_for_trunc": [2000, 50000],
             "trunc_only_when_shorter": [False]}  # fmt: skip
-    result = recommend(corpus, pricing=ENGINE, grid=grid, max_seconds=15)
+    budget = Budget(misses_per_100_calls=10, refetches_per_100_calls=2, max_run_loss=0.05)
+    result = recommend(corpus, pricing=ENGINE, grid=grid, max_seconds=15, budget=budget)
     answer = result.to_dict()
-    budget = [replay(conv, BUDGET_CONFIG[1], pricing=ENGINE).totals for conv in corpus]
-    assert answer["budget"] == {
-        "misses": sum(t.misses for t in budget),
-        "refetches": sum(t.refetches for t in budget),
-    }
     assert answer["config"] is not None
     totals = [replay(conv, answer["config"], pricing=ENGINE).totals for conv in corpus]
     base = [replay(conv, None, pricing=ENGINE).totals for conv in corpus]
-    assert answer["misses"] == sum(t.misses for t in totals) <= answer["budget"]["misses"]
+    calls = sum(b.model_calls for b in base)
+    assert answer["calls"] == calls
+    assert answer["misses"] == sum(t.misses for t in totals)
+    assert answer["misses_per_100_calls"] == round(100 * answer["misses"] / calls, 4) <= 10
     assert answer["refetches"] == sum(t.refetches for t in totals)
-    assert answer["runs_worse"] == 0
-    assert all(t.cost_with_recovery_usd <= b.cost_usd for t, b in zip(totals, base, strict=True))
+    losses = [
+        (t.cost_with_recovery_usd or 0.0) / b.cost_usd - 1
+        for t, b in zip(totals, base, strict=True)
+    ]
+    assert answer["run_loss"] == round(max(losses), 6) <= 0.05
     cost = sum(t.cost_with_recovery_usd or 0.0 for t in totals)
     assert answer["saved_with_recovery"] == round(1 - cost / sum(b.cost_usd for b in base), 6)
+    assert answer["saved_with_recovery"] > 0
+    assert answer["expected"]["folds"] == 3
 
 
-@pytest.mark.parametrize("option", ["--budget-misses", "--budget-refetches"])
-def test_cli_recommend_refuses_a_negative_budget(option: str) -> None:
-    code, out, err = run("recommend", "x.json", option, "-1")
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("--max-misses-per-100-calls", "-1", "expected a number of at least 0, got '-1'"),
+        ("--max-refetches-per-100-calls", "nan", "expected a number of at least 0, got 'nan'"),
+        ("--max-run-loss", "inf", "expected a number of at least 0, got 'inf'"),
+        ("--folds", "1", "expected a whole number of at least 2, got '1'"),
+    ],
+)
+def test_cli_recommend_refuses_a_bad_budget(option: str, value: str, message: str) -> None:
+    code, out, err = run("recommend", "x.json", option, value)
     assert (code, out) == (2, "")
-    assert "expected a whole number of at least 0, got '-1'" in err
+    assert message in err
 
 
 @needs_recordings

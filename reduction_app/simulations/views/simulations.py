@@ -37,6 +37,7 @@ from reduction_app.simulations.selectors import (
     simulation_parts,
     simulation_rows,
 )
+from simulator.recommend import LIMIT_LABELS
 
 LISTED = 50
 
@@ -108,6 +109,17 @@ def _results(simulation: Simulation, results: dict[str, Any]) -> dict[str, Any]:
     if simulation.kind == "recommend":
         out["recommended"] = next((p for p in points if p.recommended), None)
         out["budget"] = results.get("budget")
+        out["expected"] = results.get("expected")
+        out["ceiling"] = results.get("ceiling")
+        binding = results.get("binding")
+        out["binding"] = LIMIT_LABELS.get(binding) if isinstance(binding, str) else None
+        if results.get("misses_per_100_calls") is not None:
+            out["rates"] = {
+                "misses": results["misses_per_100_calls"],
+                "refetches": results.get("refetches_per_100_calls"),
+                "run_loss": results.get("run_loss"),
+                "runs_worse": results.get("runs_worse"),
+            }
         out["rows"] = []
         return out
     rows = _rows(results)

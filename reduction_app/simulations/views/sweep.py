@@ -41,6 +41,7 @@ from reduction_app.simulations.selectors import (
 )
 from reduction_app.simulations.services import SimulationInputError, simulation_enqueue
 from simulator.pricing import PRESETS
+from simulator.recommend import DEFAULT_BUDGET, Budget
 
 SCOPES = (
     ("picked", "the conversations ticked below"),
@@ -175,6 +176,9 @@ def _form(request: PageRequest, params: QueryDict) -> dict[str, Any]:
         "pricing": pricing if pricing in PRESETS else "gpt-4o",
         "presets": sorted(PRESETS),
         "max_seconds": params.get("max_seconds", str(DEFAULT_MAX_SECONDS)),
+        "budget": {
+            name: params.get(name, f"{default:g}") for name, default in _budget_defaults().items()
+        },
         "limits": {"combinations": MAX_COMBINATIONS, "replays": MAX_REPLAYS},
     }
 
@@ -200,6 +204,30 @@ def sweep_count(request: PageRequest) -> HttpResponse:
     return _render(request, _form(request, request.POST))
 
 
+def _budget_defaults() -> dict[str, float]:
+    """The budget's fields as the form shows them: the run loss in percent."""
+    defaults = DEFAULT_BUDGET.to_dict()
+    return {**defaults, "max_run_loss": 100 * defaults["max_run_loss"]}
+
+
+def _budget(fields: dict[str, str], errors: dict[str, str]) -> Budget:
+    """The budget the form gives; an error per field that is no number of at least 0."""
+    values: dict[str, float] = {}
+    for name, text in fields.items():
+        try:
+            value = float(str(text).strip())
+        except ValueError:
+            value = -1.0
+        if not 0 <= value < float("inf"):
+            errors[name] = f"{text!r} is not a number of at least 0"
+        values[name] = value
+    return Budget(
+        misses_per_100_calls=values["misses_per_100_calls"],
+        refetches_per_100_calls=values["refetches_per_100_calls"],
+        max_run_loss=values["max_run_loss"] / 100,
+    )
+
+
 def _start(request: PageRequest, kind: str) -> HttpResponse:
     context = _form(request, request.POST)
     errors: dict[str, str] = context["errors"]
@@ -210,6 +238,7 @@ def _start(request: PageRequest, kind: str) -> HttpResponse:
     max_seconds = str(context["max_seconds"]).strip()
     if kind == "recommend" and not digits(max_seconds):
         errors["max_seconds"] = f"{max_seconds!r} is not a whole number of seconds"
+    budget = _budget(context["budget"], errors) if kind == "recommend" else DEFAULT_BUDGET
     if not errors:
         try:
             simulation = corpus_simulation_create(
@@ -219,6 +248,7 @@ def _start(request: PageRequest, kind: str) -> HttpResponse:
                 grid=context["grid"] or None,
                 pricing=context["pricing"],
                 max_seconds=int(max_seconds) if kind == "recommend" else DEFAULT_MAX_SECONDS,
+                budget=budget,
             )
         except SimulationInputError as exc:
             errors[exc.field] = str(exc).split(": ", 1)[1]

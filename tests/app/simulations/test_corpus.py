@@ -17,7 +17,7 @@ from reduction_app.simulations.services import SimulationInputError, simulation_
 from reduction_app.workspaces.services import workspace_get_or_create
 from simulator.corpus_sweep import corpus_sweep
 from simulator.pricing import pricing_for
-from simulator.recommend import recommend
+from simulator.recommend import Budget, recommend
 from tests.app.pages_support import cut_listing_conversation
 from tests.app.simulations.sweep_support import drain_worker
 from tests.app.support import ApiClient
@@ -67,8 +67,14 @@ def test_corpus_sweep_runs_on_the_worker_as_the_simulator_sums_it(
 
 def test_recommend_runs_on_the_worker_as_the_simulator_searches(two: list[Conversation]) -> None:
     grid = {"max_length_for_trunc": [200, 2000]}
-    simulation = _queued(two, "recommend", grid=grid, max_seconds=60)
-    assert simulation.options == {"pricing": "gpt-4o", "corpus": True, "max_seconds": 60}
+    budget = Budget(misses_per_100_calls=50, refetches_per_100_calls=1, max_run_loss=0.5)
+    simulation = _queued(two, "recommend", grid=grid, max_seconds=60, budget=budget)
+    assert simulation.options == {
+        "pricing": "gpt-4o",
+        "corpus": True,
+        "max_seconds": 60,
+        "budget": budget.to_dict(),
+    }
     drain_worker()
     simulation.refresh_from_db()
     assert (simulation.status, simulation.error) == ("done", "")
@@ -78,8 +84,10 @@ def test_recommend_runs_on_the_worker_as_the_simulator_searches(two: list[Conver
         pricing=pricing_for("gpt-4o"),
         grid=grid,
         max_seconds=60,
+        budget=budget,
     ).to_dict()
-    for key in ("config", "saved", "saved_with_recovery", "misses", "refetches", "front"):
+    for key in ("config", "saved", "saved_with_recovery", "misses", "refetches", "front",
+                "budget", "expected", "binding", "nearest"):  # fmt: skip
         assert simulation.results[key] == expected[key], key
 
 

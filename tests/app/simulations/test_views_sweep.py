@@ -3,6 +3,7 @@ actions."""
 
 from __future__ import annotations
 
+import json
 from http import HTTPStatus
 from typing import Any
 from urllib.parse import urlencode
@@ -11,7 +12,7 @@ import pytest
 from django.test import Client
 
 from reduction_app import engine
-from reduction_app.conversations.services import conversation_create
+from reduction_app.conversations.services import conversation_create, conversation_upsert
 from reduction_app.models import ConfigProfile, Conversation, Simulation
 from reduction_app.simulations.points import group_points, knob_items, points_of
 from reduction_app.simulations.services import simulation_create, simulation_enqueue
@@ -253,13 +254,50 @@ def test_a_point_elsewhere_is_not_found(setup: tuple[Client, list[Conversation]]
     )
 
 
+def _bulky(workspace: Any, client_id: str) -> Conversation:
+    """Three reads of 4,000 characters holding no name, each followed by two more calls:
+    truncation saves without hiding anything the agent uses."""
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "Read them."}]
+    for n in range(3):
+        call = {"name": "grep_repo", "arguments": json.dumps({"pattern": f"p{n}"})}
+        messages += [
+            {"role": "assistant", "content": None,
+             "tool_calls": [{"id": f"c{n}", "type": "function", "function": call}]},
+            {"role": "tool", "tool_call_id": f"c{n}", "content": "= " * 2000},
+            {"role": "assistant", "content": "Next."},
+            {"role": "user", "content": "Go on."},
+        ]  # fmt: skip
+    messages.append({"role": "assistant", "content": "Done."})
+    return conversation_upsert(
+        workspace=workspace,
+        client_id=client_id,
+        message_format="openai_chat",
+        transcript=messages,
+        tools=cut_listing()[1],
+    )
+
+
 def test_recommend_offers_its_config_to_save(setup: tuple[Client, list[Conversation]]) -> None:
-    client, conversations = setup
-    fields = _form(conversations, max_length_for_trunc="200, 2k", max_seconds="30")
+    client, listings = setup
+    workspace = listings[0].workspace
+    conversations = [_bulky(workspace, "bulky-a"), _bulky(workspace, "bulky-b")]
+    fields = _form(
+        conversations,
+        max_length_for_trunc="200, 2k",
+        max_seconds="30",
+        misses_per_100_calls="100",
+        refetches_per_100_calls="2.5",
+        max_run_loss="12.5",
+    )
     response = client.post("/sweep/recommend/", fields)
     simulation = Simulation.objects.get()
     assert response["Location"] == f"/simulations/{simulation.pk}/"
     assert (simulation.kind, simulation.options["max_seconds"]) == ("recommend", 30)
+    assert simulation.options["budget"] == {
+        "misses_per_100_calls": 100.0,
+        "refetches_per_100_calls": 2.5,
+        "max_run_loss": 0.125,
+    }
     drain_worker()
     simulation.refresh_from_db()
     assert simulation.status == "done"
@@ -272,6 +310,16 @@ def test_recommend_offers_its_config_to_save(setup: tuple[Client, list[Conversat
     assert [text(dt) for dt in elements(knobs, "dt")] == [n for n, _ in knob_items(best, best)]
     (form,) = elements(section, "form", id="recommended-save")
     assert dict(form.attributes)["action"] == f"/simulations/{simulation.pk}/points/1/save/"
+    assert simulation.results["budget"] == simulation.options["budget"]
+    (budget,) = elements(section, "p", id="recommend-budget")
+    assert text(budget) == (
+        "The budget: at most 100 misses and 2.5 re-fetches per 100 model calls, no "
+        "conversation costing more than 12.5% above no reduction, with recovery."
+    )
+    expected = simulation.results["expected"]
+    assert expected["folds"] == 2
+    (said,) = elements(section, "p", id="recommend-expected")
+    assert f"expect it to save {100 * expected['saved_with_recovery']:.1f}% with" in text(said)
     client.post(f"/simulations/{simulation.pk}/points/1/save/", {"name": "recommended"})
     data = ConfigProfile.objects.get(name="recommended").versions.get().data
     assert all(data[k] == v for k, v in best.items())
@@ -313,6 +361,55 @@ def test_recommend_says_when_no_config_beats_no_reduction(
     assert not elements(page, "form", id="recommended-save")
     (row,) = elements(elements(page, "table", class_="recommend-front")[0], "tr", class_="linked")
     assert text(elements(row, "th")[0]) == "max_length_for_trunc = 200"
+
+
+def test_recommend_names_the_limit_that_binds(
+    setup: tuple[Client, list[Conversation]],
+) -> None:
+    client, conversations = setup
+    simulation = Simulation.objects.create(
+        workspace=conversations[0].workspace,
+        conversation=conversations[0],
+        kind="recommend",
+        status="done",
+        options={"pricing": "gpt-4o", "corpus": True, "max_seconds": 30},
+        results={
+            "config": None,
+            "budget": {
+                "misses_per_100_calls": 1.0,
+                "refetches_per_100_calls": 2.0,
+                "max_run_loss": 0.25,
+            },
+            "binding": "misses_per_100_calls",
+            "expected": None,
+            "ceiling": None,
+            "nearest": [],
+            "front": [],
+        },
+    )
+    page = parsed(client.get(f"/simulations/{simulation.pk}/"))
+    (said,) = elements(page, "p", class_="none-recommended")
+    assert text(said) == (
+        "No config to recommend: none within the budget saves anything once recovering what "
+        "it hid is counted; the limit that binds is misses per 100 calls."
+    )
+    (budget,) = elements(page, "p", id="recommend-budget")
+    assert "at most 1 misses and 2 re-fetches per 100 model calls" in text(budget)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("misses_per_100_calls", "-1"), ("refetches_per_100_calls", "lots"), ("max_run_loss", "inf")],
+)
+def test_recommend_refuses_a_bad_budget(
+    setup: tuple[Client, list[Conversation]], field: str, value: str
+) -> None:
+    client, conversations = setup
+    response = client.post("/sweep/recommend/", _form(conversations, **{field: value}))
+    assert response.status_code == HTTPStatus.BAD_REQUEST
+    assert not Simulation.objects.exists()
+    errors = [text(p) for p in elements(parsed(response), "p", class_="error")]
+    assert errors == [f"{value!r} is not a number of at least 0"]
 
 
 def test_simulation_list_links_whole_rows(setup: tuple[Client, list[Conversation]]) -> None:
