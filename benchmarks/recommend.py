@@ -129,31 +129,43 @@ def markdown(report: dict[str, Any]) -> list[str]:
     )
     answer = row["answer"]
     budget = answer["budget"]
-    within = f"{budget['misses']} misses, {budget['refetches']} re-fetches"
+    within = (
+        f"{budget['misses_per_100_calls']:g} misses and {budget['refetches_per_100_calls']:g} "
+        f"re-fetches per 100 calls, runs at most {100 * budget['max_run_loss']:g}% above"
+    )
     if row["name"] is None:
-        found = (
-            "Recommended: none (no config searched bills no run more than no reduction "
-            f"within the budget of {within})."
-        )
+        found = f"Recommended: none (no config searched within the budget of {within} saves)."
     else:
         found = md_table(
             [
-                *("recommended", "saved", "saved with recovery", "misses", "re-fetches"),
-                *("runs worse", "budget"),
+                *("recommended", "saved", "saved with recovery", "misses / 100 calls"),
+                *("re-fetches / 100 calls", "worst run", "runs worse", "budget"),
             ],
             [
                 [
                     row["name"],
                     _share(answer["saved"]),
                     _share(answer["saved_with_recovery"]),
-                    answer["misses"],
-                    answer["refetches"],
+                    f"{answer['misses_per_100_calls']:.1f}",
+                    f"{answer['refetches_per_100_calls']:.1f}",
+                    f"{100 * answer['run_loss']:+.1f}%",
                     f"{answer['runs_worse']} of {row['runs']}",
                     within,
                 ]
             ],
         )
         found += f"\n\nThe config: `{json.dumps(answer['config'], sort_keys=True)}`."
+    expected = answer.get("expected")
+    if expected is not None:
+        found += (
+            f"\n\nExpected on runs not seen ({expected['folds']}-fold): saves "
+            f"{_share(expected['saved_with_recovery'])} with recovery (folds "
+            f"{_share(expected['low'])} to {_share(expected['high'])}), "
+            f"{expected['misses_per_100_calls']:.1f} misses per 100 calls."
+        )
+    ceiling = answer.get("ceiling")
+    if ceiling is not None:
+        found += f" The ceiling: {_share(ceiling['saved'])}."
     verdict = "met" if row["seconds"] <= limit else "not met"
     goal = (
         f"Goal: the search within its `--max-seconds` ({limit:g} s) on {row['workers']} "

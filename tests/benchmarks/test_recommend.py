@@ -30,9 +30,9 @@ def test_main_times_one_search_and_writes_its_block(
     assert recommend.main([*argv, "--out", str(out), "--readme-path", str(readme)]) == 0
     assert "wrote its block recommend of " in capsys.readouterr().out
     row = json.loads(out.read_text(encoding="utf-8"))["row"]
-    # No time for a finer round: the coarse round alone, the grid's two combinations and
-    # the budget's config (clear at 40k), ended by the time limit.
-    assert (row["workers"], row["runs"], row["configs"], row["rounds"]) == (2, 2, 3, [3])
+    # No time for a finer round: the coarse round alone, the grid's two combinations,
+    # ended by the time limit.
+    assert (row["workers"], row["runs"], row["configs"], row["rounds"]) == (2, 2, 2, [2])
     assert row["timed_out"] is True
     block = written_block(readme, "recommend")
     assert block[1] == f"`python -m benchmarks.recommend {' '.join(argv)}`"
@@ -46,15 +46,19 @@ def test_main_times_one_search_and_writes_its_block(
         "| load | others |"
     )
     cells = block[7].split(" | ")
-    assert (cells[0], cells[5], cells[6], cells[7]) == ("| 2", "3", "1 (3)", "the time limit")
+    assert (cells[0], cells[5], cells[6], cells[7]) == ("| 2", "2", "1 (2)", "the time limit")
     assert block[9] == (
-        "| recommended | saved | saved with recovery | misses | re-fetches | runs worse | budget |"
+        "| recommended | saved | saved with recovery | misses / 100 calls "
+        "| re-fetches / 100 calls | worst run | runs worse | budget |"
     )
-    budget = row["answer"]["budget"]
-    within = f"{budget['misses']} misses, {budget['refetches']} re-fetches"
-    # The recommended config bills no run more than no reduction, by definition.
-    assert block[11].split(" | ")[5:] == ["0 of 2", f"{within} |"]
-    assert block[13] == f"The config: `{json.dumps(row['answer']['config'], sort_keys=True)}`."
+    within = (
+        "5 misses and 2 re-fetches per 100 calls, runs at most "
+        f"{100 * row['answer']['budget']['max_run_loss']:g}% above"
+    )
+    assert block[11].split(" | ")[-1] == f"{within} |"
+    answer = row["answer"]
+    assert block[13] == f"The config: `{json.dumps(answer['config'], sort_keys=True)}`."
+    assert block[15].startswith("Expected on runs not seen (2-fold): saves ")
     assert block[-1].startswith(
         "Goal: the search within its `--max-seconds` (0 s) on 2 processes, files read to answer: **"
     )
