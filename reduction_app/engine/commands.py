@@ -230,7 +230,7 @@ def _simple_kind(words: list[str]) -> CommandKind | None:
     name = path.rsplit("/", 1)[-1]
     args = words[1:]
     if name in ("bash", "sh", "zsh") and len(args) >= 2 and args[0] == "-c":
-        return _kind_of(args[1])
+        return _kind_of(args[1])[0]
     if name in ("cat", "echo", "printf") and _writes_file(args):
         return "editing"
     if name in _PASSED_OVER:
@@ -284,15 +284,18 @@ def _strongest(kinds: list[CommandKind]) -> CommandKind | None:
     return None
 
 
-def _kind_of(command: str) -> CommandKind | None:
+def _kind_of(command: str) -> tuple[CommandKind | None, bool]:
+    """The command's strongest kind, and whether it has any words at all."""
     found: list[CommandKind] = []
+    words_seen = False
     for pipeline in _pipelines(_tokens(_without_heredocs(command))):
         for words in pipeline:
+            words_seen = words_seen or bool(words)
             kind = _simple_kind(words)
             if kind is not None:
                 found.append(kind)
                 break
-    return _strongest(found)
+    return _strongest(found), words_seen
 
 
 def command_kind(command: str) -> CommandKind | None:
@@ -301,7 +304,7 @@ def command_kind(command: str) -> CommandKind | None:
 
     A command made only of commands passed over (``cd src``, ``echo done``) is ``other``.
     """
-    if not _tokens(_without_heredocs(command)):
+    kind, words_seen = _kind_of(command)
+    if not words_seen:
         return None
-    kind = _kind_of(command)
     return "other" if kind is None else kind
