@@ -60,6 +60,8 @@ SHORT_KNOBS: dict[str, str] = {
     "max_tokens_for_clear": "clear@",
     "clear_at_least_tokens": "atleast=",
     "max_length_for_trunc": "trunc=",
+    "trunc_tool_limits": "trunc",
+    "trunc_command_limits": "trunc",
     "clear_retention_suffix_limit": "suffix=",
     "clear_cache_aware": "cache-aware",
     "trunc_only_when_shorter": "only-shorter",
@@ -68,7 +70,9 @@ SHORT_KNOBS: dict[str, str] = {
 }
 """How a combination's label shows each knob, in the order labels list them: a number
 follows its prefix (``clear@20k``, ``suffix=3``); a switch that is on shows its word and
-one that is off shows nothing. A knob missing here shows as ``knob=value``."""
+one that is off shows nothing; a map of limits shows each of its entries, by name,
+after its prefix (``trunc[Read]=4k trunc[reading]=2k``), and nothing when empty. A knob
+missing here shows as ``knob=value``."""
 
 Progress = Callable[[int, int], None]
 
@@ -92,6 +96,9 @@ def _amount(value: Any) -> str:
 
 def _part(knob: str, value: Any) -> str:
     short = SHORT_KNOBS.get(knob)
+    if isinstance(value, Mapping):
+        prefix = knob if short is None else short
+        return " ".join(f"{prefix}[{k}]={_amount(value[k])}" for k in sorted(value))
     if short is None:
         return f"{knob}={_amount(value)}"
     if isinstance(value, bool):
@@ -103,7 +110,12 @@ def config_label(config: Mapping[str, Any], knobs: Sequence[str]) -> str:
     """``config`` named by its values of ``knobs``, in that order (see :data:`SHORT_KNOBS`);
     ``no <switch>`` for each knob when that shows nothing (every switch off)."""
     parts = [p for p in (_part(k, config[k]) for k in knobs if k in config) if p]
-    return " ".join(parts) or " ".join(f"no {SHORT_KNOBS.get(k, k)}" for k in knobs)
+    if parts:
+        return " ".join(parts)
+    # An empty map of limits is named in full: ``no trunc`` would read as no truncation.
+    return " ".join(
+        f"no {k if isinstance(config.get(k), Mapping) else SHORT_KNOBS.get(k, k)}" for k in knobs
+    )
 
 
 def combination_labels(grid: Mapping[str, Any]) -> list[str]:

@@ -11,6 +11,7 @@ Writes stay in ``configs.services``.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -36,6 +37,7 @@ CHOICE_LABELS = {"en": "en (English)", "zh": "zh (Chinese)"}
 UNSET_LABEL = "default"
 """How a select shows ``None`` for an optional choice."""
 NAMES_PLACEHOLDER = "comma-separated names"
+LIMITS_PLACEHOLDER = "one name = limit a line"
 
 
 def config_defaults() -> dict[str, Any]:
@@ -58,6 +60,8 @@ def display_value(name: str, value: Any) -> str:
         return f"{value:,}"
     if _kind(name) == "tool_names":
         return ", ".join(value) if value else "none"
+    if _kind(name) == "limits_by_name":
+        return ", ".join(f"{k} = {v:,}" for k, v in sorted(value.items())) if value else "none"
     if value is None:
         return UNSET_LABEL
     return str(value)
@@ -65,6 +69,27 @@ def display_value(name: str, value: Any) -> str:
 
 def _split_names(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def _limits_text(limits: Mapping[str, Any]) -> str:
+    return "\n".join(f"{name} = {limit}" for name, limit in sorted(limits.items()))
+
+
+def _parse_limits(text: str) -> dict[str, Any]:
+    """``name = limit`` lines as a map; a limit that is not a whole number is kept as
+    typed, for the engine to name. A line without ``=`` is a ``ValidationError``."""
+    limits: dict[str, Any] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        name, sep, value = line.partition("=")
+        if not sep:
+            raise forms.ValidationError(
+                f"line {number}: expected name = limit, got {line.strip()!r}", code="limits"
+            )
+        value = value.strip().replace(",", "").replace("_", "")
+        limits[name.strip()] = int(value) if re.fullmatch(r"-?\d+", value) else value
+    return limits
 
 
 def initial_from_data(data: Mapping[str, Any]) -> dict[str, Any]:
@@ -75,6 +100,8 @@ def initial_from_data(data: Mapping[str, Any]) -> dict[str, Any]:
         value = values[spec.name]
         if spec.kind == "tool_names":
             value = ", ".join(value or ())
+        elif spec.kind == "limits_by_name":
+            value = _limits_text(value or {})
         elif spec.kind == "optional_choice":
             value = value or ""
         initial[spec.name] = value
@@ -98,6 +125,15 @@ def form_field(spec: engine.ConfigField) -> forms.Field:
             required=False,
             max_length=spec.max_chars,
             widget=forms.TextInput(attrs={"placeholder": NAMES_PLACEHOLDER}),
+        )
+    elif spec.kind == "limits_by_name":
+        example = f"{spec.choices[0]} = 2000" if spec.choices else "name = 4000"
+        field = forms.CharField(
+            required=False,
+            max_length=spec.max_chars,
+            widget=forms.Textarea(
+                attrs={"rows": 3, "placeholder": f"{LIMITS_PLACEHOLDER}, e.g. {example}"}
+            ),
         )
     elif spec.kind == "choice":
         field = forms.ChoiceField(choices=[(c, CHOICE_LABELS.get(c, c)) for c in spec.choices])
@@ -140,13 +176,21 @@ class ConfigForm(forms.Form):
             value = cleaned[spec.name]
             if spec.kind == "tool_names":
                 value = _split_names(value)
+            elif spec.kind == "limits_by_name":
+                try:
+                    value = _parse_limits(value)
+                except forms.ValidationError as exc:
+                    self.add_error(spec.name, exc)
+                    continue
             elif spec.kind == "optional_choice":
                 value = value or None
             data[spec.name] = value
         try:
             engine.config_from_dict(data, backend=engine.InMemoryBackend())
         except engine.ConfigError as exc:
-            self.add_error(exc.field if exc.field in self.fields else None, str(exc))
+            # ``trunc_tool_limits.Read`` is the ``trunc_tool_limits`` field's error.
+            field = exc.field.split(".", 1)[0]
+            self.add_error(field if field in self.fields else None, str(exc))
         self.config_data = data
         return cleaned
 

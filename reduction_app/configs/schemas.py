@@ -32,6 +32,11 @@ def _config_field(spec: engine.ConfigField) -> tuple[Any, Any]:
     elif spec.kind == "tool_names":
         annotation = list[str]
         default = list(default)
+    elif spec.kind == "limits_by_name":
+        low, high = spec.bounds
+        keys: Any = Literal[spec.choices] if spec.choices else str
+        annotation = dict[keys, Annotated[int, Field(ge=low, le=high)]]
+        default = dict(default)
     elif spec.kind == "choice":
         annotation = Literal[spec.choices]
     elif spec.kind == "optional_choice":

@@ -99,6 +99,8 @@ class ReductionConfig:
     gen_trunc_offload_file_path: Callable[[ToolDetail], str] | None = None
     gen_clear_offload_file_path: Callable[[ToolDetail], str] | None = None
     max_length_for_trunc: int = DEFAULT_MAX_LENGTH_FOR_TRUNC
+    trunc_tool_limits: Mapping[str, int] = field(default_factory=dict)
+    trunc_command_limits: Mapping[str, int] = field(default_factory=dict)
     trunc_exclude_tools: Collection[str] = ()
     trunc_only_when_shorter: bool = False
     trunc_stream_text_raw: bool = False
@@ -171,6 +173,21 @@ def _check_names(name: str, value: object) -> None:
         _check_text(name, item)
 
 
+def _check_limits(spec: ConfigField, value: object) -> None:
+    """A ``limits_by_name`` value: names (``spec.choices`` when given) to ``int`` limits;
+    an error names the field and the key (``trunc_command_limits.bogus``)."""
+    if not isinstance(value, Mapping):
+        raise ConfigError(spec.name, f"must be an object of name to limit, got {value!r}")
+    for key, limit in value.items():
+        if not isinstance(key, str) or not key:
+            raise ConfigError(spec.name, f"must have non-empty names as keys, got {key!r}")
+        _check_text(spec.name, key)
+        where = f"{spec.name}.{key}"
+        if spec.choices and key not in spec.choices:
+            raise ConfigError(where, f"is not a command kind: expected one of {list(spec.choices)}")
+        _check_int(where, limit, bounds=spec.bounds)
+
+
 def _check_callable(name: str, value: object) -> None:
     if value is not None and not callable(value):
         raise ConfigError(name, f"must be callable or None, got {value!r}")
@@ -202,6 +219,8 @@ def _check_field(spec: ConfigField, value: object) -> None:
         _check_folder(spec.name, value)
     elif spec.kind == "tool_names":
         _check_names(spec.name, value)
+    elif spec.kind == "limits_by_name":
+        _check_limits(spec, value)
     elif spec.kind in ("choice", "optional_choice"):
         _check_choice(spec, value)
     elif spec.kind == "callable":
@@ -252,6 +271,7 @@ def validate(config: ReductionConfig | None) -> ReductionConfig:
         _check_path_room(config)
     _check_kinds(config, "int")
     _check_kinds(config, "tool_names")
+    _check_kinds(config, "limits_by_name")
     _check_kinds(config, "choice")
     _check_kinds(config, "callable")
     _check_kinds(config, "optional_choice")
@@ -298,7 +318,13 @@ def filled(config: ReductionConfig) -> ReductionConfig:
         for spec in config_spec.config_fields()
         if spec.zero_means_default
     }
-    return dataclasses.replace(config, **in_force, tool_config=dict(config.tool_config))
+    return dataclasses.replace(
+        config,
+        **in_force,
+        tool_config=dict(config.tool_config),
+        trunc_tool_limits=dict(config.trunc_tool_limits),
+        trunc_command_limits=dict(config.trunc_command_limits),
+    )
 
 
 def config_from_dict(data: Mapping[str, Any], **python_only: Any) -> ReductionConfig:
@@ -319,6 +345,8 @@ def config_from_dict(data: Mapping[str, Any], **python_only: Any) -> ReductionCo
     for name, value in data.items():
         if specs[name].kind == "tool_names" and isinstance(value, list):
             values[name] = tuple(value)
+        elif specs[name].kind == "limits_by_name" and isinstance(value, Mapping):
+            values[name] = dict(value)
     return validate(ReductionConfig(**values, **python_only))
 
 
@@ -331,6 +359,8 @@ def config_to_dict(config: ReductionConfig) -> dict[str, Any]:
             raise ConfigError(spec.name, "is a callable and cannot be written as JSON")
         if spec.kind == "tool_names":
             value = sorted(value)
+        elif spec.kind == "limits_by_name":
+            value = dict(sorted(value.items()))
         out[spec.name] = value
     return out
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Literal
 
+from reduction_app.engine.commands import COMMAND_KINDS
 from reduction_app.engine.notices import LANGUAGES
 from reduction_app.engine.tokens import TOKEN_COUNTER_NAMES
 
@@ -56,6 +57,7 @@ FieldKind = Literal[
     "name",
     "folder",
     "tool_names",
+    "limits_by_name",
     "choice",
     "optional_choice",
     "backend",
@@ -65,12 +67,13 @@ FieldKind = Literal[
 """What a field holds. The JSON kinds (:data:`JSON_KINDS`): ``bool``; ``int``, within
 :attr:`ConfigField.bounds`; ``name``, a non-empty string without whitespace; ``folder``, a
 ``name`` without ``..`` segments; ``tool_names``, a list of non-empty tool names;
-``choice``, one of ``choices``; ``optional_choice``, one of ``choices`` or ``None``. The
-Python-only kinds: ``backend``, ``callable`` (or ``None``) and ``tool_config`` (per-tool
-settings)."""
+``limits_by_name``, an object of non-empty names (one of ``choices`` when it has any) to
+``int`` values within :attr:`ConfigField.bounds`; ``choice``, one of ``choices``;
+``optional_choice``, one of ``choices`` or ``None``. The Python-only kinds: ``backend``,
+``callable`` (or ``None``) and ``tool_config`` (per-tool settings)."""
 
 JSON_KINDS: frozenset[str] = frozenset(
-    {"bool", "int", "name", "folder", "tool_names", "choice", "optional_choice"}
+    {"bool", "int", "name", "folder", "tool_names", "limits_by_name", "choice", "optional_choice"}
 )
 
 
@@ -110,10 +113,12 @@ class ConfigField:
     zero_means_default: bool = False
     """As in the reference, ``0`` stands for :attr:`default`."""
     minimum: int | None = None
-    """An ``int`` field's smallest value (``None``: :data:`MIN_CONFIG_INT`)."""
+    """An ``int`` field's smallest value, or a ``limits_by_name`` field's values' (``None``:
+    :data:`MIN_CONFIG_INT`)."""
     maximum: int | None = None
     """An ``int`` field's largest value (``None``: :data:`MAX_CONFIG_INT`)."""
     choices: tuple[str, ...] = ()
+    """A ``choice`` field's values; a ``limits_by_name`` field's keys (none: any name)."""
     callable_too: bool = False
     """From Python the field also takes a callable (never from JSON)."""
     max_chars: int | None = None
@@ -143,6 +148,7 @@ class ConfigField:
 
 
 _NO_TOOL_CONFIG: Mapping[str, Any] = MappingProxyType({})
+_NO_LIMITS: Mapping[str, int] = MappingProxyType({})
 
 CONFIG_FIELDS: tuple[ConfigField, ...] = (
     ConfigField(
@@ -200,6 +206,30 @@ CONFIG_FIELDS: tuple[ConfigField, ...] = (
         zero_means_default=True,
         minimum=0,
         knob=ConfigKnob(order=3, low=100, step=100, scale="result_chars"),
+    ),
+    ConfigField(
+        name="trunc_tool_limits",
+        kind="limits_by_name",
+        default=_NO_LIMITS,
+        help=(
+            "Beyond the reference: per tool, the characters over which its output is "
+            "truncated, in place of max_length_for_trunc (tool name to limit)."
+        ),
+        minimum=1,
+        max_chars=2000,
+    ),
+    ConfigField(
+        name="trunc_command_limits",
+        kind="limits_by_name",
+        default=_NO_LIMITS,
+        help=(
+            "Beyond the reference: per kind of shell command (running, reading, searching, "
+            "editing, other), the limit for the output of a tool called with a string "
+            "command or cmd argument; before trunc_tool_limits."
+        ),
+        minimum=1,
+        choices=COMMAND_KINDS,
+        max_chars=500,
     ),
     ConfigField(
         name="trunc_exclude_tools",

@@ -32,6 +32,7 @@ from reduction_app.engine.tool_io import (
     ToolResult,
     TruncResult,
 )
+from reduction_app.engine.trunc_limits import TruncLimits
 
 __all__ = [
     "DefaultClearHandler",
@@ -80,9 +81,13 @@ class DefaultTruncHandler:
         *,
         only_when_shorter: bool = False,
         release: Callable[[str], None] | None = None,
+        limits: TruncLimits | None = None,
     ) -> None:
         self.gen_path = gen_path
         self.max_length = max_length
+        self.limits = limits
+        """``trunc_tool_limits`` and ``trunc_command_limits``: a call's own limit, in place
+        of ``max_length`` (docs/behaviour.md §3.11); ``None``: ``max_length`` for all."""
         self.read_file_tool_name = read_file_tool_name
         self.language = language
         self.only_when_shorter = only_when_shorter
@@ -93,16 +98,23 @@ class DefaultTruncHandler:
     def __call__(self, detail: ToolDetail) -> TruncResult:
         return run_sync(self.steps(detail))
 
+    def limit_for(self, tool: str, arguments: str) -> int:
+        """The limit a call of ``tool`` with these arguments is truncated at (``M``)."""
+        if self.limits is None:
+            return self.max_length
+        return self.limits.limit(tool, arguments)
+
     def steps(self, detail: ToolDetail) -> Steps[TruncResult]:
         parts = joint_parts(detail)
         if not parts:
             return TruncResult(need_trunc=False)
         texts = [p for p in parts if p.type == "text"]
         total = sum(len(p.text) for p in texts)
-        if not texts or total <= self.max_length:
+        max_length = self.limit_for(detail.tool_context.name, detail.tool_argument.text)
+        if not texts or total <= max_length:
             return TruncResult(need_trunc=False)
         content = stringify(parts)
-        part_limit = self.max_length // len(texts)
+        part_limit = max_length // len(texts)
         preview = part_limit // 2
         streamed = detail.tool_result is None
         if streamed:

@@ -30,6 +30,7 @@ from reduction_app.engine.paths import DefaultPathGenerator, PathRegistry
 from reduction_app.engine.superseded import Readers
 from reduction_app.engine.tokens import get_token_counter
 from reduction_app.engine.tool_io import ToolDetail
+from reduction_app.engine.trunc_limits import TruncLimits
 
 __all__ = ["Resolved", "Runtime"]
 
@@ -56,6 +57,11 @@ class Runtime:
         self.counter = get_token_counter(config.token_counter)
         self.registry = PathRegistry()
         self.trunc_exclude = frozenset(config.trunc_exclude_tools)
+        self.trunc_limits = TruncLimits(
+            default=config.max_length_for_trunc,
+            by_tool=dict(config.trunc_tool_limits),
+            by_command_kind=dict(config.trunc_command_limits),
+        )
         self.clear_exclude = frozenset(config.clear_exclude_tools)
         self.readers = Readers.of(config.read_file_tool_name, config.tool_config)
         self._defaults: dict[int, tuple[Resolved, Resolved]] = {}
@@ -106,6 +112,7 @@ class Runtime:
                 cfg.read_file_tool_name,
                 cfg.language,
                 only_when_shorter=cfg.trunc_only_when_shorter,
+                limits=self.trunc_limits,
                 # Only our own generator promises paths in the registry.
                 release=None if cfg.gen_trunc_offload_file_path else self.registry.release,
             )

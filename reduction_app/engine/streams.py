@@ -192,7 +192,7 @@ def finish_stream_steps(
         path, error = "", _failure_text(exc)
     cfg = rt.config
     notice = stream_notice(
-        limit=cfg.max_length_for_trunc,
+        limit=cut.limit,
         file_path=path,
         read_tool_name=cfg.read_file_tool_name,
         error=error,
@@ -226,7 +226,8 @@ def incremental(
     enhanced: bool,
 ) -> Iterator[Any]:
     """The default streaming truncation of a synchronous stream."""
-    cut = StreamCut(limit=rt.config.max_length_for_trunc, enhanced=enhanced, tool=ctx.name)
+    limit = rt.trunc_limits.limit(ctx.name, arguments)
+    cut = StreamCut(limit=limit, enhanced=enhanced, tool=ctx.name)
     # Under the limit a source error passes through as it is.
     for chunk in source:
         # Empty string chunks carry nothing; the reference drops them too.
@@ -258,7 +259,8 @@ async def aincremental(
     enhanced: bool,
 ) -> AsyncIterator[Any]:
     """The default streaming truncation of an asynchronous stream."""
-    cut = StreamCut(limit=rt.config.max_length_for_trunc, enhanced=enhanced, tool=ctx.name)
+    limit = rt.trunc_limits.limit(ctx.name, arguments)
+    cut = StreamCut(limit=limit, enhanced=enhanced, tool=ctx.name)
     async for chunk in source:
         if not enhanced and chunk == "":
             continue

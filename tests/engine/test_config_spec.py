@@ -51,6 +51,8 @@ def test_json_fields_are_the_spec_json_kinds() -> None:
         "read_file_tool_name",
         "root_dir",
         "max_length_for_trunc",
+        "trunc_tool_limits",
+        "trunc_command_limits",
         "trunc_exclude_tools",
         "trunc_only_when_shorter",
         "trunc_stream_text_raw",

@@ -144,6 +144,8 @@ def test_truncation_key_leaves_out_only_the_clear_fields() -> None:
         assert truncation_key_of({field: value}) == base
     for field, value in [
         ("max_length_for_trunc", 10),
+        ("trunc_tool_limits", {"Read": 10}),
+        ("trunc_command_limits", {"reading": 10}),
         ("trunc_only_when_shorter", True),
         ("token_counter", "cl100k_base"),
         ("root_dir", "/var"),

@@ -13,7 +13,13 @@ from reduction_app.engine import ReductionConfig
 from reduction_app.engine.formats import messages_to_openai, tools_to_openai
 from simulator.cli import main
 from simulator.compare import grid_configs
-from simulator.corpus_sweep import combination_labels, corpus_configs, corpus_sweep, varying_knobs
+from simulator.corpus_sweep import (
+    combination_labels,
+    config_label,
+    corpus_configs,
+    corpus_sweep,
+    varying_knobs,
+)
 from simulator.importers import load_files
 from simulator.pricing import pricing_for, with_cache_prices
 from simulator.replay import replay
@@ -383,4 +389,21 @@ def test_main_sweep_configs_names_each_config(tmp_path: Path) -> None:
         2,
         "error: python -m simulator sweep: argument --configs: not allowed with argument "
         "--grid (see --help)\n",
+    )
+
+
+def test_config_label_shows_each_limit_by_name() -> None:
+    knobs = ["max_length_for_trunc", "trunc_tool_limits", "trunc_command_limits"]
+    config = {
+        "max_length_for_trunc": 20000,
+        "trunc_tool_limits": {"Read": 4000, "Bash": 2500},
+        "trunc_command_limits": {"reading": 2000},
+    }
+    assert config_label(config, knobs) == (
+        "trunc=20k trunc[Bash]=2.5k trunc[Read]=4k trunc[reading]=2k"
+    )
+    other = {**config, "trunc_command_limits": {"reading": 3000}}
+    assert config_label(other, knobs) != config_label(config, knobs)
+    assert config_label({"trunc_tool_limits": {}}, ["trunc_tool_limits"]) == (
+        "no trunc_tool_limits"
     )

@@ -19,12 +19,13 @@ from reduction_app.engine import (
 )
 from reduction_app.engine.access import tool_calls_of
 from reduction_app.engine.clear import clear_range
-from reduction_app.engine.inspect import is_offload_manifest
+from reduction_app.engine.commands import command_kind
+from reduction_app.engine.inspect import is_offload_manifest, read_result
 from reduction_app.engine.superseded import Readers, superseded_calls
 from simulator.importers import RecordedConversation, load_conversations
-from simulator.pricing import Pricing
-from simulator.replay import no_reduction, replay
-from simulator.results import CallRecord, ClearPass, StrategyEffect
+from simulator.pricing import DEFAULT_PRICING, Pricing
+from simulator.replay import Prepared, no_reduction, replay
+from simulator.results import CallRecord, ClearPass, ReplayResult, StrategyEffect
 from tests.conftest import CONVERSATIONS, needs_recordings
 from tests.simulator.cases import ENGINE, HAND_CONFIG, call, hand_conversation
 from tests.simulator.cases import result as result_msg
@@ -644,3 +645,65 @@ def test_clear_only_fields_follow_the_config_spec() -> None:
     }
     assert clear_fields == CLEAR_ONLY
     assert not {name for name in CLEAR_ONLY if "trunc" in name}
+
+
+# Limits per tool and per command kind on real recordings ------------------------------
+
+
+def _truncated_ids(result: ReplayResult) -> dict[str, str]:
+    """Call id → tool of every output the replay truncated."""
+    return {
+        e.call_id: e.tool_name
+        for c in result.calls
+        for e in c.events
+        if e.phase == "truncation" and e.kind == "tool"
+    }
+
+
+def _outputs(conversation: RecordedConversation) -> list[tuple[str, str, str, int]]:
+    """``(call id, tool, arguments, characters)`` of every original tool output."""
+    prepared = Prepared(conversation, DEFAULT_PRICING)
+    out = []
+    for index, arrivals in prepared.arrivals.items():
+        for a in arrivals:
+            read = read_result(prepared.messages[index], a.call_id, a.occurrence or 0)
+            assert read is not None
+            chars = sum(len(p.text) for p in read[0].parts if p.type == "text")
+            out.append((a.call_id, a.name, a.arguments, chars))
+    return out
+
+
+@needs_recordings
+def test_replay_tool_limit_truncates_exactly_that_tools_outputs() -> None:
+    """A Claude Code session (content-block messages): ``trunc_tool_limits`` of 2,000 for
+    ``Read`` truncates each ``Read`` output over 2,000 characters and nothing else."""
+    path = CONVERSATIONS / "claude-code-long" / "e5fcdc73-b9fc-4991-b532-6bf8440fd12d.jsonl"
+    (conversation,) = load_conversations(path)
+    base = {"skip_clear": True}
+    plain = replay(conversation, base)
+    limited = replay(conversation, {**base, "trunc_tool_limits": {"Read": 2000}})
+    outputs = _outputs(conversation)
+    over_default = {cid: tool for cid, tool, _, n in outputs if n > 50_000}
+    reads = {cid: tool for cid, tool, _, n in outputs if tool == "Read" and n > 2000}
+    assert reads, "the session reads files longer than the limit"
+    assert _truncated_ids(plain) == over_default
+    assert _truncated_ids(limited) == {**over_default, **reads}
+
+
+@needs_recordings
+def test_replay_command_limit_truncates_that_kinds_outputs() -> None:
+    """A mini-swe-agent run (chat messages, one ``bash`` tool): a ``reading`` limit of
+    1,000 truncates the outputs of reading commands over 1,000 characters and no other."""
+    (conversation,) = load_conversations(
+        CONVERSATIONS / "mini-swe-agent" / "django__django-13837.traj.json"
+    )
+    config = {"skip_clear": True, "trunc_command_limits": {"reading": 1000}}
+    result = replay(conversation, config)
+    expected = {
+        cid: tool
+        for cid, tool, arguments, n in _outputs(conversation)
+        if n > 1000 and command_kind(json.loads(arguments)["command"]) == "reading"
+    }
+    assert expected, "the run reads files longer than the limit"
+    assert _truncated_ids(result) == expected
+    assert all(isinstance(m, Message) for m in conversation.messages)

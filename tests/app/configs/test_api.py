@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.app.support import ApiClient, documented, error, follow
+from tests.app.support import API, ApiClient, documented, error, follow
 
 pytestmark = pytest.mark.django_db
 
@@ -17,6 +17,8 @@ DEFAULT_CONFIG = {
     "read_file_tool_name": "read_file",
     "root_dir": "/tmp",
     "max_length_for_trunc": 50000,
+    "trunc_tool_limits": {},
+    "trunc_command_limits": {},
     "trunc_exclude_tools": [],
     "trunc_only_when_shorter": False,
     "trunc_stream_text_raw": False,
@@ -70,6 +72,36 @@ def test_config_update_makes_a_new_version_and_events_keep_theirs(api: ApiClient
     assert [(e["call_id"], e["config_version"]) for e in listed] == [("c2", 2), ("c1", 1)]
 
 
+def test_config_limits_round_trip_and_apply_to_truncate(api: ApiClient) -> None:
+    limits = {
+        "trunc_tool_limits": {"Read": 40, "Bash": 30},
+        "trunc_command_limits": {"running": 10},
+    }
+    created = api.post("/configs", {"name": "limits", "config": limits}).json()
+    assert created["config"] == {**DEFAULT_CONFIG, **limits}
+    assert api.get(f"/configs/{created['id']}").json()["config"] == created["config"]
+    body = {"config_id": created["id"], "result": "x" * 35}
+    # 35 characters: over Bash's 30 for a reading command, previews of 15 ...
+    read = api.post("/truncate", {**body, "tool_name": "Bash", "arguments": '{"command": "cat a"}'})
+    assert read.json()["result"].splitlines()[2:4] == ["Preview (first 15):", "x" * 15]
+    # ... over the running kind's 10 for a test run, previews of 5 ...
+    run = api.post("/truncate", {**body, "tool_name": "Bash", "arguments": '{"command": "make"}'})
+    assert run.json()["result"].splitlines()[2:4] == ["Preview (first 5):", "x" * 5]
+    # ... and within Read's 40.
+    whole = api.post("/truncate", {**body, "tool_name": "Read"}).json()
+    assert (whole["truncated"], whole["result"]) == (False, "x" * 35)
+
+
+def test_config_limits_are_in_the_api_document(api: ApiClient) -> None:
+    document = api.client.get(API + "/openapi.json").json()
+    fields = document["components"]["schemas"]["ReductionConfigIn"]["properties"]
+    assert fields["trunc_command_limits"]["propertyNames"] == {
+        "enum": ["running", "reading", "searching", "editing", "other"]
+    }
+    assert fields["trunc_tool_limits"]["additionalProperties"]["minimum"] == 1
+    assert fields["trunc_tool_limits"]["default"] == {}
+
+
 def test_config_delete_hides_it_and_events_keep_it(api: ApiClient) -> None:
     config_id = api.post(
         "/configs", {"name": "gone", "config": {"max_length_for_trunc": 10}}
@@ -118,6 +150,17 @@ def test_config_duplicate_name_is_409(api: ApiClient) -> None:
             {"name": "n", "config": {"max_tokens_for_clear": -1}},
             "config.max_tokens_for_clear must be at least 0, got -1",
             "config.max_tokens_for_clear",
+        ),
+        (
+            {"name": "n", "config": {"trunc_command_limits": {"bogus": 5}}},
+            "config.trunc_command_limits.bogus is not a command kind: expected one of "
+            "['running', 'reading', 'searching', 'editing', 'other']",
+            "config.trunc_command_limits.bogus",
+        ),
+        (
+            {"name": "n", "config": {"trunc_tool_limits": {"Read": 0}}},
+            "config.trunc_tool_limits.Read must be at least 1, got 0",
+            "config.trunc_tool_limits.Read",
         ),
         (
             {"name": "n", "config": {"token_counter": "nope"}},

@@ -114,6 +114,8 @@ def test_config_new_creates_version_one() -> None:
         "read_file_tool_name": "read_file",
         "root_dir": "/tmp",
         "max_length_for_trunc": 50000,
+        "trunc_tool_limits": {},
+        "trunc_command_limits": {},
         "trunc_exclude_tools": [],
         "trunc_only_when_shorter": False,
         "trunc_stream_text_raw": False,
@@ -168,6 +170,79 @@ def test_config_new_invalid_shows_the_engine_error_next_to_the_field(
     assert f'<tr class="field invalid" id="row-{field}">' in page
     assert f'<p class="error" id="error-{field}">{message}</p>' in page
     assert ConfigProfile.objects.count() == 0
+
+
+@pytest.mark.parametrize(
+    ("changes", "field", "message"),
+    [
+        (
+            {"trunc_command_limits": "reading = 2000\nbogus = 5"},
+            "trunc_command_limits",
+            "trunc_command_limits.bogus is not a command kind: expected one of "
+            "[&#x27;running&#x27;, &#x27;reading&#x27;, &#x27;searching&#x27;, "
+            "&#x27;editing&#x27;, &#x27;other&#x27;]",
+        ),
+        (
+            {"trunc_tool_limits": "Read = 4k"},
+            "trunc_tool_limits",
+            "trunc_tool_limits.Read must be an integer, got &#x27;4k&#x27;",
+        ),
+        (
+            {"trunc_tool_limits": "Read = -1"},
+            "trunc_tool_limits",
+            "trunc_tool_limits.Read must be at least 1, got -1",
+        ),
+        (
+            {"trunc_tool_limits": "Read 4000"},
+            "trunc_tool_limits",
+            "line 1: expected name = limit, got &#x27;Read 4000&#x27;",
+        ),
+    ],
+)
+def test_config_new_limits_errors_show_next_to_the_field(
+    changes: dict[str, str], field: str, message: str
+) -> None:
+    client, _ = member_client()
+    page = html(client.post("/configs/new/", _form(**changes)))
+    assert f'<tr class="field invalid" id="row-{field}">' in page
+    assert f'<p class="error" id="error-{field}">{message}</p>' in page
+    assert ConfigProfile.objects.count() == 0
+
+
+def test_config_limits_created_edited_and_shown() -> None:
+    client, ws = member_client()
+    response = client.post(
+        "/configs/new/",
+        _form(
+            trunc_tool_limits="Read = 40,000\n\nBash=2000 ",
+            trunc_command_limits="running = 4000",
+        ),
+    )
+    assert response.status_code == HTTPStatus.FOUND
+    profile = ConfigProfile.objects.get(workspace=ws, name="tight")
+    data = profile.versions.get().data
+    assert data["trunc_tool_limits"] == {"Read": 40000, "Bash": 2000}
+    assert data["trunc_command_limits"] == {"running": 4000}
+    page = html(client.get(f"/configs/{profile.pk}/edit/"))
+    assert ">\nBash = 2000\nRead = 40000</textarea>" in page
+    assert ">\nrunning = 4000</textarea>" in page
+    response = client.post(
+        f"/configs/{profile.pk}/edit/",
+        _form(trunc_tool_limits="Read = 30000", trunc_command_limits=""),
+    )
+    assert response.status_code == HTTPStatus.FOUND
+    latest = profile.versions.get(number=2).data
+    assert (latest["trunc_tool_limits"], latest["trunc_command_limits"]) == ({"Read": 30000}, {})
+    page = html(client.get(f"/configs/{profile.pk}/versions/"))
+    v2 = page[page.index('id="v2"') : page.index('id="v1"')]
+    assert (
+        "<li><code>trunc_tool_limits</code>: <del>Bash = 2,000, Read = 40,000</del> → "
+        '<mark class="changed">Read = 30,000</mark></li>'
+    ) in v2
+    assert (
+        "<li><code>trunc_command_limits</code>: <del>running = 4,000</del> → "
+        '<mark class="changed">none</mark></li>'
+    ) in v2
 
 
 def test_config_new_not_a_number_and_duplicate_name() -> None:

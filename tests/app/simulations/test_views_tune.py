@@ -186,6 +186,26 @@ def test_tune_starts_from_a_stored_config(setup: tuple[Client, Conversation]) ->
     )
 
 
+def test_tune_keeps_the_limits_of_a_stored_config(setup: tuple[Client, Conversation]) -> None:
+    """The page shows no knob for the maps of limits, replays with them, and saves them."""
+    client, conversation = setup
+    limits = {"trunc_tool_limits": {"grep": 300}, "trunc_command_limits": {"reading": 500}}
+    profile = config_create(
+        workspace=conversation.workspace, name="limits", data={**limits, "skip_clear": True}
+    ).profile
+    page = html(client.get(f"/tune/?conversation={conversation.pk}&start={profile.pk}"))
+    assert _billed(page, "start: limits v1") == _tuned_billed(
+        conversation, {**limits, "skip_clear": True}
+    )
+    body = {"conversation": conversation.pk, "start": profile.pk, "name": "limits tuned"}
+    assert client.post("/tune/save/", body).status_code == HTTPStatus.FOUND
+    data = ConfigProfile.objects.get(name="limits tuned").versions.get().data
+    assert (data["trunc_tool_limits"], data["trunc_command_limits"]) == (
+        {"grep": 300},
+        {"reading": 500},
+    )
+
+
 def test_tune_save_as_config_creates_a_profile(setup: tuple[Client, Conversation]) -> None:
     client, conversation = setup
     start = config_create(
