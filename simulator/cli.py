@@ -555,8 +555,8 @@ def _recommend_table(result: Recommendation, out: TextIO) -> None:
         )
     rounds = len(result.rounds)
     out.write(
-        f"searched {_config_count(len(result.configs))} in {rounds} round{'' if rounds == 1 else 's'} "
-        f"in {result.seconds:.1f} s\n"
+        f"searched {_config_count(len(result.configs))} in {rounds} "
+        f"round{'' if rounds == 1 else 's'} in {result.seconds:.1f} s\n"
     )
 
 
@@ -580,6 +580,7 @@ def _recommend(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         ),
         folds=args.folds,
         max_seconds=args.max_seconds,
+        tool_limits=not args.no_tool_limits,
         min_cacheable_prefix=args.min_cacheable_prefix,
         workers=args.workers,
         progress=None if args.quiet else _progress(err, "replays"),
@@ -794,6 +795,12 @@ def _parser() -> argparse.ArgumentParser:
         metavar="P",
         help="the most any one run may cost above no reduction, with recovery, in percent of "
         f"its cost (default: {100 * DEFAULT_BUDGET.max_run_loss:g})",
+    )
+    rec.add_argument(
+        "--no-tool-limits",
+        action="store_true",
+        help="search no limits per tool or per shell command kind (by default searched when "
+        "the corpus's tools call for them and the grid does not set them)",
     )
     rec.add_argument(
         "--folds",

@@ -62,6 +62,7 @@ from simulator.corpus_sweep import (
 )
 from simulator.pricing import Pricing
 from simulator.recording import RecordedConversation
+from simulator.tool_limits import FIELDS, LADDER, dimensions, with_limit
 
 __all__ = [
     "DEFAULT_BUDGET",
@@ -91,6 +92,9 @@ SEEDS = 3
 """How many of the best configs each finer round looks around."""
 HEADROOM = 0.9
 """The share of the time left a finer round may be expected to take."""
+ROUNDS_SHARE = 0.6
+"""The share of ``max_seconds`` the finer rounds may take when limits per tool or command
+kind are searched after them."""
 DEFAULT_FOLDS = 5
 """Folds of the held-out estimate (fewer when the corpus has fewer runs)."""
 
@@ -488,6 +492,7 @@ def recommend(
     budget: Budget = DEFAULT_BUDGET,
     folds: int = DEFAULT_FOLDS,
     max_seconds: float = 300.0,
+    tool_limits: bool = True,
     min_cacheable_prefix: int | None = None,
     workers: int = 1,
     share: bool = True,
@@ -498,7 +503,9 @@ def recommend(
     """Search for the config to recommend (see the module docstring). ``progress(done,
     total)`` counts each round's replays; ``say`` gets a line per round. ``grid``
     defaults to :data:`DEFAULT_GRID`; its fields that are no knob or switch are in every
-    config."""
+    config. ``tool_limits`` searches limits per tool and command kind where the corpus
+    calls for them (:func:`~simulator.tool_limits.dimensions`), unless the grid sets
+    them."""
     started = clock()
     if grid is None:
         grid = json.loads(DEFAULT_GRID.read_text(encoding="utf-8"))
@@ -506,6 +513,8 @@ def recommend(
     knobs, switches = _search_space(grid)
     labelled = [*knobs, *switches]
     every = range(len(conversations))
+    dims = dimensions(conversations) if tool_limits and not set(FIELDS) & set(grid) else []
+    rounds_end = max_seconds * (ROUNDS_SHARE if dims else 1.0)
 
     def replay(named: list[tuple[str, dict[str, Any]]], baseline: bool) -> CorpusReplay:
         return replay_corpus(
@@ -577,7 +586,7 @@ def recommend(
                     todo.append(config)
         if not todo:
             break
-        left = max_seconds - (clock() - started)
+        left = rounds_end - (clock() - started)
         fits = int(HEADROOM * left / per_config) if per_config > 0 else len(todo)
         if fits < 1:
             timed_out = True
@@ -595,6 +604,32 @@ def recommend(
         rounds.append(len(todo))
         per_config = (clock() - round_started) / len(todo)
         note("finer")
+    # Limits per tool and per command kind, one dimension at a time along the ladder,
+    # around the best config so far.
+    current = min(range(len(configs)), key=rank)
+    for dim in dims:
+        todo = [with_limit(plain[current], dim, limit) for limit in LADDER]
+        todo = [c for c in todo if _key(c) not in seen]
+        if not todo:
+            continue
+        left = max_seconds - (clock() - started)
+        if per_config > 0 and HEADROOM * left < per_config * len(todo):
+            timed_out = True
+            break
+        round_started = clock()
+        named = [(config_label(c, [*labelled, *FIELDS]), c) for c in todo]
+        result = replay(named, baseline=False)
+        added = []
+        for config, totals in zip(todo, result.configs, strict=True):
+            seen[_key(config)] = len(plain)
+            added.append(len(plain))
+            plain.append(config)
+            configs.append(totals)
+            measures.append(measure(totals, baseline, every))
+        rounds.append(len(todo))
+        per_config = (clock() - round_started) / len(todo)
+        current = min([current, *added], key=rank)
+        note(dim.label)
     expected = held_out([conv.name for conv in conversations], configs, baseline, budget, folds)
     return _answer(
         conversations,
