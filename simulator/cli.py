@@ -17,10 +17,13 @@ from typing import Any, NoReturn, TextIO
 
 from reduction_app.engine import ConfigError, InMemoryBackend, ReductionError, config_from_dict
 from simulator.calibration import (
+    PREFIX_SHIPPED,
     SHIPPED,
     STRATEGY_RUNS,
     calibrate,
+    calibrate_prefix,
     check_strategy,
+    render_prefix_table,
     render_strategy_table,
     render_table,
 )
@@ -466,15 +469,28 @@ def _calibrate(args: argparse.Namespace, out: TextIO) -> None:
     root = require_recordings(args.recordings, option="--recordings")
     rows = [calibrate(root, item) for item in SHIPPED]
     checks = [check_strategy(root, item) for item in STRATEGY_RUNS]
+    prefixed = [calibrate_prefix(root, item) for item in PREFIX_SHIPPED]
     if args.json:
         payload = [{**dataclasses.asdict(r), "ratio": round(r.ratio, 6)} for r in rows]
         strategies = [dataclasses.asdict(c) for c in checks]
-        json.dump({"calibration": payload, "strategies": strategies}, out)
+        prefixes = [
+            {
+                **dataclasses.asdict(r),
+                "ratio": round(r.ratio, 6),
+                "ratio_without": round(r.ratio_without, 6),
+            }
+            for r in prefixed
+        ]
+        json.dump(
+            {"calibration": payload, "strategies": strategies, "inferred_prefix": prefixes}, out
+        )
         out.write("\n")
     else:
         out.write(render_table(rows))
         out.write("\n")
         out.write(render_strategy_table(checks))
+        out.write("\n")
+        out.write(render_prefix_table(prefixed))
 
 
 def _recommend_table(result: Recommendation, out: TextIO) -> None:

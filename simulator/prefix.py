@@ -3,14 +3,14 @@
 Claude Code session logs keep the messages, not what Claude Code sends before them: its
 system prompt, its tool schemas, and the CLAUDE.md files and reminders it adds. The
 provider counted all of it: each call's ``message.usage`` is the whole prompt. Replayed
-as logged, a session's context is 25,000 to 55,000 tokens short of the bill on every
-call, so a clear threshold would fire late and costs would read low.
+as logged, the shipped long sessions are a median 33,000 to 80,000 tokens a call short
+of the bill, so a clear threshold would fire late and costs would read about half.
 
 The omitted prefix is inferred per conversation as the smallest gap (the provider's
 prompt tokens minus the replayed context, by the price preset's measure) over the first
 :data:`FIT_CALLS` calls with a provider figure. The gap is not constant over a session:
-it grows with the context (by 15–90% of the replayed context on the shipped Claude Code
-sessions), because the Claude tokenizer is not available offline (Claude presets count
+it grows with the context (by 0.15 to 0.78 tokens per replayed token on the shipped
+long sessions), because the Claude tokenizer is not available offline (Claude presets count
 with ``cl100k_base``) and because Claude Code adds reminders the log does not keep. The
 first calls, whose replayed context is a few hundred tokens, carry the least of that
 growing part, so the smallest of their gaps is the fixed prefix, and the rest of the
@@ -37,11 +37,11 @@ from reduction_app.engine import (
     AgenticMessage,
     FunctionToolResult,
     Message,
+    TokenCounter,
     ToolInfo,
     ToolResultContent,
     get_token_counter,
 )
-from reduction_app.engine.tokens import CachingCounter, TokenCounter
 from simulator.metering import Meter
 from simulator.pricing import Pricing
 from simulator.recording import RecordedConversation
@@ -101,33 +101,16 @@ def inferred_prefix(conversation: RecordedConversation, pricing: Pricing) -> int
     return infer_prefix(conversation, Meter(pricing, get_token_counter("approx")))
 
 
-class PrefixedCounter(CachingCounter):
-    """A built-in counter whose counts of a whole request add ``prefix`` tokens, as if the
-    request held what the recording left out; one message or text counts as ``inner``
-    counts it (and from its caches)."""
+class PrefixedCounter:
+    """A counter whose counts of a whole request are ``inner``'s plus ``prefix``, as if the
+    request held what the recording left out. A bare text counts as the engine counts it
+    with ``inner`` (its own ``count_text``, else a one-result conversation in the
+    conversation's style); ``count_message`` (one message, from ``inner``'s caches), the
+    name and any other attribute are ``inner``'s.
 
-    def __init__(self, inner: CachingCounter, prefix: int) -> None:
-        super().__init__()
-        self.inner = inner
-        self.prefix = prefix
-        self.name = inner.name
-
-    def count_text(self, text: str) -> int:
-        return self.inner.count_text(text)
-
-    def count_message(self, msg: Any) -> int:
-        return self.inner.count_message(msg)
-
-    def count_tools(self, tool_infos: Sequence[ToolInfo]) -> int:
-        # Every count of a request adds its tool schemas once: the prefix goes with them.
-        return self.inner.count_tools(tool_infos) + self.prefix
-
-
-class _OffsetCounter:
-    """A counter of the caller's, its counts of a request plus ``prefix``. A bare text
-    counts as the engine counts it with ``inner`` (its own ``count_text``, else a
-    one-result conversation in the conversation's style); ``count_message`` and any other
-    attribute are ``inner``'s."""
+    To the engine it is a counter of the caller's: each count of a request calls it
+    whole, and a built-in ``inner`` finds what it counted before by its own running
+    totals."""
 
     def __init__(self, inner: Any, prefix: int, agentic: bool) -> None:
         self.inner = inner
@@ -159,6 +142,4 @@ def with_prefix(counter: TokenCounter, prefix: int, *, agentic: bool = False) ->
     ``count_text`` is asked for a bare text)."""
     if not prefix:
         return counter
-    if isinstance(counter, CachingCounter):
-        return PrefixedCounter(counter, prefix)
-    return _OffsetCounter(counter, prefix, agentic)
+    return PrefixedCounter(counter, prefix, agentic)
