@@ -148,6 +148,19 @@ def test_prefix_counts_in_every_call_and_is_cached_after_the_first(
     assert totals.cost_usd > without.totals.cost_usd
 
 
+def test_prefix_is_no_message(logged: RecordedConversation) -> None:
+    """The prefix is a count: what the context shows, misses and offloads are the same."""
+    config = {"max_length_for_trunc": 800, "skip_clear": True}
+    with_ = replay(logged, config, pricing=SONNET, contexts=range(7))
+    without = replay(logged, config, pricing=SONNET, contexts=range(7), inferred_prefix=False)
+    assert with_.contexts == without.contexts
+    assert with_.totals.truncations == without.totals.truncations > 0
+    assert with_.totals.misses == without.totals.misses
+    assert with_.totals.chars_offloaded == without.totals.chars_offloaded
+    assert with_.miss_examples == without.miss_examples
+    assert with_.totals.peak_context_tokens == without.totals.peak_context_tokens + PREFIX
+
+
 def test_clear_threshold_sees_the_prefix(logged: RecordedConversation) -> None:
     """The clear phase counts the prefix with the context: the same threshold fires at an
     earlier call, and every count before it is the prefix more."""
