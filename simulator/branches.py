@@ -267,7 +267,9 @@ class Branch:
         previous = self.tracker.sent
         same = self.tracker.send(self.context)
         self.misses.send(self.context, same)
-        overhead = meter.tools(tools)
+        # What the recording left out goes first, before the tools: the same in every
+        # request, so the prompt cache serves it as it serves the tools.
+        overhead = self.prepared.prefix + meter.tools(tools)
         context_tokens = overhead + self.tracker.body + meter.reply_tokens
         cached = 0
         if previous and self.prepared.pricing.prompt_cache:

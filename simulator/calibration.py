@@ -11,6 +11,12 @@ what the test suite holds to 2% in aggregate. τ²-bench result files keep neith
 agent's tool schemas nor its system prompt around the policy; both were generated from the
 τ²-bench code the runs used and ship beside them (``tau2/agent/``), and are put back
 before replaying.
+
+Claude Code logs keep neither the system prompt nor the tool schemas, and nothing to put
+them back from: replays infer them as one prefix per conversation from the provider's
+counts of its first calls (:mod:`simulator.prefix`). :data:`PREFIX_SHIPPED` are set
+against the provider's counts on the calls the prefix was not inferred from
+(:func:`calibrate_prefix`), with and without it.
 """
 
 from __future__ import annotations
@@ -22,8 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from reduction_app.engine import Message, formats, get_token_counter
-from simulator.importers import load_conversations
+from simulator.importers import load_conversations, load_files
 from simulator.metering import Meter
+from simulator.prefix import fit_calls
 from simulator.pricing import pricing_for
 from simulator.recording import RecordedConversation
 from simulator.replay import replay
@@ -31,13 +38,17 @@ from simulator.strategies import keep_last_observations, strategy_config, tool_n
 from simulator.transcript import model_calls
 
 __all__ = [
+    "PREFIX_SHIPPED",
     "SHIPPED",
     "STRATEGY_RUNS",
     "FileCalibration",
+    "PrefixCalibration",
     "Shipped",
     "StrategyCheck",
     "calibrate",
+    "calibrate_prefix",
     "check_strategy",
+    "render_prefix_table",
     "render_strategy_table",
     "render_table",
 ]
@@ -64,6 +75,15 @@ SHIPPED = (
     Shipped("swe-agent/gpt4-test-repo-1c2844-old.traj", "gpt-4-turbo"),
     Shipped("swe-agent/gpt4-pydicom-1458.traj", "gpt-4-turbo"),
 )
+
+
+PREFIX_SHIPPED = (
+    # Claude Opus 4.5 and 4.6, and Sonnet 4.5; every Claude preset but Haiku 3.5 counts
+    # alike (cl100k_base, Anthropic framing), so the preset names only the prices.
+    Shipped("claude-code-long", "claude-opus-4.5"),
+    Shipped("claude-code", "claude-sonnet-4"),
+)
+"""Folders of Claude Code logs, replayed with the prefix they leave out inferred."""
 
 
 STRATEGY_RUNS = (
@@ -110,6 +130,101 @@ class FileCalibration:
     @property
     def ratio(self) -> float:
         return self.simulated_tokens / self.provider_tokens if self.provider_tokens else 0.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class PrefixCalibration:
+    """One folder of recordings that leave a prefix out: the provider's counts against the
+    replay's, without the inferred prefix and with it, on the calls it was not inferred
+    from."""
+
+    folder: str
+    preset: str
+    conversations: int
+    prefixes: tuple[int, ...]
+    """The prefix inferred for each conversation, in tokens."""
+    fit_calls: int
+    """Calls the prefixes were inferred from (left out of the comparison)."""
+    calls: int
+    """Calls compared."""
+    provider_tokens: int
+    without_prefix: int
+    """The replay's tokens on the calls compared, the prefix left out."""
+    simulated_tokens: int
+    """The same, the prefix counted."""
+    worst_call: float | None
+    """Largest relative difference of a single call compared, with the prefix."""
+
+    @property
+    def ratio(self) -> float:
+        return self.simulated_tokens / self.provider_tokens if self.provider_tokens else 0.0
+
+    @property
+    def ratio_without(self) -> float:
+        return self.without_prefix / self.provider_tokens if self.provider_tokens else 0.0
+
+
+def calibrate_prefix(root: Path, item: Shipped) -> PrefixCalibration:
+    """Replay every conversation of the folder ``item`` (under ``root``) with no reduction
+    and compare the calls its prefix was not inferred from."""
+    pricing = pricing_for(item.preset)
+    conversations = load_files([root / item.path])
+    prefixes: list[int] = []
+    provider = without = simulated = calls = fitted = 0
+    worst: float | None = None
+    for conv in conversations:
+        usage = conv.usage
+        if usage is None or not usage.prompt_tokens:
+            raise ValueError(f"{item.path}: {conv.name}: the recording kept no per-call figures")
+        result = replay(conv, None, pricing=pricing)
+        prefix = result.inferred_prefix_tokens
+        if prefix is None:
+            raise ValueError(f"{item.path}: {conv.name}: no prefix inferred")
+        prefixes.append(prefix)
+        fit = set(fit_calls(conv))
+        fitted += len(fit)
+        for call in result.calls:
+            billed = usage.prompt_tokens.get(call.message_index)
+            if billed is None or call.message_index in fit:
+                continue
+            provider += billed
+            simulated += call.context_tokens
+            without += call.context_tokens - prefix
+            calls += 1
+            off = abs(call.context_tokens - billed) / billed
+            worst = off if worst is None else max(worst, off)
+    return PrefixCalibration(
+        folder=item.path,
+        preset=item.preset,
+        conversations=len(conversations),
+        prefixes=tuple(prefixes),
+        fit_calls=fitted,
+        calls=calls,
+        provider_tokens=provider,
+        without_prefix=without,
+        simulated_tokens=simulated,
+        worst_call=worst,
+    )
+
+
+def render_prefix_table(rows: Sequence[PrefixCalibration]) -> str:
+    """Per folder: the prefixes inferred, and the calls compared with and without them."""
+    lines = [
+        "| recordings | preset | runs | prefix (tokens) | fit calls | calls compared "
+        "| provider tokens | without prefix | ratio | with prefix | ratio | worst call |",
+        "|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for r in rows:
+        low, high = min(r.prefixes), max(r.prefixes)
+        median = sorted(r.prefixes)[len(r.prefixes) // 2]
+        span = f"{low:,}–{high:,}, median {median:,}" if low != high else f"{low:,}"
+        worst = "-" if r.worst_call is None else f"{100 * r.worst_call:.1f}%"
+        lines.append(
+            f"| {r.folder}/ | {r.preset} | {r.conversations} | {span} | {r.fit_calls} "
+            f"| {r.calls:,} | {r.provider_tokens:,} | {r.without_prefix:,} "
+            f"| {r.ratio_without:.4f} | {r.simulated_tokens:,} | {r.ratio:.4f} | {worst} |"
+        )
+    return "\n".join(lines) + "\n"
 
 
 def _tau2_agent(conv: RecordedConversation, agent_dir: Path, domain: str) -> RecordedConversation:

@@ -17,10 +17,13 @@ from typing import Any, NoReturn, TextIO
 
 from reduction_app.engine import ConfigError, InMemoryBackend, ReductionError, config_from_dict
 from simulator.calibration import (
+    PREFIX_SHIPPED,
     SHIPPED,
     STRATEGY_RUNS,
     calibrate,
+    calibrate_prefix,
     check_strategy,
+    render_prefix_table,
     render_strategy_table,
     render_table,
 )
@@ -28,6 +31,7 @@ from simulator.compare import compare, grid_configs
 from simulator.corpus_sweep import CorpusSweep, corpus_configs, corpus_sweep
 from simulator.importers import FORMATS, ImportError_, RecordedConversation, load_files
 from simulator.parallel import default_workers
+from simulator.prefix import inferred_prefix
 from simulator.pricing import PRESETS, Pricing, engine_measure, pricing_for
 from simulator.recommend import (
     DEFAULT_BUDGET,
@@ -213,6 +217,29 @@ def _notes(pricing: Pricing, out: TextIO) -> None:
         )
 
 
+def _prefix_line(
+    conversations: Sequence[RecordedConversation], pricing: Pricing, on: bool, out: TextIO
+) -> None:
+    """Whether the counts hold a prefix the recordings left out (see simulator.prefix)."""
+    found = [p for p in (inferred_prefix(c, pricing) for c in conversations) if p is not None]
+    if not found:
+        return
+    runs = "the run" if len(conversations) == 1 else f"{len(found)} of {len(conversations)} runs"
+    if not on:
+        out.write(
+            f"inferred prefix: left out (--no-inferred-prefix): {runs} left out the system "
+            "prompt and tool schemas, and the counts miss them\n"
+        )
+        return
+    low, high = min(found), max(found)
+    span = f"{low:,}" if low == high else f"{low:,} to {high:,}"
+    out.write(
+        f"inferred prefix: {span} tokens in every call of {runs}: the system prompt and tool "
+        "schemas the recording left out, inferred from the provider's counts of the first "
+        "calls (--no-inferred-prefix leaves it out)\n"
+    )
+
+
 def _replay(args: argparse.Namespace, out: TextIO) -> None:
     configs = _configs(args.config)
     conversations = load_files(args.files, fmt=args.format)
@@ -226,6 +253,7 @@ def _replay(args: argparse.Namespace, out: TextIO) -> None:
             baseline=args.baseline,
             pricing=pricing,
             min_cacheable_prefix=args.min_cacheable_prefix,
+            inferred_prefix=not args.no_inferred_prefix,
         )
         pairs: list[tuple[ReplayResult, dict[str, float] | None]] = []
         if args.baseline == "none":
@@ -242,6 +270,7 @@ def _replay(args: argparse.Namespace, out: TextIO) -> None:
         _table(rows, out)
         _strategy_lines(rows, out)
         _notes(pricing, out)
+        _prefix_line(conversations, pricing, not args.no_inferred_prefix, out)
 
 
 def _progress(err: TextIO, unit: str = "configs") -> Any:
@@ -415,6 +444,7 @@ def _sweep(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
         "progress": None if args.quiet else _progress(err, "replays"),
         "workers": args.workers,
         "share": not args.no_share,
+        "inferred_prefix": not args.no_inferred_prefix,
     }
     if named is not None:
         result = corpus_configs(conversations, named, **options)
@@ -433,6 +463,7 @@ def _sweep(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
             _run_tables(conversations, result, out)
         _corpus_table(result, out)
         _notes(pricing, out)
+        _prefix_line(conversations, pricing, not args.no_inferred_prefix, out)
         _corpus_front(result, out)
     seconds = time.perf_counter() - started
     combinations, runs = len(result.combinations), len(result.runs)
@@ -446,15 +477,28 @@ def _calibrate(args: argparse.Namespace, out: TextIO) -> None:
     root = require_recordings(args.recordings, option="--recordings")
     rows = [calibrate(root, item) for item in SHIPPED]
     checks = [check_strategy(root, item) for item in STRATEGY_RUNS]
+    prefixed = [calibrate_prefix(root, item) for item in PREFIX_SHIPPED]
     if args.json:
         payload = [{**dataclasses.asdict(r), "ratio": round(r.ratio, 6)} for r in rows]
         strategies = [dataclasses.asdict(c) for c in checks]
-        json.dump({"calibration": payload, "strategies": strategies}, out)
+        prefixes = [
+            {
+                **dataclasses.asdict(r),
+                "ratio": round(r.ratio, 6),
+                "ratio_without": round(r.ratio_without, 6),
+            }
+            for r in prefixed
+        ]
+        json.dump(
+            {"calibration": payload, "strategies": strategies, "inferred_prefix": prefixes}, out
+        )
         out.write("\n")
     else:
         out.write(render_table(rows))
         out.write("\n")
         out.write(render_strategy_table(checks))
+        out.write("\n")
+        out.write(render_prefix_table(prefixed))
 
 
 LIMIT_OPTIONS = {
@@ -585,6 +629,7 @@ def _recommend(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         workers=args.workers,
         progress=None if args.quiet else _progress(err, "replays"),
         say=None if args.quiet else say,
+        inferred_prefix=not args.no_inferred_prefix,
     )
     if args.json:
         json.dump(result.to_dict(), out, ensure_ascii=False)
@@ -592,6 +637,7 @@ def _recommend(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     else:
         _recommend_table(result, out)
         _notes(pricing, out)
+        _prefix_line(conversations, pricing, not args.no_inferred_prefix, out)
     err.write(f"searched {_config_count(len(result.configs))} in {result.seconds:.1f} s\n")
     return 1 if result.best is None else 0
 
@@ -699,6 +745,13 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         metavar="TOKENS",
         help="shortest prefix a prompt cache serves (default: the preset's, 1024 for OpenAI)",
+    )
+    common.add_argument(
+        "--no-inferred-prefix",
+        action="store_true",
+        help="leave out the prefix inferred for recordings that omit what the provider was "
+        "sent before the messages (Claude Code logs: the system prompt and tool schemas); "
+        "by default it counts in every call's tokens, cost and clear threshold",
     )
     common.add_argument(
         "--json", action="store_true", help="print one JSON object instead of a table"

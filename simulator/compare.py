@@ -87,10 +87,11 @@ def compare(
     pricing: Pricing = DEFAULT_PRICING,
     min_cacheable_prefix: int | None = None,
     contexts: Collection[int] | None = None,
+    inferred_prefix: bool = True,
 ) -> Comparison:
     """Replay each ``(name, config)`` (a config, its JSON fields or ``None``); deltas
-    against the first, or ``baseline="none"`` for no reduction. ``contexts`` is passed to
-    each :func:`replay`."""
+    against the first, or ``baseline="none"`` for no reduction. ``contexts`` and
+    ``inferred_prefix`` are passed to each :func:`replay`."""
     if not configs:
         raise ValueError("compare needs at least one config")
     results = tuple(
@@ -101,6 +102,7 @@ def compare(
             pricing=pricing,
             min_cacheable_prefix=min_cacheable_prefix,
             contexts=contexts,
+            inferred_prefix=inferred_prefix,
         )
         for name, cfg in configs
     )
@@ -127,6 +129,7 @@ def compare(
                 name="no reduction",
                 pricing=pricing,
                 min_cacheable_prefix=min_cacheable_prefix,
+                inferred_prefix=inferred_prefix,
             )
         deltas.append(_deltas(result, bases[key]))
     return Comparison(results, next(iter(bases.values())), tuple(deltas))
@@ -236,6 +239,7 @@ def sweep(
     progress: Callable[[int, int], None] | None = None,
     workers: int | None = None,
     share: bool = True,
+    inferred_prefix: bool = True,
 ) -> SweepResult:
     """Replay every grid combination, and the conversation with no reduction (what the
     savings are against); ``progress(done, total)`` as combinations finish.
@@ -245,7 +249,7 @@ def sweep(
     sharing what does not depend on the config (see :mod:`simulator.branches`);
     ``workers=1, share=False`` is the plain loop of one :func:`replay` per combination,
     which gives the same results. A sweep keeps each replay's totals, not its per-call
-    records (replay a combination to see them).
+    records (replay a combination to see them). ``inferred_prefix``: as :func:`replay`.
     """
     named: list[tuple[str, Mapping[str, Any] | None]] = list(sweep_configs(grid, pricing))
     combinations = len(named)
@@ -259,6 +263,7 @@ def sweep(
         share=share,
         progress=progress,
         counted=combinations,
+        inferred_prefix=inferred_prefix,
     )
     baseline = results.pop()
     return SweepResult.of(results, baseline)

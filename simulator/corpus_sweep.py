@@ -282,11 +282,13 @@ def corpus_sweep(
     workers: int = 1,
     share: bool = True,
     progress: Progress | None = None,
+    inferred_prefix: bool = True,
 ) -> CorpusSweep:
     """Replay every combination of ``grid`` and no reduction on every conversation, and
     sum them (see the module docstring). ``progress(done, total)`` counts replays of a
     combination on a run (the baseline's left out) as they finish. ``workers`` and
-    ``share`` as :func:`~simulator.compare.sweep` takes them."""
+    ``share`` as :func:`~simulator.compare.sweep` takes them; ``inferred_prefix`` as
+    :func:`~simulator.replay.replay`."""
     full = sweep_configs(grid, pricing)
     labels = combination_labels(grid)
     named = [(label, config) for label, (_, config) in zip(labels, full, strict=True)]
@@ -299,6 +301,7 @@ def corpus_sweep(
         workers=workers,
         share=share,
         progress=progress,
+        inferred_prefix=inferred_prefix,
     )
 
 
@@ -311,6 +314,7 @@ def corpus_configs(
     workers: int = 1,
     share: bool = True,
     progress: Progress | None = None,
+    inferred_prefix: bool = True,
 ) -> CorpusSweep:
     """:func:`corpus_sweep` of a list of named configs rather than a grid's combinations
     (each named as given, in :attr:`CorpusSweep.full_names` too)."""
@@ -323,6 +327,7 @@ def corpus_configs(
         workers=workers,
         share=share,
         progress=progress,
+        inferred_prefix=inferred_prefix,
     )
 
 
@@ -336,6 +341,7 @@ def _corpus(
     workers: int,
     share: bool,
     progress: Progress | None,
+    inferred_prefix: bool,
 ) -> CorpusSweep:
     if not conversations:
         raise ValueError("corpus_sweep: no conversations to sweep")
@@ -347,6 +353,7 @@ def _corpus(
         workers=workers,
         share=share,
         progress=progress,
+        inferred_prefix=inferred_prefix,
     )
     combinations = replayed.configs
     baseline = replayed.baseline
@@ -390,6 +397,7 @@ def replay_corpus(
     share: bool = True,
     progress: Progress | None = None,
     baseline: bool = True,
+    inferred_prefix: bool = True,
 ) -> CorpusReplay:
     """Replay each ``(name, config)`` on every conversation, and no reduction after them
     when ``baseline``, and sum them run by run in the corpus's order; in parallel over
@@ -410,6 +418,7 @@ def replay_corpus(
         workers,
         share,
         progress,
+        inferred_prefix,
     )
     totals = tuple(ConfigTotals(name, None if c is None else dict(c)) for name, c in configs)
     for results in per_run:
@@ -437,6 +446,7 @@ def _replay_runs(
     workers: int,
     share: bool,
     progress: Progress | None,
+    inferred_prefix: bool,
 ) -> list[list[ReplayResult]]:
     """Per run, each ``named`` config's result (totals only), in order; progress counts
     the first ``counted`` configs."""
@@ -461,11 +471,21 @@ def _replay_runs(
                     share=share,
                     progress=step,
                     counted=combinations,
+                    inferred_prefix=inferred_prefix,
                 )
             )
         return out
     return _pooled(
-        conversations, named, counted, pricing, min_prefix, workers, share, progress, total
+        conversations,
+        named,
+        counted,
+        pricing,
+        min_prefix,
+        workers,
+        share,
+        progress,
+        total,
+        inferred_prefix,
     )
 
 
@@ -476,10 +496,17 @@ def _run_one(
     pricing: Pricing,
     min_prefix: int | None,
     share: bool,
+    inferred_prefix: bool,
 ) -> tuple[int, list[ReplayResult]]:
     conv = _RUNS[index] if conversation is None else conversation
     results = replay_configs(
-        conv, named, pricing=pricing, min_cacheable_prefix=min_prefix, workers=1, share=share
+        conv,
+        named,
+        pricing=pricing,
+        min_cacheable_prefix=min_prefix,
+        workers=1,
+        share=share,
+        inferred_prefix=inferred_prefix,
     )
     return index, results
 
@@ -494,6 +521,7 @@ def _pooled(
     share: bool,
     progress: Progress | None,
     total: int,
+    inferred_prefix: bool,
 ) -> list[list[ReplayResult]]:
     out: list[list[ReplayResult] | None] = [None] * len(conversations)
     # The longest runs first, so that no long one is left to run alone at the end.
@@ -516,6 +544,7 @@ def _pooled(
                     pricing,
                     min_prefix,
                     share,
+                    inferred_prefix,
                 )
                 for i in order
             }

@@ -7,7 +7,9 @@ reads its branch's offloaded files and keeps what its own clear passes write apa
 its branch takes them (see :mod:`simulator.branches`); a
 :class:`~reduction_app.engine.ReductionConfig` keeps the backend and hook it brought,
 with the characters written counted. :func:`truncation_key` says which configs truncate
-alike: the fields :data:`CLEAR_ONLY` leaves out.
+alike: the fields :data:`CLEAR_ONLY` leaves out. Where the recording left a prefix out
+(:mod:`simulator.prefix`), the middleware counts with the config's counter plus that
+prefix in every count of a whole request, so the clear phase's thresholds see it.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from reduction_app.engine import (
     get_token_counter,
     new,
 )
+from simulator.prefix import with_prefix
 from simulator.results import ClearPass
 
 __all__ = ["CLEAR_ONLY", "Files", "Member", "truncation_key"]
@@ -124,9 +127,17 @@ class Member:
     """One config replayed in a branch: its middleware, its events, its clear passes."""
 
     def __init__(
-        self, position: int, name: str, config: ReductionConfig | Mapping[str, Any] | None
+        self,
+        position: int,
+        name: str,
+        config: ReductionConfig | Mapping[str, Any] | None,
+        prefix: int = 0,
+        *,
+        agentic: bool = False,
     ):
         self.position = position
+        self.prefix = prefix
+        """Tokens the recording left out before every request (see :mod:`simulator.prefix`)."""
         self.name = name
         self.events: list[ReductionEvent] = []
         self.passes: list[tuple[tuple[ReductionEvent, ...], ClearPass]] = []
@@ -140,13 +151,17 @@ class Member:
             self.files = _PassFiles(Files())
             data = {"skip_truncation": True, "skip_clear": True} if config is None else config
             self.config = config_from_dict(data, backend=self.files, on_event=self.events.append)
-        self.mw = new(self.config)
         self.counter = get_token_counter(self.config.token_counter)
+        """The config's own counter (a request's count by it leaves the prefix out)."""
         try:
             self.as_dict = config_to_dict(self.config)
         except ValueError:
             self.as_dict = {}
         self.key = None if self.files is None else truncation_key(self.config)
+        if prefix:
+            counter = with_prefix(self.counter, prefix, agentic=agentic)
+            self.config = dataclasses.replace(self.config, token_counter=counter)
+        self.mw = new(self.config)
 
     def _own_backend(self, config: ReductionConfig) -> ReductionConfig:
         user_hook = config.on_event
@@ -174,7 +189,7 @@ class Member:
         if summary is not None:
             clear = ClearPass.from_summary(summary)
         else:
-            tokens = int(self.counter(list(context), tools))
+            tokens = int(self.counter(list(context), tools)) + self.prefix
             clear = ClearPass(
                 tokens_before=tokens, tokens_after=tokens, threshold=None, cleared=False
             )

@@ -73,8 +73,10 @@ def replay_configs(
     share: bool = True,
     progress: Progress | None = None,
     counted: int | None = None,
+    inferred_prefix: bool = True,
 ) -> list[ReplayResult]:
     """Replay each ``(name, config)``; results without per-call records, in order.
+    ``inferred_prefix``: as :func:`~simulator.replay.replay`.
 
     ``progress(done, total)`` is called as configs finish, ``total`` being ``counted``
     (default: all of them) and only the first ``counted`` configs counting (a sweep's
@@ -91,8 +93,19 @@ def replay_configs(
 
     steps = len(conversation.messages) * len(configs)
     if workers <= 1 or len(configs) < 2 or steps < POOL_MIN_STEPS:
-        return _in_process(conversation, configs, pricing, min_cacheable_prefix, share, finished)
-    return _pooled(conversation, configs, pricing, min_cacheable_prefix, workers, share, finished)
+        return _in_process(
+            conversation, configs, pricing, min_cacheable_prefix, share, finished, inferred_prefix
+        )
+    return _pooled(
+        conversation,
+        configs,
+        pricing,
+        min_cacheable_prefix,
+        workers,
+        share,
+        finished,
+        inferred_prefix,
+    )
 
 
 def _in_process(
@@ -102,18 +115,29 @@ def _in_process(
     min_prefix: int | None,
     share: bool,
     finished: Callable[[Sequence[int]], None],
+    inferred_prefix: bool,
 ) -> list[ReplayResult]:
     if not share:
         out = []
         for position, (name, config) in enumerate(configs):
             result = replay(
-                conversation, config, name=name, pricing=pricing, min_cacheable_prefix=min_prefix
+                conversation,
+                config,
+                name=name,
+                pricing=pricing,
+                min_cacheable_prefix=min_prefix,
+                inferred_prefix=inferred_prefix,
             )
             out.append(totals_only(result))
             finished([position])
         return out
     results = replay_many(
-        conversation, configs, pricing=pricing, min_cacheable_prefix=min_prefix, done=finished
+        conversation,
+        configs,
+        pricing=pricing,
+        min_cacheable_prefix=min_prefix,
+        done=finished,
+        inferred_prefix=inferred_prefix,
     )
     return [totals_only(r) for r in results]
 
@@ -140,9 +164,13 @@ _WORKER: dict[str, Any] = {}
 
 
 def _init_worker(
-    source: Prepared | RecordedConversation, pricing: Pricing, min_prefix: Any
+    source: Prepared | RecordedConversation, pricing: Pricing, min_prefix: Any, inferred: bool
 ) -> None:
-    prepared = source if isinstance(source, Prepared) else Prepared(source, pricing)
+    prepared = (
+        source
+        if isinstance(source, Prepared)
+        else Prepared(source, pricing, inferred_prefix=inferred)
+    )
     _WORKER.update(prepared=prepared, min_prefix=min_prefix)
 
 
@@ -157,7 +185,12 @@ def _run_batch(batch: list[tuple[int, str, Any]], share: bool) -> list[tuple[int
                 p,
                 totals_only(
                     replay(
-                        conversation, c, name=n, pricing=pricing, min_cacheable_prefix=min_prefix
+                        conversation,
+                        c,
+                        name=n,
+                        pricing=pricing,
+                        min_cacheable_prefix=min_prefix,
+                        inferred_prefix=prepared.inferred_prefix,
                     )
                 ),
             )
@@ -169,6 +202,7 @@ def _run_batch(batch: list[tuple[int, str, Any]], share: bool) -> list[tuple[int
         pricing=pricing,
         min_cacheable_prefix=min_prefix,
         prepared=prepared,
+        inferred_prefix=prepared.inferred_prefix,
     )
     return [(p, totals_only(r)) for (p, _, _), r in zip(batch, results, strict=True)]
 
@@ -181,6 +215,7 @@ def _pooled(
     workers: int,
     share: bool,
     finished: Callable[[Sequence[int]], None],
+    inferred_prefix: bool,
 ) -> list[ReplayResult]:
     out: list[ReplayResult | None] = [None] * len(configs)
     todo = batches(configs, workers)
@@ -191,13 +226,14 @@ def _pooled(
         # last config here first (a sweep's baseline: no reduction, which counts every
         # recorded message and costs little else) warms the prepared conversation for all.
         context = multiprocessing.get_context("fork")
-        prepared = Prepared(conversation, pricing)
+        prepared = Prepared(conversation, pricing, inferred_prefix=inferred_prefix)
         last = len(configs) - 1
         name, config = configs[last]
         if share:
             first = replay_many(
                 conversation, [(name, config)], pricing=pricing,
                 min_cacheable_prefix=min_prefix, prepared=prepared,
+                inferred_prefix=inferred_prefix,
             )[0]  # fmt: skip
             out[last] = totals_only(first)
             finished([last])
@@ -209,7 +245,7 @@ def _pooled(
         workers,
         mp_context=context,
         initializer=_init_worker,
-        initargs=(source, pricing, min_prefix),
+        initargs=(source, pricing, min_prefix, inferred_prefix),
     ) as pool:
         running: set[Future[list[tuple[int, ReplayResult]]]] = {
             pool.submit(_run_batch, [(p, *configs[p]) for p in batch], share) for batch in todo

@@ -4,7 +4,8 @@ A :class:`Prepared` conversation is worked out once and shared by every config r
 on it: the messages with stable ids (:func:`~simulator.transcript.with_stable_ids`),
 which assistant messages are model calls, each tool result's call (name, arguments and
 call key, as the calls seen before it name them), each model call's call keys, and the
-strings misses look for (:class:`~simulator.misses.Strings`). The
+strings misses look for (:class:`~simulator.misses.Strings`), and the prefix the
+recording left out, where one is inferred (:mod:`simulator.prefix`). The
 :class:`~simulator.metering.Meter` of each measure is shared too, so a message the
 configs send alike (every recorded one, and the same object kept by several configs) is
 counted once. Nothing here depends on a config, which is what makes sharing it safe.
@@ -16,10 +17,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from reduction_app.engine import AgenticMessage, Message
+from reduction_app.engine import AgenticMessage, Message, get_token_counter
 from reduction_app.engine.inspect import classify, tool_calls_of
 from simulator.metering import Meter
 from simulator.misses import Strings
+from simulator.prefix import infer_prefix
 from simulator.pricing import Pricing
 from simulator.recording import RecordedConversation
 from simulator.transcript import (
@@ -65,13 +67,19 @@ class Prepared:
     """A recorded conversation made ready for replays under any number of configs."""
 
     def __init__(
-        self, conversation: RecordedConversation, pricing: Pricing, *, share_truncation: bool = True
+        self,
+        conversation: RecordedConversation,
+        pricing: Pricing,
+        *,
+        share_truncation: bool = True,
+        inferred_prefix: bool = True,
     ) -> None:
         self.conversation = conversation
         self.pricing = pricing
         self.share_truncation = share_truncation
         """Branches of one truncation key take the first one's truncated messages (see
         :mod:`simulator.branches`); off only to measure what that buys."""
+        self.inferred_prefix = inferred_prefix
         self.tools = list(conversation.tools)
         self.messages: list[Any] = with_stable_ids(conversation.messages)
         self.kinds = [classify(m) for m in self.messages]
@@ -87,6 +95,17 @@ class Prepared:
         self._walk()
         self.strings = Strings(self.messages, self.calls, self.arrivals, self.tools)
         """The strings of the messages and original results, for misses."""
+        self.prefix_tokens: int | None = None
+        """Tokens of what the recording left out before its messages, as inferred (see
+        :mod:`simulator.prefix`); ``None`` when none is, or ``inferred_prefix`` is off."""
+        if inferred_prefix:
+            meter = self.meter(get_token_counter("approx"))
+            self.prefix_tokens = infer_prefix(conversation, meter, self.messages)
+
+    @property
+    def prefix(self) -> int:
+        """Tokens every request counts before the tools and messages it holds."""
+        return self.prefix_tokens or 0
 
     def _walk(self) -> None:
         keys: dict[tuple[str, str], Key] = {}

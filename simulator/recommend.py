@@ -499,13 +499,14 @@ def recommend(
     progress: Progress | None = None,
     say: Say | None = None,
     clock: Callable[[], float] = time.perf_counter,
+    inferred_prefix: bool = True,
 ) -> Recommendation:
     """Search for the config to recommend (see the module docstring). ``progress(done,
     total)`` counts each round's replays; ``say`` gets a line per round. ``grid``
     defaults to :data:`DEFAULT_GRID`; its fields that are no knob or switch are in every
     config. ``tool_limits`` searches limits per tool and command kind where the corpus
     calls for them (:func:`~simulator.tool_limits.dimensions`), unless the grid sets
-    them."""
+    them. ``inferred_prefix``: as :func:`~simulator.replay.replay`."""
     started = clock()
     if grid is None:
         grid = json.loads(DEFAULT_GRID.read_text(encoding="utf-8"))
@@ -526,6 +527,7 @@ def recommend(
             share=share,
             progress=progress,
             baseline=baseline,
+            inferred_prefix=inferred_prefix,
         )
 
     seen: dict[str, int] = {}

@@ -13,7 +13,11 @@ tokens), the new tokens, and of those the ones written to the cache (where the p
 bills cache writes); beside them it keeps the parts of the recording the call missed
 (:mod:`simulator.misses`, priced into the cost with recovery) and what the clear
 phase's summary event said (:class:`~simulator.results.ClearPass`, in the config's own
-counter). A model call is an assistant message after some input: a greeting an agent
+counter). Where the recording left out what the provider was sent before its messages
+(a Claude Code log's system prompt and tool schemas), that prefix is inferred from the
+provider's own counts and counted in every request, in the costs and in the clear
+phase's thresholds alike (:mod:`simulator.prefix`; ``inferred_prefix=False`` leaves it
+out). A model call is an assistant message after some input: a greeting an agent
 sends before the user speaks is part of the context but no call. No model is called.
 The result values live in :mod:`simulator.results`.
 
@@ -28,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
-from reduction_app.engine import ReductionConfig
+from reduction_app.engine import AgenticMessage, ReductionConfig
 from simulator.branches import Branch
 from simulator.members import Member
 from simulator.prepared import Prepared
@@ -64,13 +68,15 @@ def replay(
     pricing: Pricing = DEFAULT_PRICING,
     min_cacheable_prefix: int | None = None,
     contexts: Collection[int] | None = None,
+    inferred_prefix: bool = True,
 ) -> ReplayResult:
     """Replay ``conversation`` under ``config`` (``None``: no reduction) and measure it.
 
     ``min_cacheable_prefix``: tokens, the shortest prefix a prompt cache serves; ``None``:
     the price preset's. ``contexts``: indices of model calls whose messages (as sent,
     after the clear phase) the result keeps in ``ReplayResult.contexts``; calls past the
-    end are ignored.
+    end are ignored. ``inferred_prefix``: count the prefix a recording left out, where one
+    is inferred (see :mod:`simulator.prefix`).
     """
     results = replay_many(
         conversation,
@@ -78,6 +84,7 @@ def replay(
         pricing=pricing,
         min_cacheable_prefix=min_cacheable_prefix,
         contexts=contexts,
+        inferred_prefix=inferred_prefix,
     )
     return results[0]
 
@@ -91,21 +98,29 @@ def replay_many(
     contexts: Collection[int] | None = None,
     prepared: Prepared | None = None,
     done: Callable[[list[int]], None] | None = None,
+    inferred_prefix: bool = True,
 ) -> list[ReplayResult]:
     """Replay each ``(name, config)`` as :func:`replay` does, in one walk where they share
     (see :mod:`simulator.branches`); results in the order of ``configs``.
 
-    ``prepared``: the conversation already prepared under ``pricing``, to share its
-    counts with earlier calls too (a process replaying many batches keeps one).
-    ``done(positions)`` is called as configs finish, with their positions in ``configs``.
+    ``prepared``: the conversation already prepared under ``pricing`` (and
+    ``inferred_prefix``), to share its counts with earlier calls too (a process replaying
+    many batches keeps one). ``done(positions)`` is called as configs finish, with their
+    positions in ``configs``.
     """
     if prepared is None:
-        prepared = Prepared(conversation, pricing)
+        prepared = Prepared(conversation, pricing, inferred_prefix=inferred_prefix)
     elif prepared.conversation is not conversation or prepared.pricing != pricing:
         raise ValueError("prepared: made for another conversation or price preset")
+    elif prepared.inferred_prefix != inferred_prefix:
+        raise ValueError("prepared: made with the inferred prefix switched the other way")
     if min_cacheable_prefix is None:
         min_cacheable_prefix = pricing.min_cacheable_prefix
-    members = [Member(i, name, config) for i, (name, config) in enumerate(configs)]
+    agentic = any(isinstance(m, AgenticMessage) for m in prepared.messages[:1])
+    members = [
+        Member(i, name, config, prepared.prefix, agentic=agentic)
+        for i, (name, config) in enumerate(configs)
+    ]
     groups: dict[str, list[Member]] = {}
     alone: list[list[Member]] = []
     for member in members:
@@ -186,4 +201,5 @@ def _result(prepared: Prepared, member: Member, branch: Branch) -> ReplayResult:
         estimate=pricing.estimate,
         strategies=strategy_effects(events),
         miss_examples=examples,
+        inferred_prefix_tokens=prepared.prefix_tokens,
     )

@@ -195,6 +195,11 @@ class ReplayResult:
     was cleared."""
     miss_examples: tuple[MissExample, ...] = ()
     """The first few misses (:data:`MISS_EXAMPLES` at most), in call order."""
+    inferred_prefix_tokens: int | None = None
+    """Tokens the recording left out before its messages (a Claude Code log's system
+    prompt and tool schemas), inferred from the provider's counts and counted in every
+    call's ``context_tokens`` and in the clear phase's counts (see
+    :mod:`simulator.prefix`); ``None`` when none was inferred or counted."""
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ReplayResult:
@@ -212,6 +217,7 @@ class ReplayResult:
             estimate=bool(data.get("estimate", False)),
             strategies={k: StrategyEffect(**v) for k, v in data.get("strategies", {}).items()},
             miss_examples=tuple(MissExample(**m) for m in data.get("miss_examples", ())),
+            inferred_prefix_tokens=data.get("inferred_prefix_tokens"),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -221,6 +227,7 @@ class ReplayResult:
             "config": self.config,
             "measure": self.measure,
             "estimate": self.estimate,
+            "inferred_prefix_tokens": self.inferred_prefix_tokens,
             "totals": dataclasses.asdict(self.totals),
             "strategies": {k: dataclasses.asdict(v) for k, v in self.strategies.items()},
             "miss_examples": [dataclasses.asdict(m) for m in self.miss_examples],

@@ -28,8 +28,8 @@ the model saw: those in :data:`LOG_ONLY_FIELDS`, with the one value that is harm
 are left out. Any other field, or another value of those, is refused by the Anthropic
 format's parser, naming the field.
 
-The log keeps neither the system prompt nor the tool schemas, so a replay counts less
-than the provider billed (by the same amount on every call).
+The log keeps neither the system prompt nor the tool schemas: a replay infers them as
+one prefix from the provider's counts (:mod:`simulator.prefix`).
 """
 
 from __future__ import annotations

@@ -33,8 +33,8 @@ def test_replay_result_to_dict_shape() -> None:
         hand_conversation(), HAND_CONFIG, name="hand", min_cacheable_prefix=10, pricing=ENGINE
     ).to_dict()
     assert list(data) == [
-        "name", "conversation", "config", "measure", "estimate", "totals", "strategies",
-        "miss_examples", "calls",
+        "name", "conversation", "config", "measure", "estimate", "inferred_prefix_tokens",
+        "totals", "strategies", "miss_examples", "calls",
     ]  # fmt: skip
     # The hand conversation's clears are the reference's own: two results, 250 tokens.
     assert data["strategies"] == {"reference": {"results": 2, "tokens_saved": 250}}
@@ -63,6 +63,7 @@ def test_replay_result_to_dict_shape() -> None:
         "calls_cleared": 1,
     }
     assert data["miss_examples"] == []
+    assert data["inferred_prefix_tokens"] is None  # a recording that keeps its whole request
     assert json.loads(json.dumps(data)) == data
 
 
@@ -74,6 +75,7 @@ def test_replay_result_from_dict_reads_results_stored_before_misses() -> None:
     result = ReplayResult.from_dict(data)
     assert (result.totals.misses, result.totals.cost_with_recovery_usd) == (0, None)
     assert result.miss_examples == ()
+    assert result.inferred_prefix_tokens is None
 
 
 def test_replay_result_default_name() -> None:
