@@ -55,7 +55,7 @@ from simulator.pricing import Pricing
 from simulator.refetch import Repeats
 from simulator.tracking import Tracker
 
-__all__ = ["Branch", "Measure", "Miss", "call_tokens"]
+__all__ = ["Branch", "Measure", "Miss", "call_tokens", "recovery_cost"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -314,16 +314,24 @@ class Branch:
             member.record(self.context, tools)
 
     def _recovery(self, context_tokens: int, part_tokens: int) -> float:
-        """US dollars of one read back: a call sending this call's context (all but the
-        reply primer cached, when long enough and the preset caches) and the part."""
-        pricing = self.prepared.pricing
-        reply = self.meter.reply_tokens
-        prefix = context_tokens - reply
-        cached = prefix if pricing.prompt_cache and prefix >= self.min_prefix else 0
-        request = context_tokens + part_tokens
-        new_tokens = request - cached
-        writes_cache = pricing.cache_write_per_mtok is not None
-        writes = new_tokens if writes_cache and request >= self.min_prefix else 0
-        return pricing.cost(
-            uncached_tokens=new_tokens, cached_tokens=cached, cache_write_tokens=writes
+        return recovery_cost(
+            self.prepared.pricing,
+            self.meter.reply_tokens,
+            self.min_prefix,
+            context_tokens,
+            part_tokens,
         )
+
+
+def recovery_cost(
+    pricing: Pricing, reply_tokens: int, min_prefix: int, context_tokens: int, part_tokens: int
+) -> float:
+    """US dollars of one read back: a call sending a call's context (``context_tokens``,
+    all but the reply primer cached, when long enough and the preset caches) and the part."""
+    prefix = context_tokens - reply_tokens
+    cached = prefix if pricing.prompt_cache and prefix >= min_prefix else 0
+    request = context_tokens + part_tokens
+    new_tokens = request - cached
+    writes_cache = pricing.cache_write_per_mtok is not None
+    writes = new_tokens if writes_cache and request >= min_prefix else 0
+    return pricing.cost(uncached_tokens=new_tokens, cached_tokens=cached, cache_write_tokens=writes)
