@@ -31,7 +31,7 @@ through its own middleware, as a replay alone always did."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,6 +42,7 @@ from reduction_app.engine import (
     ReductionMiddleware,
     ToolArgument,
     ToolContext,
+    ToolInfo,
     ToolResult,
     new,
     stringify,
@@ -50,10 +51,11 @@ from reduction_app.engine.inspect import read_result, write_result
 from simulator.members import Files, Member
 from simulator.misses import Misses
 from simulator.prepared import Arrival, Prepared, Truncated
+from simulator.pricing import Pricing
 from simulator.refetch import Repeats
 from simulator.tracking import Tracker
 
-__all__ = ["Branch", "Measure", "Miss"]
+__all__ = ["Branch", "Measure", "Miss", "call_tokens", "recovery_cost"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +81,35 @@ class Miss:
     recovery_usd: float
     """One more call on this call's context (its prefix served by the prompt cache as the
     preset allows) with the part's tokens as new input."""
+
+
+def call_tokens(
+    tracker: Tracker,
+    tools: Sequence[ToolInfo],
+    previous: Sequence[Any],
+    same: int,
+    pricing: Pricing,
+    min_prefix: int,
+    omitted: int = 0,
+) -> tuple[int, int, int, int]:
+    """What a model call is billed for, once ``tracker`` has been sent its context:
+    context tokens, those a prompt cache serves (the prefix shared with ``previous``, the
+    context sent before it, when at least ``min_prefix`` tokens), new tokens, and of those
+    the ones written to the cache (where ``pricing`` bills cache writes). ``omitted``:
+    the tokens of what the recording left out (:mod:`simulator.prefix`), which go first,
+    before the tools: the same in every request, so the prompt cache serves them as it
+    serves the tools."""
+    meter = tracker.meter
+    overhead = omitted + meter.tools(tools)
+    context_tokens = overhead + tracker.body + meter.reply_tokens
+    cached = 0
+    if previous and pricing.prompt_cache:
+        prefix = overhead + tracker.cached_body(previous, same)
+        cached = prefix if prefix >= min_prefix else 0
+    new_tokens = context_tokens - cached
+    writes_cache = pricing.cache_write_per_mtok is not None
+    writes = new_tokens if writes_cache and context_tokens >= min_prefix else 0
+    return context_tokens, cached, new_tokens, writes
 
 
 class Branch:
@@ -267,17 +298,15 @@ class Branch:
         previous = self.tracker.sent
         same = self.tracker.send(self.context)
         self.misses.send(self.context, same)
-        # What the recording left out goes first, before the tools: the same in every
-        # request, so the prompt cache serves it as it serves the tools.
-        overhead = self.prepared.prefix + meter.tools(tools)
-        context_tokens = overhead + self.tracker.body + meter.reply_tokens
-        cached = 0
-        if previous and self.prepared.pricing.prompt_cache:
-            prefix = overhead + self.tracker.cached_body(previous, same)
-            cached = prefix if prefix >= self.min_prefix else 0
-        new_tokens = context_tokens - cached
-        writes_cache = self.prepared.pricing.cache_write_per_mtok is not None
-        writes = new_tokens if writes_cache and context_tokens >= self.min_prefix else 0
+        context_tokens, cached, new_tokens, writes = call_tokens(
+            self.tracker,
+            tools,
+            previous,
+            same,
+            self.prepared.pricing,
+            self.min_prefix,
+            self.prepared.prefix,
+        )
         share = self.tracker.share
         for call_id, key in self.prepared.call_keys[index]:
             earlier = self.tracker.hidden(key)
@@ -295,16 +324,24 @@ class Branch:
             member.record(self.context, tools)
 
     def _recovery(self, context_tokens: int, part_tokens: int) -> float:
-        """US dollars of one read back: a call sending this call's context (all but the
-        reply primer cached, when long enough and the preset caches) and the part."""
-        pricing = self.prepared.pricing
-        reply = self.meter.reply_tokens
-        prefix = context_tokens - reply
-        cached = prefix if pricing.prompt_cache and prefix >= self.min_prefix else 0
-        request = context_tokens + part_tokens
-        new_tokens = request - cached
-        writes_cache = pricing.cache_write_per_mtok is not None
-        writes = new_tokens if writes_cache and request >= self.min_prefix else 0
-        return pricing.cost(
-            uncached_tokens=new_tokens, cached_tokens=cached, cache_write_tokens=writes
+        return recovery_cost(
+            self.prepared.pricing,
+            self.meter.reply_tokens,
+            self.min_prefix,
+            context_tokens,
+            part_tokens,
         )
+
+
+def recovery_cost(
+    pricing: Pricing, reply_tokens: int, min_prefix: int, context_tokens: int, part_tokens: int
+) -> float:
+    """US dollars of one read back: a call sending a call's context (``context_tokens``,
+    all but the reply primer cached, when long enough and the preset caches) and the part."""
+    prefix = context_tokens - reply_tokens
+    cached = prefix if pricing.prompt_cache and prefix >= min_prefix else 0
+    request = context_tokens + part_tokens
+    new_tokens = request - cached
+    writes_cache = pricing.cache_write_per_mtok is not None
+    writes = new_tokens if writes_cache and request >= min_prefix else 0
+    return pricing.cost(uncached_tokens=new_tokens, cached_tokens=cached, cache_write_tokens=writes)

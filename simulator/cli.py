@@ -27,6 +27,7 @@ from simulator.calibration import (
     render_strategy_table,
     render_table,
 )
+from simulator.ceiling import KEPT_WHOLE, LADDER, UNDER_LADDER, Ceiling, ceiling
 from simulator.compare import compare, grid_configs
 from simulator.corpus_sweep import CorpusSweep, corpus_configs, corpus_sweep
 from simulator.importers import FORMATS, ImportError_, RecordedConversation, load_files
@@ -642,6 +643,55 @@ def _recommend(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     return 1 if result.best is None else 0
 
 
+def _ceiling_table(result: Ceiling, out: TextIO) -> None:
+    runs = len(result.runs)
+    base = result.baseline_cost_usd
+    out.write(
+        f"{runs} run{'' if runs == 1 else 's'} at {result.pricing} prices; no reduction: "
+        f"{_money(base)}\n"
+    )
+    out.write(
+        f"ceiling: {_money(result.cost_usd)} (saves {_share(result.saved)}), "
+        f"{result.misses} read backs\n"
+    )
+    out.write(
+        f"without a miss: {_money(result.no_miss_cost_usd)} (saves "
+        f"{_share(result.no_miss_saved)})\n"
+    )
+    out.write("variants (cost with recovery over every run, runs it is the cheapest on):\n")
+    wins = result.wins
+    width = max(len(v) for v in result.variants)
+    for variant, cost in result.variants.items():
+        saved = (base - cost) / base if base else 0.0
+        out.write(
+            f"  {variant.ljust(width)}  {_money(cost)}  saves {_share(saved).rjust(6)}  "
+            f"{wins[variant]} run{'' if wins[variant] == 1 else 's'}\n"
+        )
+    steps = result.steps
+    shown = [f"{int(n):,}: {steps[str(n)]:,}" for n in LADDER]
+    shown += [f"{KEPT_WHOLE}: {steps[KEPT_WHOLE]:,}", f"{UNDER_LADDER}: {steps[UNDER_LADDER]:,}"]
+    out.write(f"ladder (outputs per step, without a miss): {', '.join(shown)}\n")
+
+
+def _ceiling(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
+    conversations = load_files(args.files, fmt=args.format)
+    pricing = _pricing(args)
+    result = ceiling(
+        conversations,
+        pricing=pricing,
+        min_cacheable_prefix=args.min_cacheable_prefix,
+        workers=args.workers,
+        progress=None if args.quiet else _progress(err, "runs"),
+    )
+    if args.json:
+        json.dump(result.to_dict(), out, ensure_ascii=False)
+        out.write("\n")
+    else:
+        _ceiling_table(result, out)
+        _notes(pricing, out)
+    err.write(f"worked out the ceiling of {len(result.runs)} runs in {result.seconds:.1f} s\n")
+
+
 def _recordings_option(parser: argparse.ArgumentParser) -> None:
     # --data is the option's former name, kept for scripts that use it.
     parser.add_argument(
@@ -879,6 +929,22 @@ def _parser() -> argparse.ArgumentParser:
         metavar="N",
         help=f"processes to replay in (default: one per CPU, {default_workers()} here)",
     )
+    ceil = _command(
+        sub,
+        "ceiling",
+        parents=[common],
+        help="work out what a clairvoyant reduction would cost on a corpus: every output "
+        "truncated as far as the agent's later use of it allows and cleared after its last "
+        "use, or read back where that costs less",
+    )
+    ceil.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    ceil.add_argument(
+        "--workers",
+        type=_positive,
+        default=1,
+        metavar="N",
+        help="processes to work runs out in (default: 1)",
+    )
     return parser
 
 
@@ -899,6 +965,8 @@ def main(
             _calibrate(args, out)
         elif args.command == "recommend":
             return _recommend(args, out, err)
+        elif args.command == "ceiling":
+            _ceiling(args, out, err)
         else:
             _sweep(args, out, err)
     except SystemExit as exc:
