@@ -280,11 +280,13 @@ def ceiling(
     min_cacheable_prefix: int | None = None,
     workers: int = 1,
     progress: Callable[[int, int], None] | None = None,
+    inferred_prefix: bool = True,
 ) -> Ceiling:
     """The ceiling of ``conversations`` at ``pricing`` (see the module docstring).
 
     ``min_cacheable_prefix``: tokens, ``None`` for the preset's. ``workers`` above 1 works
     out runs in that many processes. ``progress(done, total)`` is called as runs finish.
+    ``inferred_prefix``: as :func:`~simulator.replay.replay`.
     """
     started = time.perf_counter()
     total = len(conversations)
@@ -292,12 +294,19 @@ def ceiling(
         runs = []
         for n, conv in enumerate(conversations):
             runs.append(
-                run_ceiling(conv, pricing=pricing, min_cacheable_prefix=min_cacheable_prefix)
+                run_ceiling(
+                    conv,
+                    pricing=pricing,
+                    min_cacheable_prefix=min_cacheable_prefix,
+                    inferred_prefix=inferred_prefix,
+                )
             )
             if progress is not None:
                 progress(n + 1, total)
     else:
-        runs = _pooled(conversations, pricing, min_cacheable_prefix, workers, progress)
+        runs = _pooled(
+            conversations, pricing, min_cacheable_prefix, workers, progress, inferred_prefix
+        )
     return Ceiling(pricing=pricing.name, runs=tuple(runs), seconds=time.perf_counter() - started)
 
 
@@ -306,9 +315,10 @@ def run_ceiling(
     *,
     pricing: Pricing,
     min_cacheable_prefix: int | None = None,
+    inferred_prefix: bool = True,
 ) -> RunCeiling:
     """The ceiling of one run."""
-    run = _Run(conversation, pricing, min_cacheable_prefix)
+    run = _Run(conversation, pricing, min_cacheable_prefix, inferred_prefix)
     baseline = run.walk(NO_MISS, None, reduce=False)
     run.plan_read_backs(baseline.context_tokens)
     walks = {}
@@ -380,8 +390,14 @@ class _Output:
 class _Run:
     """One conversation, its outputs' ladder steps and clear points, and its walks."""
 
-    def __init__(self, conv: RecordedConversation, pricing: Pricing, min_prefix: int | None):
-        self.prepared = prepared = Prepared(conv, pricing)
+    def __init__(
+        self,
+        conv: RecordedConversation,
+        pricing: Pricing,
+        min_prefix: int | None,
+        inferred_prefix: bool = True,
+    ):
+        self.prepared = prepared = Prepared(conv, pricing, inferred_prefix=inferred_prefix)
         self.pricing = pricing
         self.min_prefix = pricing.min_cacheable_prefix if min_prefix is None else min_prefix
         self.meter = prepared.meter(get_token_counter("approx"))
@@ -718,10 +734,17 @@ _RUNS: list[RecordedConversation] = []
 
 
 def _one(
-    index: int, conv: RecordedConversation | None, pricing: Pricing, min_prefix: int | None
+    index: int,
+    conv: RecordedConversation | None,
+    pricing: Pricing,
+    min_prefix: int | None,
+    inferred_prefix: bool,
 ) -> RunCeiling:
     return run_ceiling(
-        _RUNS[index] if conv is None else conv, pricing=pricing, min_cacheable_prefix=min_prefix
+        _RUNS[index] if conv is None else conv,
+        pricing=pricing,
+        min_cacheable_prefix=min_prefix,
+        inferred_prefix=inferred_prefix,
     )
 
 
@@ -731,6 +754,7 @@ def _pooled(
     min_prefix: int | None,
     workers: int,
     progress: Callable[[int, int], None] | None,
+    inferred_prefix: bool,
 ) -> list[RunCeiling]:
     forked = sys.platform.startswith("linux")
     context = multiprocessing.get_context("fork") if forked else None
@@ -741,7 +765,14 @@ def _pooled(
     try:
         with ProcessPoolExecutor(min(workers, len(conversations)), mp_context=context) as pool:
             futures = {
-                pool.submit(_one, i, None if forked else conversations[i], pricing, min_prefix): i
+                pool.submit(
+                    _one,
+                    i,
+                    None if forked else conversations[i],
+                    pricing,
+                    min_prefix,
+                    inferred_prefix,
+                ): i
                 for i in order
             }
             for done, future in enumerate(as_completed(futures), start=1):

@@ -580,11 +580,13 @@ def _recommend_table(result: Recommendation, out: TextIO) -> None:
             f"100 calls, worst run {_signed(e.run_loss)}\n"
         )
     if result.ceiling is not None:
-        ceiling = float(result.ceiling["saved"])
-        share = ""
-        if result.best is not None and ceiling > 0:
-            share = f"; the recommendation gets {_share(best.saving(base) / ceiling)} of it"
-        out.write(f"ceiling (a clairvoyant reduction, no miss): saves {_share(ceiling)}{share}\n")
+        share = None if result.best is None else result.ceiling_share(result.best)
+        gets = "" if share is None else f"; the recommendation gets {_share(share)} of it"
+        out.write(
+            "ceiling (a clairvoyant reduction, reading back what it hides where that pays): "
+            f"saves {_share(float(result.ceiling['saved']))} with recovery{gets}; hiding "
+            f"nothing the agent uses: {_share(float(result.ceiling['no_miss_saved']))}\n"
+        )
     out.write(
         "front (saved with recovery against misses per 100 calls, configs within the other "
         "limits):\n"
@@ -626,6 +628,7 @@ def _recommend(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         folds=args.folds,
         max_seconds=args.max_seconds,
         tool_limits=not args.no_tool_limits,
+        with_ceiling=not args.no_ceiling,
         min_cacheable_prefix=args.min_cacheable_prefix,
         workers=args.workers,
         progress=None if args.quiet else _progress(err, "replays"),
@@ -904,6 +907,12 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="search no limits per tool or per shell command kind (by default searched when "
         "the corpus's tools call for them and the grid does not set them)",
+    )
+    rec.add_argument(
+        "--no-ceiling",
+        action="store_true",
+        help="do not measure the ceiling (what a clairvoyant reduction would save) beside "
+        "the answer",
     )
     rec.add_argument(
         "--folds",

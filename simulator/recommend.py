@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import Any
 
 from reduction_app.engine import config_knobs, config_switches
+from simulator.ceiling import ceiling as clairvoyant
 from simulator.compare import GRID_KNOBS, grid_configs, pareto_front
 from simulator.corpus_sweep import (
     SHORT_KNOBS,
@@ -365,6 +366,16 @@ class Recommendation:
     """What a clairvoyant reduction saves on the same corpus (:mod:`simulator.ceiling`),
     when measured."""
 
+    def ceiling_share(self, index: int) -> float | None:
+        """How much of the ceiling's saving config ``index`` achieves, both with recovery
+        (1.0: all of it); ``None`` without a ceiling or when it saves nothing."""
+        if self.ceiling is None:
+            return None
+        base = float(self.ceiling["baseline_cost_usd"])
+        room = base - float(self.ceiling["cost_usd"])
+        cost = self.configs[index].cost_with_recovery_usd
+        return (base - cost) / room if room > 0 else None
+
     def measure(self, index: int) -> Measure:
         """Config ``index`` over the whole corpus."""
         return measure(self.configs[index], self.baseline, range(len(self.runs)))
@@ -413,6 +424,11 @@ class Recommendation:
             "budget": self.budget.to_dict(),
             "expected": None if self.expected is None else self.expected.to_dict(),
             "ceiling": None if self.ceiling is None else dict(self.ceiling),
+            "ceiling_share": (
+                None
+                if self.best is None or (share := self.ceiling_share(self.best)) is None
+                else round(share, 6)
+            ),
             "binding": self.binding,
             "nearest": [self.entry(i) for i in self.nearest],
             "front": [self.entry(i) for i in self.front],
@@ -493,6 +509,7 @@ def recommend(
     folds: int = DEFAULT_FOLDS,
     max_seconds: float = 300.0,
     tool_limits: bool = True,
+    with_ceiling: bool = True,
     min_cacheable_prefix: int | None = None,
     workers: int = 1,
     share: bool = True,
@@ -506,7 +523,9 @@ def recommend(
     defaults to :data:`DEFAULT_GRID`; its fields that are no knob or switch are in every
     config. ``tool_limits`` searches limits per tool and command kind where the corpus
     calls for them (:func:`~simulator.tool_limits.dimensions`), unless the grid sets
-    them. ``inferred_prefix``: as :func:`~simulator.replay.replay`."""
+    them. ``with_ceiling`` measures the ceiling beside the answer
+    (:func:`~simulator.ceiling.ceiling`). ``inferred_prefix``: as
+    :func:`~simulator.replay.replay`."""
     started = clock()
     if grid is None:
         grid = json.loads(DEFAULT_GRID.read_text(encoding="utf-8"))
@@ -633,6 +652,15 @@ def recommend(
         current = min([current, *added], key=rank)
         note(dim.label)
     expected = held_out([conv.name for conv in conversations], configs, baseline, budget, folds)
+    limit = None
+    if with_ceiling:
+        limit = clairvoyant(
+            conversations,
+            pricing=pricing,
+            min_cacheable_prefix=min_cacheable_prefix,
+            workers=workers,
+            inferred_prefix=inferred_prefix,
+        ).to_dict()
     return _answer(
         conversations,
         pricing,
@@ -643,6 +671,7 @@ def recommend(
         clock() - started,
         timed_out,
         expected,
+        limit,
     )
 
 
@@ -677,6 +706,7 @@ def _answer(
     seconds: float,
     timed_out: bool,
     expected: Expected | None,
+    ceiling: Mapping[str, Any] | None,
 ) -> Recommendation:
     every = range(len(conversations))
     measures = [measure(t, baseline, every) for t in configs]
@@ -717,4 +747,5 @@ def _answer(
         expected=expected,
         binding=binding,
         nearest=nearest,
+        ceiling=ceiling,
     )

@@ -12,6 +12,7 @@ import pytest
 
 from reduction_app.engine import InMemoryBackend, Message, ReductionConfig, validate
 from reduction_app.engine.formats import messages_to_openai, tools_to_openai
+from simulator.ceiling import ceiling as ceiling_of
 from simulator.cli import main
 from simulator.importers import RecordedConversation, load_files
 from simulator.pricing import with_cache_prices
@@ -305,6 +306,7 @@ def test_cli_recommend_json_keys_and_a_config_the_api_takes(tmp_path: Path) -> N
         "budget",
         "expected",
         "ceiling",
+        "ceiling_share",
         "binding",
         "nearest",
         "front",
@@ -326,6 +328,14 @@ def test_cli_recommend_json_keys_and_a_config_the_api_takes(tmp_path: Path) -> N
     )
     assert data["budget"] == DEFAULT_BUDGET.to_dict()
     assert data["expected"] is None  # one run
+    ceiling = data["ceiling"]
+    again = json.loads(json.dumps(ceiling_of(load_files([runs]), pricing=ENGINE).to_dict()))
+    assert {**ceiling, "seconds": 0} == {**again, "seconds": 0}
+    room = ceiling["baseline_cost_usd"] - ceiling["cost_usd"]
+    cost = ceiling["baseline_cost_usd"] * (1 - data["saved_with_recovery"])
+    assert data["ceiling_share"] == pytest.approx(
+        (ceiling["baseline_cost_usd"] - cost) / room, abs=1e-5
+    )
     assert list(data["front"][0]) == [
         "config",
         "saved_with_recovery",
