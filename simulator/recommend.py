@@ -123,7 +123,7 @@ class Budget:
         }
 
 
-DEFAULT_BUDGET = Budget(misses_per_100_calls=5.0, refetches_per_100_calls=2.0, max_run_loss=0.25)
+DEFAULT_BUDGET = Budget(misses_per_100_calls=5.0, refetches_per_100_calls=2.0, max_run_loss=0.10)
 """The budget when none is given; docs/simulator.md says how each was chosen."""
 
 LIMITS = ("misses_per_100_calls", "refetches_per_100_calls", "max_run_loss")

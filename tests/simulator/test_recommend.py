@@ -360,7 +360,7 @@ def test_cli_recommend_table_and_exit_code_without_an_answer(tmp_path: Path) -> 
     assert code == 0
     assert (
         "\nbudget: at most 5 misses and 2 re-fetches per 100 calls, no run costing more than "
-        "25% above no reduction (with recovery)\n" in out
+        "10% above no reduction (with recovery)\n" in out
     )
     assert "\n  2.7 misses and 0.0 re-fetches per 100 calls, worst run -" in out
     code, out, _ = run(*args, "--max-misses-per-100-calls", "2.5", "--max-run-loss", "10")
