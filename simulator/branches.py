@@ -294,7 +294,8 @@ class Branch:
 
     def _recovery(self, context_tokens: int, part_tokens: int) -> float:
         """US dollars of one read back: a call sending this call's context (all but the
-        reply primer cached, when long enough and the preset caches) and the part."""
+        reply primer cached, when long enough and the preset caches) and the part, at the
+        long-context rates when the two pass the preset's threshold."""
         pricing = self.prepared.pricing
         reply = self.meter.reply_tokens
         prefix = context_tokens - reply
@@ -304,5 +305,8 @@ class Branch:
         writes_cache = pricing.cache_write_per_mtok is not None
         writes = new_tokens if writes_cache and request >= self.min_prefix else 0
         return pricing.cost(
-            uncached_tokens=new_tokens, cached_tokens=cached, cache_write_tokens=writes
+            uncached_tokens=new_tokens,
+            cached_tokens=cached,
+            cache_write_tokens=writes,
+            prompt_tokens=request,
         )
