@@ -28,7 +28,8 @@ from simulator.compare import compare, grid_configs
 from simulator.corpus_sweep import CorpusSweep, corpus_configs, corpus_sweep
 from simulator.importers import FORMATS, ImportError_, RecordedConversation, load_files
 from simulator.parallel import default_workers
-from simulator.pricing import PRESETS, Pricing, engine_measure, pricing_for
+from simulator.price_file import resolve as resolve_pricing
+from simulator.pricing import PRESETS, Pricing, engine_measure
 from simulator.recommend import BUDGET_CONFIG, DEFAULT_GRID, Recommendation, recommend
 from simulator.recordings_folder import RecordingsNotFound, require_recordings
 from simulator.results import REFERENCE_STRATEGY, ReplayResult
@@ -188,7 +189,7 @@ def _strategy_lines(rows: Sequence[Row], out: TextIO) -> None:
 
 
 def _pricing(args: argparse.Namespace) -> Pricing:
-    preset = pricing_for(args.pricing)
+    preset = resolve_pricing(args.pricing)
     return engine_measure(preset) if args.measure == "engine" else preset
 
 
@@ -200,15 +201,15 @@ def _notes(pricing: Pricing, out: TextIO) -> None:
     out.write(f"tokens: {pricing.tokenizer} with {pricing.framing.name} framing ({pricing.name})\n")
     if pricing.estimate:
         out.write(
-            f"note: token counts for {pricing.name} are estimates: no Claude tokenizer is "
-            f"available offline, so they are counted with {pricing.tokenizer}\n"
+            f"note: token counts for {pricing.name} are estimates: its provider's tokenizer "
+            f"is not available offline, so they are counted with {pricing.tokenizer}\n"
         )
 
 
 def _replay(args: argparse.Namespace, out: TextIO) -> None:
     configs = _configs(args.config)
-    conversations = load_files(args.files, fmt=args.format)
     pricing = _pricing(args)
+    conversations = load_files(args.files, fmt=args.format)
     rows: list[Row] = []
     payload = []
     for conv in conversations:
@@ -399,8 +400,8 @@ def _sweep(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
     grid = None if args.grid is None else _grid(args.grid)
     named = None if args.configs is None else _named_configs(args.configs)
     started = time.perf_counter()
-    conversations = load_files(args.files, fmt=args.format)
     pricing = _pricing(args)
+    conversations = load_files(args.files, fmt=args.format)
     options: dict[str, Any] = {
         "pricing": pricing,
         "min_cacheable_prefix": args.min_cacheable_prefix,
@@ -496,8 +497,8 @@ def _recommend_table(result: Recommendation, out: TextIO) -> None:
 
 def _recommend(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     grid = _grid(args.grid)
-    conversations = load_files(args.files, fmt=args.format)
     pricing = _pricing(args)
+    conversations = load_files(args.files, fmt=args.format)
 
     def say(line: str) -> None:
         err.write(line + "\n")
@@ -593,7 +594,11 @@ def _parser() -> argparse.ArgumentParser:
         "--format", choices=FORMATS, help="the files' format (detected in each when left out)"
     )
     common.add_argument(
-        "--pricing", default="gpt-4o", choices=sorted(PRESETS), help="price preset for cost"
+        "--pricing",
+        default="gpt-4o",
+        metavar="PRESET|FILE",
+        help=f"price preset for cost ({', '.join(sorted(PRESETS))}), or a JSON price file "
+        "(see docs/simulator.md)",
     )
     common.add_argument(
         "--measure",
