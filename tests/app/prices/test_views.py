@@ -252,3 +252,41 @@ def test_rest_api_takes_a_workspace_price() -> None:
     refused = other.post("/simulations", body)
     assert refused.status_code == HTTPStatus.UNPROCESSABLE_ENTITY
     assert refused.json()["field"] == "pricing"
+
+
+def test_a_sweep_point_opens_in_compare_at_the_sweeps_price(
+    priced: tuple[Client, Any, int],
+) -> None:
+    """While the workspace price the sweep ran with exists, Compare opens at it."""
+    client, conversation, _ = priced
+    ws = conversation.workspace
+    totals = {"cost_usd": 0.5, "cost_with_recovery_usd": 0.5, "refetches": 0, "misses": 0}
+    swept = Simulation.objects.create(
+        workspace=ws,
+        conversation=conversation,
+        kind="sweep",
+        grid={"max_length_for_trunc": [200]},
+        options={"pricing": "ours", "price": WorkspacePrice.objects.get().data, "corpus": True},
+        status="done",
+        results={
+            "runs": [conversation.client_id],
+            "baseline": {"name": "no reduction", "totals": {**totals, "cost_usd": 1.0}},
+            "combinations": [
+                {
+                    "name": "trunc 200",
+                    "config": {"max_length_for_trunc": 200},
+                    "totals": totals,
+                    "cost_saved": 0.5,
+                    "cost_saved_with_recovery": 0.5,
+                    "pareto": True,
+                }
+            ],
+        },
+    )
+    swept.conversations.set([conversation])
+    address = f"/simulations/{swept.pk}/points/1/compare/"
+    opened = client.post(address, {"conversation": str(conversation.pk)})
+    assert opened["Location"].endswith("&baseline=first&pricing=ours")
+    WorkspacePrice.objects.get().delete()
+    again = client.post(address, {"conversation": str(conversation.pk)})
+    assert again["Location"].endswith("&baseline=first")
