@@ -15,6 +15,7 @@ NAV = (
     ("/events/", "Events"),
     ("/files/", "Files"),
     ("/configs/", "Configs"),
+    ("/prices/", "Prices"),
     ("/compare/", "Compare"),
     ("/tune/", "Tune"),
     ("/sweep/", "Sweep"),

@@ -236,6 +236,28 @@ class ConfigProfile(models.Model):
         return self.name
 
 
+class WorkspacePrice(models.Model):
+    """A workspace's own price for the simulator: its JSON form, as ``--pricing FILE``
+    reads it (``simulator.price_file``), written out in full by ``prices.services``.
+    Simulations keep a copy of the values they ran with, so editing or deleting a price
+    rewrites no stored result."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="prices")
+    name = models.CharField(max_length=64)
+    data = models.JSONField(help_text="The price's JSON form, name included.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ("name",)
+        constraints = (
+            models.UniqueConstraint(fields=["workspace", "name"], name="price_name_unique"),
+        )
+
+    def __str__(self) -> str:
+        return self.name
+
+
 class ConfigVersion(models.Model):
     """One validated version of a profile: the JSON fields of ``ReductionConfig``."""
 

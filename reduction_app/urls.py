@@ -9,6 +9,7 @@ from reduction_app.configs import views as configs
 from reduction_app.conversations import import_views
 from reduction_app.conversations import views as conversations
 from reduction_app.dashboard import workspace_switch
+from reduction_app.prices import views as prices
 from reduction_app.records.views import events, files, overview
 from reduction_app.simulations.views import compare, points, simulations, sweep, tune
 
@@ -22,6 +23,7 @@ urlpatterns = [
     *events.urlpatterns,
     *files.urlpatterns,
     *configs.urlpatterns,
+    *prices.urlpatterns,
     *compare.urlpatterns,
     *tune.urlpatterns,
     *simulations.urlpatterns,

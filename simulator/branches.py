@@ -337,11 +337,17 @@ def recovery_cost(
     pricing: Pricing, reply_tokens: int, min_prefix: int, context_tokens: int, part_tokens: int
 ) -> float:
     """US dollars of one read back: a call sending a call's context (``context_tokens``,
-    all but the reply primer cached, when long enough and the preset caches) and the part."""
+    all but the reply primer cached, when long enough and the preset caches) and the part,
+    at the long-context rates when the two pass the preset's threshold."""
     prefix = context_tokens - reply_tokens
     cached = prefix if pricing.prompt_cache and prefix >= min_prefix else 0
     request = context_tokens + part_tokens
     new_tokens = request - cached
     writes_cache = pricing.cache_write_per_mtok is not None
     writes = new_tokens if writes_cache and request >= min_prefix else 0
-    return pricing.cost(uncached_tokens=new_tokens, cached_tokens=cached, cache_write_tokens=writes)
+    return pricing.cost(
+        uncached_tokens=new_tokens,
+        cached_tokens=cached,
+        cache_write_tokens=writes,
+        prompt_tokens=request,
+    )

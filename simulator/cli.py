@@ -33,7 +33,8 @@ from simulator.corpus_sweep import CorpusSweep, corpus_configs, corpus_sweep
 from simulator.importers import FORMATS, ImportError_, RecordedConversation, load_files
 from simulator.parallel import default_workers
 from simulator.prefix import inferred_prefix
-from simulator.pricing import PRESETS, Pricing, engine_measure, pricing_for
+from simulator.price_file import resolve as resolve_pricing
+from simulator.pricing import PRESETS, Pricing, engine_measure
 from simulator.recommend import (
     DEFAULT_BUDGET,
     DEFAULT_FOLDS,
@@ -201,7 +202,7 @@ def _strategy_lines(rows: Sequence[Row], out: TextIO) -> None:
 
 
 def _pricing(args: argparse.Namespace) -> Pricing:
-    preset = pricing_for(args.pricing)
+    preset = resolve_pricing(args.pricing)
     return engine_measure(preset) if args.measure == "engine" else preset
 
 
@@ -213,8 +214,8 @@ def _notes(pricing: Pricing, out: TextIO) -> None:
     out.write(f"tokens: {pricing.tokenizer} with {pricing.framing.name} framing ({pricing.name})\n")
     if pricing.estimate:
         out.write(
-            f"note: token counts for {pricing.name} are estimates: no Claude tokenizer is "
-            f"available offline, so they are counted with {pricing.tokenizer}\n"
+            f"note: token counts for {pricing.name} are estimates: its provider's tokenizer "
+            f"is not available offline, so they are counted with {pricing.tokenizer}\n"
         )
 
 
@@ -243,8 +244,8 @@ def _prefix_line(
 
 def _replay(args: argparse.Namespace, out: TextIO) -> None:
     configs = _configs(args.config)
-    conversations = load_files(args.files, fmt=args.format)
     pricing = _pricing(args)
+    conversations = load_files(args.files, fmt=args.format)
     rows: list[Row] = []
     payload = []
     for conv in conversations:
@@ -437,8 +438,8 @@ def _sweep(args: argparse.Namespace, out: TextIO, err: TextIO) -> None:
     grid = None if args.grid is None else _grid(args.grid)
     named = None if args.configs is None else _named_configs(args.configs)
     started = time.perf_counter()
-    conversations = load_files(args.files, fmt=args.format)
     pricing = _pricing(args)
+    conversations = load_files(args.files, fmt=args.format)
     options: dict[str, Any] = {
         "pricing": pricing,
         "min_cacheable_prefix": args.min_cacheable_prefix,
@@ -609,8 +610,8 @@ def _recommend_table(result: Recommendation, out: TextIO) -> None:
 
 def _recommend(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     grid = _grid(args.grid)
-    conversations = load_files(args.files, fmt=args.format)
     pricing = _pricing(args)
+    conversations = load_files(args.files, fmt=args.format)
 
     def say(line: str) -> None:
         err.write(line + "\n")
@@ -783,7 +784,11 @@ def _parser() -> argparse.ArgumentParser:
         "--format", choices=FORMATS, help="the files' format (detected in each when left out)"
     )
     common.add_argument(
-        "--pricing", default="gpt-4o", choices=sorted(PRESETS), help="price preset for cost"
+        "--pricing",
+        default="gpt-4o",
+        metavar="PRESET|FILE",
+        help=f"price preset for cost ({', '.join(sorted(PRESETS))}), or a JSON price file "
+        "(see docs/simulator.md)",
     )
     common.add_argument(
         "--measure",

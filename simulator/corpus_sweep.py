@@ -139,6 +139,8 @@ class ConfigTotals:
     cost_with_recovery_usd: float = 0.0
     """Cache-aware cost plus one read back per miss (:attr:`Totals.cost_with_recovery_usd`)."""
     input_tokens_billed: int = 0
+    long_context_tokens: int = 0
+    """Of ``input_tokens_billed``, those billed at the long-context rates."""
     refetches: int = 0
     misses: int = 0
     costs: list[float] = field(default_factory=list)
@@ -159,6 +161,7 @@ class ConfigTotals:
         self.cost_usd += totals.cost_usd
         self.cost_with_recovery_usd += recovery
         self.input_tokens_billed += totals.input_tokens_billed
+        self.long_context_tokens += totals.long_context_tokens
         self.refetches += totals.refetches
         self.misses += totals.misses
         self.costs.append(totals.cost_usd)
@@ -232,9 +235,13 @@ class CorpusSweep:
         return 1 - self.combinations[index].input_tokens_billed / base
 
     def cost_without_cache(self, totals: ConfigTotals) -> float:
-        """US dollars: every input token billed at the plain input price, as if no prompt
-        cache served any."""
-        return totals.input_tokens_billed * self.pricing.input_per_mtok / 1e6
+        """US dollars: every input token billed at the plain input price (the
+        long-context one for calls past its threshold), as if no prompt cache served any."""
+        long = totals.long_context_tokens
+        tier = self.pricing.long_context
+        long_price = tier.input_per_mtok if tier is not None else self.pricing.input_per_mtok
+        plain = totals.input_tokens_billed - long
+        return (plain * self.pricing.input_per_mtok + long * long_price) / 1e6
 
     def to_dict(self) -> dict[str, Any]:
         def sums(totals: ConfigTotals) -> dict[str, Any]:

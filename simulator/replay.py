@@ -164,9 +164,7 @@ def _result(prepared: Prepared, member: Member, branch: Branch) -> ReplayResult:
     billed = sum(c.context_tokens for c in calls)
     cached = sum(c.cached_tokens for c in calls)
     writes = sum(c.cache_write_tokens for c in calls)
-    cost = pricing.cost(
-        uncached_tokens=billed - cached, cached_tokens=cached, cache_write_tokens=writes
-    )
+    cost, long_tokens = _cost(pricing, calls)
     events = member.events
     chars = branch.files.chars if branch.files is not None else member.chars_offloaded
     totals = Totals(
@@ -176,6 +174,7 @@ def _result(prepared: Prepared, member: Member, branch: Branch) -> ReplayResult:
         uncached_tokens=billed - cached,
         cache_write_tokens=writes,
         cost_usd=round(cost, 6),
+        long_context_tokens=long_tokens,
         peak_context_tokens=max((c.context_tokens for c in calls), default=0),
         truncations=sum(1 for e in events if e.kind == "tool" and e.phase == "truncation"),
         clears=sum(1 for e in events if e.kind == "summary" and e.reason == "applied"),
@@ -203,3 +202,24 @@ def _result(prepared: Prepared, member: Member, branch: Branch) -> ReplayResult:
         miss_examples=examples,
         inferred_prefix_tokens=prepared.prefix_tokens,
     )
+
+
+def _cost(pricing: Pricing, calls: list[CallRecord]) -> tuple[float, int]:
+    """US dollars of input over ``calls``, each billed at the rates its prompt's length
+    takes (see :attr:`Pricing.long_context`), and the tokens of those past the
+    long-context threshold. Tokens are summed per tier first, so a price with one tier
+    costs exactly what one sum over every call did."""
+    short = [c for c in calls if not pricing.is_long(c.context_tokens)]
+    long = [c for c in calls if pricing.is_long(c.context_tokens)]
+    cost = 0.0
+    for tier in (long, short):
+        if not tier:
+            continue
+        cost += pricing.cost(
+            uncached_tokens=sum(c.new_tokens for c in tier),
+            cached_tokens=sum(c.cached_tokens for c in tier),
+            cache_write_tokens=sum(c.cache_write_tokens for c in tier),
+            # Every call of a tier is billed at the same rates: its first stands for all.
+            prompt_tokens=tier[0].context_tokens,
+        )
+    return cost, sum(c.context_tokens for c in long)

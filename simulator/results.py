@@ -129,6 +129,9 @@ class Totals:
     """``cost_usd`` plus, per miss, one read back: a call on the missing call's context
     (cached as the preset allows) with the missed output as new input. ``None`` in
     results stored before the measure existed."""
+    long_context_tokens: int = 0
+    """Of ``input_tokens_billed``, those of calls whose prompt passed the price's
+    long-context threshold, so billed at its long-context rates (0 without a tier)."""
 
 
 @dataclass(frozen=True, kw_only=True)

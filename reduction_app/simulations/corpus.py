@@ -18,10 +18,10 @@ from typing import Any
 
 from reduction_app.conversations.selectors import recorded_conversation
 from reduction_app.models import Conversation, Simulation, Workspace
+from reduction_app.prices.selectors import UnknownPricing, pricing_options, stored_pricing
 from reduction_app.simulations.services import SimulationInputError
 from simulator.compare import GRID_KNOBS, grid_configs
 from simulator.corpus_sweep import corpus_sweep
-from simulator.pricing import PRESETS, pricing_for
 from simulator.recommend import DEFAULT_BUDGET, Budget, recommend
 
 __all__ = [
@@ -95,11 +95,11 @@ def corpus_simulation_create(
         )
     if any(c.workspace_id != workspace.pk for c in conversations):
         raise SimulationInputError("conversations", "a conversation of another workspace")
-    if pricing not in PRESETS:
-        raise SimulationInputError(
-            "pricing", f"unknown preset {pricing!r}; known: {sorted(PRESETS)}"
-        )
-    options: dict[str, Any] = {"pricing": pricing, "corpus": True}
+    try:
+        priced = pricing_options(workspace=workspace, name=pricing)
+    except UnknownPricing as exc:
+        raise SimulationInputError("pricing", str(exc)) from exc
+    options: dict[str, Any] = {**priced, "corpus": True}
     if kind == "sweep":
         if grid is None:
             raise SimulationInputError("grid", "give the values to sweep")
@@ -138,7 +138,7 @@ def corpus_run(simulation: Simulation, report: Callable[[int, int], None]) -> di
     """The results of a sweep or recommendation over several conversations (raises what
     the simulator raises; the caller records it)."""
     options = simulation.options
-    pricing = pricing_for(options.get("pricing", "gpt-4o"))
+    pricing = stored_pricing(options)
     prefix = options.get("min_cacheable_prefix")
     conversations = list(simulation.conversations.order_by("id")) or [simulation.conversation]
     recorded = [recorded_conversation(c) for c in conversations]

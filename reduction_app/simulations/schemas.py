@@ -40,7 +40,11 @@ class SimulationIn(StrictIn):
         None, description="Sweep: knob -> list of values (max_tokens_for_clear, ...)."
     )
     baseline: Literal["first", "none"] = "first"
-    pricing: str = "gpt-4o"
+    pricing: str = Field(
+        "gpt-4o",
+        max_length=64,
+        description="A price preset's name, or one of the workspace's own prices (/prices/).",
+    )
     min_cacheable_prefix: int = Field(1024, ge=0)
 
 

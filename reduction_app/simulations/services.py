@@ -22,9 +22,9 @@ from reduction_app import engine
 from reduction_app.configs.selectors import config_get, config_latest
 from reduction_app.conversations.selectors import recorded_conversation
 from reduction_app.models import Conversation, Simulation, Workspace
+from reduction_app.prices.selectors import UnknownPricing, pricing_options, stored_pricing
 from reduction_app.simulations.watch import one_task, simulation_heartbeat, simulation_watch_enqueue
 from simulator.compare import compare, grid_configs, sweep
-from simulator.pricing import PRESETS, pricing_for
 from simulator.replay import no_reduction
 
 __all__ = [
@@ -89,10 +89,10 @@ def simulation_create(
     min_cacheable_prefix: int = 1024,
 ) -> Simulation:
     """Validate and record a simulation (``queued``); nothing runs yet."""
-    if pricing not in PRESETS:
-        raise SimulationInputError(
-            "pricing", f"unknown preset {pricing!r}; known: {sorted(PRESETS)}"
-        )
+    try:
+        priced = pricing_options(workspace=workspace, name=pricing)
+    except UnknownPricing as exc:
+        raise SimulationInputError("pricing", str(exc)) from exc
     if baseline not in ("first", "none"):
         raise SimulationInputError("baseline", f"must be 'first' or 'none', got {baseline!r}")
     if min_cacheable_prefix < 0:
@@ -122,7 +122,7 @@ def simulation_create(
         grid=grid,
         options={
             "baseline": baseline,
-            "pricing": pricing,
+            **priced,
             "min_cacheable_prefix": min_cacheable_prefix,
         },
         progress_total=total,
@@ -198,7 +198,7 @@ def simulation_run(*, simulation_id: int) -> Simulation:
 def _carry_out(simulation: Simulation) -> None:
     """Run the simulation and record its outcome, unless it ended meanwhile."""
     options = simulation.options
-    pricing = pricing_for(options.get("pricing", "gpt-4o"))
+    pricing = stored_pricing(options)
     prefix = int(options.get("min_cacheable_prefix", 1024))
     report = _progress(simulation.pk)
     running = Simulation.objects.filter(pk=simulation.pk, status="running")

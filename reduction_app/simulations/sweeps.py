@@ -34,10 +34,11 @@ from django_tasks_db.utils import exclusive_transaction
 
 from reduction_app.conversations.selectors import recorded_conversation
 from reduction_app.models import Conversation, Simulation, SimulationPart
+from reduction_app.prices.selectors import stored_pricing
 from reduction_app.simulations.leases import heartbeat, sweep_parts_recover, sweep_watch_enqueue
 from simulator.compare import SweepResult, sweep_configs
 from simulator.parallel import totals_only
-from simulator.pricing import Pricing, pricing_for
+from simulator.pricing import Pricing
 from simulator.replay import Prepared, replay_many
 from simulator.results import ReplayResult
 
@@ -54,7 +55,7 @@ def sweep_enqueue(*, simulation: Simulation) -> int:
     """Make the parts of a queued sweep and enqueue a task for each; how many."""
     from reduction_app.tasks import run_sweep_part
 
-    pricing = pricing_for(simulation.options.get("pricing", "gpt-4o"))
+    pricing = stored_pricing(simulation.options)
     named: list[tuple[str, dict[str, Any] | None]] = list(
         sweep_configs(simulation.grid or {}, pricing)
     )
@@ -113,7 +114,8 @@ def _prepared_for(conversation_id: int, pricing: Pricing) -> Prepared:
         .values_list("updated_at", "message_count")
         .get()
     )
-    key = (conversation_id, *stamp, pricing.name)
+    # The price itself, not its name: a workspace price edited since counts anew.
+    key = (conversation_id, *stamp, pricing)
     with _prepared_lock:
         hit = _prepared.get(key)
         if hit is not None:
@@ -131,7 +133,7 @@ def _prepared_for(conversation_id: int, pricing: Pricing) -> Prepared:
 def _replay(part: SimulationPart) -> dict[str, Any]:
     simulation = part.simulation
     options = simulation.options
-    pricing = pricing_for(options.get("pricing", "gpt-4o"))
+    pricing = stored_pricing(options)
     prepared = _prepared_for(simulation.conversation_id, pricing)
     (result,) = replay_many(
         prepared.conversation,

@@ -77,6 +77,7 @@ def test_layout_selectors_only_read() -> None:
     assert [p.parent.name for p in selectors] == [
         "configs",
         "conversations",
+        "prices",
         "records",
         "retention",
         "simulations",

@@ -28,6 +28,7 @@ from reduction_app.models import (
     RecordingImport,
     Simulation,
 )
+from reduction_app.prices.services import price_create
 from reduction_app.workspaces.services import api_key_create, workspace_get_or_create
 from tests.app.pages_support import member_client
 from tests.app.support import ApiClient
@@ -143,7 +144,10 @@ def recorded(client: Client) -> dict[str, Any]:
         },
     )
     swept.conversations.set([conversation])
+    # A name of the greatest length a price may have, as hostile as it fits.
+    price = price_create(workspace=workspace, data={"name": HOSTILE[:64], "input": 1})
     return {
+        "price": price,
         "swept": swept,
         "import": imported,
         "failed_import": failed,
@@ -212,6 +216,16 @@ PAGES: dict[str, Callable[[dict[str, Any]], list[Request]]] = {
     ],
     "config_versions": lambda r: [_get(reverse("config_versions", args=[r["profile"].pk]))],
     "config_delete": lambda r: [_get(reverse("config_delete", args=[r["profile"].pk]))],
+    "prices": lambda r: [_get(reverse("prices"))],
+    "price_new": lambda r: [
+        _get(reverse("price_new")),
+        ("post", reverse("price_new"), {"name": HOSTILE, "input": HOSTILE}),
+    ],
+    "price_edit": lambda r: [
+        _get(reverse("price_edit", args=[r["price"].pk])),
+        ("post", reverse("price_edit", args=[r["price"].pk]), {"name": "", "x": HOSTILE}),
+    ],
+    "price_delete": lambda r: [_get(reverse("price_delete", args=[r["price"].pk]))],
     "compare": lambda r: [
         _get(reverse("compare")),
         _get(
@@ -314,6 +328,10 @@ def test_xss_hostile_records_are_escaped_on_every_page() -> None:
         "config_edit",
         "config_versions",
         "config_delete",
+        "prices",
+        "price_new",
+        "price_edit",
+        "price_delete",
         "compare",
         "tune",
         "simulation_list",

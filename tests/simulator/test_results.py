@@ -25,6 +25,7 @@ TOTALS = [
     "mean_visible_tool_share",
     "misses",
     "cost_with_recovery_usd",
+    "long_context_tokens",
 ]
 
 

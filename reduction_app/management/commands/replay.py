@@ -49,7 +49,9 @@ class Command(BaseCommand):
         parser.add_argument("--config", action="append", default=[], metavar="FILE")
         parser.add_argument("--grid", metavar="FILE")
         parser.add_argument("--baseline", choices=["first", "none"], default="first")
-        parser.add_argument("--pricing", default="gpt-4o")
+        parser.add_argument(
+            "--pricing", default="gpt-4o", help="a price preset or one of the workspace's prices"
+        )
         parser.add_argument("--json", action="store_true", help="print the stored results as JSON")
 
     def handle(self, *args: Any, **options: Any) -> None:

@@ -5,7 +5,8 @@ so the page works without JavaScript; htmx swaps only the results. A replay that
 ``simulations.services.fits_inline`` allows runs in the request; a bigger one becomes a
 ``Simulation`` for the task worker, and the results poll it every second.
 ``call`` is the 1-based model call whose messages are shown side by side; ``pricing``
-names the price preset (``simulator.pricing.PRESETS``) whose provider counts and prices
+names the price (a preset of ``simulator.pricing.PRESETS`` or one of the workspace's own,
+``prices.selectors.pricing_for``) whose provider counts and prices
 every token on the page.
 """
 
@@ -36,6 +37,8 @@ from reduction_app.engine.inspect import classify
 from reduction_app.http import PageRequest
 from reduction_app.models import Conversation, Simulation
 from reduction_app.paging import digits
+from reduction_app.prices.selectors import pricing_choices, pricing_options
+from reduction_app.prices.views import picked_pricing
 from reduction_app.simulations import services
 from reduction_app.simulations.display import (
     ReplayRun,
@@ -46,7 +49,7 @@ from reduction_app.simulations.display import (
     totals_rows,
 )
 from reduction_app.simulations.selectors import simulation_for, simulation_matching
-from simulator.pricing import PRESETS
+from simulator.pricing import Pricing
 
 MAX_CONFIGS = 4
 DEFAULT_PRICING = "gpt-4o"
@@ -75,16 +78,17 @@ def _results_context(
     call: int | None,
     calls: int,
     base_params: list[tuple[str, str]],
-    pricing: str,
+    pricing: Pricing,
 ) -> dict[str, Any]:
     # One measure on the page: the chart counts tokens as the totals do, the price
     # preset's, with each threshold converted to it.
     series = comparison_series(results, billed=True)
+    axis = BILLED_AXIS.format(pricing=pricing.name)
     context: dict[str, Any] = {
-        "chart": context_chart(series, highlight=call, axis=BILLED_AXIS.format(pricing=pricing)),
-        "pricing": pricing,
-        "estimate": PRESETS[pricing].estimate,
-        "tokenizer": PRESETS[pricing].tokenizer,
+        "chart": context_chart(series, highlight=call, axis=axis),
+        "pricing": pricing.name,
+        "estimate": pricing.estimate,
+        "tokenizer": pricing.tokenizer,
         "off_chart": thresholds_off_chart(series),
         "rows": totals_rows(results),
         "strategies": strategy_table(results),
@@ -100,7 +104,7 @@ def _results_context(
             example["href"] = _url([*base_params, ("call", str(example["call"]))])
     if comparison is not None and call is not None:
         counters = [str(c["config"].get("token_counter", "approx")) for c in configs]
-        context["sent"] = side_by_side(comparison, call - 1, counters, PRESETS[pricing])
+        context["sent"] = side_by_side(comparison, call - 1, counters, pricing)
         tokens = [r["calls"][call - 1]["context_tokens"] for r in results["results"]]
         context["columns"] = list(zip([c["name"] for c in configs], tokens, strict=True))
     return context
@@ -123,14 +127,11 @@ def compare_page(request: PageRequest) -> HttpResponse:
         raise Http404(f"no such config: {missing[0]}")
     baseline = "none" if params.get("baseline") == "none" else "first"
     pricing = params.get("pricing") or DEFAULT_PRICING
-    if pricing not in PRESETS:
-        raise Http404(f"no such price preset: {pricing}")
+    price = picked_pricing(workspace, pricing)
     if request.method == "POST":
         if conversation is None or not chosen:
             raise Http404("pick a conversation and at least one config")
-        simulation = _background(
-            request, conversation, _named(chosen), baseline, pricing, start=True
-        )
+        simulation = _background(request, conversation, _named(chosen), baseline, price, start=True)
         assert simulation is not None
         query = [("conversation", str(conversation.pk)), *(("config", v) for v in values if v)]
         query += [("baseline", baseline), ("pricing", pricing), ("simulation", str(simulation.pk))]
@@ -141,12 +142,12 @@ def compare_page(request: PageRequest) -> HttpResponse:
         "choices": choices,
         "slots": [values[i] if i < len(values) else "" for i in range(MAX_CONFIGS)],
         "baseline": baseline,
-        "presets": list(PRESETS),
+        "presets": pricing_choices(workspace=workspace),
         "pricing": pricing,
         "ran": False,
     }
     if conversation is not None and chosen:
-        context.update(_run(request, conversation, _named(chosen), baseline, pricing, values))
+        context.update(_run(request, conversation, _named(chosen), baseline, price, values))
     return render_page(request, "reduction_app/compare.html", context, partial="compare-results")
 
 
@@ -155,12 +156,12 @@ def _run(
     conversation: Conversation,
     configs: list[dict[str, Any]],
     baseline: str,
-    pricing: str,
+    pricing: Pricing,
     values: list[str],
 ) -> dict[str, Any]:
     base_params = [("conversation", str(conversation.pk))]
     base_params += [("config", v) for v in values if v]
-    base_params += [("baseline", baseline), ("pricing", pricing)]
+    base_params += [("baseline", baseline), ("pricing", pricing.name)]
     try:
         recorded = recorded_conversation(conversation)
     except ValueError as exc:
@@ -177,7 +178,7 @@ def _run(
             [(c["name"], c["config"]) for c in configs],
             baseline=baseline,
             call=None if call is None else call - 1,
-            pricing=PRESETS[pricing],
+            pricing=pricing,
         )
         return {
             "ran": True,
@@ -205,7 +206,7 @@ def _run(
                 [(c["name"], c["config"]) for c in configs],
                 baseline=baseline,
                 call=call - 1,
-                pricing=PRESETS[pricing],
+                pricing=pricing,
             )
         context.update(
             _results_context(
@@ -226,7 +227,7 @@ def _background(
     conversation: Conversation,
     configs: list[dict[str, Any]],
     baseline: str,
-    pricing: str,
+    pricing: Pricing,
     *,
     start: bool,
 ) -> Simulation | None:
@@ -234,8 +235,9 @@ def _background(
     queue it when there is none yet. It counts as the inline replay does: the preset's
     shortest cacheable prompt."""
     workspace = request.workspace
-    prefix = PRESETS[pricing].min_cacheable_prefix
-    options = {"baseline": baseline, "pricing": pricing, "min_cacheable_prefix": prefix}
+    prefix = pricing.min_cacheable_prefix
+    priced = pricing_options(workspace=workspace, name=pricing.name)
+    options = {"baseline": baseline, **priced, "min_cacheable_prefix": prefix}
     asked = simulation_for(workspace=workspace, value=request.GET.get("simulation"))
     if (
         asked is not None
@@ -252,7 +254,7 @@ def _background(
         conversation=conversation,
         configs=configs,
         baseline=baseline,
-        pricing=pricing,
+        pricing=pricing.name,
         min_cacheable_prefix=prefix,
     )
     services.simulation_enqueue(simulation=simulation)

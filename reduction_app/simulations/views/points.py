@@ -28,8 +28,10 @@ from reduction_app.errors import ServiceError
 from reduction_app.http import PageRequest
 from reduction_app.models import Conversation, Simulation, Workspace
 from reduction_app.paging import digits
+from reduction_app.prices.selectors import pricing_choices
 from reduction_app.simulations.points import Point, group_points, points_of
 from reduction_app.simulations.selectors import simulation_conversations, simulation_get
+from simulator.pricing import DEFAULT_PRICING
 
 
 def _point(request: PageRequest, simulation_id: int, number: int) -> tuple[Simulation, Point]:
@@ -131,6 +133,11 @@ def point_compare(request: PageRequest, simulation_id: int, number: int) -> Http
         ("config", str(profile_id)),
         ("baseline", "first"),
     ]
+    # At the sweep's prices, while they are still offered (a workspace price may be gone);
+    # the default goes without saying, as on Compare.
+    pricing = simulation.options.get("pricing", DEFAULT_PRICING.name)
+    if pricing != DEFAULT_PRICING.name and pricing in pricing_choices(workspace=request.workspace):
+        query.append(("pricing", pricing))
     return redirect(f"/compare/?{urlencode(query)}")
 
 

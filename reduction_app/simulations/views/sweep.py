@@ -27,6 +27,7 @@ from reduction_app.dashboard import render_page, workspace_view
 from reduction_app.http import PageRequest
 from reduction_app.models import Conversation
 from reduction_app.paging import digits
+from reduction_app.prices.selectors import pricing_choices
 from reduction_app.simulations.corpus import (
     DEFAULT_MAX_SECONDS,
     MAX_COMBINATIONS,
@@ -40,7 +41,6 @@ from reduction_app.simulations.selectors import (
     sweep_candidates,
 )
 from reduction_app.simulations.services import SimulationInputError, simulation_enqueue
-from simulator.pricing import PRESETS
 from simulator.recommend import DEFAULT_BUDGET, Budget
 
 SCOPES = (
@@ -154,6 +154,7 @@ def _form(request: PageRequest, params: QueryDict) -> dict[str, Any]:
         for spec in engine.config_switches()
     ]
     pricing = params.get("pricing", "gpt-4o")
+    presets = pricing_choices(workspace=workspace)
     return {
         "q": search,
         "source": source,
@@ -173,8 +174,8 @@ def _form(request: PageRequest, params: QueryDict) -> dict[str, Any]:
         "combinations": combinations,
         "replays": replays,
         "errors": errors,
-        "pricing": pricing if pricing in PRESETS else "gpt-4o",
-        "presets": sorted(PRESETS),
+        "pricing": pricing if pricing in presets else "gpt-4o",
+        "presets": presets,
         "max_seconds": params.get("max_seconds", str(DEFAULT_MAX_SECONDS)),
         "budget": {
             name: params.get(name, f"{default:g}") for name, default in _budget_defaults().items()

@@ -9,8 +9,9 @@ re-runs the replay as a knob moves and swaps the chart and totals, and names the
 to keep in the history (``HX-Push-Url``) with each parameter once; a plain GET that
 repeats one (the form without JavaScript) is redirected to that address. Each strategy
 switch whose flip would send the same messages at every call says so, for conversations
-small enough to replay once more per switch. ``pricing`` names the price preset
-(``simulator.pricing.PRESETS``, ``gpt-4o`` when absent, and then left out of the address)
+small enough to replay once more per switch. ``pricing`` names the price (a preset of
+``simulator.pricing.PRESETS`` or one of the workspace's own, ``gpt-4o`` when absent, and
+then left out of the address)
 whose provider counts and prices every token of the chart and the totals. "Save as
 config" POSTs to ``/tune/save/``, which creates a profile and comes back with a link to it.
 """
@@ -48,6 +49,8 @@ from reduction_app.errors import ServiceError
 from reduction_app.http import PageRequest
 from reduction_app.models import Conversation
 from reduction_app.paging import digits
+from reduction_app.prices.selectors import pricing_choices
+from reduction_app.prices.views import picked_pricing
 from reduction_app.simulations import services
 from reduction_app.simulations.display import (
     message_text,
@@ -57,7 +60,6 @@ from reduction_app.simulations.display import (
     totals_rows,
 )
 from simulator.importers import RecordedConversation
-from simulator.pricing import PRESETS
 from simulator.replay import replay_many
 
 SWITCH_ON, SWITCH_OFF = "on", "off"
@@ -179,8 +181,7 @@ def _state(request: PageRequest, params: QueryDict) -> dict[str, Any]:
     if start is None:
         raise Http404("no such config")
     pricing = params.get("pricing") or DEFAULT_PRICING
-    if pricing not in PRESETS:
-        raise Http404(f"no such price preset: {pricing}")
+    price = picked_pricing(workspace, pricing)
     values: dict[str, Any] = {}
     for spec in engine.config_knobs():
         start_knob = spec.in_force(int(start.data.get(spec.name, spec.default)))
@@ -207,8 +208,9 @@ def _state(request: PageRequest, params: QueryDict) -> dict[str, Any]:
         "conversations": conversation_choices(workspace=workspace, chosen=conversation),
         "choices": choices,
         "start": start,
-        "presets": list(PRESETS),
+        "presets": pricing_choices(workspace=workspace),
         "pricing": pricing,
+        "price": price,
         "default_pricing": DEFAULT_PRICING,
         "values": values,
         "tuned": tuned,
@@ -261,7 +263,7 @@ def _run(state: dict[str, Any]) -> dict[str, Any]:
     }
     if state["configs"] is not None:
         start_config, tuned_config = state["configs"]
-        pricing = PRESETS[state["pricing"]]
+        pricing = state["price"]
         comparison = run_comparison(
             recorded,
             [(f"start: {state['start'].label}", start_config), ("tuned", tuned_config)],
