@@ -364,9 +364,9 @@ def test_main_help_says_what_it_does_and_its_exit_codes_in_sentences() -> None:
         ("sweep", "Replay every combination of a grid on every run, and sum them over the runs."),
         ("calibrate", "Compare the simulator's counts with the provider's on the shipped "
          "recordings."),
-        ("recommend", "Search the knobs and strategies for the config that costs least with "
-         "recovery on a corpus, billing no run more than no reduction, within a budget of "
-         "misses and re-fetches."),
+        ("recommend", "Search the knobs and strategies for the config that saves most with "
+         "recovery on a corpus within a budget of misses and re-fetches per 100 calls and of "
+         "loss on any one run, with its expected result on runs it has not seen."),
     ],
 )  # fmt: skip
 def test_main_each_command_help_opens_with_a_sentence(command: str, description: str) -> None:
