@@ -48,7 +48,7 @@ from reduction_app.engine import (
 )
 from reduction_app.engine.inspect import read_result, write_result
 from simulator.members import Files, Member
-from simulator.misses import Misses
+from simulator.misses import RECOVERY, Misses
 from simulator.prepared import Arrival, Prepared, Truncated
 from simulator.refetch import Repeats
 from simulator.tracking import Tracker
@@ -293,8 +293,16 @@ class Branch:
             member.record(self.context, tools)
 
     def _recovery(self, context_tokens: int, part_tokens: int) -> float:
-        """US dollars of one read back: a call sending this call's context (all but the
-        reply primer cached, when long enough and the preset caches) and the part."""
+        """US dollars of recovering a missed part at :data:`~simulator.misses.RECOVERY`'s
+        price: one call sending this call's context and the part's share as new input,
+        and each further call (a fraction of one on average) the context alone."""
+        first = self._read_back(context_tokens, round(part_tokens * RECOVERY.output_share))
+        again = self._read_back(context_tokens, 0)
+        return first + (RECOVERY.calls - 1) * again
+
+    def _read_back(self, context_tokens: int, part_tokens: int) -> float:
+        """US dollars of one call sending this call's context (all but the reply primer
+        cached, when long enough and the preset caches) and ``part_tokens`` new."""
         pricing = self.prepared.pricing
         reply = self.meter.reply_tokens
         prefix = context_tokens - reply

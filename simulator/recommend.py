@@ -2,7 +2,7 @@
 
 :func:`recommend` searches the engine spec's numeric knobs and strategy switches for the
 config that costs least on a corpus, counting recovery: its cost with recovery (the
-cache-aware cost plus one read back per miss, :attr:`~simulator.results.Totals.
+cache-aware cost plus the price of recovering each miss, :attr:`~simulator.results.Totals.
 cost_with_recovery_usd`), summed over the runs. A config is *admissible* when it bills no
 run more than no reduction does, by that same cost; it *meets the budget* when its misses
 and re-fetches over the corpus are at most the budget's. The budget is, unless given,
