@@ -49,7 +49,7 @@ from reduction_app.engine import (
 )
 from reduction_app.engine.inspect import read_result, write_result
 from simulator.members import Files, Member
-from simulator.misses import Misses
+from simulator.misses import RECOVERY, Misses
 from simulator.prepared import Arrival, Prepared, Truncated
 from simulator.pricing import Pricing
 from simulator.refetch import Repeats
@@ -336,8 +336,21 @@ class Branch:
 def recovery_cost(
     pricing: Pricing, reply_tokens: int, min_prefix: int, context_tokens: int, part_tokens: int
 ) -> float:
-    """US dollars of one read back: a call sending a call's context (``context_tokens``,
-    all but the reply primer cached, when long enough and the preset caches) and the part,
+    """US dollars of recovering a missed part (``part_tokens``) at
+    :data:`~simulator.misses.RECOVERY`'s price: one call sending the context of the call
+    that missed (``context_tokens``) and the part's share as new input, and each further
+    call (a fraction of one on average) that context alone."""
+    share = round(part_tokens * RECOVERY.output_share)
+    first = read_back_cost(pricing, reply_tokens, min_prefix, context_tokens, share)
+    again = read_back_cost(pricing, reply_tokens, min_prefix, context_tokens, 0)
+    return first + (RECOVERY.calls - 1) * again
+
+
+def read_back_cost(
+    pricing: Pricing, reply_tokens: int, min_prefix: int, context_tokens: int, part_tokens: int
+) -> float:
+    """US dollars of one call sending a call's context (``context_tokens``, all but the
+    reply primer cached, when long enough and the preset caches) and ``part_tokens`` new,
     at the long-context rates when the two pass the preset's threshold."""
     prefix = context_tokens - reply_tokens
     cached = prefix if pricing.prompt_cache and prefix >= min_prefix else 0

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
 from reduction_app.engine import ConfigError, InMemoryBackend, ReductionError, config_from_dict
+from simulator import recovery
 from simulator.calibration import (
     PREFIX_SHIPPED,
     SHIPPED,
@@ -51,7 +52,8 @@ __all__ = ["DESCRIPTION", "EXIT_CODES", "NAME_WIDTH", "main", "short_names"]
 
 DESCRIPTION = (
     "Replay recorded conversations under configs, sweep a grid over a corpus of them, "
-    "recommend a config for a corpus, or calibrate the token counts against providers' bills."
+    "recommend a config for a corpus, calibrate the token counts against providers' bills, or "
+    "measure how agents recovered from outputs their own tools cut."
 )
 EXIT_CODES = (
     "Exit codes: 0 on success, 1 when recommend finds no config within its budget, 2 for bad "
@@ -959,7 +961,38 @@ def _parser() -> argparse.ArgumentParser:
         metavar="N",
         help="processes to work runs out in (default: 1)",
     )
+    cov = _command(
+        sub,
+        "recovery",
+        help="measure what agents did after their own tool cut an output: how often and "
+        "at what cost they went back for the hidden part",
+    )
+    cov.add_argument(
+        "files",
+        nargs="+",
+        metavar="FILE",
+        help="recorded conversations, files or folders; each one given is a corpus, named by "
+        "its last path component",
+    )
+    cov.add_argument(
+        "--format", choices=FORMATS, help="the files' format (detected in each when left out)"
+    )
+    cov.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     return parser
+
+
+def _recovery(args: argparse.Namespace, out: TextIO) -> None:
+    corpora = [
+        recovery.corpus_recovery(Path(path).name, load_files([path], fmt=args.format))
+        for path in args.files
+    ]
+    if args.json:
+        payload: dict[str, Any] = {"corpora": [c.to_dict() for c in corpora]}
+        if len(corpora) > 1:
+            payload["all"] = recovery.pooled(corpora).summary()
+        out.write(json.dumps(payload) + "\n")
+    else:
+        out.write(recovery.table(corpora))
 
 
 def main(
@@ -981,6 +1014,8 @@ def main(
             return _recommend(args, out, err)
         elif args.command == "ceiling":
             _ceiling(args, out, err)
+        elif args.command == "recovery":
+            _recovery(args, out)
         else:
             _sweep(args, out, err)
     except SystemExit as exc:

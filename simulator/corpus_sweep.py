@@ -137,7 +137,7 @@ class ConfigTotals:
     cost_usd: float = 0.0
     """Cache-aware cost (the preset's input, cached and cache-write prices)."""
     cost_with_recovery_usd: float = 0.0
-    """Cache-aware cost plus one read back per miss (:attr:`Totals.cost_with_recovery_usd`)."""
+    """Cache-aware cost plus the recovery of each miss (:attr:`Totals.cost_with_recovery_usd`)."""
     input_tokens_billed: int = 0
     long_context_tokens: int = 0
     """Of ``input_tokens_billed``, those billed at the long-context rates."""

@@ -2,7 +2,7 @@
 
 :func:`recommend` searches the engine spec's numeric knobs and strategy switches for the
 config that saves most on a corpus, counting recovery: its cost with recovery (the
-cache-aware cost plus the read backs its misses cost, :attr:`~simulator.results.Totals.
+cache-aware cost plus the price of recovering each miss, :attr:`~simulator.results.Totals.
 cost_with_recovery_usd`), summed over the runs, against no reduction's. The user sets
 what a config may cost the agent, as a :class:`Budget` of rates: misses and re-fetches
 per 100 model calls over the corpus, and the most any one run may cost above no

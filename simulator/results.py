@@ -126,8 +126,9 @@ class Totals:
     hid that the agent needed (see :mod:`simulator.misses`). Results stored before the
     measure existed read back as 0."""
     cost_with_recovery_usd: float | None = None
-    """``cost_usd`` plus, per miss, one read back: a call on the missing call's context
-    (cached as the preset allows) with the missed output as new input. ``None`` in
+    """``cost_usd`` plus, per miss, the price of recovering it
+    (:data:`~simulator.misses.RECOVERY`): calls on the missing call's context (cached as
+    the preset allows) bringing a share of the missed output as new input. ``None`` in
     results stored before the measure existed."""
     long_context_tokens: int = 0
     """Of ``input_tokens_billed``, those of calls whose prompt passed the price's

@@ -19,6 +19,7 @@ from reduction_app.engine.inspect import classify, is_clear_placeholder
 from simulator.compare import compare
 from simulator.importers import RecordedConversation
 from simulator.metering import Meter
+from simulator.misses import RECOVERY
 from simulator.pricing import DEFAULT_PRICING, Pricing
 from simulator.results import REFERENCE_STRATEGY
 from simulator.transcript import with_stable_ids
@@ -101,8 +102,9 @@ METRIC_HELP: dict[str, str] = {
     "misses": "Tool outputs the reduction hid (cleared, or the middle of a truncated output) "
     "holding a name, path or identifier the agent typed later, at a call whose context "
     "showed it nowhere.",
-    "cost_with_recovery_usd": "The cost plus, per miss, one more model call reading the "
-    "hidden output back (read_file).",
+    "cost_with_recovery_usd": "The cost plus, per miss, what agents were measured to spend "
+    f"going back for a hidden output: {RECOVERY.calls:g} model calls, bringing "
+    f"{RECOVERY.output_share:.0%} of it back.",
 }
 """What a metric means, for the column heading's tooltip."""
 _LOWER_IS_BETTER = {

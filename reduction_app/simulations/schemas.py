@@ -23,6 +23,7 @@ from pydantic import (
 
 from reduction_app.configs.schemas import ConfigJson
 from reduction_app.schemas import StrictIn
+from simulator.misses import RECOVERY
 
 
 class SimulationConfigIn(StrictIn):
@@ -100,9 +101,10 @@ class TotalsOut(_Stored):
     )
     cost_with_recovery_usd: float | None = Field(
         None,
-        description="cost_usd plus, per miss, one more model call on the context of the call "
-        "that missed, with the whole hidden output as new input. Absent, or null, in "
-        "results stored before misses were measured.",
+        description="cost_usd plus, per miss, what agents were measured to spend going back "
+        f"for a hidden output: {RECOVERY.calls:g} model calls on the context of the call "
+        f"that missed, the first with {RECOVERY.output_share:.0%} of the hidden output as "
+        "new input. Absent, or null, in results stored before misses were measured.",
     )
 
 

@@ -345,8 +345,8 @@ def test_main_help_says_what_it_does_and_its_exit_codes_in_sentences() -> None:
     paragraphs = _paragraphs(out)
     assert paragraphs[1] == (
         "Replay recorded conversations under configs, sweep a grid over a corpus of them, "
-        "recommend a config for a corpus, or calibrate the token counts against providers' "
-        "bills."
+        "recommend a config for a corpus, calibrate the token counts against providers' "
+        "bills, or measure how agents recovered from outputs their own tools cut."
     )
     assert paragraphs[-1] == (
         "Exit codes: 0 on success, 1 when recommend finds no config within its budget, 2 for "

@@ -12,7 +12,7 @@ from reduction_app.engine import Message
 from reduction_app.engine.formats import messages_to_openai
 from simulator.compare import sweep
 from simulator.importers import RecordedConversation, load_conversations
-from simulator.misses import strings_in
+from simulator.misses import RECOVERY, is_name, strings_in
 from simulator.pricing import LongContext, Pricing
 from simulator.replay import no_reduction, replay, replay_many
 from simulator.results import MissExample
@@ -48,6 +48,58 @@ def test_strings_in_keeps_identifiers_and_paths_of_8_characters() -> None:
     """A string runs on through dots and colons, a sentence's last period included."""
     text = "see src/app/main.py:12 and get_user, not short or 9lives_abc; ends.with."
     assert strings_in([text]) == ("src/app/main.py:12", "get_user", "lives_abc", "ends.with.")
+
+
+def test_strings_in_leaves_plain_words_out() -> None:
+    """Words of 8 letters or more are no names, capitalised, hyphenated or ending a
+    sentence or a label; an inner capital, digit, underscore, slash, dot or colon makes
+    one."""
+    text = (
+        "Actually the standard definition: Makefile well-known expression. Summary: "
+        "getValue LLVM_DIR version2x _private http://host ends.with."
+    )
+    assert strings_in([text]) == (
+        "getValue", "LLVM_DIR", "version2x", "_private", "http://host", "ends.with."
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("string", "name"),
+    [
+        ("expression.", False),
+        ("expression...", False),
+        ("Summary:", False),
+        ("Summary:.", False),
+        ("Makefile", False),
+        ("well-known", False),
+        ("getValue", True),
+        ("config.py", True),
+        ("Summary:x", True),
+        ("abcdefgH", True),
+        ("abcdefg1", True),
+        ("abc/defg", True),
+    ],
+)
+def test_is_name_by_its_marks(string: str, name: bool) -> None:
+    """A trailing dot or colon makes no name; one with more of the string after it does."""
+    assert is_name(string) is name
+
+
+def test_misses_nothing_for_a_plain_word_only_in_the_cut_middle() -> None:
+    """The cut middle's plain words are no names: the agent typing one is no miss."""
+    cut = "=" * 20 + " particularly alpha_beta_gamma " + "=" * 20
+    conversation = RecordedConversation(
+        "word",
+        [
+            Message.system("You are a test agent."),
+            Message.user("Find the answer."),
+            call("call_1", '{"path": "a"}'),
+            result("call_1", cut),
+            Message.assistant("Done, particularly so."),
+        ],
+        TOOLS,
+    )
+    assert replay(conversation, TRUNCATE_40, pricing=ENGINE).totals.misses == 0
 
 
 def test_misses_none_when_nothing_is_hidden() -> None:
@@ -132,28 +184,32 @@ def test_cost_with_recovery_by_hand() -> None:
     (arguments '{"path": "alpha_beta_gamma"}') 50 characters -> 12; "fine" -> 2.
     Calls: 30 (nothing cached), 30 + 8 + 53 = 91 (30 cached), 91 + 12 + 2 = 105 (91
     cached): 105 uncached, 121 cached, $105 + $12.10 = $117.10.
-    The miss at call 1 is read back on call 1's context, 91 tokens cached, and the
-    output's 19 as new input: $19 + $9.10 = $28.10."""
+    The miss at call 1 is recovered at RECOVERY's price (1.7 calls, 21% of the output):
+    a call on call 1's context, 91 tokens cached, with round(19 * 0.21) = 4 new tokens,
+    $4 + $9.10 = $13.10, and 0.7 of a call sending that context alone, 0.7 * $9.10 =
+    $6.37: $19.47."""
     pricing = Pricing(input_per_mtok=1_000_000.0, cached_input_per_mtok=100_000.0)
     conversation = cut_conversation("alpha_beta_gamma", "Done.")
     result_ = replay(conversation, TRUNCATE_40, pricing=pricing, min_cacheable_prefix=0)
     assert [c.context_tokens for c in result_.calls] == [30, 91, 105]
     assert result_.totals.cost_usd == 117.1
-    assert result_.totals.cost_with_recovery_usd == 145.2
+    assert (RECOVERY.calls, RECOVERY.output_share) == (1.7, 0.21)
+    assert result_.totals.cost_with_recovery_usd == 136.57
 
 
 def test_cost_with_recovery_bills_cache_writes_as_the_preset_does() -> None:
-    """With cache writes at $1.25 and a 100-token minimum prefix: call 1's 91-token
-    context is too short to be served, so the read back sends 91 + 19 = 110 tokens
-    uncached, all written to the cache (110 reaches the minimum): $137.50."""
+    """With cache writes at $1.25 and a 95-token minimum prefix: call 1's 91-token
+    context is too short to be served, so the first call sends 91 + 4 = 95 tokens
+    uncached, all written to the cache (95 reaches the minimum): $118.75; the further
+    0.7 of a call sends the 91 alone, uncached and too short to be written: $63.70."""
     pricing = Pricing(
         input_per_mtok=1_000_000.0,
         cached_input_per_mtok=100_000.0,
         cache_write_per_mtok=1_250_000.0,
     )
     conversation = cut_conversation("alpha_beta_gamma", "Done.")
-    totals = replay(conversation, TRUNCATE_40, pricing=pricing, min_cacheable_prefix=100).totals
-    assert round(totals.cost_with_recovery_usd - totals.cost_usd, 6) == 137.5
+    totals = replay(conversation, TRUNCATE_40, pricing=pricing, min_cacheable_prefix=95).totals
+    assert round(totals.cost_with_recovery_usd - totals.cost_usd, 6) == 182.45
 
 
 CONFIGS: list[tuple[str, Any]] = [
@@ -192,6 +248,18 @@ def test_misses_the_same_in_a_shared_sweep() -> None:
 _STRING = re.compile(r"[A-Za-z_][A-Za-z0-9_./:-]{7,}")
 
 
+def _names(text: str) -> set[str]:
+    """The strings of ``text`` that are names, by the rule written out again: one of
+    ``_ / :`` or ``.`` or a digit, a trailing run of dots and colons left out, or a capital
+    after the first character."""
+    found = set()
+    for s in _STRING.findall(text):
+        body = s.rstrip(".:")
+        if any(c in "_/.:0123456789" for c in body) or any(c.isupper() for c in body[1:]):
+            found.add(s)
+    return found
+
+
 def cut_outputs_used(runs: list[list[dict[str, Any]]], limit: int) -> int:
     """Tool outputs longer than ``limit`` characters that, cut to their first and last
     ``limit // 2``, hid a string an assistant message typed later while it was visible
@@ -207,15 +275,15 @@ def cut_outputs_used(runs: list[list[dict[str, Any]]], limit: int) -> int:
                 text = json.dumps(text)
             for tool_call in m.get("tool_calls") or []:
                 text += " " + tool_call["function"]["arguments"]
-            found = set(_STRING.findall(text))
+            found = _names(text)
             if m["role"] == "assistant":
                 missed.update(hidden[s] for s in found - visible if s in hidden)
                 visible |= found
             elif m["role"] == "tool" and len(text) > limit:
                 half = limit // 2
-                shown = set(_STRING.findall(text[:half] + text[-half:]))
+                shown = _names(text[:half] + text[-half:])
                 visible |= shown
-                for s in set(_STRING.findall(text[half:-half])) - shown - visible:
+                for s in _names(text[half:-half]) - shown - visible:
                     hidden.setdefault(s, i)
             else:
                 visible |= found

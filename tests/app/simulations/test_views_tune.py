@@ -20,6 +20,7 @@ from reduction_app.models import ConfigProfile, Conversation
 from reduction_app.simulations import services
 from simulator import members as members_module
 from simulator.compare import compare
+from simulator.misses import RECOVERY
 from simulator.pricing import PRESETS
 from tests.app.pages_support import (
     CUT_LISTING,
@@ -397,7 +398,7 @@ def test_tune_shows_the_misses_a_cut_output_caused() -> None:
     assert metric(start, "cost_with_recovery_usd") == f"${cut.totals.cost_with_recovery_usd:,.4f}"
     assert metric(row_of(page, "totals", "tuned"), "misses") == "0"
     (heading,) = elements(page, "th", data_metric="cost_with_recovery_usd")
-    assert "read_file" in dict(heading.attributes)["title"]
+    assert f"{RECOVERY.calls:g} model calls" in dict(heading.attributes)["title"]
     (examples,) = elements(page, "table", id="miss-examples")
     (example,) = [r for r in elements(examples, "tr") if elements(r, "td")]
     assert [text(td) for td in elements(example, "td")] == ["2", "grep_repo", HIDDEN_NAME]
