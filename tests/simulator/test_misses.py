@@ -319,19 +319,20 @@ def test_misses_agree_with_an_independent_count_on_mini_swe_agent_runs() -> None
 
 def test_cost_and_recovery_take_the_long_context_rates() -> None:
     """The hand case of :func:`test_cost_with_recovery_counts_one_read_back_per_miss`
-    with a tier past 100 tokens at twice the prices ($2 and $0.20 a token).
+    with a tier past 94 tokens at twice the prices ($2 and $0.20 a token).
     Calls 30 and 91 stay at the base rates: 30 + 61 uncached, 30 cached: $94. Call 2's
-    105 tokens pass 100: 14 uncached and 91 cached at the tier's: $28 + $18.20. The read
-    back sends 91 + 19 = 110 tokens, past 100 too: 19 at $2 and 91 cached at $0.20,
-    $56.20."""
+    105 tokens pass 94: 14 uncached and 91 cached at the tier's: $28 + $18.20. The
+    recovery's first call sends 91 + 4 (the output's share) = 95 tokens, past 94: 4 at $2
+    and 91 cached at $0.20, $26.20; its further 0.7 of a call sends the 91 alone, below
+    the tier: 0.7 × $9.10 = $6.37."""
     pricing = Pricing(
         input_per_mtok=1_000_000.0,
         cached_input_per_mtok=100_000.0,
         long_context=LongContext(
-            above=100, input_per_mtok=2_000_000.0, cached_input_per_mtok=200_000.0
+            above=94, input_per_mtok=2_000_000.0, cached_input_per_mtok=200_000.0
         ),
     )
     conversation = cut_conversation("alpha_beta_gamma", "Done.")
     totals = replay(conversation, TRUNCATE_40, pricing=pricing, min_cacheable_prefix=0).totals
     assert (totals.cost_usd, totals.long_context_tokens) == (140.2, 105)
-    assert totals.cost_with_recovery_usd == 196.4
+    assert totals.cost_with_recovery_usd == round(140.2 + 26.2 + 6.37, 6)
