@@ -521,6 +521,22 @@ def _harm(result: Recommendation, index: int) -> str:
     )
 
 
+FRONT_SHOWN = 12
+"""The most points of the front the table shows (``--json`` has them all)."""
+
+
+def _thinned(indexes: Sequence[int], most: int, *, keep: int | None) -> list[int]:
+    """At most ``most`` of ``indexes``, spread evenly from first to last, ``keep`` among
+    them when it is one of them."""
+    if len(indexes) <= most:
+        return list(indexes)
+    step = (len(indexes) - 1) / (most - 1)
+    picked = {indexes[round(n * step)] for n in range(most)}
+    if keep is not None and keep in indexes:
+        picked.add(keep)
+    return [i for i in indexes if i in picked]
+
+
 def _config_count(count: int) -> str:
     return f"{count} config{'' if count == 1 else 's'}"
 
@@ -590,18 +606,21 @@ def _recommend_table(result: Recommendation, out: TextIO) -> None:
             f"saves {_share(float(result.ceiling['saved']))} with recovery{gets}; hiding "
             f"nothing the agent uses: {_share(float(result.ceiling['no_miss_saved']))}\n"
         )
+    shown = _thinned(result.front, FRONT_SHOWN, keep=result.best)
+    more = "" if len(shown) == len(result.front) else f"; {len(shown)} of {len(result.front)} shown"
     out.write(
         "front (saved with recovery against misses per 100 calls, configs within the other "
-        "limits):\n"
+        f"limits{more}):\n"
     )
-    for i in result.front:
+    for i in shown:
         t = result.configs[i]
         m = result.measure(i)
+        mark = "*" if i == result.best else " "
         out.write(
-            f"  {m.misses_per_100_calls:5.1f} misses/100 calls: saves "
+            f" {mark}{m.misses_per_100_calls:5.1f} misses/100 calls: saves "
             f"{_share(m.saved)} ({_money(t.cost_with_recovery_usd)}), "
             f"{m.refetches_per_100_calls:.1f} re-fetches/100, worst run {_signed(m.run_loss)}: "
-            f"{t.name}: {json.dumps(t.config)}\n"
+            f"{t.name}\n"
         )
     rounds = len(result.rounds)
     out.write(
