@@ -586,60 +586,13 @@ def recommend(
 
     note("coarse")
     timed_out = False
-    while True:
-        order = sorted(range(len(configs)), key=rank)
-        seeds: list[int] = []
-        points: set[tuple[int, ...]] = set()
-        for i in order:
-            if point(i) in points or not all(k in plain[i] for k in labelled):
-                continue
-            points.add(point(i))
-            seeds.append(i)
-            if len(seeds) == SEEDS:
-                break
-        todo: list[dict[str, Any]] = []
-        for seed in seeds:
-            lines = _lines(plain, [point(i) for i in range(len(plain))], plain[seed], knobs)
-            for config in neighbours(plain[seed], lines, switches):
-                key = _key(config)
-                if key not in seen:
-                    seen[key] = -1
-                    todo.append(config)
-        if not todo:
-            break
-        left = rounds_end - (clock() - started)
-        fits = int(HEADROOM * left / per_config) if per_config > 0 else len(todo)
-        if fits < 1:
-            timed_out = True
-            break
-        timed_out = timed_out or fits < len(todo)
-        todo = todo[:fits]
+    shown = [*labelled, *FIELDS] if dims else labelled
+
+    def add(todo: list[dict[str, Any]], kind: str) -> list[int]:
+        """Replay ``todo`` and add it to what was searched; the indexes it got."""
+        nonlocal per_config
         round_started = clock()
-        named = [(config_label(c, labelled), c) for c in todo]
-        result = replay(named, baseline=False)
-        for config, totals in zip(todo, result.configs, strict=True):
-            seen[_key(config)] = len(plain)
-            plain.append(config)
-            configs.append(totals)
-            measures.append(measure(totals, baseline, every))
-        rounds.append(len(todo))
-        per_config = (clock() - round_started) / len(todo)
-        note("finer")
-    # Limits per tool and per command kind, one dimension at a time along the ladder,
-    # around the best config so far.
-    current = min(range(len(configs)), key=rank)
-    for dim in dims:
-        todo = [with_limit(plain[current], dim, limit) for limit in LADDER]
-        todo = [c for c in todo if _key(c) not in seen]
-        if not todo:
-            continue
-        left = max_seconds - (clock() - started)
-        if per_config > 0 and HEADROOM * left < per_config * len(todo):
-            timed_out = True
-            break
-        round_started = clock()
-        named = [(config_label(c, [*labelled, *FIELDS]), c) for c in todo]
-        result = replay(named, baseline=False)
+        result = replay([(config_label(c, shown), c) for c in todo], baseline=False)
         added = []
         for config, totals in zip(todo, result.configs, strict=True):
             seen[_key(config)] = len(plain)
@@ -649,8 +602,70 @@ def recommend(
             measures.append(measure(totals, baseline, every))
         rounds.append(len(todo))
         per_config = (clock() - round_started) / len(todo)
-        current = min([current, *added], key=rank)
-        note(dim.label)
+        note(kind)
+        return added
+
+    def finer(deadline: float) -> bool:
+        """Finer rounds until no neighbour is left or ``deadline`` (seconds from the
+        start); whether time ran out with neighbours left."""
+        while True:
+            order = sorted(range(len(configs)), key=rank)
+            seeds: list[int] = []
+            points: set[tuple[int, ...]] = set()
+            for i in order:
+                if point(i) in points or not all(k in plain[i] for k in labelled):
+                    continue
+                points.add(point(i))
+                seeds.append(i)
+                if len(seeds) == SEEDS:
+                    break
+            todo: list[dict[str, Any]] = []
+            for seed in seeds:
+                lines = _lines(plain, [point(i) for i in range(len(plain))], plain[seed], knobs)
+                for config in neighbours(plain[seed], lines, switches):
+                    key = _key(config)
+                    if key not in seen:
+                        seen[key] = -1
+                        todo.append(config)
+            if not todo:
+                return False
+            left = deadline - (clock() - started)
+            fits = int(HEADROOM * left / per_config) if per_config > 0 else len(todo)
+            if fits < 1:
+                for config in todo:  # untried: a later round may try them
+                    del seen[_key(config)]
+                return True
+            out_of_time = fits < len(todo)
+            for config in todo[fits:]:
+                del seen[_key(config)]
+            add(todo[:fits], "finer")
+            if out_of_time:
+                return True
+
+    def limits() -> tuple[bool, bool]:
+        """One pass over the limits per tool and command kind, each along the ladder
+        around the best config so far: (whether it found a better config, whether time
+        ran out)."""
+        current = start = min(range(len(configs)), key=rank)
+        for dim in dims:
+            todo = [with_limit(plain[current], dim, limit) for limit in LADDER]
+            todo = [c for c in todo if _key(c) not in seen]
+            if not todo:
+                continue
+            left = max_seconds - (clock() - started)
+            if per_config > 0 and HEADROOM * left < per_config * len(todo):
+                return current != start, True
+            current = min([current, *add(todo, dim.label)], key=rank)
+        return current != start, False
+
+    # The finer rounds, then the limits around their best, then finer rounds around
+    # that, and so on while the limits find better and time is left.
+    timed_out = finer(rounds_end)
+    while dims and not timed_out:
+        better, timed_out = limits()
+        if not better or timed_out:
+            break
+        timed_out = finer(max_seconds * (1 + ROUNDS_SHARE) / 2)
     expected = held_out([conv.name for conv in conversations], configs, baseline, budget, folds)
     limit = None
     if with_ceiling:
