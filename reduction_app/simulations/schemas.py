@@ -42,6 +42,11 @@ class SimulationIn(StrictIn):
     baseline: Literal["first", "none"] = "first"
     pricing: str = "gpt-4o"
     min_cacheable_prefix: int = Field(1024, ge=0)
+    inferred_prefix: bool = Field(
+        True,
+        description="Count the prefix an imported recording left out (a Claude Code log's "
+        "system prompt and tool schemas), inferred from the provider's per-call counts.",
+    )
 
 
 class ProgressOut(Schema):

@@ -106,21 +106,23 @@ def _claim(part_id: int) -> SimulationPart | None:
     return part
 
 
-def _prepared_for(conversation_id: int, pricing: Pricing) -> Prepared:
+def _prepared_for(conversation_id: int, pricing: Pricing, inferred_prefix: bool) -> Prepared:
     """The conversation prepared for replays, kept while it is unchanged."""
     stamp = (
         Conversation.objects.filter(pk=conversation_id)
         .values_list("updated_at", "message_count")
         .get()
     )
-    key = (conversation_id, *stamp, pricing.name)
+    key = (conversation_id, *stamp, pricing.name, inferred_prefix)
     with _prepared_lock:
         hit = _prepared.get(key)
         if hit is not None:
             _prepared.move_to_end(key)
             return hit
     conversation = Conversation.objects.select_related("workspace").get(pk=conversation_id)
-    prepared = Prepared(recorded_conversation(conversation), pricing)
+    prepared = Prepared(
+        recorded_conversation(conversation), pricing, inferred_prefix=inferred_prefix
+    )
     with _prepared_lock:
         _prepared[key] = prepared
         while len(_prepared) > PREPARED_KEPT:
@@ -132,13 +134,15 @@ def _replay(part: SimulationPart) -> dict[str, Any]:
     simulation = part.simulation
     options = simulation.options
     pricing = pricing_for(options.get("pricing", "gpt-4o"))
-    prepared = _prepared_for(simulation.conversation_id, pricing)
+    inferred = bool(options.get("inferred_prefix", True))
+    prepared = _prepared_for(simulation.conversation_id, pricing, inferred)
     (result,) = replay_many(
         prepared.conversation,
         [(part.name, part.config)],
         pricing=pricing,
         min_cacheable_prefix=int(options.get("min_cacheable_prefix", 1024)),
         prepared=prepared,
+        inferred_prefix=inferred,
     )
     return totals_only(result).to_dict()
 
