@@ -106,8 +106,9 @@ def _claim(part_id: int) -> SimulationPart | None:
     return part
 
 
-def _prepared_for(conversation_id: int, pricing: Pricing, inferred_prefix: bool) -> Prepared:
-    """The conversation prepared for replays, kept while it is unchanged."""
+def _prepared_for(conversation_id: int, pricing: Pricing, inferred_prefix: bool = True) -> Prepared:
+    """The conversation prepared for replays (counting the prefix a recording left out,
+    unless ``inferred_prefix`` is off), kept while it is unchanged."""
     stamp = (
         Conversation.objects.filter(pk=conversation_id)
         .values_list("updated_at", "message_count")
