@@ -106,6 +106,13 @@ class Conversation(models.Model):
     imported_from = models.CharField(
         max_length=300, blank=True, help_text="The name of the file it was imported from."
     )
+    provider_usage = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="What the provider reported of the recorded run (per-call prompt tokens "
+        "keyed by message index, ...), as simulator.recording.ProviderUsage.to_json gives "
+        "it; empty when the recording kept none, and for conversations a client recorded.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

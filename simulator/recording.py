@@ -6,6 +6,7 @@ them, :mod:`simulator.replay` replays them.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -48,6 +49,63 @@ class ProviderUsage:
     as ``prompt_tokens``."""
     cost: float | None = None
     """What the whole run cost by its own count, in dollars."""
+
+    def to_json(self) -> dict[str, Any]:
+        """The figures as JSON values, for storing (the per-call maps keyed by the message
+        index as a string, as JSON keys are); :meth:`from_json` reads them back. A number
+        JSON cannot hold (a recording's ``NaN``) is left out."""
+
+        def per_call(figures: Mapping[int, float]) -> dict[str, float]:
+            return {str(i): n for i, n in figures.items() if math.isfinite(n)}
+
+        cost = self.cost if self.cost is not None and math.isfinite(self.cost) else None
+        return {
+            "prompt_tokens": per_call(self.prompt_tokens),
+            "total_prompt_tokens": self.total_prompt_tokens,
+            "api_calls": self.api_calls,
+            "cached_prompt_tokens": per_call(self.cached_prompt_tokens),
+            "completion_tokens": per_call(self.completion_tokens),
+            "call_times": per_call(self.call_times),
+            "cost": cost,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ProviderUsage:
+        """The figures :meth:`to_json` stored; a field left out is empty. Raises
+        ``ValueError`` naming the field that holds something else."""
+
+        def per_call(name: str, kind: type[int] | type[float]) -> dict[int, Any]:
+            found = data.get(name) or {}
+            if not isinstance(found, Mapping):
+                raise ValueError(f"{name}: expected an object, got {found!r}")
+            out: dict[int, Any] = {}
+            for key, value in found.items():
+                if not str(key).isdigit() or isinstance(value, bool):
+                    raise ValueError(f"{name}: unexpected entry {key!r}: {value!r}")
+                if not isinstance(value, int | float) or (kind is int and value != int(value)):
+                    raise ValueError(f"{name}.{key}: expected a number, got {value!r}")
+                out[int(key)] = kind(value)
+            return out
+
+        def number(name: str) -> float | None:
+            value = data.get(name)
+            if value is None:
+                return None
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise ValueError(f"{name}: expected a number, got {value!r}")
+            return value
+
+        total, calls = number("total_prompt_tokens"), number("api_calls")
+
+        return cls(
+            prompt_tokens=per_call("prompt_tokens", int),
+            total_prompt_tokens=None if total is None else int(total),
+            api_calls=None if calls is None else int(calls),
+            cached_prompt_tokens=per_call("cached_prompt_tokens", int),
+            completion_tokens=per_call("completion_tokens", int),
+            call_times=per_call("call_times", float),
+            cost=number("cost"),
+        )
 
 
 @dataclass(frozen=True)

@@ -20,8 +20,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from reduction_app.engine import AgenticMessage, FunctionToolCall, FunctionToolResult, Message
-from reduction_app.engine.commands import command_kind, shell_command
+from reduction_app.engine import (
+    AgenticMessage,
+    FunctionToolCall,
+    FunctionToolResult,
+    Message,
+    command_kind,
+    shell_command,
+)
 from simulator.recording import RecordedConversation
 
 __all__ = [

@@ -53,7 +53,7 @@ def _conversation_or_404(request: ApiRequest, conversation_id: str) -> Conversat
 @paginate(IdCursorPagination, **PAGE)
 def list_conversations(request: ApiRequest, search: str = "") -> Any:
     return conversation_list(workspace=api_workspace(request), search=search).defer(
-        "tools", "system"
+        "tools", "system", "provider_usage"
     )
 
 

@@ -171,6 +171,9 @@ def _stored_form(recorded: RecordedConversation, filename: str) -> dict[str, Any
         "transcript": messages,
         "tools": tools,
         "system": system,
+        # The provider's figures, keyed by message index: a replay infers from them the
+        # prefix a recording left out (simulator.prefix), as the simulator's own does.
+        "provider_usage": recorded.usage.to_json() if recorded.usage is not None else None,
     }
 
 

@@ -24,6 +24,7 @@ from reduction_app.paging import digits
 from reduction_app.records.selectors import SAVING_KINDS
 from reduction_app.records.storage import read_offloads
 from simulator.importers import RecordedConversation, conversation_from_json
+from simulator.recording import ProviderUsage
 
 
 def conversation_get(*, workspace: Workspace, client_id: str) -> Conversation | None:
@@ -77,7 +78,7 @@ def conversation_list_counted(
         rows = model.objects.filter(conversation=OuterRef("pk")).order_by().values("conversation")
         return Subquery(rows.annotate(v=value).values("v")[:1])
 
-    return qs.defer("system", "tools").annotate(
+    return qs.defer("system", "tools", "provider_usage").annotate(
         event_count=Coalesce(scalar(EventRecord, Count("id")), 0),
         tokens_saved=Coalesce(
             Subquery(
@@ -145,6 +146,16 @@ def conversation_for(*, workspace: Workspace, value: str | None) -> Conversation
     return Conversation.objects.filter(workspace=workspace, pk=int(value)).first()
 
 
+def provider_usage(conversation: Conversation) -> ProviderUsage | None:
+    """What the provider reported of an imported recording's run; ``None`` for one
+    imported before the app kept it, one whose recording kept none, and a conversation
+    a client recorded."""
+    stored = conversation.provider_usage
+    if not stored:
+        return None
+    return ProviderUsage.from_json(stored)
+
+
 def recorded_conversation(
     conversation: Conversation, *, restore: bool = True
 ) -> RecordedConversation:
@@ -165,6 +176,11 @@ def recorded_conversation(
     if wire is not None and wire.takes_system and conversation.system is not None:
         data["system"] = conversation.system
     (recorded,) = conversation_from_json(data, fmt=fmt, name=conversation.client_id)
+    # The recording's kind and its provider's figures, as the simulator's importer gives
+    # them: what a replay infers the prefix a recording left out from (simulator.prefix).
+    recorded = dataclasses.replace(
+        recorded, source=conversation.source, usage=provider_usage(conversation)
+    )
     paths = offload_paths(recorded.messages) if restore else set()
     if not paths:
         return recorded

@@ -80,10 +80,12 @@ def conversation_create(
     title: str = "",
     source: str = "",
     imported_from: str = "",
+    provider_usage: dict[str, Any] | None = None,
 ) -> Conversation | None:
     """A new conversation with its transcript, or ``None`` when the workspace holds one
     with this id already (made meanwhile by another request or import): never a merge
-    into another's transcript."""
+    into another's transcript. ``provider_usage``: an imported recording's provider
+    figures (``ProviderUsage.to_json``)."""
     conversation = _created(
         workspace=workspace,
         client_id=client_id,
@@ -95,6 +97,7 @@ def conversation_create(
             "system": system,
             "source": source,
             "imported_from": imported_from,
+            "provider_usage": provider_usage,
         },
     )
     if conversation is not None:
@@ -105,7 +108,7 @@ def conversation_create(
 def _locked(workspace: Workspace, client_id: str) -> Conversation | None:
     """The conversation, locked for this transaction (the stored tools and system, which
     an update replaces, are not loaded)."""
-    rows = Conversation.objects.select_for_update().defer("tools", "system")
+    rows = Conversation.objects.select_for_update().defer("tools", "system", "provider_usage")
     return rows.filter(workspace=workspace, client_id=client_id).first()
 
 

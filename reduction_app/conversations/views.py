@@ -5,7 +5,8 @@ and its events; and one message whole (``/conversations/<client_id>/messages/<n>
 The context window is the recorded clear passes when there are some; otherwise a replay
 of the transcript, under a chosen config or the engine's defaults. An imported recording
 (``Conversation.source``) with none recorded first shows a replay with no reduction
-against one under the engine's defaults."""
+against one under the engine's defaults. A recording that left out a prefix (a Claude Code
+log's system prompt and tool schemas) says how many tokens its replays count for it."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from reduction_app.conversations.selectors import (
     recorded_conversation,
 )
 from reduction_app.conversations.timeline import (
+    ENGINE_MEASURE,
     INLINE_CHARS,
     message_parts,
     series_from_replay,
@@ -36,7 +38,9 @@ from reduction_app.http import PageRequest
 from reduction_app.models import Conversation, Workspace
 from reduction_app.paging import int_param, pager_for, paginate
 from reduction_app.records.selectors import event_list
+from reduction_app.simulations.prefix import infers_prefix
 from reduction_app.simulations.services import fits_inline
+from simulator.prefix import inferred_prefix
 from simulator.replay import no_reduction
 
 CONVERSATIONS_PER_PAGE = 25
@@ -109,6 +113,17 @@ def _comparison(conversation: Conversation) -> dict[str, Any]:
     return context
 
 
+def _prefix_tokens(conversation: Conversation) -> int | None:
+    """Tokens of the prefix the recording left out, as its replays here infer it (by the
+    engine's own count, the chart's); ``None`` when none is inferred."""
+    if not infers_prefix(conversation):
+        return None
+    try:
+        return inferred_prefix(recorded_conversation(conversation), ENGINE_MEASURE)
+    except ValueError:
+        return None  # the replay says why the transcript cannot be read
+
+
 def _context_window(request: PageRequest, conversation: Conversation) -> dict[str, Any]:
     workspace: Workspace = request.workspace
     rows = conversation_clear_series(conversation=conversation)
@@ -117,6 +132,7 @@ def _context_window(request: PageRequest, conversation: Conversation) -> dict[st
         "profile": None,
         "configs": [],
         "comparison": False,
+        "prefix_tokens": _prefix_tokens(conversation),
     }
     series: ContextSeries | None = None
     if any(row["kind"] == "summary" for row in rows):

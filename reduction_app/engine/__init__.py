@@ -33,6 +33,7 @@ from reduction_app.engine.blocks import (
     UserInputVideo,
 )
 from reduction_app.engine.clear import ChatModelAgentState
+from reduction_app.engine.commands import COMMAND_KINDS, command_kind, shell_command
 from reduction_app.engine.config import (
     DEFAULT_MAX_LENGTH_FOR_TRUNC,
     DEFAULT_MAX_TOKENS_FOR_CLEAR,
@@ -117,6 +118,7 @@ from reduction_app.engine.tool_io import (
 )
 
 __all__ = [
+    "COMMAND_KINDS",
     "CONFIG_FIELDS",
     "DEFAULT_MAX_LENGTH_FOR_TRUNC",
     "DEFAULT_MAX_TOKENS_FOR_CLEAR",
@@ -183,6 +185,7 @@ __all__ = [
     "UserInputVideo",
     "WireFormat",
     "WriteRequest",
+    "command_kind",
     "config_field",
     "config_field_defaults",
     "config_fields",
@@ -209,6 +212,7 @@ __all__ = [
     "numbered_lines",
     "read_file_tool",
     "set_language",
+    "shell_command",
     "stringify",
     "validate",
 ]

@@ -63,6 +63,7 @@ def create_simulation(request: ApiRequest, payload: SimulationIn) -> Status[Simu
             baseline=payload.baseline,
             pricing=payload.pricing,
             min_cacheable_prefix=payload.min_cacheable_prefix,
+            inferred_prefix=payload.inferred_prefix,
         )
     except SimulationInputError as exc:
         raise ApiError(422, str(exc), exc.field) from exc

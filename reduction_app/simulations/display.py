@@ -57,11 +57,20 @@ def run_comparison(
     baseline: str = "first",
     call: int | None = None,
     pricing: Pricing = DEFAULT_PRICING,
+    inferred_prefix: bool = True,
 ) -> ReplayRun:
     """Replay every config, counted and priced by ``pricing``; keep what model call
-    ``call`` (0-based) was sent."""
+    ``call`` (0-based) was sent. ``inferred_prefix``: count the prefix the recording
+    left out, where one is inferred (``simulator.prefix``)."""
     contexts = {call} if call is not None else None
-    done = compare(recorded, list(configs), baseline=baseline, pricing=pricing, contexts=contexts)
+    done = compare(
+        recorded,
+        list(configs),
+        baseline=baseline,
+        pricing=pricing,
+        contexts=contexts,
+        inferred_prefix=inferred_prefix,
+    )
     return ReplayRun(
         results=done.to_dict(),
         contexts=[r.contexts for r in done.results],

@@ -47,6 +47,11 @@ class SimulationIn(StrictIn):
         description="A price preset's name, or one of the workspace's own prices (/prices/).",
     )
     min_cacheable_prefix: int = Field(1024, ge=0)
+    inferred_prefix: bool = Field(
+        True,
+        description="Count the prefix an imported recording left out (a Claude Code log's "
+        "system prompt and tool schemas), inferred from the provider's per-call counts.",
+    )
 
 
 class ProgressOut(Schema):

@@ -111,7 +111,7 @@ def sweep_candidates(
         qs = qs.filter(source=source)
     if message_format:
         qs = qs.filter(message_format=message_format)
-    return qs.defer("system", "tools").order_by("id")
+    return qs.defer("system", "tools", "provider_usage").order_by("id")
 
 
 def conversation_sources(*, workspace: Workspace) -> list[str]:

@@ -87,8 +87,11 @@ def simulation_create(
     baseline: str = "first",
     pricing: str = "gpt-4o",
     min_cacheable_prefix: int = 1024,
+    inferred_prefix: bool = True,
 ) -> Simulation:
-    """Validate and record a simulation (``queued``); nothing runs yet."""
+    """Validate and record a simulation (``queued``); nothing runs yet. ``inferred_prefix``:
+    count the prefix a recording left out, where one is inferred (``simulator.prefix``);
+    recorded in the options only when off."""
     try:
         priced = pricing_options(workspace=workspace, name=pricing)
     except UnknownPricing as exc:
@@ -114,17 +117,20 @@ def simulation_create(
         if not checked:
             raise SimulationInputError("configs", "give at least one config")
         total = len(checked)
+    options: dict[str, Any] = {
+        "baseline": baseline,
+        **priced,
+        "min_cacheable_prefix": min_cacheable_prefix,
+    }
+    if not inferred_prefix:
+        options["inferred_prefix"] = False
     return Simulation.objects.create(
         workspace=workspace,
         conversation=conversation,
         kind=kind,
         configs=checked,
         grid=grid,
-        options={
-            "baseline": baseline,
-            **priced,
-            "min_cacheable_prefix": min_cacheable_prefix,
-        },
+        options=options,
         progress_total=total,
     )
 
@@ -200,6 +206,7 @@ def _carry_out(simulation: Simulation) -> None:
     options = simulation.options
     pricing = stored_pricing(options)
     prefix = int(options.get("min_cacheable_prefix", 1024))
+    inferred = bool(options.get("inferred_prefix", True))
     report = _progress(simulation.pk)
     running = Simulation.objects.filter(pk=simulation.pk, status="running")
     try:
@@ -218,6 +225,7 @@ def _carry_out(simulation: Simulation) -> None:
                 min_cacheable_prefix=prefix,
                 progress=report,
                 workers=1,
+                inferred_prefix=inferred,
             ).to_dict()
         else:
             recorded = recorded_conversation(simulation.conversation)
@@ -228,6 +236,7 @@ def _carry_out(simulation: Simulation) -> None:
                 baseline=options.get("baseline", "first"),
                 pricing=pricing,
                 min_cacheable_prefix=prefix,
+                inferred_prefix=inferred,
             ).to_dict()
             report(len(configs), len(configs))
     except Exception as exc:  # recorded for the user; the worker must keep going

@@ -107,22 +107,25 @@ def _claim(part_id: int) -> SimulationPart | None:
     return part
 
 
-def _prepared_for(conversation_id: int, pricing: Pricing) -> Prepared:
-    """The conversation prepared for replays, kept while it is unchanged."""
+def _prepared_for(conversation_id: int, pricing: Pricing, inferred_prefix: bool = True) -> Prepared:
+    """The conversation prepared for replays (counting the prefix a recording left out,
+    unless ``inferred_prefix`` is off), kept while it is unchanged."""
     stamp = (
         Conversation.objects.filter(pk=conversation_id)
         .values_list("updated_at", "message_count")
         .get()
     )
     # The price itself, not its name: a workspace price edited since counts anew.
-    key = (conversation_id, *stamp, pricing)
+    key = (conversation_id, *stamp, pricing, inferred_prefix)
     with _prepared_lock:
         hit = _prepared.get(key)
         if hit is not None:
             _prepared.move_to_end(key)
             return hit
     conversation = Conversation.objects.select_related("workspace").get(pk=conversation_id)
-    prepared = Prepared(recorded_conversation(conversation), pricing)
+    prepared = Prepared(
+        recorded_conversation(conversation), pricing, inferred_prefix=inferred_prefix
+    )
     with _prepared_lock:
         _prepared[key] = prepared
         while len(_prepared) > PREPARED_KEPT:
@@ -134,13 +137,15 @@ def _replay(part: SimulationPart) -> dict[str, Any]:
     simulation = part.simulation
     options = simulation.options
     pricing = stored_pricing(options)
-    prepared = _prepared_for(simulation.conversation_id, pricing)
+    inferred = bool(options.get("inferred_prefix", True))
+    prepared = _prepared_for(simulation.conversation_id, pricing, inferred)
     (result,) = replay_many(
         prepared.conversation,
         [(part.name, part.config)],
         pricing=pricing,
         min_cacheable_prefix=int(options.get("min_cacheable_prefix", 1024)),
         prepared=prepared,
+        inferred_prefix=inferred,
     )
     return totals_only(result).to_dict()
 

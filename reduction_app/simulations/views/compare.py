@@ -7,7 +7,8 @@ so the page works without JavaScript; htmx swaps only the results. A replay that
 ``call`` is the 1-based model call whose messages are shown side by side; ``pricing``
 names the price (a preset of ``simulator.pricing.PRESETS`` or one of the workspace's own,
 ``prices.selectors.pricing_for``) whose provider counts and prices
-every token on the page.
+every token on the page. ``prefix=off`` leaves out the prefix an imported Claude Code log
+left out (:mod:`reduction_app.simulations.prefix`), which replays count otherwise.
 """
 
 from __future__ import annotations
@@ -48,7 +49,10 @@ from reduction_app.simulations.display import (
     strategy_table,
     totals_rows,
 )
+from reduction_app.simulations.prefix import infers_prefix, prefix_params, prefix_wanted
 from reduction_app.simulations.selectors import simulation_for, simulation_matching
+from simulator.importers import RecordedConversation
+from simulator.prefix import inferred_prefix
 from simulator.pricing import Pricing
 
 MAX_CONFIGS = 4
@@ -128,13 +132,17 @@ def compare_page(request: PageRequest) -> HttpResponse:
     baseline = "none" if params.get("baseline") == "none" else "first"
     pricing = params.get("pricing") or DEFAULT_PRICING
     price = picked_pricing(workspace, pricing)
+    prefix = prefix_wanted(params)
     if request.method == "POST":
         if conversation is None or not chosen:
             raise Http404("pick a conversation and at least one config")
-        simulation = _background(request, conversation, _named(chosen), baseline, price, start=True)
+        simulation = _background(
+            request, conversation, _named(chosen), baseline, price, prefix, start=True
+        )
         assert simulation is not None
         query = [("conversation", str(conversation.pk)), *(("config", v) for v in values if v)]
-        query += [("baseline", baseline), ("pricing", pricing), ("simulation", str(simulation.pk))]
+        query += [("baseline", baseline), ("pricing", pricing), *prefix_params(prefix)]
+        query += [("simulation", str(simulation.pk))]
         return redirect(f"{request.path}?{urlencode(query)}")
     context: dict[str, Any] = {
         "conversations": conversation_choices(workspace=workspace, chosen=conversation),
@@ -145,9 +153,11 @@ def compare_page(request: PageRequest) -> HttpResponse:
         "presets": pricing_choices(workspace=workspace),
         "pricing": pricing,
         "ran": False,
+        "prefix_on": prefix,
+        "prefix_switch": conversation is not None and infers_prefix(conversation),
     }
     if conversation is not None and chosen:
-        context.update(_run(request, conversation, _named(chosen), baseline, price, values))
+        context.update(_run(request, conversation, _named(chosen), baseline, price, prefix, values))
     return render_page(request, "reduction_app/compare.html", context, partial="compare-results")
 
 
@@ -157,15 +167,17 @@ def _run(
     configs: list[dict[str, Any]],
     baseline: str,
     pricing: Pricing,
+    prefix: bool,
     values: list[str],
 ) -> dict[str, Any]:
     base_params = [("conversation", str(conversation.pk))]
     base_params += [("config", v) for v in values if v]
-    base_params += [("baseline", baseline), ("pricing", pricing.name)]
+    base_params += [("baseline", baseline), ("pricing", pricing.name), *prefix_params(prefix)]
     try:
         recorded = recorded_conversation(conversation)
     except ValueError as exc:
         return {"ran": True, "error": f"The stored transcript cannot be replayed: {exc}"}
+    shown = {"prefix_tokens": _prefix_tokens(recorded, pricing), "prefix_on": prefix}
     calls = sum(1 for m in recorded.messages if classify(m) == "assistant")
     wanted = request.GET.get("call", "")
     call: int | None = min(max(int(wanted), 1), calls) if digits(wanted) else calls
@@ -179,9 +191,11 @@ def _run(
             baseline=baseline,
             call=None if call is None else call - 1,
             pricing=pricing,
+            inferred_prefix=prefix,
         )
         return {
             "ran": True,
+            **shown,
             **_results_context(
                 results=comparison.results,
                 comparison=comparison,
@@ -192,11 +206,11 @@ def _run(
                 pricing=pricing,
             ),
         }
-    simulation = _background(request, conversation, configs, baseline, pricing, start=False)
+    simulation = _background(request, conversation, configs, baseline, pricing, prefix, start=False)
     if simulation is None:
         return {"ran": True, "needs_start": True, "steps": steps, "start_params": base_params}
     poll = _url([*base_params, ("simulation", str(simulation.pk)), ("call", wanted)])
-    context: dict[str, Any] = {"ran": True, "simulation": simulation, "poll_url": poll}
+    context: dict[str, Any] = {"ran": True, "simulation": simulation, "poll_url": poll, **shown}
     if simulation.status == "done" and simulation.results:
         # The side-by-side view of a big conversation replays it again, so only on request.
         rerun: ReplayRun | None = None
@@ -207,6 +221,7 @@ def _run(
                 baseline=baseline,
                 call=call - 1,
                 pricing=pricing,
+                inferred_prefix=prefix,
             )
         context.update(
             _results_context(
@@ -228,16 +243,19 @@ def _background(
     configs: list[dict[str, Any]],
     baseline: str,
     pricing: Pricing,
+    inferred: bool,
     *,
     start: bool,
 ) -> Simulation | None:
     """The queued, running or finished simulation of this comparison; with ``start``,
     queue it when there is none yet. It counts as the inline replay does: the preset's
-    shortest cacheable prompt."""
+    shortest cacheable prompt, and the inferred prefix unless it is switched off."""
     workspace = request.workspace
     prefix = pricing.min_cacheable_prefix
     priced = pricing_options(workspace=workspace, name=pricing.name)
-    options = {"baseline": baseline, **priced, "min_cacheable_prefix": prefix}
+    options: dict[str, Any] = {"baseline": baseline, **priced, "min_cacheable_prefix": prefix}
+    if not inferred:
+        options["inferred_prefix"] = False
     asked = simulation_for(workspace=workspace, value=request.GET.get("simulation"))
     if (
         asked is not None
@@ -256,9 +274,16 @@ def _background(
         baseline=baseline,
         pricing=pricing.name,
         min_cacheable_prefix=prefix,
+        inferred_prefix=inferred,
     )
     services.simulation_enqueue(simulation=simulation)
     return simulation
+
+
+def _prefix_tokens(recorded: RecordedConversation, pricing: Pricing) -> int | None:
+    """The prefix the recording left out by ``pricing``'s count, as its replays infer it
+    when they count it; ``None`` when none is inferred."""
+    return inferred_prefix(recorded, pricing)
 
 
 urlpatterns = [path("compare/", compare_page, name="compare")]

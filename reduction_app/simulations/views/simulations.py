@@ -13,7 +13,9 @@ re-fetches and misses, one circle per distinct point, each linking to the point'
 once, with their count), then every combination in grid order, each with its misses and
 cost with recovery beside its re-fetches and cost ("—" for results stored before misses
 were measured); for a recommendation the config recommended, or why there is none, and
-its front; for a replay, the first misses of each config.
+its front; for a replay, the first misses of each config. When some of its conversations
+are recordings that left out a prefix (Claude Code logs), it says whether their replays
+counted it (:mod:`reduction_app.simulations.prefix`).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from reduction_app.simulations.display import METRIC_HELP, miss_examples
 from reduction_app.simulations.front_chart import front_chart
 from reduction_app.simulations.leases import sweep_lease_check
 from reduction_app.simulations.points import grid_items, group_points, points_of
+from reduction_app.simulations.prefix import infers_prefix
 from reduction_app.simulations.selectors import (
     simulation_conversations,
     simulation_get,
@@ -145,11 +148,14 @@ def simulation_page(request: PageRequest, simulation_id: int) -> HttpResponse:
     simulation = sweep_lease_check(simulation=simulation)
     running = simulation.status in ("queued", "running")
     corpus = bool(simulation.options.get("corpus"))
+    conversations = simulation_conversations(simulation=simulation)
     context: dict[str, Any] = {
         "simulation": simulation,
         "running": running,
         "corpus": corpus,
-        "conversations": simulation_conversations(simulation=simulation),
+        "conversations": conversations,
+        "prefixed": [c for c in conversations if infers_prefix(c)],
+        "prefix_on": simulation.options.get("inferred_prefix", True) is not False,
         "grid": grid_items(simulation.grid),
         "parts": (
             simulation_parts(simulation=simulation)

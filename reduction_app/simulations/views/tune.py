@@ -11,8 +11,9 @@ repeats one (the form without JavaScript) is redirected to that address. Each st
 switch whose flip would send the same messages at every call says so, for conversations
 small enough to replay once more per switch. ``pricing`` names the price (a preset of
 ``simulator.pricing.PRESETS`` or one of the workspace's own, ``gpt-4o`` when absent, and
-then left out of the address)
-whose provider counts and prices every token of the chart and the totals. "Save as
+then left out of the address) whose provider counts and prices every token of the chart
+and the totals; ``prefix=off`` leaves out the prefix an imported Claude Code log left out,
+which replays count otherwise (:mod:`reduction_app.simulations.prefix`). "Save as
 config" POSTs to ``/tune/save/``, which creates a profile and comes back with a link to it.
 """
 
@@ -59,7 +60,10 @@ from reduction_app.simulations.display import (
     strategy_table,
     totals_rows,
 )
+from reduction_app.simulations.prefix import infers_prefix, prefix_params, prefix_wanted
 from simulator.importers import RecordedConversation
+from simulator.prefix import inferred_prefix
+from simulator.pricing import engine_measure
 from simulator.replay import replay_many
 
 SWITCH_ON, SWITCH_OFF = "on", "off"
@@ -122,7 +126,7 @@ def _capitalized(text: str) -> str:
 
 
 def unchanged_switches(
-    recorded: RecordedConversation, tuned: engine.ReductionConfig
+    recorded: RecordedConversation, tuned: engine.ReductionConfig, *, inferred_prefix: bool = True
 ) -> frozenset[str]:
     """The strategy switches whose flip leaves the replay of ``recorded`` under ``tuned``
     as it is: the same messages sent at every model call.
@@ -138,7 +142,12 @@ def unchanged_switches(
         (label, dataclasses.replace(tuned, backend=engine.InMemoryBackend(), **changed))
         for label, changed in flips
     ]
-    results = replay_many(recorded, configs, contexts=range(len(recorded.messages)))
+    results = replay_many(
+        recorded,
+        configs,
+        contexts=range(len(recorded.messages)),
+        inferred_prefix=inferred_prefix,
+    )
     sent = results[0].contexts
     return frozenset(r.name for r in results[1:] if r.contexts == sent)
 
@@ -212,6 +221,8 @@ def _state(request: PageRequest, params: QueryDict) -> dict[str, Any]:
         "pricing": pricing,
         "price": price,
         "default_pricing": DEFAULT_PRICING,
+        "prefix_on": prefix_wanted(params),
+        "prefix_switch": conversation is not None and infers_prefix(conversation),
         "values": values,
         "tuned": tuned,
         "configs": configs,
@@ -228,7 +239,7 @@ def _query(state: Mapping[str, Any]) -> list[tuple[str, str]]:
     ]
     knobs = [(spec.name, str(state["values"][spec.name])) for spec in engine.config_knobs()]
     pricing = [] if state["pricing"] == DEFAULT_PRICING else [("pricing", state["pricing"])]
-    return pairs + knobs + switches + pricing
+    return pairs + knobs + switches + pricing + prefix_params(state["prefix_on"])
 
 
 def _run(state: dict[str, Any]) -> dict[str, Any]:
@@ -246,7 +257,11 @@ def _run(state: dict[str, Any]) -> dict[str, Any]:
     except ValueError as exc:
         return {"error": f"The stored transcript cannot be replayed: {exc}"}
     counter = engine.get_token_counter(str(state["tuned"].get("token_counter", "approx")))
-    total_tokens = int(counter(list(recorded.messages), list(recorded.tools)))
+    # The clear threshold's slider reaches past the whole context, prefix included when
+    # the replays count it (by the engine's own count, as the threshold is compared).
+    engine_prefix = inferred_prefix(recorded, engine_measure(state["price"]))
+    counted_prefix = (engine_prefix or 0) if state["prefix_on"] else 0
+    total_tokens = int(counter(list(recorded.messages), list(recorded.tools))) + counted_prefix
     longest = max(
         (len(message_text(m)) for m in recorded.messages if classify(m) == "tool_result"),
         default=0,
@@ -256,7 +271,9 @@ def _run(state: dict[str, Any]) -> dict[str, Any]:
     # The notes need the tuned config and each flip replayed once more; a conversation
     # too big for that goes without them.
     if state["configs"] is not None and services.fits_inline(conversation, configs=3 + switches):
-        unchanged = unchanged_switches(recorded, state["configs"][1])
+        unchanged = unchanged_switches(
+            recorded, state["configs"][1], inferred_prefix=state["prefix_on"]
+        )
     out: dict[str, Any] = {
         "sliders": _sliders(state["values"], total_tokens, longest),
         "switches": _switches(state["values"], unchanged),
@@ -268,6 +285,7 @@ def _run(state: dict[str, Any]) -> dict[str, Any]:
             recorded,
             [(f"start: {state['start'].label}", start_config), ("tuned", tuned_config)],
             pricing=pricing,
+            inferred_prefix=state["prefix_on"],
         )
         # One measure on the page: the chart counts tokens as the totals do, the price
         # preset's, with each threshold converted to it.
@@ -282,6 +300,7 @@ def _run(state: dict[str, Any]) -> dict[str, Any]:
             misses=miss_examples(comparison.results),
             baseline=comparison.results["baseline"],
             query_pairs=_query(state),
+            prefix_tokens=inferred_prefix(recorded, pricing),
         )
     return out
 

@@ -1,0 +1,48 @@
+"""The prefix a recording left out, as the pages offer and show it.
+
+A Claude Code log keeps the messages, not the system prompt, tool schemas and CLAUDE.md
+files sent before them; the simulator infers that prefix from the provider's per-call
+counts (:mod:`simulator.prefix`, the one rule) and every replay counts it. An imported
+recording keeps those counts (``Conversation.provider_usage``), so the app's replays
+infer the same prefix as the simulator's command line on the same file. Compare and
+Tune let it be left out (``prefix=off`` in their address); the rest of the app counts
+it. What this module owns is that switch and the cheap question of whether a
+conversation has a prefix to infer, without reading its transcript.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from django.http import QueryDict
+
+from reduction_app.models import Conversation
+from simulator.prefix import OMITS_PREFIX
+
+__all__ = ["PREFIX_OFF", "PREFIX_PARAM", "infers_prefix", "prefix_params", "prefix_wanted"]
+
+PREFIX_PARAM = "prefix"
+"""The query parameter of the switch: a hidden ``off`` and, ticked, a checkbox ``on``."""
+PREFIX_OFF = "off"
+
+
+def infers_prefix(conversation: Conversation) -> bool:
+    """Whether replays of ``conversation`` infer a prefix: a recording of a kind that
+    leaves one out, imported with the provider's per-call counts (not one imported before
+    the app kept them, nor one a client recorded)."""
+    usage: Mapping[str, Any] | None = conversation.provider_usage
+    return conversation.source in OMITS_PREFIX and bool(usage and usage.get("prompt_tokens"))
+
+
+def prefix_wanted(params: QueryDict) -> bool:
+    """Whether the page's replays count the inferred prefix: yes unless the last
+    ``prefix`` value is ``off`` (the form sends a hidden ``off``, then ``on`` when the
+    box is ticked)."""
+    values = params.getlist(PREFIX_PARAM)
+    return not values or values[-1] != PREFIX_OFF
+
+
+def prefix_params(wanted: bool) -> list[tuple[str, str]]:
+    """The switch in a page's address: only when it is off (on is the default)."""
+    return [] if wanted else [(PREFIX_PARAM, PREFIX_OFF)]
