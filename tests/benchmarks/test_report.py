@@ -188,6 +188,7 @@ def test_every_benchmark_with_figures_names_its_blocks() -> None:
         "bounds",
         "corpus_sweep",
         "flat",
+        "held_out",
         "memory",
         "purge",
         "quotas",
