@@ -23,7 +23,6 @@ writes it into its block of benchmarks/README.md (``corpus_sweep``).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Sequence
@@ -32,7 +31,7 @@ from typing import Any
 
 from benchmarks.common import ROOT
 from benchmarks.fresh import default_corpus, run_fresh, shown
-from benchmarks.report import Stamp, add_readme_arguments, md_table, readme_path, write_block
+from benchmarks.report import Stamp, add_readme_arguments, md_table, publish, readme_path
 
 __all__ = ["GOAL_SECONDS", "README_BLOCKS", "main"]
 
@@ -176,14 +175,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "rows": rows,
         "load_at_end": list(os.getloadavg()),
     }
-    sections = markdown(report)
-    print("\n" + "\n\n".join(sections))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    print(f"\nwrote {args.out}")
-    if readme is not None:
-        write_block(readme, "corpus_sweep", stamp.block(sections, report["load_at_end"]))
-        print(f"wrote its block corpus_sweep of {readme}")
+    publish(
+        markdown(report), report, out=args.out, readme=readme, block="corpus_sweep", stamp=stamp
+    )
     return 0
 
 

@@ -18,7 +18,6 @@ writes them into their block of benchmarks/README.md (``held-out``).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -28,7 +27,7 @@ from typing import Any
 
 from benchmarks.common import ROOT
 from benchmarks.fresh import shown
-from benchmarks.report import Stamp, add_readme_arguments, md_table, readme_path, write_block
+from benchmarks.report import Stamp, add_readme_arguments, md_table, publish, readme_path
 
 __all__ = ["GAP_GOAL", "README_BLOCKS", "SAVING_GOALS", "main"]
 
@@ -200,14 +199,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ],
         "load_at_end": list(os.getloadavg()),
     }
-    sections = markdown(report)
-    print("\n" + "\n\n".join(sections))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    print(f"\nwrote {args.out}")
-    if readme is not None:
-        write_block(readme, "held-out", stamp.block(sections, report["load_at_end"]))
-        print(f"wrote its block held-out of {readme}")
+    publish(markdown(report), report, out=args.out, readme=readme, block="held-out", stamp=stamp)
     return 0
 
 

@@ -33,7 +33,7 @@ from typing import Any
 
 from benchmarks.common import ROOT
 from benchmarks.fresh import default_corpus, run_fresh, shown
-from benchmarks.report import Stamp, add_readme_arguments, md_table, readme_path, write_block
+from benchmarks.report import Stamp, add_readme_arguments, md_table, publish, readme_path
 
 __all__ = ["README_BLOCKS", "main"]
 
@@ -225,14 +225,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "row": row,
         "load_at_end": list(os.getloadavg()),
     }
-    sections = markdown(report)
-    print("\n" + "\n\n".join(sections))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    print(f"\nwrote {args.out}")
-    if readme is not None:
-        write_block(readme, "recommend", stamp.block(sections, report["load_at_end"]))
-        print(f"wrote its block recommend of {readme}")
+    publish(markdown(report), report, out=args.out, readme=readme, block="recommend", stamp=stamp)
     return 0
 
 

@@ -23,6 +23,7 @@ benchmark's. Writers are not locked against each other: run benchmarks one at a 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import shlex
@@ -290,3 +291,23 @@ def readme_path(args: argparse.Namespace, *names: str) -> Path | None:
     except (BlockError, OSError) as error:
         raise SystemExit(f"--readme: {error}") from None
     return path
+
+
+def publish(
+    sections: Sequence[str],
+    report: dict[str, Any],
+    *,
+    out: Path,
+    readme: Path | None,
+    block: str,
+    stamp: Stamp,
+) -> None:
+    """Print a benchmark's sections, write its report to ``out`` and, with ``readme``, its
+    block ``block`` of that file (stamped, with the load at the end of the report)."""
+    print("\n" + "\n\n".join(sections))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    print(f"\nwrote {out}")
+    if readme is not None:
+        write_block(readme, block, stamp.block(sections, report["load_at_end"]))
+        print(f"wrote its block {block} of {readme}")

@@ -11,9 +11,9 @@ import dataclasses
 import json
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NoReturn, TextIO
+from typing import Any, NoReturn, TextIO, TypeVar
 
 from reduction_app.engine import ConfigError, InMemoryBackend, ReductionError, config_from_dict
 from simulator import recovery
@@ -731,54 +731,32 @@ def _recordings_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _at_least_zero(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        number = -1
-    if number < 0:
-        raise argparse.ArgumentTypeError(f"expected a whole number of at least 0, got {value!r}")
-    return number
+Number = TypeVar("Number", int, float)
 
 
-def _rate(value: str) -> float:
-    try:
-        number = float(value)
-    except ValueError:
-        number = -1.0
-    if not 0 <= number < float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a number of at least 0, got {value!r}")
-    return number
+def _bounded(
+    kind: Callable[[str], Number], low: Number, expected: str, *, finite: bool = True
+) -> Callable[[str], Number]:
+    """An argparse type: ``kind`` of ``value``, at least ``low`` (and finite, unless
+    not ``finite``); ``expected`` says what in the error."""
+
+    def parse(value: str) -> Number:
+        try:
+            number = kind(value)
+        except ValueError:
+            number = None
+        if number is None or not low <= number or (finite and number == float("inf")):
+            raise argparse.ArgumentTypeError(f"expected {expected}, got {value!r}")
+        return number
+
+    return parse
 
 
-def _at_least_two(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        number = 0
-    if number < 2:
-        raise argparse.ArgumentTypeError(f"expected a whole number of at least 2, got {value!r}")
-    return number
-
-
-def _seconds(value: str) -> float:
-    try:
-        number = float(value)
-    except ValueError:
-        number = -1.0
-    if not number >= 0:
-        raise argparse.ArgumentTypeError(f"expected seconds (at least 0), got {value!r}")
-    return number
-
-
-def _positive(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        number = 0
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number of at least 1, got {value!r}")
-    return number
+_at_least_zero = _bounded(int, 0, "a whole number of at least 0")
+_at_least_two = _bounded(int, 2, "a whole number of at least 2")
+_positive = _bounded(int, 1, "a whole number of at least 1")
+_rate = _bounded(float, 0.0, "a number of at least 0")
+_seconds = _bounded(float, 0.0, "seconds (at least 0)", finite=False)
 
 
 def _command(sub: Any, name: str, **options: Any) -> argparse.ArgumentParser:
