@@ -1,10 +1,10 @@
 """Recovery measured on real agents: what they did after their own tool cut an output.
 
-A miss (:mod:`simulator.misses`) is priced as one read back: one more model call with the
-context of the call that missed and the whole original output as new input. Some agents
-cut oversized outputs themselves, and their recordings show what recovering cost them.
-This module finds those real truncations and measures what came next; it replays
-nothing and imports no engine internals beyond the message values.
+What recovering a miss (:mod:`simulator.misses`) costs is set from this module's
+measurement (``RECOVERY`` there), not assumed to be one read back of the whole output:
+some agents cut oversized outputs themselves, and their recordings show what recovering
+cost them. This module finds those real truncations and measures what came next; it
+replays nothing and imports no engine internals beyond the message values.
 
 * A **truncation** is a tool result holding one of the :data:`MARKERS`: mini-swe-agent's
   ``<output_head>`` ... ``<elided_chars>`` notice (outputs over 10,000 characters keep
