@@ -42,6 +42,7 @@ so the recommended config is what reproduces the figures. This module searches;
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
@@ -78,6 +79,7 @@ __all__ = [
     "Recommendation",
     "fold_of",
     "held_out",
+    "is_limit",
     "measure",
     "neighbours",
     "pick",
@@ -115,18 +117,24 @@ class Budget:
     """The most any one run may cost above no reduction, with recovery, as a share of its
     cost with no reduction (0.1: 10% more)."""
 
+    def __post_init__(self) -> None:
+        for limit, value in self.to_dict().items():
+            if not is_limit(value):
+                raise ValueError(f"{limit}: must be a number of at least 0, got {value!r}")
+
     def to_dict(self) -> dict[str, float]:
-        return {
-            "misses_per_100_calls": self.misses_per_100_calls,
-            "refetches_per_100_calls": self.refetches_per_100_calls,
-            "max_run_loss": self.max_run_loss,
-        }
+        return dataclasses.asdict(self)
+
+
+def is_limit(value: float) -> bool:
+    """Whether ``value`` can be a limit of a :class:`Budget`: a finite number, at least 0."""
+    return 0 <= value < math.inf
 
 
 DEFAULT_BUDGET = Budget(misses_per_100_calls=5.0, refetches_per_100_calls=2.0, max_run_loss=0.10)
 """The budget when none is given; docs/simulator.md says how each was chosen."""
 
-LIMITS = ("misses_per_100_calls", "refetches_per_100_calls", "max_run_loss")
+LIMITS = tuple(f.name for f in dataclasses.fields(Budget))
 """The budget's limits, in the order answers name them."""
 LIMIT_LABELS = {
     "misses_per_100_calls": "misses per 100 calls",
@@ -687,6 +695,7 @@ def recommend(
         timed_out,
         expected,
         limit,
+        measures,
     )
 
 
@@ -722,9 +731,9 @@ def _answer(
     timed_out: bool,
     expected: Expected | None,
     ceiling: Mapping[str, Any] | None,
+    measures: Sequence[Measure],
 ) -> Recommendation:
     every = range(len(conversations))
-    measures = [measure(t, baseline, every) for t in configs]
     best = pick(configs, baseline, budget, every)
     saving = [i for i, m in enumerate(measures) if m.saves()]
     # The front: what each step of harm buys, among configs that keep to the other limits.

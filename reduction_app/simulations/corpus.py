@@ -110,9 +110,6 @@ def corpus_simulation_create(
                 "max_seconds", f"must be between 5 and {MAX_SECONDS}, got {max_seconds}"
             )
         options["max_seconds"] = max_seconds
-        for limit, value in budget.to_dict().items():
-            if not 0 <= value < float("inf"):
-                raise SimulationInputError(limit, f"must be a number of at least 0, got {value}")
         options["budget"] = budget.to_dict()
         total = _check_grid(grid, len(conversations)) * len(conversations) if grid else 0
     for conversation in conversations:

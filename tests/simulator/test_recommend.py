@@ -436,3 +436,14 @@ def test_simulator_page_shows_the_strategies_table_as_printed() -> None:
     assert code == 0
     page = (REPO / "docs" / "simulator.md").read_text(encoding="utf-8")
     assert f"```text\n{out}```\n" in page
+
+
+@pytest.mark.parametrize("value", [-1.0, float("inf"), float("nan")])
+def test_a_budget_refuses_a_limit_that_is_no_number_of_at_least_zero(value: float) -> None:
+    with pytest.raises(ValueError, match=r"^max_run_loss: must be a number of at least 0, got "):
+        Budget(misses_per_100_calls=5, refetches_per_100_calls=2, max_run_loss=value)
+    assert DEFAULT_BUDGET.to_dict() == {
+        "misses_per_100_calls": 5.0,
+        "refetches_per_100_calls": 2.0,
+        "max_run_loss": 0.1,
+    }

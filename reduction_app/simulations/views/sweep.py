@@ -41,7 +41,7 @@ from reduction_app.simulations.selectors import (
     sweep_candidates,
 )
 from reduction_app.simulations.services import SimulationInputError, simulation_enqueue
-from simulator.recommend import DEFAULT_BUDGET, Budget
+from simulator.recommend import DEFAULT_BUDGET, Budget, is_limit
 
 SCOPES = (
     ("picked", "the conversations ticked below"),
@@ -219,8 +219,9 @@ def _budget(fields: dict[str, str], errors: dict[str, str]) -> Budget:
             value = float(str(text).strip())
         except ValueError:
             value = -1.0
-        if not 0 <= value < float("inf"):
+        if not is_limit(value):
             errors[name] = f"{text!r} is not a number of at least 0"
+            value = 0.0  # the form is shown again with the error; nothing runs
         values[name] = value
     return Budget(
         misses_per_100_calls=values["misses_per_100_calls"],
