@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import io
 import json
+import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -447,3 +450,18 @@ def test_a_budget_refuses_a_limit_that_is_no_number_of_at_least_zero(value: floa
         "refetches_per_100_calls": 2.0,
         "max_run_loss": 0.1,
     }
+
+
+def test_simulator_page_shows_what_recommend_prints_on_the_shipped_examples() -> None:
+    """docs/simulator.md's first ``recommend`` block is what the command prints on
+    ``examples/recordings`` (no recordings folder needed), run as the page says; only the
+    time on the ``searched`` line is left out of the page."""
+    command = [sys.executable, "-m", "simulator", "recommend", "examples/recordings", "--quiet"]
+    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    searched = re.compile(r"^(searched \d+ configs? in \d+ rounds? in )\d+\.\d s$", re.M)
+    assert len(searched.findall(done.stdout)) == 1
+    printed = searched.sub(r"\1… s", done.stdout)
+    page = (REPO / "docs" / "simulator.md").read_text(encoding="utf-8")
+    assert "`recommend examples/recordings --quiet` prints" in page
+    assert f"```text\n{printed}```\n" in page
