@@ -2,7 +2,8 @@
 benchmarks' figures page.
 
 - the configuration table of ``docs/engine.md`` is the config spec, row for row;
-- the environment table of ``docs/deploying.md`` names every variable the settings read;
+- the environment tables of ``docs/deploying.md`` name every variable the code reads, and
+  are the one place each is described;
 - every ```python block runs;
 - every relative link names a file that exists, and an anchor that one of its headings
   makes.
@@ -65,22 +66,30 @@ def test_engine_page_config_table_defaults_are_the_dataclass_defaults() -> None:
 
 
 _ENV_READ = re.compile(
-    r"""(?:(?:os\.)?environ(?:\.get)?[\[(]|_env_(?:bool|int)\()\s*"([A-Z][A-Z0-9_]*)\""""
+    r"""(?:(?:os\.)?environ(?:\.get)?[\[(]|getenv\(|_env_(?:bool|int)\()\s*"([A-Z][A-Z0-9_]*)\""""
+    r"""|"([A-Z][A-Z0-9_]*)" in (?:os\.)?environ\b"""
 )
 _AWS_NAME = re.compile(r'"(AWS_[A-Z0-9_]+)"')
 _VARIABLE_NAME = re.compile(r'^[A-Z_]*VARIABLE = "([A-Z][A-Z0-9_]*)"', re.M)
-_ENV_SOURCES = ("config/settings.py", "config/gunicorn_conf.py", "simulator/recordings_folder.py")
+_ENV_CODE = ("config", "reduction_app", "simulator")
 _ENV_ROW = re.compile(r"^\| `([A-Z][A-Z0-9_]*)` \|", re.M)
+_TABLE_ROW = re.compile(r"^\|.*\|$", re.M)
 
 
 def environment_variables_read() -> set[str]:
-    """Every variable the settings, gunicorn's config and the recordings folder (which the
-    settings read) take from the environment."""
-    texts = [(ROOT / source).read_text(encoding="utf-8") for source in _ENV_SOURCES]
-    # The S3 options are read in a loop over (option, "AWS_...") pairs; the recordings
-    # folder's variable is a named constant.
-    patterns = (_ENV_READ, _AWS_NAME, _VARIABLE_NAME)
-    return {name for text in texts for pattern in patterns for name in pattern.findall(text)}
+    """Every variable the code of the settings, the app and the simulator takes from the
+    environment (gunicorn's config and the engine's tiktoken cache included)."""
+    names: set[str] = set()
+    for folder in _ENV_CODE:
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            text = path.read_text(encoding="utf-8")
+            names |= {a or b for a, b in _ENV_READ.findall(text)}
+            if path == ROOT / "config" / "settings.py":
+                # The S3 options are read in a loop over (option, "AWS_...") pairs.
+                names |= set(_AWS_NAME.findall(text))
+            # The recordings folder's variable is a named constant.
+            names |= set(_VARIABLE_NAME.findall(text))
+    return names
 
 
 def test_deploying_page_lists_every_environment_variable() -> None:
@@ -88,6 +97,62 @@ def test_deploying_page_lists_every_environment_variable() -> None:
     variable the code reads, and only those (besides gunicorn's own GUNICORN_CMD_ARGS)."""
     listed = set(_ENV_ROW.findall(DEPLOYING_PAGE.read_text(encoding="utf-8")))
     assert listed == environment_variables_read() | {"GUNICORN_CMD_ARGS"}
+
+
+def test_deploying_page_lists_each_variable_once() -> None:
+    rows = _ENV_ROW.findall(DEPLOYING_PAGE.read_text(encoding="utf-8"))
+    assert sorted(rows) == sorted(set(rows))
+
+
+def _default_given(name: str) -> re.Pattern[str]:
+    """A mention of ``name`` that states its value: ``(2 MB by default)``, ``(6 h)``,
+    ``(`NAME`, 3)``, ``` `NAME` of 60 ```."""
+    return re.compile(
+        rf"`{name}`(?:\s*\((?:[^()`]*\bdefault\b|\s*\d)|,\s*\d|\s+(?:of|is|=)\s+`?\d)"
+    )
+
+
+def environment_repeats(page: Path, names: set[str]) -> list[str]:
+    """Where ``page`` describes an environment variable again: a table row of its own, or
+    a mention that gives its default. Naming a variable, and linking to its row, is fine."""
+    text = page.read_text(encoding="utf-8")
+    found = []
+    for row in _TABLE_ROW.findall(text):
+        cells = row.strip("|").split("|")
+        if re.fullmatch(r"\s*`[A-Z][A-Z0-9_]*`\s*", cells[0]) and cells[0].strip(" `") in names:
+            found.append(f"{_shown(page)}: a row for {cells[0].strip()}")
+    for name in sorted(names):
+        found += [f"{_shown(page)}: {m[0]}" for m in _default_given(name).finditer(text)]
+    return found
+
+
+def test_environment_variables_are_described_once() -> None:
+    """docs/deploying.md's tables are the one place a variable's default and meaning are
+    written; the other pages name it and link there."""
+    names = set(_ENV_ROW.findall(DEPLOYING_PAGE.read_text(encoding="utf-8")))
+    found = [
+        problem
+        for page in PAGES
+        if page != DEPLOYING_PAGE
+        for problem in environment_repeats(page, names)
+    ]
+    assert found == []
+
+
+def test_environment_repeat_check_finds_a_second_description(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text(
+        "| `REDUCTION_RATE_LIMIT` | `0` | requests a minute |\n"
+        "Up to `REDUCTION_IMPORT_INLINE_BYTES` (2 MB by default), `REDUCTION_SWEEP_MAX_RUNS`,"
+        " 3 runs; `DATABASE_URL` ([settings](deploying.md#environment-variables)).\n",
+        encoding="utf-8",
+    )
+    names = {"REDUCTION_RATE_LIMIT", "REDUCTION_IMPORT_INLINE_BYTES", "REDUCTION_SWEEP_MAX_RUNS"}
+    assert environment_repeats(page, names | {"DATABASE_URL"}) == [
+        "page.md: a row for `REDUCTION_RATE_LIMIT`",
+        "page.md: `REDUCTION_IMPORT_INLINE_BYTES` (2 MB by default",
+        "page.md: `REDUCTION_SWEEP_MAX_RUNS`, 3",
+    ]
 
 
 def _python_blocks() -> list[tuple[str, int, str]]:
