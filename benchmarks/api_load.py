@@ -1,50 +1,10 @@
 """``POST /api/v1/clear`` on a 100k-token conversation: latency and throughput of the
 production server, and what the API costs over the engine run in-process.
 
-The server is :mod:`benchmarks.server`'s: gunicorn with ``--workers`` sync workers (2 by
-default), DEBUG off, on a temporary SQLite database, started and stopped here. The
-conversation is a prefix of :mod:`benchmarks.corpus` (real ``read_file``, ``grep`` and
-``list_dir`` outputs over the Django package) that ends before a model call, cut at
-about ``--tokens`` cl100k tokens. It is posted as an agent posts it before a model call
-(OpenAI chat format, with a ``conversation_id`` per client, so the transcript is recorded
-too), under two configs:
-
-- ``below-threshold``: the defaults (``max_tokens_for_clear`` 160,000): the conversation is
-  counted, nothing is cleared, one summary event is recorded. Most calls are like this.
-- ``clearing``: ``max_tokens_for_clear`` 50,000: every tool result but the last round's is
-  offloaded and replaced by a placeholder, one event each. After the first request the
-  files are already stored, so the engine finds the same content at each path.
-
-For each config, measured one after another:
-
-1. **test client**: the request through Django's test client in this process, on the
-   server's database: the whole Django layer, without HTTP and gunicorn. Median of
-   ``--repeat`` runs.
-2. **one at a time**, four contenders taken in turn for ``--slice-seconds`` each, round
-   after round, until each has had ``--solo-seconds`` (so a drift of the machine's speed
-   hits them alike):
-
-   - **in-process**: ``formats.json_loads`` of the request body (the decoder the API's
-     body parser uses), the format's parse, the clear phase with an ``InMemoryBackend``,
-     the format's dump and ``msgspec.json.encode`` of the answer (messages and events;
-     the encoder the API's renderer uses): the same JSON in and out as the API, minus
-     HTTP, authentication, the database and the offload storage;
-   - **API**: one client posting to the server over loopback;
-   - **Django floor**: one client posting to a second gunicorn serving
-     :mod:`benchmarks.stack_floor`, Django with no middleware whose one view does the
-     in-process work and sends the bytes it encoded, nothing else: what any API on this
-     stack costs at least (``--no-floor`` leaves it out and the next);
-   - **body in**: the same server's view that reads the body and answers ``{}``: what
-     getting 517 KB into a view costs, before any work.
-3. **N clients** (``--clients``, 8): concurrent requests for ``--seconds``; p50 and p99
-   latency, answered requests per second, errors.
-
-The **overhead ratio** is the API's 1-client p50 over the in-process median; the floor's
-ratio is the least it could be on this stack. Load averages are printed before and
-after: the figures only mean something on an idle machine.
-Writes ``benchmarks/results/api_load.json``; ``--readme`` also writes the tables into the
-run's block of benchmarks/README.md, one per database and with or without
-``conversation_id`` (:data:`README_BLOCKS`).
+The same request is timed in-process, through the test client, through gunicorn one at
+a time beside a bare Django view (:mod:`benchmarks.stack_floor`) and under concurrent
+clients, below the clear threshold and clearing; what each contender is:
+benchmarks/README.md, "The REST API under load".
 """
 
 from __future__ import annotations

@@ -1,25 +1,9 @@
 """What the largest requests the bounds of one request let through cost, through the
-production server of :mod:`benchmarks.server` (gunicorn, 2 sync workers, the settings'
-limits), on SQLite and, with ``--postgres URL``, on a fresh PostgreSQL database.
+production server (:mod:`benchmarks.server`), on SQLite and PostgreSQL.
 
-``REDUCTION_MAX_MESSAGES`` and ``REDUCTION_MAX_OFFLOADS`` are there so that no request
-runs past gunicorn's worker timeout (30 s), which answers nothing at all; their defaults
-are meant to keep the largest request they let through well under half of it. Measured,
-each ``--runs`` times, ``POST /api/v1/clear`` with a ``conversation_id`` (so its
-transcript is recorded too) under the default config:
-
-- *messages*: as many messages as the limit allows, short user and assistant turns
-  (200 characters), nothing to offload;
-- *largest*: as many messages as the limit allows, holding one tool round more than the
-  offload limit (4 KB results: all but the last are cleared and offloaded), the rest short
-  turns; sent once for a new conversation, then again as it was (a client that sends its
-  whole history each time, every result cleared to the path it had);
-- *refused*: the two requests the limits refuse, 30 times the message limit in tiny
-  messages (``"hi"``), and one tool round more than the offloads allow beyond the offload limit
-  (answered 422 once the limit is reached, and what was stored removed).
-
-Run ``python -m benchmarks.bounds [--runs 3] [--postgres URL] [--readme]``; it prints
-seconds (and with ``--readme`` writes them into their block of benchmarks/README.md).
+``REDUCTION_MAX_MESSAGES`` and ``REDUCTION_MAX_OFFLOADS`` exist so that no request runs
+past gunicorn's worker timeout; this times the largest requests they admit, and the two
+they refuse (benchmarks/README.md, "The work one request may ask for").
 """
 
 from __future__ import annotations

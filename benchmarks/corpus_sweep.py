@@ -1,23 +1,8 @@
 """The corpus sweep benchmark: how long ``python -m simulator sweep`` takes over a corpus.
 
-By default the corpus is the 43 shipped mini-swe-agent runs (the ``mini-swe-agent``
-folder of the recordings) and the grid ``simulator/grids/coding.json`` (72
-combinations), priced as gpt-4o (o200k_base with OpenAI's framing), as
-
-    python -m simulator sweep RECORDINGS/mini-swe-agent --grid simulator/grids/coding.json
-
-runs it. Each row is measured in a fresh process (so none profits from an earlier one's
-token counts), from before the files are read to the corpus sums, for each number of
-processes of ``--workers`` (by default 1, then one per CPU): reading the files, then
-the sweep, whose processes each take one run at a time
-(:mod:`simulator.corpus_sweep`). The wall time of the whole is the figure; its goal is
-:data:`GOAL_SECONDS` on two cores. Each row also says the CPU time of the process and
-its pool, the 1-minute load average as it started and, from ``/proc/stat``, how many
-CPUs other processes kept busy meanwhile (``others``). The corpus sums of every row are
-hashed, and the benchmark says whether all rows gave the same.
-
-Prints a table and writes ``benchmarks/results/corpus_sweep.json``; ``--readme`` also
-writes it into its block of benchmarks/README.md (``corpus_sweep``).
+Each row runs in a fresh process, from reading the files to the corpus sums, on one and
+then several processes, and the rows' sums are hashed to show they agree
+(benchmarks/README.md, "Sweeping a corpus").
 """
 
 from __future__ import annotations

@@ -1,16 +1,8 @@
 """Time per call against conversation length, with every call doing the same work.
 
-``python -m benchmarks.flat [--rounds 2000] [--runs 3]``
-
-In the replay benchmark (``benchmarks.replay``) a call's time follows what it brings: a
-call that clears a 100 KB file costs more than one that adds a short ``list_dir``. To see
-how the clear phase's cost grows with the *length* of the conversation alone, this one
-runs an agent whose rounds are all alike: one tool call with a 2,000-character result,
-a plain-text answer and a new question every 10 rounds. The threshold (20,000 tokens,
-about 40 rounds) is passed early, so from then on every call clears the round that
-leaves the retained one: the same work at every length. It prints the median time per
-call around given calls, and the last against the 100th (the goal: flat from the 100th
-call to the last), with what each message added to the list between them costs.
+The replay benchmark's calls differ in what they bring; here every round is alike and
+the threshold is passed early, so the clear phase's cost can be read against length
+alone: flat from the 100th call to the last.
 """
 
 from __future__ import annotations

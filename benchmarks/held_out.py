@@ -1,18 +1,8 @@
 """The held-out benchmark: does a config ``recommend`` picks on some runs do, on runs it
 has not seen, what its printed estimate says?
 
-For each corpus (by default the recordings' ``mini-swe-agent`` and ``claude-code-long``
-folders), the runs are split in two halves (:func:`simulator.recommend.fold_of` with two
-folds). ``recommend`` runs on one half with its defaults (budget, folds, grid, at
-claude-sonnet-4.5 prices) and prints its config and its held-out estimate; that config
-is then replayed on the other half, and what it saves there with recovery, its misses
-per 100 calls and its worst run are the figures. Then the halves swap. The goal: on
-each corpus the estimate within 5 points of what the other half shows, and what the
-other half shows at least 20% saved with recovery on Claude Code sessions and 10% on
-mini-swe-agent runs.
-
-Prints its figures and writes ``benchmarks/results/held_out.json``; ``--readme`` also
-writes them into their block of benchmarks/README.md (``held-out``).
+Each corpus is split in two halves by run name; the config picked on one half is judged
+on the other, both ways (benchmarks/README.md, "Held out").
 """
 
 from __future__ import annotations

@@ -1,40 +1,9 @@
 """The memory benchmark: how much memory a 1 M-token conversation takes to parse from
 JSON and to run through the clear phase, next to the size of its JSON.
 
-The conversation is the benchmark corpus (:mod:`benchmarks.corpus`: a scripted agent
-reading, listing and grepping the installed Django package), grown until it holds at
-least ``--tokens`` cl100k_base tokens, then dumped as compact OpenAI chat JSON
-(``ensure_ascii=False``, no spaces: the smallest JSON, so the strictest ratio).
-
-Each measurement runs in a fresh Python process, after its imports and a warm-up on a
-small conversation (which also loads the tiktoken encoding), so nothing from the build
-or an earlier measurement is in its figures. In that process:
-
-1. the JSON file is read as the caller holds it (``--inputs``): ``bytes``, as the REST
-   API holds a request body and the importers a file (``path.read_bytes()``), or ``str``,
-   the old way (``path.read_text(encoding="utf-8")``), for comparison;
-2. **parse**: ``messages_from_openai(formats.json_loads(data))`` for bytes (no ``str`` of
-   the whole document), ``messages_from_openai(json.loads(text))`` for the text; the
-   loaded JSON objects are dropped afterwards, the messages kept (their strings are the
-   JSON's, not copies);
-3. **clear**: one ``before_model_rewrite_state`` over the whole conversation, as a REST
-   client's call would make, with ``max_tokens_for_clear`` (``--threshold``, default
-   100,000: it fires), an ``InMemoryBackend``, the other fields at their defaults, and
-   the counter ``"approx"`` or ``"cl100k_base"`` (the process's shared one, as a config
-   naming it gets).
-
-The document read in step 1 (the bytes or the text) stays alive throughout, as a caller
-keeps it. Memory is measured two ways, in separate processes:
-
-- ``tracemalloc``: the peak of memory allocated through Python's allocators (every
-  ``str``, list and object), taken above the point just before the file is read
-  (counting the JSON document) and above the point just after (the engine's own share);
-- resident set size (Linux ``VmRSS`` and ``VmHWM``; ``getrusage``'s ``ru_maxrss`` would
-  start at the parent's peak): the same points, in a process without tracemalloc, so
-  what the operating system saw, allocator slack included. Memory freed after reading
-  may be reused by parsing, so "above the document" can read low here.
-
-Prints a table and writes ``benchmarks/results/memory.json``.
+Each measurement runs in a fresh process, by ``tracemalloc`` and by resident set size,
+from bytes as the API holds a body (and from text, the old way, for comparison):
+benchmarks/README.md, "Memory of a 1 M-token conversation".
 """
 
 from __future__ import annotations

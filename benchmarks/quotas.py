@@ -1,15 +1,6 @@
 """What the quotas cost a request, measured in-process with Django's test client on a
-fresh SQLite database in a temporary folder (the settings' WAL mode and write lock).
-
-- the rate limit: ``GET /api/v1/tools/read_file`` (the cheapest operation: the key's
-  lookup and a small JSON answer) with ``REDUCTION_RATE_LIMIT`` off, then on;
-- the offload quota: ``POST /api/v1/truncate`` offloading a fresh 2 KB result, with the
-  quota off, then on, in a workspace holding 0, 10,000 and 100,000 files; and what the
-  usage would cost counted from the rows on every request instead of kept
-  (``Workspace.offload_bytes``).
-
-Run ``python -m benchmarks.quotas [--requests 300] [--readme]``; it prints medians in
-milliseconds (and with ``--readme`` writes them into their block of benchmarks/README.md).
+fresh SQLite database: the rate limit on and off, and the offload quota on and off in
+workspaces holding up to 100,000 files (benchmarks/README.md, "What the quotas cost").
 """
 
 from __future__ import annotations

@@ -1,24 +1,9 @@
 """The recommend benchmark: how long ``python -m simulator recommend`` takes over a corpus,
 and what it recommends.
 
-By default the corpus is the 43 shipped mini-swe-agent runs (the ``mini-swe-agent``
-folder of the recordings), priced as claude-sonnet-4.5, searched from the default coarse
-grid (``simulator/grids/recommend.json``) within the default ``--max-seconds`` of 300 on
-2 processes, as
-
-    python -m simulator recommend RECORDINGS/mini-swe-agent --pricing claude-sonnet-4.5 --workers 2
-
-runs it. The search is measured in a fresh process (so it profits from no earlier token
-counts), from before the files are read to the answer (:mod:`benchmarks.fresh`). The
-wall time of the whole is the figure; its goal is to stay within ``--max-seconds`` on
-two cores. Beside it: the CPU time of the process and its pool, how many configs the
-search replayed in how many rounds, whether it ended because no neighbour was left
-untried or because the time limit stopped it, the recommended config with its figures,
-the 1-minute load average as it started and how many CPUs other processes kept busy
-meanwhile (``others``).
-
-Prints its figures and writes ``benchmarks/results/recommend.json``; ``--readme`` also
-writes them into their block of benchmarks/README.md (``recommend``).
+The search runs in a fresh process (:mod:`benchmarks.fresh`), from reading the files to
+the answer; its goal is to stay within ``--max-seconds`` on two cores
+(benchmarks/README.md, "Recommending a config").
 """
 
 from __future__ import annotations

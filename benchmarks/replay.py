@@ -1,23 +1,8 @@
 """The clear-phase replay benchmark: what the clear phase costs over a whole session.
 
-The corpus (:mod:`benchmarks.corpus`) is replayed call by call, as an agent would
-make model calls: before each assistant message, the clear phase runs on the
-context so far, and what it returns is carried into the next call together with
-the messages that arrived since. Only the clear call itself is timed; building the
-corpus, converting messages and assembling each call's input are not.
-
-Measured, median of ``--runs`` runs (ours on fresh message objects each time, so no
-counter cache is warm from an earlier run):
-
-- ours with ``token_counter="approx"`` and with ``"cl100k_base"``;
-- one tiktoken pass over the same text (every message's rendered text encoded once),
-  the floor the exact run is compared with;
-- LangChain's ``ContextEditingMiddleware`` + ``ClearToolUsesEdit`` with its approximate
-  counter, two ways: through ``wrap_model_call`` on the agent's state, as a LangChain
-  agent runs it (the edit goes to the model only; the state keeps every result), and
-  ``ClearToolUsesEdit.apply`` on a list carried forward, as ours is (its best case).
-
-Prints tables and writes ``benchmarks/results/replay.json``.
+The corpus (:mod:`benchmarks.corpus`) is replayed call by call as an agent makes model
+calls, only the clear call timed, against one tiktoken pass over the same text and
+LangChain's context editing (benchmarks/README.md, "The clear-phase replay").
 """
 
 from __future__ import annotations

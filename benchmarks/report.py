@@ -1,23 +1,9 @@
 """Writing a benchmark's figures into ``benchmarks/README.md``: the one place figures live.
 
-Each benchmark owns one or more blocks of that file, each between two markers::
-
-    <!-- figures: NAME -->
-    ...generated markdown...
-    <!-- /figures: NAME -->
-
-Run with ``--readme`` (and ``--readme-path PATH`` for another file), a benchmark replaces
-its block with what it just measured: first a line saying when, on which commit and on
-what machine under what load, then its tables as markdown and the sentences it can work
-out from them (a ratio against its goal, met or not). Every byte outside the block stays
-as it was, and the file is replaced atomically (a new file renamed over it), so a reader
-never sees half a block. A file without the block is an error naming the block; the
-benchmark checks that before it measures, so a long run is not lost at the end. Until
-a benchmark first writes its block, the block holds only :func:`unmeasured`'s line.
-
-This module only describes the run and writes the block; what goes into it is each
-benchmark's. Writers are not locked against each other: run benchmarks one at a time
-(``make bench-readme`` does).
+Each benchmark owns blocks between ``<!-- figures: NAME -->`` markers; :func:`write_block`
+replaces one atomically with a stamp (when, which commit, what machine and load) and the
+benchmark's markdown, leaving every byte outside it as it was. Writers are not locked
+against each other: run benchmarks one at a time.
 """
 
 from __future__ import annotations

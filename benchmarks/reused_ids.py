@@ -1,40 +1,9 @@
 """Time per request when agents reuse call ids, in one conversation and across many.
 
-Measured in-process through the real API: Django's test client posts
-``POST /api/v1/clear`` (the key's lookup, the body's parsing, the engine, the offloads
-stored on the local folder, the recording, the answer; no HTTP server and no network) on
-a fresh SQLite database in a temporary folder or, with ``--database-url``, on a fresh
-database made on that PostgreSQL server and dropped afterwards. Every request has a
-``conversation_id`` and a config that clears every tool round but the last
-(:data:`CONFIG`). One request, in a conversation of its own, warms the process first.
-
-- **One id**: ``--dup-requests`` (10) requests in one conversation, each of
-  ``--dup-results`` (1,000) tool rounds whose calls all have the id ``dup``, with outputs
-  new to each request: every result but the last is offloaded, all to paths of the one
-  id.
-- **Many conversations**: ``--conversations`` (6,000), one request each, of ``--calls``
-  (10) tool rounds with the ids ``call_0``, ``call_1``, ... (agents number their calls
-  from 0 in every run). The outputs of the even calls are the same in every conversation
-  (a tool that always answers alike), those of the odd calls new: every conversation
-  names the shared contents' paths again, and offloads new contents under ids every
-  earlier conversation used.
-
-- **Sent again**: two clients of one conversation each, ``--resend-calls`` (300) calls
-  long, one tool round more at each call. One sends back the messages ``/clear``
-  answered, plus its new round; the other sends its original history every time (a
-  client that ignores the answer), so every call clears every earlier round again. Both
-  should record one event per reduction: the tool events of the two conversations are
-  counted, beside one summary a call.
-
-Each request is timed from the call to the answer. The goal is time per request that
-does not grow with what came before: the last request at most 1.5 times the first (one
-id), and the median of the last ``--window`` (50) requests at most 1.5 times the median
-of the first (many conversations). The clients that send again are measured, not held
-to a goal: a client that re-sends its originals sends more each call.
-
-Run ``python -m benchmarks.reused_ids [--conversations 6000] [--database-url URL]
-[--readme]``; it prints milliseconds (and with ``--readme`` writes them into the block of
-benchmarks/README.md of the run's database).
+``POST /api/v1/clear`` through Django's test client on a fresh database: one id reused
+across many results, thousands of conversations numbering their calls from ``call_0``,
+and a client re-sending its original history beside one sending the answers back
+(benchmarks/README.md, "Reused call ids").
 """
 
 from __future__ import annotations

@@ -2,51 +2,9 @@
 conversation that shares its files deleted, and ``/clear`` requests whose worker is
 killed while they store their offloads, each sent again as a client would.
 
-The server is :mod:`benchmarks.server`'s: gunicorn with ``--workers`` sync workers (2),
-DEBUG off, on a new SQLite database or, with ``--database-url``, a fresh database made on
-that PostgreSQL server and dropped afterwards.
-
-**The session.** Every file of the recordings folder that the simulator reads
-(:func:`simulator.importers.load_conversations`) gives its sessions; files it cannot read
-are left out, and so are sessions in a format other than OpenAI chat or Anthropic. The
-sessions are ranked by their model calls (an assistant message after some user input or
-tool result), most first, then by file and position in the file. The first is replayed
-alone when it has at least ``--calls`` calls (300); otherwise the next ones follow,
-each whole and under a ``conversation_id`` of its own, in the same workspace, until the
-replay has made ``--calls`` calls (or the folder has no more sessions).
-
-**The replay** is what an agent does: before each model call it posts
-``POST /api/v1/clear`` with its whole context in the recording's format, its tools and
-a config that clears early (:data:`CONFIG`), and keeps the messages it gets back as its
-history, adding the ones recorded up to the next call. Each call is timed from connecting
-to the last byte of the answer; between calls the offload folder
-(``<media root>/offload``) is measured, so each call's growth is the content it stored.
-
-**Shared files, and a delete.** The first ``--twin-calls`` (50) calls of the first session
-are replayed again as a conversation of their own (``soak-twin``): the same outputs at the
-same paths, so its rows name the content the first conversation stored. Then the first
-conversation is deleted (``DELETE /api/v1/conversations/soak-000``), which must leave
-the content its twin names in place.
-
-**Killed requests.** ``--kills`` times (20), a conversation of ``--kill-rounds`` (1,000)
-small tool rounds, each output new, is posted with a config that clears all but the last
-round, and the worker serving it (found by its end of the connection) is sent SIGKILL
-while the request stores its offloads: the n-th of N kills once n/(N+1) of them are
-stored, so the kills land all along the store. The request is then sent again, as a
-client that lost its connection does, and must be answered.
-
-**The end.** Every offloaded file of every conversation left is read back with
-``GET /files/raw`` and compared with the tool output the request held before it was
-cleared (the text the answer replaced by the notice naming that file). Then
-``manage.py offload_check`` runs (what the killed requests stored and never recorded is
-journaled: counted apart, not a fault), ``manage.py offload_reclaim --older-than 0``,
-and ``manage.py offload_check --deep`` (every stored object's size and SHA-256 against
-its rows). The run fails when a file does not read back exactly, when a killed request
-recorded an event or its retry was not answered, or when either check finds anything
-(or the second still finds journaled content).
-
-Writes ``benchmarks/results/soak.json``; ``--readme`` writes the tables into the block of
-benchmarks/README.md of the run's database (:data:`README_BLOCKS`).
+At the end every offloaded file must read back exactly and ``offload_check`` find
+nothing after ``offload_reclaim`` (benchmarks/README.md, "A long session, and requests
+killed midway").
 """
 
 from __future__ import annotations

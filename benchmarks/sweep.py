@@ -1,38 +1,9 @@
 """The sweep benchmark: what a 50-combination sweep costs, against one replay.
 
-The conversation is the scripted agent's corpus (:func:`simulator.corpus.build_conversation`,
-1,010 messages and 373 model calls at ``--scales 1``, twice that at 2), priced as gpt-4o
-(o200k_base with OpenAI's framing). The grid is :data:`GRID`: five clear thresholds, two
-retentions, five truncation limits.
-
-Every figure is measured in a fresh process (``python -c``), so none profits from an
-earlier one's caches; loading the tokenizer is not timed (each process does it before
-the clock starts), a process pool's start is. Measured:
-
-- **one replay**: :func:`simulator.replay.replay` of one combination, for ten
-  combinations on the grid's diagonals (every threshold and every truncation limit
-  twice); their mean is the unit of "× one replay";
-- **the sweep, plain**: ``sweep(workers=1, share=False)``, one replay per combination in
-  one process, as sweeps ran before;
-- what each sharing step buys, in one process: the prepared conversation and its meter
-  shared, combinations replayed one at a time (truncation not shared); then with the
-  truncation shared; then all of them together (``share=True``: prefixes too);
-- **the sweep**: ``sweep(workers=W, share=True)`` for 1 and 2 processes, and the plain
-  loop over 2 processes.
-
-Each row says the 1-minute load average when it started and, from ``/proc/stat``, how
-many CPUs other processes kept busy while it ran (``others``): on a machine where
-others work, rerun when that is near 0 (``--runs 3`` keeps the best of three).
-``--before DIR`` also times one replay and the plain sweep with the code in ``DIR`` (a
-checkout of an earlier commit). ``--tasks`` measures sweeps on django-tasks workers
-instead: the same grid as one task per combination, on 1 then 2 ``manage.py db_worker``
-processes (:mod:`benchmarks.taskworkers`), against a SQLite file or a fresh database on
-the PostgreSQL server of ``--database-url``.
-
-Every sweep's results are hashed; the benchmark says whether all ways gave the same.
-Prints tables and writes ``benchmarks/results/sweep.json``; ``--readme`` also writes them
-into their block of benchmarks/README.md (``sweep``, or ``sweep-tasks-sqlite`` /
-``sweep-tasks-postgres`` with ``--tasks``).
+Every figure is measured in a fresh process, one replay against the plain loop, each
+sharing step and the shared sweep on one and two processes; ``--tasks`` times the same
+grid on django-tasks workers (:mod:`benchmarks.taskworkers`). What each row is:
+benchmarks/README.md, "Sweeping a grid".
 """
 
 from __future__ import annotations

@@ -2,35 +2,8 @@
 output, buffered and streamed, next to one copy of the output and to consuming the
 stream without the middleware.
 
-The output (``--size``, default 50,000,000 bytes of UTF-8) is real text, in two kinds:
-
-- ``ascii``: Django's pure-ASCII ``.py`` files in sorted order, each headed
-  ``==> path <==`` as ``tail`` heads several files, repeated until the size is reached;
-- ``non-ascii``: Django's translation catalogues (``.po`` files, about 100 languages)
-  whose characters all lie in the Basic Multilingual Plane (CPython then stores 2 bytes a
-  character), the same way, cut to at most the size in UTF-8 bytes. Lengths are
-  characters (decision 1), so this output has fewer characters than bytes.
-
-Measured, each the median of ``--runs`` runs, contenders of a table row interleaved run
-by run so that a change of load hits them alike; a full ``gc.collect()`` before each
-timed call, the collector on (an agent pays for the garbage a middleware makes):
-
-- **Buffered**: the string tool wrapper (``wrap_invokable_tool_call``) and the enhanced
-  one, default handler, an ``InMemoryBackend``, default ``max_length_for_trunc``: the
-  time from the tool's return to the wrapper's return, against **one copy** of the
-  output, ``text + "\\n"``: a new ``str`` of the same kind, one allocation and one
-  ``memcpy`` of its characters, the plainest full copy CPython makes. One UTF-8 encode
-  (what a file or socket write needs) is shown beside it.
-- **Streamed**: the output yielded in chunks of ``--chunks`` characters by a generator
-  that slices it (the cheapest producer a stream can have: each chunk is a new ``str``)
-  and read to its end through ``wrap_streamable_tool_call`` (or the enhanced wrapper, with
-  one-part ``ToolResult`` chunks), against the same stream read without the middleware,
-  by the same consumer: ``join`` keeps what arrives (as an agent building the tool
-  message does), ``count`` only counts its characters. Through the middleware the stream
-  is cut at the limit (decision 8); the chunks after it are still read, held and
-  offloaded whole, which is the cost measured.
-
-Prints tables and writes ``benchmarks/results/truncation.json``.
+The output is real text, ASCII and not (benchmarks/README.md, "Truncation of a 50 MB
+output", says how each contender is timed).
 """
 
 from __future__ import annotations

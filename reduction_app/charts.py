@@ -1,15 +1,10 @@
 """The context-window chart, the one builder behind the Compare, Tune and conversation
 pages: the context sent at each model call and the clear threshold in force, one series
-per config (or one for a conversation's recorded run).
+per config.
 
-Every figure comes from the engine's clear-phase summary events, so the context and the
-threshold are in one unit, the config's own token counter: from the recorded events of a
-conversation (:func:`series_from_events`), or from what a replay kept of them per call
-(:func:`series_from_run`, over ``simulator.results.ReplayResult.to_dict()``, the shape a
-``Simulation`` stores). A replay's series may instead be drawn in the price preset's
-measure (``billed=True``), the unit of the billed totals beside the chart: then each
-threshold is converted to that measure at each call. Nothing here touches the database
-or runs a replay.
+Every figure comes from the engine's clear-phase summary events, recorded or kept by a
+replay, so context and threshold share one unit. It reads no database and runs no
+replay.
 """
 
 from __future__ import annotations

@@ -1,15 +1,8 @@
-"""What Django answers by itself, before or around a view: an address of no page (404),
-a method a known API address does not take (405), a request refused for its Host header
-or as suspicious (400), a CSRF refusal (403) and a server error (500).
+"""What Django answers by itself, before or around a view: 400, 403, 404, 405 and 500.
 
-Under ``/api/`` each is the API's JSON error, ``{"detail": ..., "field": null}``, with
-the same status (:func:`json_error`, the one place that shape is written outside
-django-ninja, which the middleware limits of :mod:`reduction_app.limits` use too).
-Everywhere else it stays Django's HTML page. Django's error handlers
-(``handler400`` and the others in ``config/urls.py``) see the exception, so they say what
-was wrong; a 405 is an answer django-ninja returns, not an exception, so
-:class:`ApiMethodNotAllowedMiddleware` rewrites it. The text never repeats a header
-the client sent.
+Under ``/api/`` each is the API's JSON error (:func:`json_error`, the one place that
+shape is written outside django-ninja); elsewhere Django's HTML page. The text never
+repeats a header the client sent.
 """
 
 from __future__ import annotations

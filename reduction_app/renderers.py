@@ -1,21 +1,8 @@
 """The API's JSON answers, encoded with msgspec.
 
-django-ninja renders an answer with ``json.dumps`` and its ``NinjaJSONEncoder``. For the
-engine's answers, a whole conversation of a few hundred kilobytes, that C encoder is
-most of the rendering: about 1.7 ms for a 517 KB ``/clear`` answer, where
-``msgspec.json.encode`` takes 0.3 ms (``benchmarks/README.md``, "Where the API's time
-goes").
-
-The answers stay what they were, value for value. What django-ninja would hand to its
-encoder's ``default`` (datetimes, enums, decimals, pydantic models, URLs) is turned into
-text by that same encoder first, so a date keeps Django's millisecond form; a str or
-int enum is written as its value, as ``json`` writes it. Only plain JSON values reach
-msgspec. Where msgspec would write another value than ``json`` or refuse (lone
-surrogates a tool printed, ``NaN`` and infinities, keys that are not text), the whole
-answer goes to ``json.dumps`` as before. What differs is in the bytes, not in what a
-JSON parser reads: no spaces after separators, exponents written ``1e16`` where
-``json`` writes ``1e+16``, and characters beyond ASCII sent as UTF-8 rather than
-``\\uXXXX`` escapes (the answer's ``Content-Type`` says ``charset=utf-8``).
+django-ninja's ``json.dumps`` is most of the time of rendering a large engine answer
+(benchmarks/README.md, "The REST API under load"). Answers stay value for value what
+they were; whatever msgspec would write differently goes to ``json.dumps`` as before.
 """
 
 from __future__ import annotations

@@ -3,29 +3,8 @@ that ``make run`` and ``make serve`` start.
 
     python scripts/run_together.py -- COMMAND [ARG ...] -- COMMAND [ARG ...]
 
-Each command runs in a process group of its own, so the Ctrl-C that a terminal sends to
-its foreground group reaches this process (and make) but not the commands. This process
-then sends each command's group one SIGTERM and waits until every command has ended. One
-signal each, because the task worker (django-tasks' ``db_worker``) reads a second one as
-"abandon the task you are running"; the whole group, because Django's development server
-is two processes (the autoreloader and the server it restarts). Another Ctrl-C while they
-stop sends SIGTERM again: the worker then gives up its task at once. SIGTERM and SIGHUP
-(the terminal closed) stop the commands the same way; a signal this process started with
-ignored (``nohup``) stays ignored.
-
-When a command ends by itself (its port is taken, say), the others are stopped the same
-way and this process exits with that command's status. When it is asked to stop, it exits
-0 once everything has ended. Under make that keeps a Ctrl-C quiet: a recipe ending with
-status 130, or killed by SIGINT, would have make print "Error 130" or "Interrupt"; make,
-which got the same Ctrl-C, still ends as an interrupted command does (status 130).
-
-Why not the shell: ``trap 'kill 0' INT TERM EXIT`` signals every process in make's group,
-make itself and whatever ran make included, and dash runs the TERM trap again inside
-``kill 0`` (which signals the shell too), deeper each time, until the shell overflows its
-stack and dies of a segmentation fault. Signalling each child by its id instead still
-gives the worker two signals, the terminal's and the shell's (a background job starts
-with SIGINT ignored, but ``db_worker`` installs its own handler), and a shell without job
-control cannot give a command a process group of its own (``setsid`` is not on macOS).
+Each command gets a process group of its own and exactly one SIGTERM when it is time to
+stop (the comment above :func:`run_together` says why not the shell).
 """
 
 from __future__ import annotations
@@ -59,6 +38,20 @@ def split_commands(argv: Sequence[str]) -> list[list[str]]:
     return commands
 
 
+# One SIGTERM per command, because the task worker (django-tasks' ``db_worker``) reads a
+# second one as "abandon the task you are running"; to the whole group, because Django's
+# development server is two processes (the autoreloader and the server it restarts).
+# Another Ctrl-C while they stop sends SIGTERM again: the worker then gives up its task at
+# once. A signal this process started with ignored (``nohup``) stays ignored. Exiting 0
+# once everything ended keeps make quiet about a Ctrl-C ("Error 130", "Interrupt").
+#
+# Why not the shell: ``trap 'kill 0' INT TERM EXIT`` signals every process in make's
+# group, make itself and whatever ran make included, and dash runs the TERM trap again
+# inside ``kill 0`` (which signals the shell too), deeper each time, until the shell
+# overflows its stack. Signalling each child by its id instead still gives the worker two
+# signals, the terminal's and the shell's (``db_worker`` installs its own SIGINT handler),
+# and a shell without job control cannot give a command a process group of its own
+# (``setsid`` is not on macOS).
 def run_together(commands: Sequence[Sequence[str]]) -> int:
     """Start ``commands``, wait until all have ended, and return the exit status: that of
     the command which ended first by itself, or 0 when a signal stopped them."""

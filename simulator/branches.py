@@ -1,32 +1,10 @@
 """Replaying configs together: one walk of the conversation per context they share.
 
 Configs that truncate alike send the same context until one of their clear passes
-changes it: a config with a clear threshold above the context so far does nothing but
-count it. So the configs of a :class:`Branch` share its context, its offloaded files,
-its measures and the truncation of each tool result (run once for the branch, by a
-middleware of its own writing to the branch's files); each config runs only its own
-clear pass, on the branch's context. When a pass returns a new context (or wrote
-anything), its config leaves on a fork of the branch: a copy of everything above, its
-own context, and its files with what the pass wrote. The fork is exactly the state that
-config's replay alone would be in (see "Why a fork is exact" below); it carries on by
-itself from the next message once the branch it left has reached the end (one branch at
-a time, so the counters' running totals follow one context at a time).
-
-Why a fork is exact. A config's replay alone holds, between two messages: its context,
-its backend's files, its middleware, and the simulator's measures. The context and the
-measures are the branch's. The files are the branch's: truncation, the same for every
-config of a branch, wrote them, and a clear pass that writes anything forks (a pass
-that returns the context it was given writes nothing: it either stops before clearing,
-or stashes its writes and drops them). The middleware holds nothing else between two
-operations: the engine's path registry promises a path only until it is written or
-given up, and everything else in it is the config, resolved. Truncation depends only on
-the fields :data:`~simulator.members.CLEAR_ONLY` leaves out, so a middleware of the
-branch's (any member's config, the branch's files as its backend) truncates as each
-member's own would.
-
-Configs with a backend or hooks of their own (a :class:`~reduction_app.engine.ReductionConfig`)
-cannot fork (their backend cannot be copied): each gets a branch of its own, truncating
-through its own middleware, as a replay alone always did."""
+changes it, so a :class:`Branch` walks that context once for all of them, each config
+running only its own clear pass; a config whose pass changes the context leaves on a
+fork (:meth:`Branch._fork` says why a fork is exactly that config's replay alone).
+"""
 
 from __future__ import annotations
 
@@ -273,6 +251,20 @@ class Branch:
             member.files.pending_chars = 0
 
     def _fork(self, member: Member, context: list[Any]) -> Branch:
+        """``member`` on a copy of this branch with its own ``context``.
+
+        The fork is exactly the state that member's replay alone would be in. A replay
+        alone holds, between two messages, its context, its backend's files, its
+        middleware and the simulator's measures. The context and the measures are the
+        branch's; so are the files: truncation, the same for every member of a branch,
+        wrote them, and a clear pass that writes anything forks (one that returns the
+        context it was given writes nothing). The middleware holds nothing else between
+        two operations: the engine's path registry promises a path only until it is
+        written or given up, and the rest is the config, resolved. Truncation depends only
+        on the fields :data:`~simulator.members.CLEAR_ONLY` leaves out, so the branch's
+        middleware truncates as each member's own would. Configs with a backend or hooks
+        of their own cannot be copied, so each gets a branch of its own from the start.
+        """
         assert member.files is not None and self.files is not None
         other = Branch.__new__(Branch)
         other.__dict__.update(self.__dict__)

@@ -1,22 +1,9 @@
 """The simulator's token counts against what providers really billed.
 
-Recordings that kept the provider's own figures are replayed with no reduction under
-the preset of the model that ran them, and the context tokens of each call are set
-against the provider's count: per call where the recording has it (τ²-bench's
-``usage.prompt_tokens``), else for the whole run (SWE-agent's ``tokens_sent``).
-
-The shipped set (:data:`SHIPPED`, relative to the recordings folder of
-:mod:`simulator.recordings_folder`) is what ``python -m simulator calibrate`` prints and
-what the test suite holds to 2% in aggregate. τ²-bench result files keep neither the
-agent's tool schemas nor its system prompt around the policy; both were generated from the
-τ²-bench code the runs used and ship beside them (``tau2/agent/``), and are put back
-before replaying.
-
-Claude Code logs keep neither the system prompt nor the tool schemas, and nothing to put
-them back from: replays infer them as one prefix per conversation from the provider's
-counts of its first calls (:mod:`simulator.prefix`). :data:`PREFIX_SHIPPED` are set
-against the provider's counts on the calls the prefix was not inferred from
-(:func:`calibrate_prefix`), with and without it.
+Recordings that kept the provider's own figures (:data:`SHIPPED`, :data:`PREFIX_SHIPPED`)
+are replayed with no reduction under the preset of the model that ran them, and each
+call's or run's context tokens set against the provider's count: what ``python -m
+simulator calibrate`` prints and the test suite holds to 2%.
 """
 
 from __future__ import annotations

@@ -1,49 +1,10 @@
 """The ceiling: what a clairvoyant reduction would save on a corpus at a price preset.
 
-A replay of a config measures a reduction an agent could run. The ceiling measures one no
-agent can: it knows, for every tool output, which of its strings the recorded agent uses
-later (:mod:`simulator.misses`), and reduces everything else.
-
-* **Truncation.** Each output is truncated at the smallest step of :data:`LADDER` whose
-  hidden part causes no miss: the engine's own truncation notice for that output at that
-  ``max_length_for_trunc`` shows every string a later call needs of it. An output whose
-  every cut hides such a string, or whose notice is no shorter in tokens, stays whole.
-* **Clearing.** Each output is replaced by the engine's clear placeholder at a model call
-  after the last call that needs it, and never before the call right after it arrived.
-* **Which output a call needs.** A string a call uses needs no output when the context
-  shows it anyway (the tool schemas, or a message the reduction never changes: system,
-  user and assistant messages before the call). Otherwise it needs one output that holds
-  it: the latest one before the call (the one that must be kept for the shortest time).
-
-Clearing rewrites the prompt cache from the first position it changes, so clearing at
-every call can cost more than it saves. Each run is replayed under every clear schedule
-of :data:`SCHEDULES`, billed as a replay is (:func:`simulator.branches.call_tokens`,
-:meth:`simulator.pricing.Pricing.cost`):
-
-* ``truncate``: truncation alone;
-* ``clear each call``: every output cleared at the first call after its last use;
-* ``clear ≥ Nk``: a clear pass only when the outputs due free at least N thousand tokens
-  (:data:`CLEAR_BATCHES`);
-* ``clear when it pays``: a pass only when the tokens it frees, read from the cache at
-  every call left, cost more than rewriting the cache from the first output it clears.
-
-and under four plans. **No miss** is the definition above: the simulator's miss count
-finds none, by construction. **Read back** also hides an output a later call needs when
-carrying it there costs more than reading it back once, as the replay prices a miss
-(:func:`simulator.branches.recovery_cost`: a part counts once, at the first call that
-misses it): such an output keeps only what the call right after it needs, and its later
-uses are read backs. **Read back all** weighs carrying it to the end of the run against
-a read back at its first use, and hides it from its arrival on; **read back every
-output** hides every output (the smallest step), as truncation alone at that step does.
-A reduction that hides what the agent uses and pays the read back can cost less than the
-no-miss plan; the ceiling is the cheapest variant by cost with recovery. The read-back
-plans weigh each output alone, on estimates, so a config may still come under the
-ceiling on a run by cost with recovery; none comes under the no-miss plan on a run where
-the config misses nothing.
-
-The replay of the context is the simulator's (:class:`~simulator.tracking.Tracker`,
-:class:`~simulator.misses.Misses`, the preset's :class:`~simulator.metering.Meter`); the
-reduced outputs are the engine's (its truncation middleware, its default clear handler).
+It knows, for every tool output, which of its strings the recorded agent uses later
+(:mod:`simulator.misses`), reduces everything else with the engine's own truncation and
+clear placeholder, and takes the cheapest of its clear schedules and read-back plans by
+cost with recovery: the limit the configs a sweep or ``recommend`` finds are measured
+against (docs/simulator.md, "The ceiling", defines each plan).
 """
 
 from __future__ import annotations

@@ -1,31 +1,10 @@
 """Sweeping a grid over a corpus: every combination on every recorded run, summed.
 
-:func:`corpus_sweep` replays each combination of a grid (and no reduction) on each run
-of a corpus and adds up, per combination, a :class:`ConfigTotals`: cache-aware cost,
-cost with recovery, input tokens billed, re-fetches and misses, with each run's cost
-kept, so that :meth:`CorpusSweep.billed_more` can say on how many runs a combination
-costs more than no reduction. The corpus's Pareto front
-is :func:`~simulator.compare.pareto_front` over those totals: cache-aware cost against
-re-fetches. Each run's own sweep (its results and front) is kept beside them.
-
-Each run's totals are the ones :func:`~simulator.replay.replay` gives for it alone (a
-test holds them equal); the sums are taken run by run in the corpus's order.
-
-Runs are replayed in parallel when there are several and ``workers`` is above 1: a
-process pool takes one run at a time (the longest first), replaying all its combinations
-in one walk (:func:`~simulator.parallel.replay_configs` in that process). A corpus of
-one run shares its combinations over the pool instead, as a sweep of one file always did.
-:func:`replay_corpus` does the same for any list of named configs (``python -m simulator
-recommend`` replays its rounds with it). On Linux the pool's processes are forks of
-this one, taken once the runs are read and the tokenizer loaded; elsewhere each run is
-sent to the process that replays it.
-
-:func:`combination_labels` names each combination by the knobs that vary in the grid
-only, in a short form (``clear@20k trunc=2k cache-aware``) that a table can show; the
-full config goes with it in :meth:`CorpusSweep.to_dict`. The app's sweeps keep their
-``knob=value,...`` names (:func:`~simulator.compare.sweep_configs`).
-
-This module measures; :mod:`simulator.cli` prints.
+Per combination a :class:`ConfigTotals` over the runs (each run's totals the ones
+:func:`~simulator.replay.replay` gives for it alone, and its cost kept for
+:meth:`CorpusSweep.billed_more`), the corpus's Pareto front, and short combination names
+for tables. Runs go to a process pool, one at a time, longest first. This module
+measures; :mod:`simulator.cli` prints.
 """
 
 from __future__ import annotations

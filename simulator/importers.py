@@ -1,22 +1,9 @@
 """Reading recorded conversations: the engine's wire formats, and real-world recordings.
 
-A file may hold one conversation or many:
-
-* one conversation in OpenAI chat format: ``{"messages": [...], "tools": [...]}`` or a
-  bare list of messages; Anthropic: ``{"system": ..., "messages": [...], "tools": [...]}``
-  (named with ``format="anthropic"``); OpenAI Responses: ``{"input": [...], "tools": [...]}``;
-* a JSONL file of such conversations, one per line;
-* tau-bench trajectories (a JSON array of runs with ``traj``);
-* and the recordings of :mod:`simulator.sources`: OpenHands event streams, SWE-agent
-  and mini-swe-agent trajectories, τ²-bench simulation files and Claude Code session
-  logs (a JSONL file whose lines are the events of one session), and OpenTelemetry
-  GenAI traces (OTLP/JSON, one object or a JSONL file of them, all read together);
-* Inspect AI eval logs: one ``EvalLog`` JSON object (``.json``), or the ZIP archive of
-  a ``.eval`` log, told from its first bytes.
-
-Every message goes through ``engine.formats``; errors name the file, line and field. A
-recording in which no model call is found (no assistant message after user input or a
-tool result) is an error too: it is almost always a file read as the wrong format.
+One place decides what a file holds (one conversation or many, in a wire format or as a
+recording of :mod:`simulator.sources`) and parses every message through
+``engine.formats``; errors name the file, line and field. A recording with no model call
+is refused: it is almost always a file read as the wrong format.
 """
 
 from __future__ import annotations

@@ -1,22 +1,9 @@
 """How many input tokens a request holds, the way a provider bills them.
 
-A :class:`Meter` measures each message once (cached by identity, messages are frozen;
-the texts it tokenizes are cached by value) and sums a request from those counts. One
-meter may serve many replays of a conversation (see :mod:`simulator.prepared`). Two ways
-of measuring:
-
-* with a price preset's tokenizer (:class:`~simulator.pricing.Pricing` ``tokenizer``):
-  the text a provider tokenizes, each piece counted with that tokenizer, plus the
-  preset's :class:`~simulator.pricing.Framing`. A message's text is its content (text
-  parts included) and, per tool call, the tool's name and arguments; a tool result's is
-  its output text. Reasoning is left out: providers do not bill earlier turns'
-  reasoning as input. Tool schemas are their JSON, as the engine renders it, or (OpenAI)
-  the namespace of :mod:`simulator.tool_text`.
-* without one: the config's own counter, exactly as the engine counts (its rendering,
-  no framing), so a replay shows what the clear phase itself sees.
-
-The meter is independent of the engine's counter in the first case: every config of a
-comparison, the baseline included, is billed by the same measure.
+A :class:`Meter` measures each message once and sums a request from those counts: with
+a price preset's tokenizer and framing (what the provider bills, the same measure for
+every config of a comparison), or without one, with the config's own counter (what the
+clear phase itself sees).
 """
 
 from __future__ import annotations

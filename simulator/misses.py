@@ -1,33 +1,10 @@
 """Misses: hidden content the agent used later.
 
-Re-fetches (:mod:`simulator.refetch`) see the agent asking again for what was hidden; they
-cannot see it *needing* what was hidden and going on without it. A miss is the trace of
-that need in the recording itself:
-
-* A *part* is one original tool output of the recording. At a model call, a part is
-  *hidden* when the context sent does not show it whole: cleared (a placeholder in its
-  place), truncated (the notice's head and tail previews leave its middle out), or
-  replaced by a clear strategy's digest, preview or manifest.
-* A *string* is a run matching :data:`STRING` (8 characters or more of identifier, path
-  or dotted name) that :func:`is_name` takes for a name rather than a plain word: it
-  holds an underscore, a slash, a digit, a capital after its first character, or a dot
-  or colon with more of the string after it. "actually" and "expression." are words;
-  "getValue", "LLVM_DIR", "config.py:12" and "src/main" are names.
-* A call *misses* a part when its recorded assistant message (text or tool-call
-  arguments) uses a string that is in the part and appears nowhere in the context sent
-  with that call (its messages and tool schemas). Such a part cannot be shown whole, so
-  what a reduction left out is found without reading any notice or placeholder: the
-  strings of a part that the context does not show are exactly what it hid of it.
-* A part counts once, at the first call that misses it (the agent would read it back
-  then). A string in several hidden parts counts for the earliest of them, and for none
-  when one of them was missed already.
-
-:class:`Strings` indexes a conversation once, whatever the config: the strings of each
-message (by identity, messages are frozen values), each model call's used strings, and
-which parts hold each string. :class:`Misses` follows one replay's contexts: a count of
-the strings visible in the context last sent, updated from the positions that changed,
-as :class:`~simulator.tracking.Tracker` does for tokens. Forking a replay copies that one
-count (a flat dict of strings, copied in C) and shares everything else.
+Re-fetches see the agent asking again for what was hidden; misses find it *needing* what
+was hidden, from the strings its recorded messages use that the context sent did not
+show (the rules: docs/simulator.md, "Misses and cost with recovery"). :class:`Strings`
+indexes a conversation once; :class:`Misses` follows one replay's contexts as running
+counts, as the tracker does for tokens.
 """
 
 from __future__ import annotations

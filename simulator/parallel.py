@@ -1,26 +1,9 @@
 """Replaying many configs of one conversation: shared, and over a pool of processes.
 
-:func:`replay_configs` is what a sweep runs. With ``share`` (the default) the configs
-are replayed in batches by :func:`~simulator.replay.replay_many`, on one
-:class:`~simulator.prepared.Prepared` conversation per process (see there and
-:mod:`simulator.branches` for what is shared); without it each config is replayed alone
-by :func:`~simulator.replay.replay`, the per-config loop sweeps always ran. With
-``workers`` above 1 the batches run in a :class:`~concurrent.futures.ProcessPoolExecutor`:
-
-- On Linux each worker is a fork of this process taken after the conversation was
-  prepared and the last config (a sweep's no-reduction baseline) replayed here, so it
-  starts with the messages parsed, the tokenizer loaded and every recorded message
-  counted, and nothing is sent to it but the configs of each batch. Elsewhere (where
-  forking a process is not safe, as on macOS) the pool starts its workers the
-  platform's way and sends the conversation once per worker, through its initializer.
-- A batch is a few configs that truncate alike (so they can share a prefix, see
-  :mod:`simulator.branches`); there are about four batches per worker, so a worker that
-  drew cheap ones takes more.
-- What comes back is each result without its per-call records (``calls``), which a
-  sweep does not keep, so only totals cross between processes.
-
-Results come back in the order of the configs, whatever the pool's, and are the ones
-the per-config loop gives (a test holds them equal).
+:func:`replay_configs` is what a sweep runs: batches of configs that truncate alike,
+replayed together (:func:`~simulator.replay.replay_many`) or one by one (``share=False``),
+in a process pool forked after the conversation is prepared where the platform allows.
+Results come back in the configs' order, equal to the per-config loop's.
 """
 
 from __future__ import annotations

@@ -1,31 +1,10 @@
 """The part of every request a recording left out, inferred from the provider's counts.
 
-Claude Code session logs keep the messages, not what Claude Code sends before them: its
-system prompt, its tool schemas, and the CLAUDE.md files and reminders it adds. The
-provider counted all of it: each call's ``message.usage`` is the whole prompt. Replayed
-as logged, the shipped long sessions are a median 33,000 to 80,000 tokens a call short
-of the bill, so a clear threshold would fire late and costs would read about half.
-
-The omitted prefix is inferred per conversation as the smallest gap (the provider's
-prompt tokens minus the replayed context, by the price preset's measure) over the first
-:data:`FIT_CALLS` calls with a provider figure. The gap is not constant over a session:
-it grows with the context (by 0.15 to 0.78 tokens per replayed token on the shipped
-long sessions), because the Claude tokenizer is not available offline (Claude presets count
-with ``cl100k_base``) and because Claude Code adds reminders the log does not keep. The
-first calls, whose replayed context is a few hundred tokens, carry the least of that
-growing part, so the smallest of their gaps is the fixed prefix, and the rest of the
-session is left to judge it (:mod:`simulator.calibration`).
-
-Only recordings of a kind known to leave the prefix out get one (:data:`OMITS_PREFIX`):
-τ²-bench replays match the bill once their agent's prompt and tools are put back, and
-mini-swe-agent's gap changes sign within a run (the model's tokenizer against the
-preset's, not a missing prefix).
-
-A replay counts the prefix as the provider did: first in every request (so a prompt
-cache serves it from the second call on), and in every count the clear phase compares
-with its thresholds, through :func:`with_prefix`, a counter that adds it to each count of
-a whole request and to nothing else (the figures of a single result or message stay
-those of the config's own counter).
+Claude Code logs keep the messages but not the system prompt and tool schemas sent
+before them; the provider's counts did include them. The prefix is inferred per
+conversation from the first calls' gaps, for recordings known to leave it out
+(:data:`OMITS_PREFIX`), and :func:`with_prefix` adds it to every count of a whole
+request (why and how well: docs/simulator.md, "The prefix a recording left out").
 """
 
 from __future__ import annotations

@@ -1,18 +1,8 @@
 """Your own prices as JSON: the one parser behind ``--pricing FILE`` and the app's price
 table.
 
-A price is a JSON object of the fields :data:`~simulator.pricing.PRICE_FIELDS` declares,
-plus ``name``, ``base`` (a preset to start from, whose fields the others override) and
-``long_context`` (an object of :data:`~simulator.pricing.LONG_CONTEXT_FIELDS`, or
-``null`` for none)::
-
-    {"name": "my-model", "input": 1.25, "output": 10, "cache_read": 0.125,
-     "min_cacheable_prefix": 1024, "tokenizer": "o200k_base", "framing": "openai-chat",
-     "long_context": {"above": 200000, "input": 2.5, "output": 15, "cache_read": 0.25}}
-
-Without ``base``, ``input`` is required. Every error is a :class:`PriceError` of one line
-that names where the price came from and the field (``prices.json: input: must be a
-non-negative number, got "x"``); unknown fields are refused by name.
+Every error is a one-line :class:`PriceError` naming where the price came from and the
+field; the fields are docs/simulator.md's "Your own prices".
 """
 
 from __future__ import annotations

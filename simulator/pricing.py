@@ -1,35 +1,10 @@
 """What tokens cost, and how a provider counts them: one preset per model, and your own
 prices from a JSON file.
 
-A preset holds the list prices (US dollars per million tokens: input uncached, read from
-a prompt cache and written to one, and output), a long-context tier where the provider
-bills long prompts at higher rates, the tokenizer the provider counts with, and its
-framing: the tokens it adds around each message, before each reply and for the tool
-schemas (see :mod:`simulator.metering`). Prices are the providers' published list prices
-on :data:`PRICES_AS_OF`; :meth:`Pricing.from_json` reads your own (the schema is
-:data:`PRICE_FIELDS` and :data:`LONG_CONTEXT_FIELDS`).
-
-* OpenAI caches prompts on its own and bills cache writes at the input price. Its
-  models count with ``o200k_base`` (GPT-4o and later) or ``cl100k_base`` (GPT-4 and
-  GPT-4 Turbo), shipped offline, so their counts are exact up to the framing.
-* Anthropic bills a cache write at 1.25x the input price (5-minute cache) and a read at
-  0.1x. No Claude tokenizer is available offline: Claude presets count with
-  ``cl100k_base`` and say their counts are estimates. Sonnet 4 and 4.5 with the 1M
-  context bill a request whose prompt passes 200k tokens at their long-context rates.
-* Google caches Gemini prompts on its own (implicit caching) and bills no write; a hit
-  costs the context-caching price. Gemini 2.5 Pro and Gemini 3 Pro bill a request whose
-  prompt passes 200k tokens at their long-context rates. No Gemini tokenizer is
-  available offline: Gemini presets count with ``o200k_base`` and say so.
-
-Output tokens have a price (shown with the presets) but are not part of a replay's cost:
-the replay sends the recorded replies back as they were, so every config is billed the
-same output, and only the input side tells configs apart. A reduction that keeps a
-prompt under a long-context threshold also saves that tier's output surcharge, which
-the cost figure leaves out.
-
-A :class:`Pricing` without a tokenizer (the default for your own) measures with the
-config's own counter and adds no framing: the simulator then reports what the engine
-itself counts.
+A :class:`Pricing` holds list prices (cache reads and writes, a long-context tier), the
+tokenizer and the framing the provider counts with; :data:`PRESETS` are the providers'
+list prices on :data:`PRICES_AS_OF`. Output is priced but never part of a replay's
+cost: every config sends the same recorded replies.
 """
 
 from __future__ import annotations

@@ -1,43 +1,10 @@
 """Recommending a config for a corpus of runs: ``python -m simulator recommend``.
 
-:func:`recommend` searches the engine spec's numeric knobs and strategy switches for the
-config that saves most on a corpus, counting recovery: its cost with recovery (the
-cache-aware cost plus the price of recovering each miss, :attr:`~simulator.results.Totals.
-cost_with_recovery_usd`), summed over the runs, against no reduction's. The user sets
-what a config may cost the agent, as a :class:`Budget` of rates: misses and re-fetches
-per 100 model calls over the corpus, and the most any one run may cost above no
-reduction, with recovery (its *run loss*). The recommendation is the config within the
-budget that saves most; none when no config within it saves anything, and then the
-answer says which limit binds (:attr:`Recommendation.binding`) and which configs come
-nearest (:attr:`Recommendation.nearest`).
-
-The search goes coarse first, then finer:
-
-1. The coarse round replays every combination of a grid (:data:`DEFAULT_GRID`, or the
-   one given) and no reduction on every run.
-2. Each later round takes the best few configs found so far (:data:`SEEDS`: within the
-   budget first, then the nearest to it, each cheapest first, one per distinct result)
-   and replays their untried neighbours (:func:`neighbours`): each numeric knob of the
-   grid moved halfway towards the nearest value tried that measured otherwise (from the
-   far end of the values next to it that measured the same), or 1.5× down or up past the
-   last value tried, rounded to the knob's step; and each switch of the grid flipped.
-3. When the corpus's tools call for it, limits per tool and per shell command kind
-   (:mod:`simulator.tool_limits`) are then searched around the best config, one at a
-   time, along a ladder of limits.
-4. The rounds stop when no neighbour is left untried, or when the next round would not
-   end within ``max_seconds`` by the time per config the last round took; a round that
-   fits only in part replays the neighbours of the best configs first. The coarse round
-   always runs whole, so there is always an answer.
-
-Beside the answer, :func:`held_out` estimates what the same method does on runs it has
-not seen: the runs split into K folds, a config picked on K−1 of them (by the same rule,
-among the configs searched) and measured on the one left out.
-
-Rounds replay over the corpus with :func:`~simulator.corpus_sweep.replay_corpus`, in
-parallel over the runs. Configs that set ``clear_cache_aware`` are replayed, and
-recommended, with the preset's cache prices (:func:`~simulator.pricing.with_cache_prices`),
-so the recommended config is what reproduces the figures. This module searches;
-:mod:`simulator.cli` prints.
+:func:`recommend` searches the spec's knobs and switches, coarse grid first and finer
+rounds around the best configs within ``max_seconds``, for the config that saves most
+with recovery within a :class:`Budget`; :func:`held_out` estimates what the same method
+does on runs it has not seen. This module searches; :mod:`simulator.cli` prints (the
+rules: docs/simulator.md, "Recommending a config").
 """
 
 from __future__ import annotations

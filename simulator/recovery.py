@@ -1,33 +1,9 @@
 """Recovery measured on real agents: what they did after their own tool cut an output.
 
-What recovering a miss (:mod:`simulator.misses`) costs is set from this module's
-measurement (``RECOVERY`` there), not assumed to be one read back of the whole output:
-some agents cut oversized outputs themselves, and their recordings show what recovering
-cost them. This module finds those real truncations and measures what came next; it
-replays nothing and imports no engine internals beyond the message values.
-
-* A **truncation** is a tool result holding one of the :data:`MARKERS`: mini-swe-agent's
-  ``<output_head>`` ... ``<elided_chars>`` notice (outputs over 10,000 characters keep
-  their head and tail), Claude Code's ``<persisted-output>`` preview (the output saved
-  to a file, its first 2 KB shown, the file's path given), its ``[... N characters
-  truncated] ...`` cut of a long shell output (this engine's own truncation notice has
-  the same shape, its size in characters), and its refusal of a file read over the
-  token limit (``File content (N tokens) exceeds maximum allowed tokens``: nothing shown).
-* A later model call **goes back** for the hidden part when one of its tool calls reads
-  the persisted file (its arguments name the path of the notice), or when it aims at
-  what the cut call aimed at (a name of the cut call's arguments, :func:`is_name` as for
-  misses, appears in its arguments, or a path inside one: a file in the folder searched)
-  *and* its results show something new: a line of 8 characters or more that no earlier
-  message held. An edit of the same file shows nothing new and is no going back; nor is
-  running the same command again to see the tail already shown.
-* The **recovery** is the run of consecutive calls going back, from the first one within
-  :data:`WINDOW` calls of the cut: their number, and the new input they brought: each
-  recovery call's own message and its results, counted with a tokenizer and, where the
-  recording kept the provider's prompt tokens, as the difference between the prompt of
-  the call after it and its own.
-* The simulator's price for the same output is one call with the **original output** as
-  new input: its size from the notice (characters shown plus elided or cut, the saved
-  size, or the refused read's tokens), in tokens at the rate of the text shown.
+The price of a miss (``RECOVERY`` in :mod:`simulator.misses`) is set from this
+measurement rather than assumed: agents that cut oversized outputs themselves
+(:data:`MARKERS`) show in their recordings what going back cost them. It replays
+nothing; the rules are docs/simulator.md's "Recovery on real agents".
 """
 
 from __future__ import annotations

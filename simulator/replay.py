@@ -1,30 +1,10 @@
 """Replaying a recorded conversation as if the agent had run with a given config.
 
-The transcript is walked as the agent lived it: each tool result passes through
-truncation as it arrives, and before each assistant message (a model call) the
-clear phase runs on the context so far; its output is what the next call builds
-on. Recorded assistant messages stay as recorded: a replay shows what the model
-would have been sent, not what it would have answered.
-
-Per call it measures the context sent (by the price preset's measure, see
-:mod:`simulator.metering`), what a provider's prompt cache would have served (the
-longest prefix shared with the previous call, when at least ``min_cacheable_prefix``
-tokens), the new tokens, and of those the ones written to the cache (where the preset
-bills cache writes); beside them it keeps the parts of the recording the call missed
-(:mod:`simulator.misses`, priced into the cost with recovery) and what the clear
-phase's summary event said (:class:`~simulator.results.ClearPass`, in the config's own
-counter). Where the recording left out what the provider was sent before its messages
-(a Claude Code log's system prompt and tool schemas), that prefix is inferred from the
-provider's own counts and counted in every request, in the costs and in the clear
-phase's thresholds alike (:mod:`simulator.prefix`; ``inferred_prefix=False`` leaves it
-out). A model call is an assistant message after some input: a greeting an agent
-sends before the user speaks is part of the context but no call. No model is called.
-The result values live in :mod:`simulator.results`.
-
-:func:`replay_many` replays several configs in one walk where they share: the prepared
-conversation and its token counts (:mod:`simulator.prepared`), and the contexts they
-send alike until their clear passes part them (:mod:`simulator.branches`). Each result
-is the one :func:`replay` gives for that config alone (a test holds them equal).
+Each tool result passes through truncation as it arrives and the clear phase runs
+before each model call, as the agent would have lived it; recorded answers stay as
+recorded and no model is called. :func:`replay_many` replays several configs in one
+walk where they share, each result the one :func:`replay` gives alone. The result
+values live in :mod:`simulator.results`.
 """
 
 from __future__ import annotations

@@ -1,17 +1,8 @@
 """Agents' own context strategies, rebuilt from the engine's knobs.
 
-A recording made under a strategy of its agent's own (:attr:`RecordedConversation.strategy`)
-can be replayed under the same strategy, so the simulator's numbers start from what the
-agent really sent. One is known so far:
-
-* ``keep_last_observations: N``, SWE-agent's ``last_n_observations`` history processor:
-  every observation but the last ``N`` is replaced by ``Old environment output: (K lines
-  omitted)``. With the engine: a clear before every call (``max_tokens_for_clear=1``),
-  the last ``N`` rounds kept (``clear_retention_suffix_limit=N``), no truncation, and a
-  clear handler per tool that writes that line (``tool_config``). SWE-agent sends one
-  call per round, so N rounds are N observations.
-
-:func:`keep_last_observations` also computes the same thing directly, without the
+A recording made under its agent's own strategy is replayed under the same one, so the
+simulator's numbers start from what the agent really sent; so far SWE-agent's
+``last_n_observations``. :func:`keep_last_observations` also computes it without the
 engine, so the two can be held against each other.
 """
 

@@ -1,16 +1,9 @@
 """Which limits per tool and per shell command kind a corpus calls for.
 
-The engine can truncate each tool's outputs at its own limit (``trunc_tool_limits``) and
-a shell tool's outputs by the kind of command that made them (``trunc_command_limits``,
-:func:`~reduction_app.engine.commands.command_kind`). :func:`dimensions` reads a corpus
-once and says which of those limits are worth searching: the tools and command kinds
-whose outputs longer than the smallest step of :data:`LADDER` hold at least
-:data:`MIN_SHARE` of the characters of all such outputs, the largest first, at most
-:data:`MAX_DIMENSIONS`. A tool whose every call is a shell command is searched by its
-commands' kinds, not as a whole (a kind's limit comes first in the engine anyway).
-
-:func:`with_limit` gives a config that limit. :mod:`simulator.recommend` searches each
-dimension along :data:`LADDER`, one at a time, around the best config found.
+:func:`dimensions` reads a corpus once and names the tools and command kinds whose long
+outputs hold a large share of its characters (a shell tool by its commands' kinds);
+:func:`with_limit` gives a config such a limit, and :mod:`simulator.recommend` searches
+each along :data:`LADDER`.
 """
 
 from __future__ import annotations

@@ -1,26 +1,9 @@
 """Tool schemas as OpenAI's chat models read them: a TypeScript-like namespace.
 
-OpenAI does not send the JSON schemas of function tools to the model as JSON; it
-renders them into the system prompt as type declarations, which take far fewer tokens::
-
-    # Tools
-
-    ## functions
-
-    namespace functions {
-
-    // Get a user.
-    type get_user = (_: {
-    // The user id.
-    user_id: string,
-    limit?: number,
-    }) => any;
-
-    } // namespace functions
-
-This is the rendering known from OpenAI's open-weight models and the community's token
-counters (it is not published for the hosted models); :mod:`simulator.calibration`
-checks the resulting counts against the provider's own figures.
+OpenAI renders function tools into the system prompt as type declarations rather than
+JSON, which takes far fewer tokens. The rendering is the one known from OpenAI's
+open-weight models and the community's counters (not published for the hosted models);
+:mod:`simulator.calibration` checks its counts against the provider's.
 """
 
 from __future__ import annotations

@@ -1,17 +1,9 @@
 """What the context a replay sends holds, kept up to date from one model call to the next.
 
-Between two calls a replay's context grows by a few messages, and it changes in the
-middle only when a clear pass applies. So its measures are running figures over the
-positions of the last context measured: the tokens of each prefix, and which original
-tool results are still whole in it (their tokens, and how many per call key). Moving to
-the next context costs its new positions only, and after a clear pass the positions from
-the first one the pass replaced; summing the whole context again at every call made a
-replay quadratic in its length.
-
-:class:`Tracker` also keeps the original results that have arrived so far (by identity:
-messages are frozen values), which is what tells a re-fetch (:mod:`simulator.refetch`).
-It does not run the engine, and it measures nothing itself: counts come from the
-:class:`~simulator.metering.Meter` it is given.
+A context grows by a few messages a call and changes in the middle only where a clear
+pass applies, so :class:`Tracker` keeps running figures (prefix tokens, results still
+whole) and moves to the next context at the cost of its new positions only: summing
+the whole context at every call made a replay quadratic in its length.
 """
 
 from __future__ import annotations

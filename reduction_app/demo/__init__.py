@@ -1,32 +1,9 @@
 """The demo workspace: realistic data for a fresh install, made live through the engine.
 
-``demo_seed`` fills workspace ``demo`` ("Demo") with:
-
-* three config profiles, one of them with a second version;
-* conversations of a scripted coding agent (:mod:`simulator.corpus`) that runs real
-  tools (``list_dir``, ``read_file``, ``grep`` with Python ``re``) over this
-  repository (shown as ``reduction-lab/...``) and the installed Django package
-  (``django/...``). Every tool result goes through the truncation phase and every model
-  call through the clear phase, each in its own ``reductions.services.engine_session`` and
-  recorded with ``engine_session_record`` under the conversation's id, as
-  the REST API's ``/truncate`` and ``/clear`` do: events, offloaded files (content in
-  the workspace's storage) and transcripts are all real. The rows are then dated over
-  the last ten days (a fixed offset per conversation, a fixed step per call);
-* real recordings for replay and compare (OpenHands and tau-bench runs of the recordings
-  folder, ``settings.REDUCTION_RECORDINGS_DIR``), stored as conversations without events.
-  The recordings are not part of the repository; without the folder the workspace holds
-  only the demo agent's conversations (:attr:`SeedReport.recordings_found` says which).
-
-Being real, the data holds what the engine really does, two things of it surprising
-at first sight, and the events and files pages explain both where they show: a
-truncation whose notice is longer than the output it cut (it adds tokens;
-``trunc_only_when_shorter`` avoids it), and a clear of an empty ``read_file`` output (an
-empty offloaded file, and a placeholder longer than the nothing it replaced).
-
-It is idempotent: what exists already (a profile by name, a conversation by id) is kept,
-so a second run adds nothing. ``demo_reset`` empties the workspace first. Members are
-set by ``demo_member_set``. The command is ``manage.py seed_demo``; this module does not
-print (it reports through ``say``).
+:func:`demo_seed` fills workspace ``demo`` with config profiles, conversations of a
+scripted coding agent whose every tool result and model call went through the engine as
+the REST API records them, and the recordings folder's runs when it is there. It is
+idempotent; ``manage.py seed_demo`` runs it.
 """
 
 from __future__ import annotations

@@ -1,22 +1,9 @@
 """The offload storage on the local folder (the default, ``OFFLOAD_STORAGE=local``): Django's
 ``FileSystemStorage`` whose writes cannot be half-done.
 
-A content is written to a temporary file in the folder it goes to, flushed to disk
-(``fsync``), and only then renamed onto its name (``os.replace``, atomic on one file
-system). A worker killed at any moment of a write (or a full disk) leaves either nothing
-at the content's name or the whole content, never an empty or a truncated file there;
-what it leaves is the temporary file, whose name starts with
-:data:`TEMPORARY_PREFIX` and ends with :data:`TEMPORARY_SUFFIX`. Listings of stored
-content (``records.integrity.stored_names``) skip such names, and ``records.reclaim``
-removes those older than a request may run.
-
-Saving at a name that holds something replaces it (``allow_overwrite``): a name is the
-content's digest, so a second writer of the same name writes the same bytes, and a
-damaged object (left by an older version, or by a disk) is replaced whole by the next
-request that stores its content. Every other part of ``FileSystemStorage`` is unchanged,
-``location`` and the permission options included.
-
-S3 (``records/s3.py``) needs none of this: an object is uploaded whole or not at all.
+A content is written to a temporary file, flushed and renamed onto its name, so a worker
+killed mid-write leaves the whole content or none of it (and a temporary file the
+reclaim removes); S3 needs none of this.
 """
 
 from __future__ import annotations
@@ -43,7 +30,13 @@ def is_temporary(basename: str) -> bool:
 
 
 class OffloadFolderStorage(FileSystemStorage):
-    """``FileSystemStorage`` that writes to a temporary name and renames it into place."""
+    """``FileSystemStorage`` that writes to a temporary name and renames it into place.
+
+    Saving at a name that holds something replaces it (``allow_overwrite``): a name is
+    the content's digest, so a second writer writes the same bytes, and a damaged object
+    is replaced whole by the next request that stores its content. Temporary names start
+    with :data:`TEMPORARY_PREFIX` and end with :data:`TEMPORARY_SUFFIX`; listings of
+    stored content skip them."""
 
     def __init__(
         self,

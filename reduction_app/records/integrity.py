@@ -1,27 +1,10 @@
 """Whether a workspace's offloaded content is all accounted for: a read-only check.
 
-Three things must agree for every workspace: the stored objects under its prefix
-(``ws<id>/``, ``records.storage.storage_name_for``), the storage names its file rows
-name, and the usage ``Workspace.offload_bytes`` keeps for the quota. The check reports
-
-* **unnamed** stored objects: content neither a file row nor a request's journal row
-  (``StagedOffload``) names, invisible to purge and to the quota;
-* **missing** content: rows whose stored object is gone, which read as a storage failure;
-* a **usage** that differs from the bytes of the distinct content the rows name, as the
-  storage holds them;
-* **damaged** content: a stored object whose size is not the one its rows recorded (a
-  write that stopped half-way: empty or truncated), confirmed by its SHA-256, or, with
-  ``deep``, whose SHA-256 is not the recorded one; each is named with the files
-  (conversation and path) that point at it. A size the rows recorded before sizes were
-  counted in bytes (characters, ``0008_quotas``) is not damage: the digest says so.
-
-Content only a journal row names belongs to a request storing at that moment, or to one
-that died and that ``records.reclaim`` has not reclaimed yet: it is counted by the quota,
-and reported apart (``staged``), not as a fault; so are the temporary files of writes
-in progress on the local folder (``unfinished``, ``records.folder``), which the reclaim
-removes once old. It changes nothing; ``manage.py offload_check`` prints it. Reading every
-stored object's size is one storage call each: on S3, one request per object; ``deep``
-reads every object the rows name whole.
+The stored objects, the names its file rows give and the usage the quota keeps must
+agree; :func:`offload_check` reports unnamed, missing and damaged content and a usage that
+differs, and apart what requests are storing or left when they died. ``manage.py
+offload_check`` prints it (docs/deploying.md, "Checking that every byte is accounted
+for").
 """
 
 from __future__ import annotations

@@ -1,31 +1,9 @@
 """Removing what requests that died left in the offload storage.
 
-A request journals every content it will name before storing it (``StagedOffload``,
-``records.storage``) and deletes the journal rows when it records its files or removes
-what it stored. Rows that stay belong to a request that died between the two (a worker
-killed or timed out, a lost database connection): once they are older than
-``REDUCTION_STAGED_DEAD_SECONDS`` (more than any request may run), the reclaim removes
-the content they name that no file row and no live journal row names, and the rows.
-Stored objects that no row of either kind names at all (left by a request that died
-before the journal existed) go too.
-
-The local folder's temporary files of writes (``records.folder``) older than the same
-cutoff are a killed worker's too, and go. With ``repair``, stored objects the rows name
-whose bytes are not those recorded (``records.integrity.find_damage``: a write that
-stopped half-way before writes were atomic, or a disk's fault) are written again from a
-good copy: the same content, by its SHA-256, stored for another workspace (storage names
-are per workspace), read back and checked against the digest before it is copied. Where
-there is none the object is reported as unrecoverable, with the files that point at it;
-nothing is removed (its rows stay, and reading it answers an error), and the next
-request that offloads the same content writes it whole again.
-
-Nothing a live request stored is touched: its journal rows are younger than the cutoff,
-and a request's rows are committed before it stores anything. The storage is listed
-before the rows are read, and the rows are read and the content removed holding the
-workspace's lock (as requests do when they journal, and purges and deletes when they
-remove content), so a request cannot come to name content between the check and the
-removal. ``manage.py offload_reclaim`` runs it; so does the task worker, queued by a
-request that finds dead journal rows in its workspace, and again while any are left.
+Journal rows older than ``REDUCTION_STAGED_DEAD_SECONDS`` belong to a dead request:
+the content they alone name goes, with the rows, unnamed objects and old temporary
+files; ``repair`` writes damaged content again from a good copy. Nothing a live request
+stored is touched (docs/deploying.md, "Requests that die while storing").
 """
 
 from __future__ import annotations
@@ -97,6 +75,12 @@ def offload_reclaim(
     storage: Storage | None = None,
 ) -> ReclaimReport:
     """Remove the content and journal rows requests that died left in ``workspace``.
+
+    The storage is listed before the rows are read, and the rows are read and the
+    content removed holding the workspace's lock (as requests do when they journal, and
+    purges and deletes when they remove content), so no request comes to name content
+    between the check and the removal; a live request's rows are younger than the
+    cutoff and committed before it stores anything.
 
     ``dead_before`` is when a journal row's request counts as dead (default: now less
     ``REDUCTION_STAGED_DEAD_SECONDS``); temporary files of writes older than it go too.

@@ -1,23 +1,9 @@
-"""The offload storage on S3, or any S3-compatible server (MinIO, Ceph, R2, moto), through
-django-storages; chosen with ``OFFLOAD_STORAGE=s3`` (see ``config/settings.py``).
+"""The offload storage on S3, or any S3-compatible server, through django-storages
+(``OFFLOAD_STORAGE=s3``).
 
-What it adds to django-storages' ``S3Storage`` is the contract the rest of the app holds
-every storage to, as the local folder keeps it: a storage that fails raises ``OSError``
-(``FileNotFoundError`` for content that is not there), so the API answers 503 and the
-file pages 404 without knowing which storage is behind them. botocore's own errors are
-not ``OSError``; here they become :class:`S3StorageError`. A file opened for reading is
-fetched at once, so a failure comes from ``open()``, where callers handle it, rather
-than from a later ``read()`` (``S3File`` downloads the whole object on the first read
-anyway; ``max_memory_size`` in the settings makes a large one spill to a temporary file).
-
-Writes need nothing more to be whole: S3 makes an object visible only once its upload
-is complete (a single PUT, or a multipart upload once completed), so a worker killed
-while uploading leaves nothing under the key, never a part of the content; a save at a
-key that holds an object replaces it whole (``file_overwrite``, django-storages'
-default), which ``records.storage`` relies on to write damaged content again. The local
-folder gets the same from ``records/folder.py``.
-
-Object keys are ``<location>/<storage name>``; storage names never start with ``/``.
+It holds S3 to the contract every storage keeps here: a failure is an ``OSError``
+(:class:`S3StorageError`), raised by ``open()`` rather than a later ``read()``, so the
+API and pages need not know which storage is behind them.
 """
 
 from __future__ import annotations

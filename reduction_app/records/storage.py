@@ -1,20 +1,9 @@
 """The engine's ``Backend`` on Django's Storage API, scoped to one workspace.
 
-Content is stored under a name derived from its SHA-256 (so a repeat of the same
-content is stored once). While the engine runs, what it writes is held by the backend
-(and read back from there); :meth:`DjangoStorageBackend.store` then journals every
-content the request will name (``StagedOffload`` rows, committed first) and stores what is
-not stored yet, before ``reductions.services`` writes, in one transaction, the rows that
-make it visible and deletes the journal's. Nothing the request answers points at content
-before it is stored. If anything fails, :meth:`DjangoStorageBackend.discard` removes what
-this backend stored and its journal rows, and nothing is recorded; a request that dies
-before either leaves its journal rows, by which ``records.reclaim`` finds what it stored.
-
-Only the Storage API is used (``open``, ``save``, ``size``, ``delete``), never a local
-path, so the ``offload`` storage may be the local folder (``records/folder.py``) or a
-bucket (``records/s3.py``). Both write an object whole or not at all; content counts as
-stored only at its full size, and reading a file for a client checks its digest
-(:func:`read_verified`).
+Content is stored once under its SHA-256, journaled before it is stored and made
+visible only by the rows ``reductions.services`` writes, so nothing a request answers
+points at content that is not stored whole, and a request that dies leaves a journal
+the reclaim follows. Only the Storage API is used: local folder or bucket alike.
 """
 
 from __future__ import annotations

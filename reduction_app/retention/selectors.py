@@ -1,14 +1,6 @@
 """Reads of what retention would delete: the records older than a cutoff, and what a
 purge up to that cutoff would remove (``manage.py purge --dry-run``).
 
-What has expired, before ``cutoff``:
-
-- a conversation last written (``updated_at``) before it, with its transcript, events,
-  files and simulations, unless one of its simulations has not finished before it (a
-  newer replay of it, or one still queued or running, keeps it);
-- an event or a file of no conversation, recorded before it;
-- a simulation finished (done or failed) before it, none of whose parts still runs.
-
 Config profiles and API keys are the workspace's settings, not records: never expired.
 """
 

@@ -1,23 +1,8 @@
 """The offload quota: how many bytes of offloaded content a workspace may hold.
 
-A workspace holds each distinct content once (its storage name is the SHA-256 of the
-content, ``records.storage.storage_name_for``), so its usage is the size of every distinct
-storage name among its file rows: two paths with the same content count once. That sum
-is kept in ``Workspace.offload_bytes`` by the services that add and remove file rows
-(:func:`offload_bytes_add`, :func:`offload_bytes_release`), so a request pays for the
-contents it adds (one indexed look-up of their names, one update), not for all the
-workspace holds; :func:`offload_usage` counts it again from the rows.
-
-Content a request has journaled and is storing (``StagedOffload``, ``records.storage``)
-counts too, until the request records it or removes it, or, if the request died, until
-the reclaim removes it: :func:`offload_bytes_stage` checks the quota against what the
-workspace holds, what other requests staged and what this one is about to store, before
-any of it is stored.
-
-The quota is ``Workspace.offload_quota_bytes`` when set, else
-``REDUCTION_QUOTA_OFFLOAD_BYTES``; 0 is no limit. It is checked when a request journals
-its contents and again in the transaction that records its files, so a request over it
-stores and records nothing.
+The usage counts each distinct content once and is kept in ``Workspace.offload_bytes``
+by the services that add and remove files, so a request pays for what it adds, not for
+what the workspace holds; staged content counts until recorded or reclaimed.
 """
 
 from __future__ import annotations

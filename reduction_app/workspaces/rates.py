@@ -1,15 +1,8 @@
 """The request rate limit: how many REST API requests a workspace may make a minute.
 
-The count lives in the database (``RateWindow``, one row a workspace), so it holds across
-gunicorn workers and machines; django-ninja's own throttles count in the cache, which is
-per process by default. A request costs one statement: an upsert that starts the row, adds
-one to it, or starts it again in a new minute, and returns the count (``INSERT ... ON
-CONFLICT DO UPDATE ... RETURNING``, which SQLite from 3.35 and PostgreSQL both run, and
-both run atomically). The windows are fixed minutes of the clock: a client may send up to
-twice the limit across the turn of a minute, never more.
-
-The limit is ``Workspace.rate_limit_per_minute`` when set, else ``REDUCTION_RATE_LIMIT``;
-0 is no limit, and then nothing is counted.
+The count lives in the database (one upsert a request), so it holds across workers and
+machines, where django-ninja's throttles count per process; windows are fixed minutes
+of the clock.
 """
 
 from __future__ import annotations

@@ -1,22 +1,9 @@
 """Readers for real-world recordings that are not one of the engine's wire formats.
 
-Each module turns one kind of recording into :class:`Converted` values: a conversation in
-a wire format the engine parses (OpenAI chat or Anthropic Messages), plus what the
-recording says of its model, its bill and its own context strategy.
-:mod:`simulator.importers` detects the kind and parses the messages; a reader only
-reshapes JSON and raises :class:`~simulator.recording.ImportError_` naming the field at
-fault.
-
-* :mod:`.openhands`: OpenHands event streams (``history`` of actions and observations).
-* :mod:`.swe_agent`: SWE-agent trajectories (``.traj``), both the 1.x tool-call history
-  and the older action/observation form.
-* :mod:`.tau2`: τ²-bench simulation files (``info`` + ``simulations``).
-* :mod:`.claude_code`: Claude Code session logs (JSONL, one event a line).
-* :mod:`.mini_swe_agent`: mini-swe-agent trajectories (``.traj.json``: ``info`` +
-  ``messages``, ``trajectory_format`` ``"mini-swe-agent-1"``).
-* :mod:`.inspect_logs`: Inspect AI eval logs (``.json``, and the ZIP archives of
-  ``.eval``, read from their bytes).
-* :mod:`.otel`: OpenTelemetry GenAI traces (OTLP/JSON, as the Collector writes them).
+Each module turns one kind of recording into :class:`Converted` values (a conversation
+in a wire format the engine parses, with what the recording says of its model, bill and
+context strategy); it only reshapes JSON and names the field at fault.
+:mod:`simulator.importers` detects the kind and parses the messages.
 """
 
 from __future__ import annotations

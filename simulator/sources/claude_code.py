@@ -1,35 +1,10 @@
 """Claude Code session logs (``~/.claude/projects/*/<session>.jsonl``) as Anthropic
 Messages conversations.
 
-A log is one JSON event a line, the whole file one session. ``user`` and ``assistant``
-events carry ``message`` (``role`` and Anthropic ``content``: a string or blocks);
-everything else is bookkeeping and left out: ``summary``, ``system``,
-``file-history-snapshot`` (and any line with ``isSnapshotUpdate``), queue operations,
-any type a newer version adds, and events of sub-agents (``isSidechain``), which ran in
-contexts of their own. A ``compact_boundary`` line (``/compact``) starts a new
-conversation: after it the model is sent the summary, not what came before. Branches
-left by rewinding are read in file order, as one line of events.
-
-Claude Code writes one event per content block of a response, each with the same
-``message.id``: one ``message.id`` is one model call, read as one assistant message.
-Consecutive user events (parallel tool results, each on its own line) are joined into
-one user message, as the API requires. From Claude Code 2.1.29 on, the calls of a
-response with several ``tool_use`` blocks are written interleaved with their results (a
-``tool_use`` line, its ``tool_result`` line, the next ``tool_use`` line of the same
-``message.id``, ...); the model was sent one assistant message with every call, then one
-user message with every result, so the calls are joined into the one assistant message
-and the results, in the order of the calls, into the user message that follows it. An
-assistant event's ``message.usage`` is the provider's count for that call (kept once,
-whatever the number of lines): ``input_tokens + cache_creation_input_tokens +
-cache_read_input_tokens``.
-
-Claude Code also writes a few block fields that the API returned but that change nothing
-the model saw: those in :data:`LOG_ONLY_FIELDS`, with the one value that is harmless,
-are left out. Any other field, or another value of those, is refused by the Anthropic
-format's parser, naming the field.
-
-The log keeps neither the system prompt nor the tool schemas: a replay infers them as
-one prefix from the provider's counts (:mod:`simulator.prefix`).
+A session's events are read back into the model calls the provider saw: one
+``message.id`` is one call, parallel calls and results are joined as they were sent,
+bookkeeping and sub-agent events are left out, and block fields only the log adds
+(:data:`LOG_ONLY_FIELDS`) are dropped.
 """
 
 from __future__ import annotations

@@ -1,32 +1,9 @@
 """Inspect AI eval logs (``.json`` and ``.eval``) as OpenAI chat conversations.
 
-A log is one run of one task on one model. As ``.json`` it is one ``EvalLog`` object:
-``version``, ``status``, ``eval`` (``task``, ``model``, ...), ``plan``, ``results``,
-``stats`` and ``samples``. As ``.eval`` it is a ZIP archive holding ``header.json`` (the
-same object without ``samples``; a log still being written has ``_journal/start.json``
-instead) and one ``samples/<id>_epoch_<n>.json`` per sample and epoch. Current Inspect
-compresses the members with Zstandard (method 93), which the standard library reads only
-from Python 3.14, so those members are decompressed with ``zstandard``.
-
-Each sample of each epoch is one conversation, labelled ``<task>#<sample id>-epoch<n>``,
-of the model ``eval.model``. Its ``messages`` are Inspect's chat messages:
-
-* ``system`` / ``user``: their text (a string, or the text parts of a list of parts;
-  images, audio, documents and reasoning parts are dropped);
-* ``assistant``: its text and ``tool_calls`` (``id``, ``function``, ``arguments`` as an
-  object), each becoming an OpenAI function call with its arguments as a JSON string;
-* ``tool``: the result of ``tool_call_id``; a call that failed (``error``) reads as
-  Inspect sends it to OpenAI models: ``Error: <message>``.
-
-The sample's ``events`` supply the rest, where the log kept them: each ``model`` event's
-``tools`` (the schemas offered, gathered by name in order of first appearance) and its
-``output``: the assistant message it produced (matched by message ``id``, else by order
-when there are as many events as assistant messages) gets the call's ``usage``
-(``input_tokens``, which Inspect counts without the cache, plus
-``input_tokens_cache_read`` and ``input_tokens_cache_write``, as its prompt tokens; the
-cache reads as its cached tokens; ``output_tokens``) and the time it completed. The
-sample's ``model_usage`` gives its cost when the provider reported ``total_cost``.
-Scores, metadata, the store and the other events are not read.
+Each sample of each epoch becomes one conversation of the log's model, its tools and
+per-call usage taken from the sample's ``model`` events. ``.eval`` archives are read from
+their bytes; members compressed with Zstandard go through ``zstandard``, since the
+standard library reads them only from Python 3.14.
 """
 
 from __future__ import annotations

@@ -1,37 +1,9 @@
 """mini-swe-agent trajectories (``.traj.json``) as OpenAI chat conversations.
 
-A trajectory is one JSON object: ``trajectory_format`` (``"mini-swe-agent-1"``, the only
-version read here; any other is refused, naming it), ``instance_id`` (the task, used as
-the label), ``info`` (``model_stats.instance_cost`` and ``api_calls``: the run's own
-bill; ``config.model.model_name``) and ``messages``: plain chat messages with no tool
-calls, a string or a list of text parts each. The agent's only action is a shell
-command, written by the model in a ```` ```bash ```` fenced block after a THOUGHT; the
-next user message is what the command printed.
-
-So that the engine sees those outputs as tool results (and can clear them), each
-assistant message with exactly one block, the only kind the agent runs, becomes:
-
-* an assistant message whose text is the whole of what the model wrote, block included
-  (the model produced it and saw it again on every later call; the command is thereby
-  counted twice, once in the text and once in the call, a few tokens a step), with one
-  call of a ``bash`` function (``{"command": ...}``: the block's content stripped, the
-  command the agent ran), id ``call_<i>`` for ``messages[i]``;
-* and the next user message, that call's ``tool`` result, its text unchanged.
-
-The tools are the schema of that one ``bash`` function (:data:`BASH_TOOL`).
-mini-swe-agent sent no schema (the system prompt told the model how to answer), so each
-simulated call counts that schema, and the calls' framing, on top of what was sent.
-
-An assistant message with no block or with two or more (a format error, which the agent
-answered in the next user message) stays plain text and that answer a user message. A
-call with no message after it (a run stopped after its last call) keeps no result: the
-engine accepts a pending last call.
-
-Each assistant message's ``extra.response`` keeps the provider's figures of the call
-that produced it: ``usage.prompt_tokens``, the cached share
-(``usage.prompt_tokens_details.cached_tokens``, or Anthropic's
-``usage.cache_read_input_tokens``), ``usage.completion_tokens`` and ``created`` (Unix
-time, seconds); they are kept by message index.
+mini-swe-agent's only action is a shell command in a ```` ```bash ```` block of the
+model's text; each message with exactly one becomes a call of one ``bash`` tool
+(:data:`BASH_TOOL`) and the next message its result, so the engine can reduce those
+outputs. Only ``trajectory_format`` ``"mini-swe-agent-1"`` is read.
 """
 
 from __future__ import annotations

@@ -1,25 +1,9 @@
 """OpenHands event streams (JSONL, one run per line with ``history``) as OpenAI chat.
 
-The ``system`` action gives the system message and the tools; ``message`` actions
-without tool metadata are user or agent text. Tool actions carry the model's raw
-response: one assistant message per response, however many calls it made.
-Observations answer them by ``tool_call_id``. ``recall`` events and observations with
-no tool call (``error``) are left out; a ``finish`` call gets no result.
-
-Long observations are cut as OpenHands cut them before sending: when the run's
-``metadata.llm_config.max_message_chars`` (OpenHands' ``LLMConfig.max_message_chars``,
-30,000 by default) is an integer, the content of an observation longer than that keeps its
-first and last ``limit // 2`` characters around the line ``[... Observation truncated due
-to length ...]``. This applies to ``run``, ``run_ipython``, ``edit``, ``mcp``, ``think``,
-``task_tracking``, ``error``, ``user_rejected``, ``delegate``, ``condense`` and
-``download`` observations; every other type is replayed whole, ``read`` above all
-(openhands-aci has cut file reads already), and ``browse``. The rules are those of
-``_process_observation`` in ``openhands/memory/conversation_memory.py`` (0.28 on; before,
-``get_observation_message`` in ``openhands/core/message_utils.py``, the same rules for
-the types that existed then). A negative limit cuts nothing, as in OpenHands; a run with
-no limit recorded is replayed whole. OpenHands cuts a run observation together with the
-exit-code and working-directory lines it appends; we replay the recorded content alone,
-so the kept tail differs by those lines.
+One assistant message per model response, observations as its tool results. Long
+observations are cut as OpenHands cut them before sending (its
+``_process_observation`` rules, at the run's ``max_message_chars``), so a replay starts
+from what the model was really sent.
 """
 
 from __future__ import annotations

@@ -1,24 +1,9 @@
 """SWE-agent trajectories (``.traj``) as OpenAI chat conversations.
 
-A trajectory is one JSON object with ``history`` (what the model was sent and answered),
-``trajectory`` (one step per action), ``info`` (``model_stats.tokens_sent``: the input
-tokens the provider billed for the whole run, ``api_calls``) and, since 1.0,
-``replay_config`` (the run's config as a JSON string).
-
-``history`` comes in two forms, both read here:
-
-* 1.x with function calling: OpenAI-chat-like entries (``role``, ``content`` as a string
-  or text parts, ``tool_calls``; observations are ``tool`` entries with
-  ``tool_call_ids``);
-* the older form (0.x, and 1.x with a text parser): the assistant's ``thought`` and
-  ``action`` in one text, the observation as the next ``user`` message. Each action
-  becomes a tool call (named by its first word, arguments ``{"command": action}``) and
-  its observation that call's result, so the engine can clear it; the assistant keeps
-  the thought as its text. The tokens differ from the raw text by a few per step.
-
-Entries of several agents (``agent``: a multi-agent run) are separate contexts: one
-conversation each. The history processor a run used, when its config says
-(``last_n_observations``), is kept as the conversation's strategy.
+Both histories are read: 1.x function calling, and the older text form, where each
+action becomes a tool call and its observation that call's result so the engine can
+clear it. A multi-agent run gives one conversation per agent, and the run's
+``last_n_observations`` is kept as its strategy.
 """
 
 from __future__ import annotations

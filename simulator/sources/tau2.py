@@ -1,19 +1,8 @@
 """τ²-bench simulation files as OpenAI chat conversations, one per simulation.
 
-A file is ``{"info", "tasks", "simulations"}``. ``info.environment_info`` holds the
-domain ``policy`` (the agent's system prompt is built around it) and ``tool_defs``
-(the agent's tool schemas); ``info.agent_info.llm`` names the agent's model. Each
-simulation's ``messages`` mix what the agent saw with what only the simulated user saw:
-
-* assistant messages (``tool_calls`` as ``{"id", "name", "arguments": {...}}``, no
-  ``type``), whose ``usage.prompt_tokens`` is the provider's count for that call;
-* user messages; in dual-control domains (telecom) the user makes tool calls of its
-  own, and those calls and their ``tool`` results (``requestor: "user"``) never reach
-  the agent, so they are left out;
-* ``tool`` messages answering the agent (``id`` is the call id).
-
-The agent's greeting (``turn_idx`` 0, before any user input) is kept as it was sent;
-the replay does not count it as a model call.
+Only what the agent saw is kept: in dual-control domains the simulated user's own tool
+calls and results never reached it and are left out. The agent's greeting is kept as
+sent but is no model call.
 """
 
 from __future__ import annotations

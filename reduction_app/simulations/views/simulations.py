@@ -1,21 +1,8 @@
 """Simulations (``/simulations/``): the workspace's replays, sweeps and
 recommendations, and one simulation's page.
 
-While a simulation runs, its page shows how far it is (replays done of all; for a sweep
-of one conversation on the task workers, in a details section, the parts queued, running
-and done, which workers took them, and the parts queued again after their worker stopped
-answering) and polls itself every second with htmx (a "Refresh" link without
-JavaScript); each look first takes back the parts whose worker stopped answering
-(``leases.sweep_lease_check``).
-Once done it shows the results: for a sweep the front chart (cost saved against
-re-fetches and misses, one circle per distinct point, each linking to the point's page:
-:mod:`.points`), the Pareto front of cost against re-fetches (rows with the same figures
-once, with their count), then every combination in grid order, each with its misses and
-cost with recovery beside its re-fetches and cost ("—" for results stored before misses
-were measured); for a recommendation the config recommended, or why there is none, and
-its front; for a replay, the first misses of each config. When some of its conversations
-are recordings that left out a prefix (Claude Code logs), it says whether their replays
-counted it (:mod:`reduction_app.simulations.prefix`).
+While a simulation runs its page polls itself (with a plain "Refresh" link without
+JavaScript); once done it shows the results of its kind (docs/dashboard.md).
 """
 
 from __future__ import annotations

@@ -1,15 +1,8 @@
 """Sweep (``/sweep/``): sweep a grid over several conversations, or ask for the config to
 recommend for them.
 
-The conversations come from the conversation list's filters (``?q=&source=&format=``,
-so that list can link here with its own): the ones ticked, every one the filter shows,
-or every imported recording (``scope``). The grid has a field per numeric knob of the
-engine spec (values separated by commas, ``20k`` for 20,000; empty: the default) and
-off / on / both per strategy switch. The number of combinations, and of replays over
-the conversations, follows the fields with htmx (``POST /sweep/count/``; the "Count"
-button does the same without JavaScript). "Start sweep" and "Recommend" validate
-everything, queue the work for the task workers and go to its page
-(:mod:`reduction_app.simulations.corpus`); what is wrong is shown on the form.
+The form counts combinations and replays as it is filled (``POST /sweep/count/``),
+validates everything and queues the work (:mod:`reduction_app.simulations.corpus`).
 """
 
 from __future__ import annotations

@@ -1,20 +1,8 @@
 """Tune (``/tune/``): move the numeric knobs of a config and watch a replay follow.
 
-``?conversation=ID&start=defaults|<config id>&max_tokens_for_clear=N&...`` replays the
-conversation under the starting config and under the tuned one (the starting config
-with the knobs changed) and shows both, deltas against the start. Each knob is a slider
-and a number input of the same name; a script keeps them equal, and without it the
-one that differs from ``was_<knob>`` (the value the page was drawn with) wins. htmx
-re-runs the replay as a knob moves and swaps the chart and totals, and names the address
-to keep in the history (``HX-Push-Url``) with each parameter once; a plain GET that
-repeats one (the form without JavaScript) is redirected to that address. Each strategy
-switch whose flip would send the same messages at every call says so, for conversations
-small enough to replay once more per switch. ``pricing`` names the price (a preset of
-``simulator.pricing.PRESETS`` or one of the workspace's own, ``gpt-4o`` when absent, and
-then left out of the address) whose provider counts and prices every token of the chart
-and the totals; ``prefix=off`` leaves out the prefix an imported Claude Code log left out,
-which replays count otherwise (:mod:`reduction_app.simulations.prefix`). "Save as
-config" POSTs to ``/tune/save/``, which creates a profile and comes back with a link to it.
+The page replays the conversation under the starting config and the tuned one; htmx
+swaps the chart and totals as a knob moves and keeps the address in the history, and
+the page works without JavaScript (docs/dashboard.md).
 """
 
 from __future__ import annotations

@@ -1,40 +1,10 @@
 """OpenTelemetry GenAI traces, as the Collector's file exporter writes them (OTLP/JSON),
 as OpenAI chat conversations.
 
-A file is one ``{"resourceSpans": [...]}`` object, or JSONL with one such object a line;
-all the lines are read together. Spans sit in ``resourceSpans[].scopeSpans[].spans[]``,
-their ``attributes`` a list of ``{"key", "value": AnyValue}`` (``intValue`` a string).
-
-A chat span is one whose ``gen_ai.operation.name`` is ``chat``, or one carrying message
-attributes in any of three styles:
-
-* the current GenAI semantic conventions: ``gen_ai.input.messages`` and
-  ``gen_ai.output.messages`` (JSON: messages of ``parts``: ``text``, ``tool_call``,
-  ``tool_call_response``), and ``gen_ai.system_instructions`` (JSON parts, read as a
-  system message before the input); ``reasoning`` and media parts are left out;
-* the older indexed attributes (OpenLLMetry): ``gen_ai.prompt.N.role`` / ``.content`` /
-  ``.tool_call_id`` / ``.tool_calls.M.id|name|arguments``, and ``gen_ai.completion.N.*``;
-* OpenInference (Phoenix, Arize): ``llm.input_messages.N.message.role`` / ``.content`` /
-  ``.contents.K.message_content.text`` / ``.tool_call_id`` /
-  ``.tool_calls.M.tool_call.id|function.name|function.arguments``, and
-  ``llm.output_messages.N.message.*``.
-
-Chat spans sharing a ``gen_ai.conversation.id`` (or OpenInference ``session.id``), on the
-span or an ancestor, are one conversation; without one, a trace is one. Its chat spans,
-in start-time order, are its model calls. Each call is sent the whole history, so the
-conversation is the last call's input and output, and every earlier call's input and
-output must be the start of it; a call that is not is an error naming its span, never
-merged.
-
-Tools are the last call's ``gen_ai.tool.definitions`` (OpenLLMetry
-``llm.request.functions.N.*``, OpenInference ``llm.tools.N.tool.json_schema``). Per call,
-by the index of the assistant message it produced, the provider's counts are kept:
-``gen_ai.usage.input_tokens`` (which includes cached tokens),
-``gen_ai.usage.cache_read.input_tokens``, ``gen_ai.usage.output_tokens`` (the older
-``prompt_tokens`` / ``completion_tokens`` / ``cache_read_input_tokens`` spellings too;
-OpenInference ``llm.token_count.prompt`` / ``completion`` /
-``prompt_details.cache_read``), and the span's start as the call's time. Every other
-span (agent and tool spans, embeddings) and every other attribute is left out.
+Chat spans in the current GenAI conventions, OpenLLMetry's indexed attributes or
+OpenInference are grouped by conversation id (or trace); each call is sent the whole
+history, so the conversation is the last call's, and an earlier call that is not its
+start is refused, naming the span.
 """
 
 from __future__ import annotations
