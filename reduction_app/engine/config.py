@@ -21,7 +21,9 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from reduction_app.engine import config_spec
-from reduction_app.engine.backends import Backend
+from reduction_app.engine._storage._backends import Backend
+from reduction_app.engine._storage._paths import DEFAULT_PATH_TAIL
+from reduction_app.engine._tokens._counters import TOKEN_COUNTER_NAMES
 from reduction_app.engine.config_spec import (
     DEFAULT_CACHE_READ_PERCENT,
     DEFAULT_CACHE_WRITE_PERCENT,
@@ -35,8 +37,6 @@ from reduction_app.engine.errors import ConfigError
 from reduction_app.engine.events import ReductionEvent
 from reduction_app.engine.formats import text_problem
 from reduction_app.engine.notices import Language
-from reduction_app.engine.paths import DEFAULT_PATH_TAIL
-from reduction_app.engine.tokens import TOKEN_COUNTER_NAMES
 from reduction_app.engine.tool_io import ClearResult, ToolDetail, TruncResult
 
 __all__ = [

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from hypothesis import given
 
-from reduction_app.engine.backends import InMemoryBackend
-from reduction_app.engine.cache_aware import (
+from reduction_app.engine import InMemoryBackend
+from reduction_app.engine._clear._cache_aware import (
     CacheEstimate,
     cache_ceiling,
     cached_end,

@@ -11,15 +11,17 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from reduction_app.engine._clear._cache_aware import CacheEstimate, cached_end, calls_so_far
+from reduction_app.engine._clear._pass import Cleared, Pass, checked_tokens, first_difference
 from reduction_app.engine._steps import Steps, call
 from reduction_app.engine.access import AnyMessage
-from reduction_app.engine.cache_aware import CacheEstimate, cached_end, calls_so_far
-from reduction_app.engine.clear_pass import Cleared, Pass, checked_tokens, first_difference
 from reduction_app.engine.events import ReductionEvent
 from reduction_app.engine.messages import ToolInfo
-from reduction_app.engine.runtime import Runtime
+
+if TYPE_CHECKING:
+    from reduction_app.engine.runtime import Runtime
 
 __all__ = ["cache_estimate", "figures", "summary_event"]
 

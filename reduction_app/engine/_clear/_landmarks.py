@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from reduction_app.engine._caches import shared_prefix
+from reduction_app.engine._tokens._caches import shared_prefix
 from reduction_app.engine.access import (
     AnyMessage,
     conversation_kind,

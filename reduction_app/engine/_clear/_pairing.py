@@ -38,7 +38,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from reduction_app.engine._caches import shared_prefix
+from reduction_app.engine._tokens._caches import shared_prefix
 from reduction_app.engine.access import AnyMessage, classify, conversation_kind
 from reduction_app.engine.blocks import AgenticMessage, FunctionToolCall, FunctionToolResult
 from reduction_app.engine.errors import MessageError, PairingError

@@ -11,7 +11,7 @@ was split from its result (§4.10).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reduction_app.engine._steps import Steps, call
 from reduction_app.engine.access import (
@@ -24,7 +24,9 @@ from reduction_app.engine.access import (
     tool_calls_of,
 )
 from reduction_app.engine.errors import MessageError
-from reduction_app.engine.runtime import Runtime
+
+if TYPE_CHECKING:
+    from reduction_app.engine.runtime import Runtime
 
 __all__ = ["rewrite_steps"]
 

@@ -15,8 +15,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
+from reduction_app.engine._handlers._digests import Digester, default_digest, fit_digest
+from reduction_app.engine._handlers._limits import TruncLimits
 from reduction_app.engine._steps import Steps, invoke, run_sync
-from reduction_app.engine.digests import Digester, default_digest, fit_digest
 from reduction_app.engine.errors import MessageError
 from reduction_app.engine.notices import (
     Language,
@@ -32,7 +33,6 @@ from reduction_app.engine.tool_io import (
     ToolResult,
     TruncResult,
 )
-from reduction_app.engine.trunc_limits import TruncLimits
 
 __all__ = [
     "DefaultClearHandler",

@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from reduction_app.engine._steps import Steps, call, run_sync
-from reduction_app.engine.backends import Backend
+from reduction_app.engine._storage._backends import Backend
 from reduction_app.engine.tool_io import ToolDetail
 
 __all__ = [

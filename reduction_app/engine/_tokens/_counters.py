@@ -33,8 +33,8 @@ from typing import Any, Protocol
 import tiktoken
 
 from reduction_app.engine import blocks
-from reduction_app.engine._caches import CacheInfo, IdentityCache, TextCache, shared_prefix
-from reduction_app.engine._encodings import EncodingLoader, default_loader
+from reduction_app.engine._tokens._caches import CacheInfo, IdentityCache, TextCache, shared_prefix
+from reduction_app.engine._tokens._encodings import EncodingLoader, default_loader
 from reduction_app.engine.errors import ConfigError
 from reduction_app.engine.messages import ROLE_ASSISTANT, Media, Message, ToolInfo
 

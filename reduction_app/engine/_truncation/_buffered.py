@@ -13,13 +13,12 @@ output as it was; the event is emitted only after the write succeeded.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reduction_app.engine._steps import Steps, invoke
 from reduction_app.engine.errors import ReductionError
 from reduction_app.engine.events import ReductionEvent
 from reduction_app.engine.parts import flatten_tool_results
-from reduction_app.engine.runtime import Resolved, Runtime
 from reduction_app.engine.tool_io import (
     ToolArgument,
     ToolContext,
@@ -28,6 +27,9 @@ from reduction_app.engine.tool_io import (
     ToolResult,
     TruncResult,
 )
+
+if TYPE_CHECKING:
+    from reduction_app.engine.runtime import Resolved, Runtime
 
 __all__ = [
     "buffered_steps",

@@ -16,14 +16,14 @@ from __future__ import annotations
 import inspect
 from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reduction_app.engine._steps import AwaitableInSyncPhase, Steps, invoke, run_async, run_sync
+from reduction_app.engine._truncation._buffered import chunks_text, event_steps, text_of
 from reduction_app.engine.errors import NoBackendError, OffloadError, ReductionError
 from reduction_app.engine.notices import stream_notice
 from reduction_app.engine.offload_json import joined_plain_text
 from reduction_app.engine.parts import flatten_tool_results, stringify, text_length, text_prefix
-from reduction_app.engine.runtime import Resolved, Runtime
 from reduction_app.engine.tool_io import (
     ToolArgument,
     ToolContext,
@@ -31,7 +31,9 @@ from reduction_app.engine.tool_io import (
     ToolOutputPart,
     ToolResult,
 )
-from reduction_app.engine.truncation import chunks_text, event_steps, text_of
+
+if TYPE_CHECKING:
+    from reduction_app.engine.runtime import Resolved, Runtime
 
 __all__ = [
     "StreamCut",
