@@ -73,7 +73,7 @@ class ToolReductionConfig:
     clear_handler: ClearHandler | None = None
     clear_digester: Callable[[str], str] | None = None
     """The digest of this tool's cleared results, when ``clear_digest_tokens > 0`` and the
-    tool has the default clear handler (see :mod:`reduction_app.engine.digests`)."""
+    tool has the default clear handler (see :mod:`reduction_app.engine._handlers._digests`)."""
     reads_files: bool | None = None
     """For ``clear_superseded``: whether this tool's calls read the file their ``path``,
     ``file_path`` or ``filename`` argument names (``None``: the built-in rule decides)."""

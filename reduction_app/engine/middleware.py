@@ -1,13 +1,7 @@
 """The reduction middleware: tool-call wrappers (truncation) and the pre-model hook
-(clear), for synchronous and asyncio agents alike.
-
-``new(config)`` validates the config and returns a :class:`ReductionMiddleware`.
-One middleware serves chat messages and agentic messages (the reference's
-``NewTyped``): the clear phase reads whichever style the state holds.
-
-Sync wrappers take plain callables and iterators; the ``a``-prefixed twins take
-coroutine functions and async generator functions (plain ones too), and accept
-async handlers, counters, rewriters and backends.
+(clear) over one config, for sync and asyncio agents alike. One middleware serves chat
+and agentic messages (the reference's ``NewTyped``); the ``a``-prefixed twins also take
+async endpoints, handlers, counters, rewriters and backends.
 """
 
 from __future__ import annotations

@@ -1,9 +1,7 @@
-"""A config turned into what the phases use: resolved handlers per tool, the counter,
-and the shared helpers both phases need (offload writes, event figures).
-
-Handler resolution follows docs/behaviour.md §2.4 (the reference with decision 4): a per-tool entry
-without a backend uses the global one, and an entry without a handler gets the
-default handler bound to the entry's backend.
+"""A config turned into what both phases use: each tool's resolved handler and backend
+(docs/behaviour.md §2.4), the counter, the path registry, and the shared steps (offload
+writes, events, figures). The phases build on it and it imports none of them; what the
+clear phase keeps between passes is its own (``_clear._phase.ClearMemory``).
 """
 
 from __future__ import annotations

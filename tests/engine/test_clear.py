@@ -1,4 +1,4 @@
-"""Tests for reduction_app.engine.clear with chat messages (docs/behaviour.md §4, §8 and
+"""Tests for the clear phase (engine/_clear) with chat messages (docs/behaviour.md §4, §8 and
 the decisions)."""
 
 from __future__ import annotations

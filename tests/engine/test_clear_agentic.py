@@ -1,4 +1,4 @@
-"""Tests for reduction_app.engine.clear with agentic messages (docs/behaviour.md §5:
+"""Tests for the clear phase (engine/_clear) with agentic messages (docs/behaviour.md §5:
 several results in one message)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Tests for reduction_app.engine.landmarks: where the clear phase's work starts, carried
+"""Tests for engine/_clear/_landmarks.py: where the clear phase's work starts, carried
 from one call to the next (issue 11), and the guarantee that a carried middleware gives
 exactly what a fresh one gives."""
 

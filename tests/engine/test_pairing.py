@@ -1,4 +1,4 @@
-"""The pairing rules of each wire format (engine/pairing.py), one rule at a time, on
+"""The pairing rules of each wire format (engine/_clear/_pairing.py), one rule at a time, on
 engine messages and on wire-format lists, and the edit check the clear phase runs."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Putting reduced results back from their offload files (engine/restore.py)."""
+"""Putting reduced results back from their offload files (engine/_storage/_restore.py)."""
 
 from __future__ import annotations
 

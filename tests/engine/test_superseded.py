@@ -1,4 +1,4 @@
-"""Tests for reduction_app.engine.superseded and the ``clear_superseded`` step of the clear
+"""Tests for engine/_clear/_superseded.py and the ``clear_superseded`` step of the clear
 phase (docs/behaviour.md §4.12).
 
 Counts use the one-token-per-character counter of ``clear_support.chars`` (content plus

@@ -1,10 +1,7 @@
-"""What the clear phase reports and weighs about a pass: the event of each cleared call,
-with its token figures, and the summary event every call of the phase ends with
-(docs/behaviour.md §4.9); the cache estimate of the opt-in cache-aware strategy (§4.14).
-
-This module builds the figures; the clear phase (``clear.py``) decides when they are
-emitted and what the estimate changes, and the pass's working copy they are taken from
-is in ``clear_pass.py``.
+"""What the clear phase reports and weighs about a pass: each cleared call's event with
+its token figures, the summary event every call ends with (docs/behaviour.md §4.9), and
+the estimate of the opt-in cache-aware strategy (§4.14). ``_phase`` decides when they
+are emitted and what the estimate changes.
 """
 
 from __future__ import annotations

@@ -1,12 +1,7 @@
-"""One clear pass's working copy and what is done to it: the call groups cleared by the
-per-call loop and their handlers (docs/behaviour.md §4.6, §4.7), the superseded results
-(§4.12), the counting of what the pass would return, with the offload manifest in place
-(§4.1, §4.13), and the pairing check before it is returned (§4.10).
-
-This module owns the mechanics, not the decisions: the clear phase (``clear.py``) decides
-whether a pass runs, over which range, which of these steps it takes and when it stops;
-the rewriter's run over the range is in ``clear_rewriter.py``, the events and the cache
-estimate in ``clear_figures.py``.
+"""One clear pass's working copy and what is done to it: the call groups cleared and
+their handlers, the superseded results, the counting of what the pass would return with
+the offload manifest in place, and the pairing check (docs/behaviour.md §4.6, §4.7,
+§4.10, §4.12, §4.13). The mechanics, not the decisions: those are ``_phase``'s.
 """
 
 from __future__ import annotations

@@ -1,18 +1,7 @@
-"""The clear phase: before a model call, old tool results are offloaded and replaced
-by placeholders once the conversation is over ``max_tokens_for_clear`` tokens.
-
-Follows docs/behaviour.md §4 (the reference with our decisions): strictly-greater trigger; results
-found by call id among the tool-result messages right after their call; a call
-already cleared (flagged, or holding one of our placeholders) is never cleared
-again; nothing the caller passed is changed; every offload is written before the
-state that points at it is returned, and a failure leaves the caller's state as
-it was. The rewriter's window is the run of tool results after each call, so it
-never swallows a user message, and results with no call are kept, not dropped.
-
-This module holds the phase's entry and its decisions: whether a pass runs, over which
-range, which steps it takes, when it stops and what it commits. What a pass does to its
-working copy is in ``clear_pass.py``, the rewriter's run over the range in
-``clear_rewriter.py``, its events and the cache estimate in ``clear_figures.py``.
+"""The clear phase's entry and its decisions (docs/behaviour.md §4): whether a pass runs,
+over which range, which steps it takes, when it stops and what it commits, and what it
+keeps from one pass to the next (:class:`ClearMemory`). What a pass does to its working
+copy is ``_pass``'s, the rewriter's run ``_rewriter``'s, its events ``_figures``'s.
 """
 
 from __future__ import annotations

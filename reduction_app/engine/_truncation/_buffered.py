@@ -1,13 +1,7 @@
-"""The truncation phase for buffered outputs: after a tool returns, its handler may
-replace a too-long output, offloading the whole of it first.
-
-Buffered outputs are those of invokable tools, and streams given to a per-tool
-handler (which reads the whole stream). Streams under the default handler are cut
-incrementally instead; see ``streams.py``.
-
-The functions here build steps (see ``_steps.py``); the middleware runs them
-synchronously or asynchronously. A failed offload fails the call and leaves the
-output as it was; the event is emitted only after the write succeeded.
+"""The truncation phase for buffered outputs (docs/behaviour.md §3): after a tool returns,
+its handler may replace a too-long output, the whole of it offloaded first; a failed
+offload fails the call and leaves the output as it was. Streams under the default
+handler are cut incrementally by ``_streams``.
 """
 
 from __future__ import annotations

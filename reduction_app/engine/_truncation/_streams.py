@@ -1,14 +1,6 @@
-"""Streamed tool output: the incremental default truncation (decision 8) and the
-plumbing the stream wrappers share (draining, async iteration, replay).
-
-Under the default handler a stream is cut incrementally: chunks pass until the
-limit, the rest is held back, and one closing chunk carries the head of the cut
-chunk and a notice naming the offload file. The limit is strict (decision 2): a
-stream of exactly the limit passes untouched. A source error after the limit
-replays everything held back, then raises. Offload failures never fail the stream;
-they are reported in the notice.
-
-Buffered streams (a per-tool handler) are handled in ``truncation.py``.
+"""Streamed tool output: the incremental default truncation (docs/behaviour.md §3.6,
+decision 8) and the plumbing the stream wrappers share (draining, async iteration,
+replay). Buffered streams (those of a per-tool handler) are ``_buffered``'s.
 """
 
 from __future__ import annotations
