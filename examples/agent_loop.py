@@ -171,7 +171,7 @@ class ScriptedModel:
         if self.turn == 1:
             return self._call("read_file", {"path": "manage.py"})
         if self.turn == 2:
-            return self._call("read_file", {"path": "reduction_app/engine/clear.py"})
+            return self._call("read_file", {"path": "reduction_app/engine/_clear/_phase.py"})
         if self.turn == 3:
             return self._call("grep", {"pattern": r"^def \w+", "path": "reduction_app"})
         if self.turn == 4:

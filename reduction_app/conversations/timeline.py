@@ -54,7 +54,7 @@ INLINE_CHARS = 20_000
 a longer one opens on its own page, which keeps the conversation page light."""
 
 # The offloaded clear placeholder names its file after "saved to:" (the recogniser in the
-# engine only says yes or no; paths never hold whitespace, see engine/paths.py).
+# engine only says yes or no; paths never hold whitespace, docs/behaviour.md, decision 7).
 _PLACEHOLDER_PATH = re.compile(r"(?:Tool result saved to|工具结果已保存至): (\S+)")
 
 

@@ -170,7 +170,14 @@ LIVE: tuple[LiveSpec, ...] = (
             Task(
                 f"{REPO_MOUNT}/reduction_app/engine",
                 "How does this repository's clear phase decide which tool results to clear?",
-                script=((("read_file", {"path": f"{REPO_MOUNT}/reduction_app/engine/clear.py"}),),),
+                script=(
+                    (
+                        (
+                            "read_file",
+                            {"path": f"{REPO_MOUNT}/reduction_app/engine/_clear/_phase.py"},
+                        ),
+                    ),
+                ),
                 rounds=(12, 16),
             ),
             Task(

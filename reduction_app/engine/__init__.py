@@ -14,8 +14,23 @@ counters do) live in :mod:`reduction_app.engine.inspect`, and the wire formats i
 
 from __future__ import annotations
 
+from reduction_app.engine._clear._phase import ChatModelAgentState
+from reduction_app.engine._handlers._defaults import default_clear_handler, default_trunc_handler
+from reduction_app.engine._handlers._digests import Digester, default_digest
+from reduction_app.engine._storage._backends import (
+    Backend,
+    InMemoryBackend,
+    LocalFileBackend,
+    WriteRequest,
+)
+from reduction_app.engine._tokens._counters import (
+    TOKEN_COUNTER_NAMES,
+    ApproxTokenCounter,
+    TiktokenCounter,
+    TokenCounter,
+    get_token_counter,
+)
 from reduction_app.engine.access import PROCESSED_FLAG
-from reduction_app.engine.backends import Backend, InMemoryBackend, LocalFileBackend, WriteRequest
 from reduction_app.engine.blocks import (
     AgenticMessage,
     AssistantGenText,
@@ -32,7 +47,6 @@ from reduction_app.engine.blocks import (
     UserInputText,
     UserInputVideo,
 )
-from reduction_app.engine.clear import ChatModelAgentState
 from reduction_app.engine.commands import COMMAND_KINDS, command_kind, shell_command
 from reduction_app.engine.config import (
     DEFAULT_MAX_LENGTH_FOR_TRUNC,
@@ -57,7 +71,6 @@ from reduction_app.engine.config_spec import (
     config_switches,
     json_config_fields,
 )
-from reduction_app.engine.digests import Digester, default_digest
 from reduction_app.engine.errors import (
     ConfigError,
     FormatError,
@@ -82,7 +95,6 @@ from reduction_app.engine.formats import (
     messages_to_openai,
     messages_to_responses,
 )
-from reduction_app.engine.handlers import default_clear_handler, default_trunc_handler
 from reduction_app.engine.legacy import (
     ClearToolResultConfig,
     ToolResultConfig,
@@ -99,13 +111,6 @@ from reduction_app.engine.read_tool import (
     READ_FILE_PARAMETERS,
     numbered_lines,
     read_file_tool,
-)
-from reduction_app.engine.tokens import (
-    TOKEN_COUNTER_NAMES,
-    ApproxTokenCounter,
-    TiktokenCounter,
-    TokenCounter,
-    get_token_counter,
 )
 from reduction_app.engine.tool_io import (
     ClearResult,

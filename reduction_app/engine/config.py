@@ -21,7 +21,9 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from reduction_app.engine import config_spec
-from reduction_app.engine.backends import Backend
+from reduction_app.engine._storage._backends import Backend
+from reduction_app.engine._storage._paths import DEFAULT_PATH_TAIL
+from reduction_app.engine._tokens._counters import TOKEN_COUNTER_NAMES
 from reduction_app.engine.config_spec import (
     DEFAULT_CACHE_READ_PERCENT,
     DEFAULT_CACHE_WRITE_PERCENT,
@@ -35,8 +37,6 @@ from reduction_app.engine.errors import ConfigError
 from reduction_app.engine.events import ReductionEvent
 from reduction_app.engine.formats import text_problem
 from reduction_app.engine.notices import Language
-from reduction_app.engine.paths import DEFAULT_PATH_TAIL
-from reduction_app.engine.tokens import TOKEN_COUNTER_NAMES
 from reduction_app.engine.tool_io import ClearResult, ToolDetail, TruncResult
 
 __all__ = [
@@ -73,7 +73,7 @@ class ToolReductionConfig:
     clear_handler: ClearHandler | None = None
     clear_digester: Callable[[str], str] | None = None
     """The digest of this tool's cleared results, when ``clear_digest_tokens > 0`` and the
-    tool has the default clear handler (see :mod:`reduction_app.engine.digests`)."""
+    tool has the default clear handler (see :mod:`reduction_app.engine._handlers._digests`)."""
     reads_files: bool | None = None
     """For ``clear_superseded``: whether this tool's calls read the file their ``path``,
     ``file_path`` or ``filename`` argument names (``None``: the built-in rule decides)."""

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Literal
 
+from reduction_app.engine._tokens._counters import TOKEN_COUNTER_NAMES
 from reduction_app.engine.commands import COMMAND_KINDS
 from reduction_app.engine.notices import LANGUAGES
-from reduction_app.engine.tokens import TOKEN_COUNTER_NAMES
 
 __all__ = [
     "CONFIG_FIELDS",

@@ -97,7 +97,7 @@ class PairingError(ReductionError):
     holds what it passed in.
 
     ``step`` names the edit, ``problems`` lists what it broke (``PairingProblem`` values
-    from :mod:`reduction_app.engine.pairing`, each naming a message, a call id and what
+    from :mod:`reduction_app.engine._clear._pairing`, each naming a message, a call id and what
     is wrong).
     """
 

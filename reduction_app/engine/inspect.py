@@ -30,6 +30,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from reduction_app.engine._clear._manifest import is_offload_manifest
+from reduction_app.engine._clear._pairing import (
+    PairingProblem,
+    pairing_problems,
+    wire_pairing_problems,
+)
+from reduction_app.engine._storage._paths import default_path
+from reduction_app.engine._storage._restore import offload_paths, restore_results
+from reduction_app.engine._tokens._counters import count_text, render_message, render_tool
 from reduction_app.engine.access import (
     AnyMessage,
     CallRef,
@@ -38,12 +47,7 @@ from reduction_app.engine.access import (
     tool_calls_of,
     write_result,
 )
-from reduction_app.engine.manifest import is_offload_manifest
 from reduction_app.engine.notices import is_clear_placeholder, truncation_file_path
-from reduction_app.engine.pairing import PairingProblem, pairing_problems, wire_pairing_problems
-from reduction_app.engine.paths import default_path
-from reduction_app.engine.restore import offload_paths, restore_results
-from reduction_app.engine.tokens import count_text, render_message, render_tool
 
 __all__ = [
     "CallRef",

@@ -14,11 +14,11 @@ import warnings
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-from reduction_app.engine.backends import Backend, WriteRequest
+from reduction_app.engine._storage._backends import Backend, WriteRequest
+from reduction_app.engine._storage._paths import content_digest, safe_id, unique_paths
 from reduction_app.engine.errors import ConfigError, OffloadError, ReductionError
 from reduction_app.engine.messages import ROLE_TOOL, Message
 from reduction_app.engine.notices import Language, get_language
-from reduction_app.engine.paths import content_digest, safe_id, unique_paths
 from reduction_app.engine.tool_io import ToolContext
 
 __all__ = [

@@ -1,13 +1,7 @@
 """The reduction middleware: tool-call wrappers (truncation) and the pre-model hook
-(clear), for synchronous and asyncio agents alike.
-
-``new(config)`` validates the config and returns a :class:`ReductionMiddleware`.
-One middleware serves chat messages and agentic messages (the reference's
-``NewTyped``): the clear phase reads whichever style the state holds.
-
-Sync wrappers take plain callables and iterators; the ``a``-prefixed twins take
-coroutine functions and async generator functions (plain ones too), and accept
-async handlers, counters, rewriters and backends.
+(clear) over one config, for sync and asyncio agents alike. One middleware serves chat
+and agentic messages (the reference's ``NewTyped``); the ``a``-prefixed twins also take
+async endpoints, handlers, counters, rewriters and backends.
 """
 
 from __future__ import annotations
@@ -16,11 +10,14 @@ import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from typing import Any
 
+from reduction_app.engine._clear._phase import ChatModelAgentState, ClearMemory, clear_steps
 from reduction_app.engine._steps import run_async, run_sync
-from reduction_app.engine.clear import ChatModelAgentState, clear_steps
-from reduction_app.engine.config import ReductionConfig, validate
-from reduction_app.engine.runtime import Resolved, Runtime
-from reduction_app.engine.streams import (
+from reduction_app.engine._truncation._buffered import (
+    buffered_steps,
+    buffered_stream_steps,
+    first_text,
+)
+from reduction_app.engine._truncation._streams import (
     adrain,
     aincremental,
     aiter_source,
@@ -30,8 +27,9 @@ from reduction_app.engine.streams import (
     replayed,
     sync_source,
 )
+from reduction_app.engine.config import ReductionConfig, validate
+from reduction_app.engine.runtime import Resolved, Runtime
 from reduction_app.engine.tool_io import ToolArgument, ToolContext, ToolDetail, ToolResult
-from reduction_app.engine.truncation import buffered_steps, buffered_stream_steps, first_text
 
 __all__ = ["ReductionMiddleware", "new"]
 
@@ -66,6 +64,7 @@ class ReductionMiddleware:
 
     def __init__(self, config: ReductionConfig) -> None:
         self._rt = Runtime(config)
+        self._memory = ClearMemory(self._rt.config)
 
     @property
     def config(self) -> ReductionConfig:
@@ -174,10 +173,10 @@ class ReductionMiddleware:
 
     def before_model_rewrite_state(self, state: ChatModelAgentState) -> ChatModelAgentState:
         """The clear phase; returns a new state, or ``state`` itself when nothing applies."""
-        return run_sync(clear_steps(self._rt, state))
+        return run_sync(clear_steps(self._rt, self._memory, state))
 
     async def abefore_model_rewrite_state(self, state: ChatModelAgentState) -> ChatModelAgentState:
-        return await run_async(clear_steps(self._rt, state))
+        return await run_async(clear_steps(self._rt, self._memory, state))
 
     # Async twins ---------------------------------------------------------------------
 

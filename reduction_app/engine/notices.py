@@ -6,7 +6,7 @@ original size, the file path, head and tail previews, the read tool's name);
 sizes are in characters. The language is chosen when a text is formatted: the
 config's ``language`` if set, else the process default from :func:`set_language`.
 
-Offload paths never contain whitespace (see ``paths.py``), which is what lets the
+Offload paths never contain whitespace (see ``_storage/_paths.py``), which is what lets the
 recognisers below pull a path back out of a notice.
 """
 
@@ -159,7 +159,7 @@ def clear_placeholder(
 ) -> str:
     """The text that replaces a cleared tool result; ``file_path=None`` when not offloaded.
 
-    A non-empty ``digest`` (see :mod:`.digests`) follows on a line of its own, labelled,
+    A non-empty ``digest`` (see :mod:`._handlers._digests`) follows on a line of its own, labelled,
     inside the placeholder: the recognisers below find the placeholder with or without it.
     """
     lang = get_language(language)

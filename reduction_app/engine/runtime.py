@@ -1,36 +1,31 @@
-"""A config turned into what the phases use: resolved handlers per tool, the counter,
-and the shared helpers both phases need (offload writes, event figures).
-
-Handler resolution follows docs/behaviour.md §2.4 (the reference with decision 4): a per-tool entry
-without a backend uses the global one, and an entry without a handler gets the
-default handler bound to the entry's backend.
+"""A config turned into what both phases use: each tool's resolved handler and backend
+(docs/behaviour.md §2.4), the counter, the path registry, and the shared steps (offload
+writes, events, figures). The phases build on it and it imports none of them; what the
+clear phase keeps between passes is its own (``_clear._phase.ClearMemory``).
 """
 
 from __future__ import annotations
 
 import copy
 import dataclasses
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from reduction_app.engine._handlers._defaults import DefaultClearHandler, DefaultTruncHandler
+from reduction_app.engine._handlers._limits import TruncLimits
 from reduction_app.engine._steps import AwaitableInSyncPhase, Steps, call
+from reduction_app.engine._storage._backends import Backend, WriteRequest
+from reduction_app.engine._storage._paths import DefaultPathGenerator, PathRegistry
+from reduction_app.engine._tokens._counters import get_token_counter
 from reduction_app.engine.access import AnyMessage
-from reduction_app.engine.backends import Backend, WriteRequest
 from reduction_app.engine.blocks import AgenticMessage, FunctionToolResult, ToolResultContent
 from reduction_app.engine.config import ReductionConfig, filled
 from reduction_app.engine.errors import NoBackendError, OffloadError
 from reduction_app.engine.events import ReductionEvent
-from reduction_app.engine.handlers import DefaultClearHandler, DefaultTruncHandler
-from reduction_app.engine.landmarks import Landmarks
 from reduction_app.engine.messages import Message
 from reduction_app.engine.parts import stringify
-from reduction_app.engine.paths import DefaultPathGenerator, PathRegistry
-from reduction_app.engine.superseded import Readers
-from reduction_app.engine.tokens import get_token_counter
 from reduction_app.engine.tool_io import ToolDetail
-from reduction_app.engine.trunc_limits import TruncLimits
 
 __all__ = ["Resolved", "Runtime"]
 
@@ -63,26 +58,13 @@ class Runtime:
             by_command_kind=dict(config.trunc_command_limits),
         )
         self.clear_exclude = frozenset(config.clear_exclude_tools)
-        self.readers = Readers.of(config.read_file_tool_name, config.tool_config)
         self._defaults: dict[int, tuple[Resolved, Resolved]] = {}
         self._trunc: dict[str, Resolved] = {}
         self._clear: dict[str, Resolved] = {}
         self.default_trunc, self.default_clear = self._default_pair(config.backend)
-        self.landmarks: Landmarks | None = None
-        """Where the last clear pass's work stood (see :mod:`~reduction_app.engine.landmarks`).
-        A pass takes them (:meth:`take_landmarks`) and puts back its own when it is done."""
-        self._landmarks_lock = threading.Lock()
         self.clear_enabled = not config.skip_clear or any(
             entry.clear_handler is not None for entry in config.tool_config.values()
         )
-
-    def take_landmarks(self) -> Landmarks | None:
-        """The landmarks the last pass left, leaving none: their mirror is edited by the pass
-        that took them, so a pass running at the same time (threads, or coroutines that
-        interleave) starts afresh instead."""
-        with self._landmarks_lock:
-            marks, self.landmarks = self.landmarks, None
-        return marks
 
     def _default_pair(self, backend: Backend | None) -> tuple[Resolved, Resolved]:
         key = id(backend)

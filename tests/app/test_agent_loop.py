@@ -46,13 +46,13 @@ def raw_key(transactional_db: None) -> str:
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     """A repository with the files the scripted model asks for, of sizes fixed here (the
-    real ones change with every commit): a small manage.py, a clear.py over the
+    real ones change with every commit): a small manage.py, the clear phase over the
     truncation limit, and 300 functions to grep. With the demo config, the conversation
     goes over 2,000 tokens before the fourth model call (about 2,500), not before (1,500)."""
     root = tmp_path / "repo"
-    (root / "reduction_app" / "engine").mkdir(parents=True)
+    (root / "reduction_app" / "engine" / "_clear").mkdir(parents=True)
     (root / "manage.py").write_text('"""A fixture."""\nimport sys\n' + "# padding\n" * 30)
-    (root / "reduction_app" / "engine" / "clear.py").write_text(
+    (root / "reduction_app" / "engine" / "_clear" / "_phase.py").write_text(
         "".join(f"CLEAR_{n:04} = {n}  # a module constant\n" for n in range(400))
     )
     (root / "reduction_app" / "functions.py").write_text(
@@ -197,7 +197,7 @@ def test_agent_loop_runs_as_a_script_on_this_repository(live_server: Any, raw_ke
     )
     calls = [f"call_{hashlib.sha256(b'loop-script').hexdigest()[:8]}_{n}" for n in range(1, 5)]
     events = EventRecord.objects.filter(conversation__client_id="loop-script")
-    # clear.py and the grep over reduction_app/ are far over 4,000 characters.
+    # The clear phase's module and the grep over reduction_app/ are far over 4,000 characters.
     assert sorted(events.filter(phase="truncation").values_list("call_id", flat=True)) == [
         calls[1],
         calls[2],

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from functools import cache
 from typing import Any
 
-from reduction_app.engine.backends import InMemoryBackend, WriteRequest
+from reduction_app.engine import ChatModelAgentState, InMemoryBackend, WriteRequest
 from reduction_app.engine.blocks import (
     AgenticMessage,
     AssistantGenText,
@@ -19,7 +19,6 @@ from reduction_app.engine.blocks import (
     ToolResultContent,
     UserInputText,
 )
-from reduction_app.engine.clear import ChatModelAgentState
 from reduction_app.engine.config import ReductionConfig
 from reduction_app.engine.events import ReductionEvent
 from reduction_app.engine.messages import Message, ToolCall

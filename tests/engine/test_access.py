@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from reduction_app.engine._clear._phase import clear_range
 from reduction_app.engine.access import (
     PROCESSED_FLAG,
     CallRef,
@@ -31,7 +32,6 @@ from reduction_app.engine.blocks import (
     ToolSearchResult,
     UserInputText,
 )
-from reduction_app.engine.clear import clear_range
 from reduction_app.engine.errors import MessageError
 from reduction_app.engine.messages import Media, Message, MessagePart, ToolCall
 from reduction_app.engine.tool_io import ToolOutputPart, ToolResult

@@ -10,13 +10,12 @@ from typing import Any
 
 import pytest
 
-from reduction_app.engine.backends import InMemoryBackend, WriteRequest
+from reduction_app.engine import InMemoryBackend, WriteRequest, default_trunc_handler
+from reduction_app.engine._storage._paths import content_digest
 from reduction_app.engine.config import ReductionConfig, ToolReductionConfig
 from reduction_app.engine.errors import NoBackendError, OffloadError, ReductionError
 from reduction_app.engine.events import ReductionEvent
-from reduction_app.engine.handlers import default_trunc_handler
 from reduction_app.engine.middleware import new
-from reduction_app.engine.paths import content_digest
 from reduction_app.engine.tool_io import (
     ToolArgument,
     ToolContext,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from reduction_app.engine.backends import Backend, InMemoryBackend, LocalFileBackend, WriteRequest
+from reduction_app.engine import Backend, InMemoryBackend, LocalFileBackend, WriteRequest
 from reduction_app.engine.errors import PathEscapeError
 
 

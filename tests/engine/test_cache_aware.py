@@ -1,4 +1,4 @@
-"""Tests for reduction_app.engine.cache_aware and the ``clear_cache_aware`` decision of the
+"""Tests for engine/_clear/_cache_aware.py and the ``clear_cache_aware`` decision of the
 clear phase (docs/behaviour.md §4.14).
 
 Counts use the one-token-per-character counter of ``clear_support.chars`` (content plus
@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from hypothesis import given
 
-from reduction_app.engine.backends import InMemoryBackend
-from reduction_app.engine.cache_aware import (
+from reduction_app.engine import InMemoryBackend
+from reduction_app.engine._clear._cache_aware import (
     CacheEstimate,
     cache_ceiling,
     cached_end,

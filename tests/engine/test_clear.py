@@ -1,4 +1,4 @@
-"""Tests for reduction_app.engine.clear with chat messages (docs/behaviour.md §4, §8 and
+"""Tests for the clear phase (engine/_clear) with chat messages (docs/behaviour.md §4, §8 and
 the decisions)."""
 
 from __future__ import annotations
@@ -10,14 +10,12 @@ from typing import Any
 
 import pytest
 
-from reduction_app.engine.backends import InMemoryBackend
-from reduction_app.engine.clear import ChatModelAgentState
+from reduction_app.engine import ChatModelAgentState, InMemoryBackend, default_clear_handler
+from reduction_app.engine._storage._paths import content_digest
 from reduction_app.engine.config import ToolReductionConfig
 from reduction_app.engine.errors import MessageError, NoBackendError, OffloadError, ReductionError
-from reduction_app.engine.handlers import default_clear_handler
 from reduction_app.engine.messages import Media, Message, MessagePart, ToolCall, ToolInfo
 from reduction_app.engine.notices import get_language, set_language
-from reduction_app.engine.paths import content_digest
 from reduction_app.engine.tool_io import (
     ClearResult,
     ToolArgument,

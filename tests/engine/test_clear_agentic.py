@@ -1,4 +1,4 @@
-"""Tests for reduction_app.engine.clear with agentic messages (docs/behaviour.md §5:
+"""Tests for the clear phase (engine/_clear) with agentic messages (docs/behaviour.md §5:
 several results in one message)."""
 
 from __future__ import annotations
@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from reduction_app.engine.backends import InMemoryBackend
+from reduction_app.engine import ChatModelAgentState, InMemoryBackend
+from reduction_app.engine._storage._paths import content_digest
 from reduction_app.engine.blocks import (
     AgenticMessage,
     FunctionToolResult,
@@ -17,10 +18,8 @@ from reduction_app.engine.blocks import (
     ToolSearchResult,
     UserInputText,
 )
-from reduction_app.engine.clear import ChatModelAgentState
 from reduction_app.engine.errors import MessageError
 from reduction_app.engine.messages import Media
-from reduction_app.engine.paths import content_digest
 from tests.engine.clear_support import (
     ARGS,
     DROPPED,

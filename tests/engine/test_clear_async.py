@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from reduction_app.engine.backends import InMemoryBackend, WriteRequest
+from reduction_app.engine import InMemoryBackend, WriteRequest
+from reduction_app.engine._storage._paths import content_digest
 from reduction_app.engine.config import ToolReductionConfig
 from reduction_app.engine.errors import OffloadError
 from reduction_app.engine.messages import Message
-from reduction_app.engine.paths import content_digest
 from reduction_app.engine.tool_io import ClearResult, ToolDetail, ToolResult
 from tests.engine.clear_support import (
     ID1,

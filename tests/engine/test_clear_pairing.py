@@ -14,13 +14,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reduction_app.engine.backends import InMemoryBackend
+from reduction_app.engine import ChatModelAgentState, InMemoryBackend
+from reduction_app.engine._clear._pairing import (
+    PairingProblem,
+    pairing_problems,
+    wire_pairing_problems,
+)
 from reduction_app.engine.blocks import AgenticMessage, UserInputText
-from reduction_app.engine.clear import ChatModelAgentState
 from reduction_app.engine.errors import PairingError
 from reduction_app.engine.formats import messages_to_anthropic, messages_to_responses
 from reduction_app.engine.messages import Message
-from reduction_app.engine.pairing import PairingProblem, pairing_problems, wire_pairing_problems
 from simulator.importers import load_conversations
 from simulator.transcript import model_calls
 from tests.conftest import CONVERSATIONS, needs_recordings

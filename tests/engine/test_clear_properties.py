@@ -11,9 +11,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reduction_app.engine.backends import InMemoryBackend
+from reduction_app.engine import ChatModelAgentState, InMemoryBackend
 from reduction_app.engine.blocks import AgenticMessage, FunctionToolResult
-from reduction_app.engine.clear import ChatModelAgentState
 from reduction_app.engine.messages import Message
 from reduction_app.engine.notices import is_clear_placeholder
 from tests.engine.clear_support import (

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from reduction_app.engine.backends import InMemoryBackend
+from reduction_app.engine import InMemoryBackend
 from reduction_app.engine.errors import MessageError
 from reduction_app.engine.messages import Message
 from tests.engine.clear_support import (

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from reduction_app.engine.backends import InMemoryBackend
+from reduction_app.engine import InMemoryBackend, default_digest
+from reduction_app.engine._handlers._digests import fit_digest, search_matches
 from reduction_app.engine.config import ToolReductionConfig
-from reduction_app.engine.digests import default_digest, fit_digest, search_matches
 from reduction_app.engine.messages import Message
 from reduction_app.engine.notices import clear_placeholder_path, is_clear_placeholder
 from tests.engine.clear_support import (

@@ -7,8 +7,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from reduction_app.engine import default_clear_handler, default_trunc_handler
+from reduction_app.engine._handlers._defaults import joint_parts
 from reduction_app.engine.errors import MessageError
-from reduction_app.engine.handlers import default_clear_handler, default_trunc_handler, joint_parts
 from reduction_app.engine.messages import Media
 from reduction_app.engine.notices import stream_notice, trunc_notice
 from reduction_app.engine.parts import concat_tool_results, stringify, text_prefix

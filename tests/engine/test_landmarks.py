@@ -1,4 +1,4 @@
-"""Tests for reduction_app.engine.landmarks: where the clear phase's work starts, carried
+"""Tests for engine/_clear/_landmarks.py: where the clear phase's work starts, carried
 from one call to the next (issue 11), and the guarantee that a carried middleware gives
 exactly what a fresh one gives."""
 
@@ -12,13 +12,20 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from reduction_app.engine import access, clear, clear_rewriter, landmarks
-from reduction_app.engine.backends import InMemoryBackend, WriteRequest
-from reduction_app.engine.clear import ChatModelAgentState, clear_range
+from reduction_app.engine import (
+    ApproxTokenCounter,
+    ChatModelAgentState,
+    InMemoryBackend,
+    WriteRequest,
+    access,
+)
+from reduction_app.engine._clear import _landmarks as landmarks
+from reduction_app.engine._clear import _phase as clear
+from reduction_app.engine._clear import _rewriter as clear_rewriter
+from reduction_app.engine._clear._landmarks import Landmarks, carry_landmarks, find_landmarks
+from reduction_app.engine._clear._phase import clear_range
 from reduction_app.engine.errors import MessageError, OffloadError
-from reduction_app.engine.landmarks import Landmarks, carry_landmarks, find_landmarks
 from reduction_app.engine.messages import Message
-from reduction_app.engine.tokens import ApproxTokenCounter
 from tests.engine.clear_support import FailingBackend, agentic_text, call_msg, chars, middleware
 from tests.engine.test_clear_properties import (
     CONFIGS,
@@ -171,7 +178,7 @@ def _twice(messages: list[Any], config: dict[str, Any], extra: list[Any]) -> Non
     got = carried.before_model_rewrite_state(ChatModelAgentState(messages=after))
     want = fresh.before_model_rewrite_state(ChatModelAgentState(messages=after))
     assert list(got.messages) == list(want.messages)
-    marks = carried._rt.landmarks
+    marks = carried._memory.landmarks
     if marks is not None:
         assert marks == find_landmarks(marks.messages, None)
 
@@ -283,7 +290,7 @@ def test_carried_middleware_equals_fresh_after_the_caller_edits_what_it_returned
     assert list(got.messages) == list(want.messages)
     assert returned == sent and all(a is b for a, b in zip(returned, sent, strict=True))
     assert got.messages is not returned
-    marks = carried._rt.landmarks
+    marks = carried._memory.landmarks
     assert marks is not None and marks == find_landmarks(got.messages, None)
     assert marks.messages is not got.messages
 

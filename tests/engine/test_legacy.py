@@ -15,9 +15,9 @@ from reduction_app.engine import (
     new_clear_tool_result,
     new_tool_result_middleware,
 )
+from reduction_app.engine._storage._paths import content_digest
 from reduction_app.engine.errors import ConfigError, OffloadError, ReductionError
 from reduction_app.engine.legacy import LEGACY_PLACEHOLDER, content_sample, legacy_token_count
-from reduction_app.engine.paths import content_digest
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 

@@ -17,18 +17,18 @@ from typing import Any
 import pytest
 from hypothesis import given
 
-from reduction_app.engine.access import tool_calls_of
-from reduction_app.engine.backends import InMemoryBackend
-from reduction_app.engine.blocks import AgenticMessage, UserInputText
-from reduction_app.engine.clear import ChatModelAgentState, clear_range
-from reduction_app.engine.config import ReductionConfig, ToolReductionConfig
-from reduction_app.engine.events import ReductionEvent
-from reduction_app.engine.manifest import (
+from reduction_app.engine import ChatModelAgentState, InMemoryBackend
+from reduction_app.engine._clear._manifest import (
     is_offload_manifest,
     manifest_entries,
     manifest_text,
     with_manifest,
 )
+from reduction_app.engine._clear._phase import clear_range
+from reduction_app.engine.access import tool_calls_of
+from reduction_app.engine.blocks import AgenticMessage, UserInputText
+from reduction_app.engine.config import ReductionConfig, ToolReductionConfig
+from reduction_app.engine.events import ReductionEvent
 from reduction_app.engine.messages import Message, MessagePart
 from reduction_app.engine.notices import clear_placeholder, set_language, trunc_notice
 from reduction_app.engine.tool_io import ClearResult, ToolDetail, ToolOutputPart, ToolResult

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reduction_app.engine.backends import InMemoryBackend
+from reduction_app.engine import InMemoryBackend
 from reduction_app.engine.config import ReductionConfig
 from reduction_app.engine.messages import Media
 from reduction_app.engine.middleware import new

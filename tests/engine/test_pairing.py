@@ -1,4 +1,4 @@
-"""The pairing rules of each wire format (engine/pairing.py), one rule at a time, on
+"""The pairing rules of each wire format (engine/_clear/_pairing.py), one rule at a time, on
 engine messages and on wire-format lists, and the edit check the clear phase runs."""
 
 from __future__ import annotations
@@ -7,6 +7,13 @@ from typing import Any
 
 import pytest
 
+from reduction_app.engine._clear._pairing import (
+    PairingProblem,
+    broken_by_edit,
+    edited_region,
+    pairing_problems,
+    wire_pairing_problems,
+)
 from reduction_app.engine.blocks import (
     AgenticMessage,
     AssistantGenText,
@@ -16,13 +23,6 @@ from reduction_app.engine.blocks import (
 )
 from reduction_app.engine.errors import FormatError, MessageError
 from reduction_app.engine.messages import Message, ToolCall
-from reduction_app.engine.pairing import (
-    PairingProblem,
-    broken_by_edit,
-    edited_region,
-    pairing_problems,
-    wire_pairing_problems,
-)
 
 
 def chat_call(*ids: str) -> Message:

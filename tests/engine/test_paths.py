@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from reduction_app.engine.backends import InMemoryBackend, LocalFileBackend, WriteRequest
-from reduction_app.engine.parts import stringify
-from reduction_app.engine.paths import (
+from reduction_app.engine import InMemoryBackend, LocalFileBackend, WriteRequest
+from reduction_app.engine._storage._paths import (
     DEFAULT_PATH_TAIL,
     Content,
     DefaultPathGenerator,
@@ -19,6 +18,7 @@ from reduction_app.engine.paths import (
     default_path,
     safe_id,
 )
+from reduction_app.engine.parts import stringify
 from reduction_app.engine.tool_io import ToolContext, ToolDetail, ToolResult
 
 SAFE = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]*")

@@ -1,4 +1,4 @@
-"""Putting reduced results back from their offload files (engine/restore.py)."""
+"""Putting reduced results back from their offload files (engine/_storage/_restore.py)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from reduction_app.engine import (
     UserInputText,
     new,
 )
-from reduction_app.engine.restore import offload_paths, restore_results
+from reduction_app.engine._storage._restore import offload_paths, restore_results
 
 
 def _round(call_id: str, content: str) -> list[Message]:

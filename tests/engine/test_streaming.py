@@ -9,11 +9,10 @@ from typing import Any
 
 import pytest
 
-from reduction_app.engine.backends import InMemoryBackend, WriteRequest
+from reduction_app.engine import InMemoryBackend, WriteRequest, default_trunc_handler
 from reduction_app.engine.config import ReductionConfig, ToolReductionConfig
 from reduction_app.engine.errors import MessageError, NoBackendError, OffloadError, ReductionError
 from reduction_app.engine.events import ReductionEvent
-from reduction_app.engine.handlers import default_trunc_handler
 from reduction_app.engine.messages import Media
 from reduction_app.engine.middleware import ReductionMiddleware, new
 from reduction_app.engine.notices import get_language, set_language

@@ -1,4 +1,4 @@
-"""Tests for reduction_app.engine.superseded and the ``clear_superseded`` step of the clear
+"""Tests for engine/_clear/_superseded.py and the ``clear_superseded`` step of the clear
 phase (docs/behaviour.md §4.12).
 
 Counts use the one-token-per-character counter of ``clear_support.chars`` (content plus
@@ -17,13 +17,8 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reduction_app.engine.backends import InMemoryBackend
-from reduction_app.engine.blocks import FunctionToolCall
-from reduction_app.engine.config import ReductionConfig, ToolReductionConfig
-from reduction_app.engine.events import ReductionEvent
-from reduction_app.engine.messages import Message
-from reduction_app.engine.notices import clear_placeholder, trunc_notice
-from reduction_app.engine.superseded import (
+from reduction_app.engine import InMemoryBackend
+from reduction_app.engine._clear._superseded import (
     EDIT_COMMANDS,
     EDIT_TOOLS,
     FAILED_EDIT_PREFIXES,
@@ -32,6 +27,11 @@ from reduction_app.engine.superseded import (
     Readers,
     superseded_calls,
 )
+from reduction_app.engine.blocks import FunctionToolCall
+from reduction_app.engine.config import ReductionConfig, ToolReductionConfig
+from reduction_app.engine.events import ReductionEvent
+from reduction_app.engine.messages import Message
+from reduction_app.engine.notices import clear_placeholder, trunc_notice
 from reduction_app.engine.tool_io import ClearResult, ToolDetail, ToolOutputPart, ToolResult
 from tests.engine.clear_support import (
     agentic_call,

@@ -1,4 +1,4 @@
-"""Tests for reduction_app.engine.tokens and its offline encoding loader."""
+"""Tests for the token counters (engine/_tokens) and their offline encoding loader."""
 
 from __future__ import annotations
 
@@ -14,7 +14,20 @@ import pytest
 import tiktoken
 import tiktoken.load
 
-from reduction_app.engine._encodings import ENCODINGS, EncodingLoader, tiktoken_cache_path
+from reduction_app.engine import (
+    TOKEN_COUNTER_NAMES,
+    ApproxTokenCounter,
+    TiktokenCounter,
+    get_token_counter,
+)
+from reduction_app.engine._tokens._counters import (
+    CacheInfo,
+    count_text,
+    render_block,
+    render_message,
+    render_tool,
+)
+from reduction_app.engine._tokens._encodings import ENCODINGS, EncodingLoader, tiktoken_cache_path
 from reduction_app.engine.blocks import (
     AgenticMessage,
     AssistantGenText,
@@ -30,17 +43,6 @@ from reduction_app.engine.blocks import (
 )
 from reduction_app.engine.errors import ConfigError, TokenizerUnavailable
 from reduction_app.engine.messages import Media, Message, MessagePart, ToolCall, ToolInfo
-from reduction_app.engine.tokens import (
-    TOKEN_COUNTER_NAMES,
-    ApproxTokenCounter,
-    CacheInfo,
-    TiktokenCounter,
-    count_text,
-    get_token_counter,
-    render_block,
-    render_message,
-    render_tool,
-)
 
 ARGS = '{"location": "London, UK", "unit": "c"}'
 QUESTION = (
@@ -520,7 +522,7 @@ def test_fresh_process_counts_offline(tmp_path: Path) -> None:
         "HTTP_PROXY": "http://127.0.0.1:9",
     }
     code = (
-        "from reduction_app.engine.tokens import count_text, get_token_counter\n"
+        "from reduction_app.engine._tokens._counters import count_text, get_token_counter\n"
         "print(count_text(get_token_counter('cl100k_base'), 'hello world'),"
         " count_text(get_token_counter('o200k_base'), 'hello world'))\n"
     )
@@ -555,7 +557,7 @@ def test_exact_counter_encodes_equal_long_texts_once() -> None:
 
 
 def test_text_cache_stays_within_its_character_budget() -> None:
-    from reduction_app.engine._caches import TextCache
+    from reduction_app.engine._tokens._caches import TextCache
 
     cache = TextCache(max_chars=10)
     assert cache.get_or_count("aaaa", len) == 4
@@ -650,7 +652,7 @@ def test_counter_counts_right_after_a_count_that_failed_half_way() -> None:
 
 
 def test_shared_prefix_compares_lists_tuples_and_a_mix() -> None:
-    from reduction_app.engine._caches import shared_prefix
+    from reduction_app.engine._tokens._caches import shared_prefix
 
     a, b, c = c2()[:3]
     assert shared_prefix([a, b, c], [a, b]) == 2

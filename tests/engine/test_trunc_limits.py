@@ -20,9 +20,9 @@ from reduction_app.engine import (
     config_to_dict,
     new,
 )
+from reduction_app.engine._handlers._limits import TruncLimits
 from reduction_app.engine.middleware import ReductionMiddleware
 from reduction_app.engine.tool_io import ToolArgument, ToolContext, ToolOutputPart, ToolResult
-from reduction_app.engine.trunc_limits import TruncLimits
 
 DIGITS = "0123456789" * 10  # 100 characters
 

@@ -3,7 +3,7 @@ phase keeps an output its notice would not shorten."""
 
 from __future__ import annotations
 
-from reduction_app.engine.backends import InMemoryBackend
+from reduction_app.engine import InMemoryBackend
 from reduction_app.engine.config import ReductionConfig, config_from_dict
 from reduction_app.engine.events import ReductionEvent
 from reduction_app.engine.middleware import new

@@ -10,7 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from reduction_app.engine.backends import InMemoryBackend, LocalFileBackend, WriteRequest
+from reduction_app.engine import (
+    InMemoryBackend,
+    LocalFileBackend,
+    WriteRequest,
+    default_trunc_handler,
+)
+from reduction_app.engine._storage._paths import content_digest
 from reduction_app.engine.config import ReductionConfig, ToolReductionConfig
 from reduction_app.engine.errors import (
     ConfigError,
@@ -19,11 +25,9 @@ from reduction_app.engine.errors import (
     ReductionError,
 )
 from reduction_app.engine.events import ReductionEvent
-from reduction_app.engine.handlers import default_trunc_handler
 from reduction_app.engine.messages import Media
 from reduction_app.engine.middleware import new
 from reduction_app.engine.notices import get_language, set_language
-from reduction_app.engine.paths import content_digest
 from reduction_app.engine.tool_io import (
     ToolArgument,
     ToolContext,

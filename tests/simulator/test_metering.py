@@ -85,7 +85,7 @@ def test_meter_json_tools_with_a_tool_prompt() -> None:
     pricing = dataclasses.replace(pricing_for("gpt-4o"), framing=framing)
     counter = get_token_counter("o200k_base")
     meter = Meter(pricing, get_token_counter("approx"))
-    from reduction_app.engine.tokens import render_tool
+    from reduction_app.engine._tokens._counters import render_tool
 
     assert meter.tools([LOOKUP]) == 100 + counter.count_text(render_tool(LOOKUP)) + 2
     assert meter.tools([]) == 0

@@ -17,11 +17,11 @@ from reduction_app.engine import (
     ToolReductionConfig,
     get_token_counter,
 )
+from reduction_app.engine._clear._phase import clear_range
+from reduction_app.engine._clear._superseded import Readers, superseded_calls
 from reduction_app.engine.access import tool_calls_of
-from reduction_app.engine.clear import clear_range
 from reduction_app.engine.commands import command_kind
 from reduction_app.engine.inspect import is_offload_manifest, read_result
-from reduction_app.engine.superseded import Readers, superseded_calls
 from simulator.importers import RecordedConversation, load_conversations
 from simulator.pricing import DEFAULT_PRICING, Pricing
 from simulator.replay import Prepared, no_reduction, replay

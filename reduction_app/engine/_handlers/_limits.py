@@ -1,11 +1,6 @@
 """Which limit an output is truncated at: ``max_length_for_trunc``, or the opt-in
-``trunc_tool_limits`` and ``trunc_command_limits`` (docs/behaviour.md §3.11).
-
-The precedence, for a tool whose truncation handler is the default one: the limit of a
-shell command's kind (:func:`~reduction_app.engine.commands.command_kind`), when the
-call's arguments hold a command and its kind has a limit; then the tool's own limit;
-then ``max_length_for_trunc``. A tool with a handler of its own, or one that skips
-truncation or is excluded, never gets here.
+``trunc_tool_limits`` and ``trunc_command_limits``, in the precedence of
+docs/behaviour.md §3.11. Only tools whose truncation handler is the default one get here.
 """
 
 from __future__ import annotations

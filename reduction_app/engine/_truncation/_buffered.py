@@ -1,25 +1,18 @@
-"""The truncation phase for buffered outputs: after a tool returns, its handler may
-replace a too-long output, offloading the whole of it first.
-
-Buffered outputs are those of invokable tools, and streams given to a per-tool
-handler (which reads the whole stream). Streams under the default handler are cut
-incrementally instead; see ``streams.py``.
-
-The functions here build steps (see ``_steps.py``); the middleware runs them
-synchronously or asynchronously. A failed offload fails the call and leaves the
-output as it was; the event is emitted only after the write succeeded.
+"""The truncation phase for buffered outputs (docs/behaviour.md §3): after a tool returns,
+its handler may replace a too-long output, the whole of it offloaded first; a failed
+offload fails the call and leaves the output as it was. Streams under the default
+handler are cut incrementally by ``_streams``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reduction_app.engine._steps import Steps, invoke
 from reduction_app.engine.errors import ReductionError
 from reduction_app.engine.events import ReductionEvent
 from reduction_app.engine.parts import flatten_tool_results
-from reduction_app.engine.runtime import Resolved, Runtime
 from reduction_app.engine.tool_io import (
     ToolArgument,
     ToolContext,
@@ -28,6 +21,9 @@ from reduction_app.engine.tool_io import (
     ToolResult,
     TruncResult,
 )
+
+if TYPE_CHECKING:
+    from reduction_app.engine.runtime import Resolved, Runtime
 
 __all__ = [
     "buffered_steps",

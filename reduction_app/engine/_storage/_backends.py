@@ -1,15 +1,7 @@
-"""Storage backends: where offloaded tool output is written and read back.
-
-A backend is anything with ``write(WriteRequest)`` and, for reading offloads back
-and for keeping paths unique, ``read(path) -> str`` raising ``FileNotFoundError``.
-It may also offer ``digest(path) -> str``, the SHA-256 (hex) of the content's UTF-8
-bytes with lone surrogates kept (``paths.content_digest``), raising
-``FileNotFoundError`` alike: the unique-path check then uses it instead of ``read``.
-Any of them may be a coroutine function; the async phases await it. A backend whose
-paths have a length limit says so in ``max_path_chars``: a config whose ``root_dir``
-leaves its default paths no room under it is refused (``ConfigError``).
-
-The Django app adds a backend on Django's Storage API; this module knows nothing of it.
+"""Storage backends: where offloaded tool output is written and read back. The protocol
+(``write``, ``read``, the optional ``digest`` and ``max_path_chars``) is described in
+docs/engine.md, "Storage backends"; the Django app adds a backend on Django's Storage API,
+which this module knows nothing of.
 """
 
 from __future__ import annotations

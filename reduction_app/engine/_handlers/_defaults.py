@@ -1,13 +1,7 @@
-"""The reference's default handlers, public so a tool can be given one explicitly.
-
-``default_trunc_handler`` replaces each large text part with a notice holding a
-head and tail preview and offloads the whole result; ``default_clear_handler``
-replaces a result with a placeholder pointing at its offload file (or, without
-offloading, a short "cleared" note). Both keep the tool arguments as they are.
-
-A result that the truncation phase already offloaded is recognised by its notice:
-the clear placeholder then points at that file, which holds the full original,
-and nothing new is written.
+"""The reference's default handlers (docs/behaviour.md §3.2, §4.7), public so a tool can be
+given one explicitly: truncation replaces each large text part with a notice and
+offloads the whole result; clearing replaces a result with a placeholder naming its
+offload file, or the file a truncation notice already names.
 """
 
 from __future__ import annotations
@@ -15,8 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
+from reduction_app.engine._handlers._digests import Digester, default_digest, fit_digest
+from reduction_app.engine._handlers._limits import TruncLimits
 from reduction_app.engine._steps import Steps, invoke, run_sync
-from reduction_app.engine.digests import Digester, default_digest, fit_digest
 from reduction_app.engine.errors import MessageError
 from reduction_app.engine.notices import (
     Language,
@@ -32,7 +27,6 @@ from reduction_app.engine.tool_io import (
     ToolResult,
     TruncResult,
 )
-from reduction_app.engine.trunc_limits import TruncLimits
 
 __all__ = [
     "DefaultClearHandler",
@@ -273,8 +267,8 @@ def default_clear_handler(
 
     With ``digest_tokens > 0`` (an opt-in beyond the reference) the first text part's
     placeholder also holds a digest of the result's text, made by ``digester``
-    (:func:`~reduction_app.engine.digests.default_digest` when ``None``) and cut to
-    that many tokens (see :mod:`~reduction_app.engine.digests`).
+    (:func:`~reduction_app.engine.default_digest` when ``None``) and cut to
+    that many tokens (see :mod:`._digests`).
     """
     return DefaultClearHandler(
         gen_path,

@@ -1,26 +1,8 @@
-"""Token counters for the clear phase: the protocol, the built-ins, and their caches.
-
-This module owns how a conversation becomes a token count:
-
-- :class:`TokenCounter`, the protocol: any ``(messages, tool_infos) -> int`` callable.
-- :class:`ApproxTokenCounter` (``"approx"``, the default): the reference's estimate,
-  characters // 4 (decision 1: Python ``len``, not UTF-8 bytes).
-- :class:`TiktokenCounter` (``"cl100k_base"``, ``"o200k_base"``): the same rendering,
-  each rendered string measured in tiktoken tokens.
-- :func:`get_token_counter`, which resolves a config's ``token_counter`` value.
-
-Rendering (docs/behaviour.md §4.1). A chat message is one string, ``role\\nreasoning\\ncontent\\n``,
-then (assistants only) ``name\\narguments`` per tool call with no separator, then
-``text\\n`` per text part of ``user_input_multi_content`` and of
-``assistant_gen_multi_content``. An agentic message is its role plus one string per
-block (see :func:`render_block`), each measured (and, for approx, floored) on its own.
-A tool is measured whole (decision 12), as
-``json.dumps({"description", "name", "parameters"}, ensure_ascii=False, sort_keys=True)``
-with default separators; ``extra`` is not part of the schema the model reads.
-
-Each counter caches the count of every message and tool it has seen, by object identity
-(values are frozen), so the clear phase's count of a growing conversation costs only
-its new messages. Loading encoding files offline lives in :mod:`._encodings`.
+"""Token counters: the protocol, the built-ins (``approx``, the reference's characters // 4,
+and tiktoken's encodings) and :func:`get_token_counter`, which resolves a config's
+``token_counter``. A conversation is rendered for counting as docs/behaviour.md §4.1
+says; each counter caches what it counted by identity (``_caches``), so counting a
+growing conversation costs only its new messages.
 """
 
 from __future__ import annotations
@@ -33,8 +15,8 @@ from typing import Any, Protocol
 import tiktoken
 
 from reduction_app.engine import blocks
-from reduction_app.engine._caches import CacheInfo, IdentityCache, TextCache, shared_prefix
-from reduction_app.engine._encodings import EncodingLoader, default_loader
+from reduction_app.engine._tokens._caches import CacheInfo, IdentityCache, TextCache, shared_prefix
+from reduction_app.engine._tokens._encodings import EncodingLoader, default_loader
 from reduction_app.engine.errors import ConfigError
 from reduction_app.engine.messages import ROLE_ASSISTANT, Media, Message, ToolInfo
 

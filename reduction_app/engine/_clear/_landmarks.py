@@ -1,32 +1,7 @@
-"""Where the clear phase's work starts, found without walking what it walked before.
-
-An agent hands the clear phase, before every model call, the list it returned last time
-plus what arrived since. Two positions decide the work (docs/behaviour.md §4.3):
-
-* ``start``: the first assistant message without the processed flag, where the range
-  begins. A plain-text assistant message (a final answer) never gets the flag, so in a
-  long session this stays near the beginning for good;
-* ``calls_from``: the first assistant message *with tool calls* and without the flag.
-  Every call group before it was gone through already, so the per-call loop and the
-  superseded search (§4.12) begin there: what they would meet before it, they skip.
-
-Both are "the first message that ...", and flags are only ever added, so what the
-previous pass found still holds for the part of the new list that is the same objects
-(or equal ones) as its output, and only the rest has to be looked at: the per-call cost
-no longer grows with the conversation. :class:`Landmarks` is what one pass leaves for the
-next; a middleware keeps the last one.
-
-What the middleware keeps is a *mirror*: a private list it brings to the content of each
-list it is handed (:func:`carry_landmarks`) and of each list it returns, editing only the
-tail and the positions a pass wrote. The caller may change the list it was handed back,
-so the mirror is never that list; and comparing two lists is the one pass over the whole
-conversation a call makes (a list compare checks identity inline, in C).
-
-The range's end (:func:`range_end`, where the retained rounds begin) is not carried: it
-is found afresh from the end of the list, a walk over the retained rounds only.
-
-This module owns the positions, not the phase: ``clear.py`` and ``clear_pass.py`` use
-them.
+"""Where the clear phase's work starts (docs/behaviour.md §4.3), found without walking again
+what the last pass walked: :class:`Landmarks` is what one pass leaves for the next, so a
+call costs what arrived since, not the whole conversation. The positions, not the
+phase: ``_phase`` and ``_pass`` use them.
 """
 
 from __future__ import annotations
@@ -35,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from reduction_app.engine._caches import shared_prefix
+from reduction_app.engine._tokens._caches import shared_prefix
 from reduction_app.engine.access import (
     AnyMessage,
     conversation_kind,
@@ -49,6 +24,20 @@ __all__ = ["Landmarks", "carry_landmarks", "find_landmarks", "range_end"]
 @dataclass(frozen=True, slots=True, eq=False)
 class Landmarks:
     """The two positions in one list of messages (its length when there is none).
+
+    ``start`` is the first assistant message without the processed flag, where the range
+    begins (a final answer never gets the flag, so in a long session it stays near the
+    beginning); ``calls_from`` the first such message *with tool calls*, where the
+    per-call loop and the superseded search begin. Both are "the first message that ...",
+    and flags are only ever added, so what the last pass found still holds for the part
+    of a new list that is the same (or equal) messages as its output: only the rest is
+    read. The range's end (:func:`range_end`) is found afresh, from the end of the list.
+
+    A middleware keeps them over a *mirror*: a private list brought to the content of each
+    list it is handed (:func:`carry_landmarks`) and each it returns, editing only the tail
+    and the positions a pass wrote. The caller may change the list it got back, so the
+    mirror is never that list; comparing the two is the one pass over the whole
+    conversation a call makes (a list compare checks identity inline, in C).
 
     Equal when the positions, the style and the messages are; ``shared``, ``counted`` and
     ``found_from`` are bookkeeping and not compared."""

@@ -1,35 +1,7 @@
-"""Whether every tool call keeps its result where each provider requires it.
-
-A provider rejects a request that splits a tool call from its result. This module says,
-for engine messages and one wire format's rules, where a conversation does that
-(:func:`pairing_problems`), and which problems an edit brought into a conversation that
-had none there (:func:`broken_by_edit`; :func:`check_edit` raises ``PairingError`` for
-them, and the clear phase calls it after each of its edits).
-
-The rules, in engine terms (``tool_result`` messages as :func:`access.classify` says):
-
-* ``openai_chat`` (chat :class:`Message`): a ``tool`` message answers a call of the
-  nearest assistant message before it, with only ``tool`` messages in between; every
-  call of an assistant message has a ``tool`` message in the run right after it.
-* ``anthropic`` (:class:`AgenticMessage`): each ``tool_use`` (FunctionToolCall) has its
-  ``tool_result`` (FunctionToolResult) in the very next message, a user one; each
-  ``tool_result`` answers a ``tool_use`` of the message right before it. The order of
-  blocks inside a message is not checked.
-* ``openai_responses`` (:class:`AgenticMessage`): each ``function_call`` has a
-  ``function_call_output`` with its ``call_id`` later in the input, and each output a
-  call earlier; anything may come in between.
-
-Pending calls: a call whose message is followed by nothing but tool results (the model
-just asked for tools and they have not all answered; under Anthropic's rules, at most
-one message of results) is not a problem by default
-(``allow_pending=True``): the engine and the REST API take such a conversation (a
-recording that ends on a tool request, a state read right after the model answered),
-and a clear pass keeps it as it is. Pass ``allow_pending=False`` to ask whether the
-conversation could be sent to the provider right now. Server-side tool blocks (raw
-blocks, tool search results) pair inside the model's own message and are not checked.
-
-Tool call ids are compared as sets per call group: a reused id answers every call that
-uses it (the providers' rules on duplicate ids are not this module's business).
+"""Whether every tool call keeps its result where each provider requires it, by the rules
+docs/behaviour.md §4.10 lists: the problems of a conversation under one wire format
+(:func:`pairing_problems`), and those an edit brought in (:func:`check_edit` raises
+``PairingError`` for them; the clear phase calls it after each of its edits).
 """
 
 from __future__ import annotations
@@ -38,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from reduction_app.engine._caches import shared_prefix
+from reduction_app.engine._tokens._caches import shared_prefix
 from reduction_app.engine.access import AnyMessage, classify, conversation_kind
 from reduction_app.engine.blocks import AgenticMessage, FunctionToolCall, FunctionToolResult
 from reduction_app.engine.errors import MessageError, PairingError
@@ -81,6 +53,8 @@ def pairing_problems(
 ) -> list[PairingProblem]:
     """Every pairing problem of ``messages`` under the rules of wire format ``fmt``, in
     message order; empty when a provider of that format would take the conversation.
+    Calls still waiting for their results at the very end are not a problem unless
+    ``allow_pending`` is false (could the conversation be sent right now?).
     ``messages`` must be of the style ``fmt`` parses into (a ``MessageError`` otherwise)."""
     rules = _rules(fmt)
     kind = conversation_kind(messages)

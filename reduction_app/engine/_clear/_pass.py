@@ -1,20 +1,23 @@
-"""One clear pass's working copy and what is done to it: the call groups cleared by the
-per-call loop and their handlers (docs/behaviour.md §4.6, §4.7), the superseded results
-(§4.12), the counting of what the pass would return, with the offload manifest in place
-(§4.1, §4.13), and the pairing check before it is returned (§4.10).
-
-This module owns the mechanics, not the decisions: the clear phase (``clear.py``) decides
-whether a pass runs, over which range, which of these steps it takes and when it stops;
-the rewriter's run over the range is in ``clear_rewriter.py``, the events and the cache
-estimate in ``clear_figures.py``.
+"""One clear pass's working copy and what is done to it: the call groups cleared and
+their handlers, the superseded results, the counting of what the pass would return with
+the offload manifest in place, and the pairing check (docs/behaviour.md §4.6, §4.7,
+§4.10, §4.12, §4.13). The mechanics, not the decisions: those are ``_phase``'s.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
+from reduction_app.engine._clear._landmarks import range_end
+from reduction_app.engine._clear._manifest import with_manifest
+from reduction_app.engine._clear._pairing import check_edit
+from reduction_app.engine._clear._superseded import Readers, superseded_calls
 from reduction_app.engine._steps import Steps, call, invoke
+from reduction_app.engine._storage._backends import Backend
+from reduction_app.engine._tokens._counters import CachingCounter
+from reduction_app.engine._truncation._buffered import text_of
 from reduction_app.engine.access import (
     AnyMessage,
     CallRef,
@@ -26,23 +29,18 @@ from reduction_app.engine.access import (
     write_arguments,
     write_result,
 )
-from reduction_app.engine.backends import Backend
 from reduction_app.engine.errors import NoBackendError, ReductionError
 from reduction_app.engine.events import STRATEGY_SUPERSEDED
-from reduction_app.engine.landmarks import range_end
-from reduction_app.engine.manifest import with_manifest
 from reduction_app.engine.messages import ToolInfo
-from reduction_app.engine.pairing import check_edit
-from reduction_app.engine.runtime import Resolved, Runtime
-from reduction_app.engine.superseded import superseded_calls
-from reduction_app.engine.tokens import CachingCounter
 from reduction_app.engine.tool_io import (
     ClearResult,
     ToolArgument,
     ToolContext,
     ToolDetail,
 )
-from reduction_app.engine.truncation import text_of
+
+if TYPE_CHECKING:
+    from reduction_app.engine.runtime import Resolved, Runtime
 
 __all__ = [
     "Cleared",
@@ -203,10 +201,12 @@ def group_steps(ps: Pass, idx: int, only: Collection[int] | None = None) -> Step
     ps.written.append(idx)
 
 
-def superseded_steps(ps: Pass, start: int, end: int, tools: list[ToolInfo]) -> Steps[int | None]:
+def superseded_steps(
+    ps: Pass, start: int, end: int, tools: list[ToolInfo], readers: Readers
+) -> Steps[int | None]:
     """Clear the superseded results in ``[start, end)`` (docs/behaviour.md §4.12); the
     conversation's tokens afterwards, or ``None`` when none was cleared."""
-    targets = superseded_calls(ps.edit, start, end, ps.rt.readers)
+    targets = superseded_calls(ps.edit, start, end, readers)
     for idx, positions in targets.items():
         yield from group_steps(ps, idx, positions)
     if not ps.cleared:

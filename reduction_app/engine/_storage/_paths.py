@@ -1,26 +1,8 @@
-"""Offload paths: safe, unique, and free of whitespace.
-
-The default path of a call is ``{root_dir}/{trunc|clear}/{safe id}``. The id is
-sanitised so the path stays under ``root_dir`` (no ``..``, no absolute ids, no
-NUL, no whitespace), and an empty id gets a fresh random id. Models reuse call
-ids, so before a path is handed out it is checked: identical content reuses it; if it
-already holds (or has been promised to) different content, the path is named by the
-content instead, ``{base}-{the first 12 hex digits of its SHA-256}``, and should that
-too hold other content (two contents whose digests begin alike), ``{base}-{the whole
-digest}``. Three candidates at most, whatever the number of earlier results that
-shared the id, and the same content always gets the same path, so a conversation
-sent again finds its files again. The check reads the backend, so it holds across
-processes, and remembers what it promised in this process, so two calls in one pass
-never get the same path for different content.
-
-Contents are compared as strings, not through a digest: ``==`` on two strings stops
-at a different length or at the first different character, where a digest is a full
-pass over an output that may be tens of megabytes. A content is only worked out
-(``content_of``, which may serialise a multi-part result) when another content asks
-for the same path; a fresh path costs nothing. A backend that keeps its contents'
-SHA-256 (a database row, an object's metadata) may offer ``digest(path)``: the check
-then compares digests instead of reading the content back, which for a bucket is a
-download per path.
+"""Offload paths: safe, unique and free of whitespace (docs/behaviour.md, decision 7 and
+§3.7). A call's path is ``{root_dir}/{trunc|clear}/{safe id}``, or one named by its
+content's digest when that path holds other content; the check reads the backend (so it
+holds across processes) and remembers what it promised (so one pass never hands a path
+out twice).
 """
 
 from __future__ import annotations
@@ -34,7 +16,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from reduction_app.engine._steps import Steps, call, run_sync
-from reduction_app.engine.backends import Backend
+from reduction_app.engine._storage._backends import Backend
 from reduction_app.engine.tool_io import ToolDetail
 
 __all__ = [
@@ -186,7 +168,13 @@ class DefaultPathGenerator:
     """The default ``gen_*_offload_file_path``: ``{root_dir}/{kind}/{safe id}``, made unique.
 
     ``content_of`` gives the text that will be written for a detail, so the
-    uniqueness check can tell a repeat of the same content from a collision.
+    uniqueness check can tell a repeat of the same content from a collision. It is only
+    worked out when another content asks for the same path (a fresh path costs nothing),
+    and compared as a string, not through a digest: ``==`` stops at a different length or
+    the first different character, where a digest reads an output of maybe tens of
+    megabytes whole. A backend that keeps its contents' SHA-256 may offer
+    ``digest(path)``: the check then compares digests instead of reading the content back,
+    which for a bucket is a download per path.
     """
 
     def __init__(

@@ -1,17 +1,7 @@
-"""Digests: what a cleared tool result keeps in its placeholder when digests are on.
-
-An opt-in strategy (``clear_digest_tokens > 0``; off by default, as in the reference,
-whose placeholder only points at the offload file). A digest tells the model what the
-hidden result held, so it can judge whether to read the file back: its size in lines and
-characters, for search output the files that matched (with their match counts), then as
-many of its first lines as fit. A tool can have its own digester
-(``ToolReductionConfig.clear_digester``): any function from the result's text to a
-digest; the engine cuts every digest to the budget.
-
-The budget is in tokens as the approximate counter counts them (four characters a
-token), so the same config gives the same placeholder whatever counter it uses: a
-digest is at most ``4 * clear_digest_tokens`` characters, cut at a line end where one
-fits. Digests are deterministic: the same text gives the same digest.
+"""Digests: what a cleared result's placeholder keeps when ``clear_digest_tokens > 0``
+(docs/behaviour.md §4.7), so the model can judge whether to read the file back. The
+budget counts four characters a token whatever the config's counter, so a config always
+gives the same placeholder; digests are deterministic.
 """
 
 from __future__ import annotations

@@ -1,17 +1,13 @@
 """The message rewriter's run over the clear range (docs/behaviour.md §4.5): each call
-group, with its window (the run of tool results right after the call, so it never
-swallows a user message), goes to ``clear_message_rewriter`` unless it was cleared before
-(decision 5), and what it returns replaces the group; every other message is kept.
-
-This module owns the walk and the check of what the rewriter returns; the clear phase
-(``clear.py``) puts the new range into the pass's working copy and checks that no call
-was split from its result (§4.10).
+group not cleared before goes, with its window of results, to ``clear_message_rewriter``,
+and what it returns replaces the group. ``_phase`` puts the new range in place and
+checks that no call was split from its result.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reduction_app.engine._steps import Steps, call
 from reduction_app.engine.access import (
@@ -24,7 +20,9 @@ from reduction_app.engine.access import (
     tool_calls_of,
 )
 from reduction_app.engine.errors import MessageError
-from reduction_app.engine.runtime import Runtime
+
+if TYPE_CHECKING:
+    from reduction_app.engine.runtime import Runtime
 
 __all__ = ["rewrite_steps"]
 

@@ -1,25 +1,24 @@
-"""What the clear phase reports and weighs about a pass: the event of each cleared call,
-with its token figures, and the summary event every call of the phase ends with
-(docs/behaviour.md §4.9); the cache estimate of the opt-in cache-aware strategy (§4.14).
-
-This module builds the figures; the clear phase (``clear.py``) decides when they are
-emitted and what the estimate changes, and the pass's working copy they are taken from
-is in ``clear_pass.py``.
+"""What the clear phase reports and weighs about a pass: each cleared call's event with
+its token figures, the summary event every call ends with (docs/behaviour.md §4.9), and
+the estimate of the opt-in cache-aware strategy (§4.14). ``_phase`` decides when they
+are emitted and what the estimate changes.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from reduction_app.engine._clear._cache_aware import CacheEstimate, cached_end, calls_so_far
+from reduction_app.engine._clear._pass import Cleared, Pass, checked_tokens, first_difference
 from reduction_app.engine._steps import Steps, call
 from reduction_app.engine.access import AnyMessage
-from reduction_app.engine.cache_aware import CacheEstimate, cached_end, calls_so_far
-from reduction_app.engine.clear_pass import Cleared, Pass, checked_tokens, first_difference
 from reduction_app.engine.events import ReductionEvent
 from reduction_app.engine.messages import ToolInfo
-from reduction_app.engine.runtime import Runtime
+
+if TYPE_CHECKING:
+    from reduction_app.engine.runtime import Runtime
 
 __all__ = ["cache_estimate", "figures", "summary_event"]
 

@@ -1,11 +1,7 @@
-"""Putting reduced tool results back as they were, from their offload files.
-
-A conversation that went through the engine holds placeholders and truncation notices
-that name the files holding the originals. :func:`offload_paths` lists those files and
-:func:`restore_results` replaces each such result by the content its file holds (a
-single text written raw, several parts as the JSON the engine writes), so a recorded
-conversation can be replayed as the agent really lived it. Results whose file cannot be
-read are left as they are; arguments a custom clear handler rewrote are not restored.
+"""Putting reduced tool results back as they were, from the offload files their
+placeholders and notices name (:func:`offload_paths`, :func:`restore_results`), so a
+recorded conversation can be replayed as the agent lived it. A result whose file cannot
+be read stays as it is; arguments a custom clear handler rewrote are not restored.
 """
 
 from __future__ import annotations

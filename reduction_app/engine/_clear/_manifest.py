@@ -1,27 +1,7 @@
-"""The offload manifest: the opt-in ``clear_offload_manifest`` (docs/behaviour.md §4.13).
-
-Not in the reference. A cleared result's placeholder names its offload file, but the
-model meets placeholders one by one, often long after the call; when it wants one of
-those outputs again, running the tool again is the obvious move. The manifest is one
-short user message that lists, in one place, what was offloaded and where, and asks the
-model to read a file back instead (the first line is one line in the message)::
-
-    <offload-manifest>
-    These tool results were moved out of the context. To see one again, read its
-    file with read_file(path) instead of re-running the tool:
-    - grep({"q": "a"}) -> /tmp/clear/call_a
-    </offload-manifest>
-
-One line per cleared result whose placeholder names a file, oldest first, the arguments
-on one line and cut in the middle to :data:`ARGUMENT_CHARS`; at most :data:`MAX_ENTRIES`
-lines, the newest, after a line saying how many earlier ones are left out. English or
-Chinese, as the config's ``language`` (or the process default) says.
-
-This module owns the text, how a manifest message is recognised again (the whole text
-of a user message, wrapper and first line included), and :func:`with_manifest`, which
-puts the one manifest of a conversation in place. The clear phase decides when
-(``clear_pass.py``, as it counts a pass): after a pass it applies, with the manifest right
-before the retained rounds.
+"""The offload manifest of the opt-in ``clear_offload_manifest`` (docs/behaviour.md
+§4.13): its text, how a manifest message is recognised again (the whole text of a user
+message), and :func:`with_manifest`, which puts a conversation's one manifest in place
+right before the retained rounds. ``_pass`` decides when, as it counts a pass.
 """
 
 from __future__ import annotations

@@ -1,36 +1,27 @@
-"""The clear phase: before a model call, old tool results are offloaded and replaced
-by placeholders once the conversation is over ``max_tokens_for_clear`` tokens.
-
-Follows docs/behaviour.md §4 (the reference with our decisions): strictly-greater trigger; results
-found by call id among the tool-result messages right after their call; a call
-already cleared (flagged, or holding one of our placeholders) is never cleared
-again; nothing the caller passed is changed; every offload is written before the
-state that points at it is returned, and a failure leaves the caller's state as
-it was. The rewriter's window is the run of tool results after each call, so it
-never swallows a user message, and results with no call are kept, not dropped.
-
-This module holds the phase's entry and its decisions: whether a pass runs, over which
-range, which steps it takes, when it stops and what it commits. What a pass does to its
-working copy is in ``clear_pass.py``, the rewriter's run over the range in
-``clear_rewriter.py``, its events and the cache estimate in ``clear_figures.py``.
+"""The clear phase's entry and its decisions (docs/behaviour.md §4): whether a pass runs,
+over which range, which steps it takes, when it stops and what it commits, and what it
+keeps from one pass to the next (:class:`ClearMemory`). What a pass does to its working
+copy is ``_pass``'s, the rewriter's run ``_rewriter``'s, its events ``_figures``'s.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from reduction_app.engine._steps import Steps, call
-from reduction_app.engine.access import (
-    AnyMessage,
-    conversation_kind,
-    is_processed,
-    tool_calls_of,
+from reduction_app.engine._clear._cache_aware import cache_ceiling
+from reduction_app.engine._clear._figures import cache_estimate, figures, summary_event
+from reduction_app.engine._clear._landmarks import (
+    Landmarks,
+    carry_landmarks,
+    find_landmarks,
+    range_end,
 )
-from reduction_app.engine.cache_aware import cache_ceiling
-from reduction_app.engine.clear_figures import cache_estimate, figures, summary_event
-from reduction_app.engine.clear_pass import (
+from reduction_app.engine._clear._pairing import check_edit, shared_tail
+from reduction_app.engine._clear._pass import (
     Pass,
     check_pass,
     count_steps,
@@ -39,7 +30,16 @@ from reduction_app.engine.clear_pass import (
     group_steps,
     superseded_steps,
 )
-from reduction_app.engine.clear_rewriter import rewrite_steps
+from reduction_app.engine._clear._rewriter import rewrite_steps
+from reduction_app.engine._clear._superseded import Readers
+from reduction_app.engine._steps import Steps, call
+from reduction_app.engine._tokens._counters import CachingCounter
+from reduction_app.engine.access import (
+    AnyMessage,
+    conversation_kind,
+    is_processed,
+    tool_calls_of,
+)
 from reduction_app.engine.errors import MessageError
 from reduction_app.engine.events import (
     REASON_APPLIED,
@@ -49,13 +49,13 @@ from reduction_app.engine.events import (
     REASON_NOTHING_CLEARED,
     REASON_NOTHING_IN_RANGE,
 )
-from reduction_app.engine.landmarks import Landmarks, carry_landmarks, find_landmarks, range_end
 from reduction_app.engine.messages import ToolInfo
-from reduction_app.engine.pairing import check_edit, shared_tail
-from reduction_app.engine.runtime import Runtime
-from reduction_app.engine.tokens import CachingCounter
 
-__all__ = ["ChatModelAgentState", "clear_range", "clear_steps"]
+if TYPE_CHECKING:
+    from reduction_app.engine.config import ReductionConfig
+    from reduction_app.engine.runtime import Runtime
+
+__all__ = ["ChatModelAgentState", "ClearMemory", "clear_range", "clear_steps"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -67,13 +67,35 @@ class ChatModelAgentState:
     deferred_tool_infos: Sequence[ToolInfo] = field(default_factory=tuple)
 
 
+class ClearMemory:
+    """What the clear phase keeps from one pass to the next, for one middleware."""
+
+    def __init__(self, config: ReductionConfig) -> None:
+        self.readers = Readers.of(config.read_file_tool_name, config.tool_config)
+        """Which tools read and edit files (the ``clear_superseded`` strategy)."""
+        self.landmarks: Landmarks | None = None
+        """Where the last pass's work stood (see :mod:`._landmarks`). A pass takes them
+        (:meth:`take_landmarks`) and puts back its own when it is done."""
+        self._lock = threading.Lock()
+
+    def take_landmarks(self) -> Landmarks | None:
+        """The landmarks the last pass left, leaving none: their mirror is edited by the pass
+        that took them, so a pass running at the same time (threads, or coroutines that
+        interleave) starts afresh instead."""
+        with self._lock:
+            marks, self.landmarks = self.landmarks, None
+        return marks
+
+
 def clear_range(messages: Sequence[AnyMessage], retention: int) -> tuple[int, int]:
     """``[start, end)``: from the first unprocessed assistant message up to (not
     including) the ``retention``-th latest assistant message with tool calls."""
     return find_landmarks(messages, None).start, range_end(messages, retention)
 
 
-def clear_steps(rt: Runtime, state: ChatModelAgentState) -> Steps[ChatModelAgentState]:
+def clear_steps(
+    rt: Runtime, memory: ClearMemory, state: ChatModelAgentState
+) -> Steps[ChatModelAgentState]:
     """The whole clear phase over ``state``; returns ``state`` itself when nothing applies."""
     cfg = rt.config
     if not rt.clear_enabled:
@@ -85,14 +107,14 @@ def clear_steps(rt: Runtime, state: ChatModelAgentState) -> Steps[ChatModelAgent
     # work starts: found from what the last pass left, so only what arrived since is read.
     # From here on the pass reads the landmarks' mirror (the caller's content, private to
     # this pass), never the caller's list again.
-    marks = carry_landmarks(given, rt.take_landmarks())
+    marks = carry_landmarks(given, memory.take_landmarks())
     try:
-        done = yield from _pass_steps(rt, state, marks)
+        done = yield from _pass_steps(rt, state, marks, memory.readers)
     except BaseException:
-        rt.landmarks = marks  # the mirror still holds what the caller passed
+        memory.landmarks = marks  # the mirror still holds what the caller passed
         raise
     if done is None:
-        rt.landmarks = marks
+        memory.landmarks = marks
         return state
     ps, before, after = done
     mirror = marks.messages
@@ -104,7 +126,7 @@ def clear_steps(rt: Runtime, state: ChatModelAgentState) -> Steps[ChatModelAgent
     if cfg.clear_message_rewriter is None and ps.out is ps.edit:
         for i in ps.written:
             mirror[i] = ps.edit[i]
-        rt.landmarks = marks.after_pass(mirror, counted=ps.counted)
+        memory.landmarks = marks.after_pass(mirror, counted=ps.counted)
     new_state = dataclasses.replace(state, messages=ps.out)
     threshold = cfg.max_tokens_for_clear
     if hook is not None:
@@ -127,7 +149,7 @@ def clear_steps(rt: Runtime, state: ChatModelAgentState) -> Steps[ChatModelAgent
 
 
 def _pass_steps(
-    rt: Runtime, state: ChatModelAgentState, marks: Landmarks
+    rt: Runtime, state: ChatModelAgentState, marks: Landmarks, readers: Readers
 ) -> Steps[tuple[Pass, int, int] | None]:
     """The clear pass over ``marks.messages`` (the caller's messages), up to the state it
     would return: the pass, with the tokens before and after; ``None`` when the caller's
@@ -156,7 +178,9 @@ def _pass_steps(
     try:
         after = None
         if cfg.clear_superseded:
-            after = yield from superseded_steps(ps, max(start, marks.calls_from), end, tools)
+            after = yield from superseded_steps(
+                ps, max(start, marks.calls_from), end, tools, readers
+            )
         # The pass stops after the superseded results only when that alone brought the
         # conversation down to the threshold and freed what clear_at_least_tokens asks.
         if after is None or after > threshold or before - after < at_least:
