@@ -9,7 +9,7 @@ it, by indentation). Its text names modules and folders as they are spelled in t
 - Every module and folder of ``reduction_app/``, ``simulator/`` and ``benchmarks/``
   (at any depth; not ``__init__.py``, ``__main__.py``, private ``_name.py`` modules,
   migrations or static files), every file of ``scripts/`` and every folder of ``tests/``
-  is named. The engine's entry is checked one way only: what it names exists.
+  is named, the engine's included.
 """
 
 from __future__ import annotations
@@ -21,8 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / "docs" / "development.md"
 DESCRIPTION_COLUMN = 24
-ENGINE = ROOT / "reduction_app" / "engine"
-_NOT_LISTED = {ROOT / "reduction_app" / "migrations", ROOT / "reduction_app" / "static", ENGINE}
+_NOT_LISTED = {ROOT / "reduction_app" / "migrations", ROOT / "reduction_app" / "static"}
 _NAME = re.compile(r"(?<![\w./-])(?:(?:[\w-]+/)*[\w-]+\.(?:py|sh|md|json)|(?:[\w-]+/)+)(?![\w/-])")
 """A module or file as the tree spells it (``misses.py``, ``docs/deploying.md``), or a
 folder with its slash (``views/``, ``tests/app/``)."""
@@ -99,14 +98,6 @@ def problems(text: str, root: Path = ROOT) -> list[str]:
 def test_development_layout_is_the_tree() -> None:
     found = problems(PAGE.read_text(encoding="utf-8"))
     assert found == [], "docs/development.md's layout:\n" + "\n".join(found)
-
-
-def test_development_layout_names_the_engine_modules_it_lists() -> None:
-    """What the engine's entry names (whatever it names) is in the tree."""
-    names = named(layout(PAGE.read_text(encoding="utf-8")))
-    engine = [name for folder, name in names if folder == ENGINE]
-    assert engine != []
-    assert [name for name in engine if resolve(ENGINE, name) is None] == []
 
 
 def test_layout_check_finds_what_is_missing(tmp_path: Path) -> None:
