@@ -97,8 +97,13 @@ from reduction_app.engine.read_tool import (
     DEFAULT_READ_LIMIT,
     READ_FILE_DESCRIPTION,
     READ_FILE_PARAMETERS,
+    ReadPage,
+    aanswer_read_file,
+    answer_read_file,
     numbered_lines,
+    read_file_backends,
     read_file_tool,
+    read_page,
 )
 from reduction_app.engine.tokens import (
     TOKEN_COUNTER_NAMES,
@@ -116,6 +121,7 @@ from reduction_app.engine.tool_io import (
     ToolResult,
     TruncResult,
 )
+from reduction_app.engine.tool_output import atruncate_output, truncate_output
 
 __all__ = [
     "COMMAND_KINDS",
@@ -158,6 +164,7 @@ __all__ = [
     "PairingError",
     "PathEscapeError",
     "RawBlock",
+    "ReadPage",
     "Reasoning",
     "ReductionConfig",
     "ReductionError",
@@ -185,6 +192,9 @@ __all__ = [
     "UserInputVideo",
     "WireFormat",
     "WriteRequest",
+    "aanswer_read_file",
+    "answer_read_file",
+    "atruncate_output",
     "command_kind",
     "config_field",
     "config_field_defaults",
@@ -210,9 +220,12 @@ __all__ = [
     "new_clear_tool_result",
     "new_tool_result_middleware",
     "numbered_lines",
+    "read_file_backends",
     "read_file_tool",
+    "read_page",
     "set_language",
     "shell_command",
     "stringify",
+    "truncate_output",
     "validate",
 ]

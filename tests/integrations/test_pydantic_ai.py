@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
 from pydantic_ai import Agent, RunContext
 from pydantic_ai.messages import (
     ModelMessage,
@@ -108,6 +109,9 @@ class Harness:
     """One scripted conversation: the agent, and everything the model was sent."""
 
     tmp_path: Path
+    style: str = "capability"
+    """``capability``: ``capabilities=[reduction]`` and tools registered the ordinary way;
+    ``explicit``: the toolsets wrapped by hand and the clear-only capability."""
     reduction: Reduction = field(init=False)
     backend: LocalFileBackend = field(init=False)
     script: list[tuple[str, Any]] = field(default_factory=lambda: FIRST_RUN + SECOND_RUN)
@@ -136,11 +140,18 @@ class Harness:
             run.__name__ = name
             return run
 
+        if self.style == "capability":
+            return Agent(
+                FunctionModel(self.model),
+                system_prompt=SYSTEM,
+                tools=[tool(name) for name in FUNCTIONS],
+                capabilities=[self.reduction],
+            )
         return Agent(
             FunctionModel(self.model),
             system_prompt=SYSTEM,
             toolsets=[
-                self.reduction.tools(*(tool(name) for name in FUNCTIONS)),
+                self.reduction.wrap_tools(tool(name) for name in FUNCTIONS),
                 self.reduction.read_file_toolset,
             ],
             capabilities=[self.reduction.capability],
@@ -206,14 +217,16 @@ async def run_async(h: Harness) -> None:
     assert second.output == SECOND_RUN[-1][1]
 
 
-def test_reduction_in_run_sync(tmp_path: Path) -> None:
-    h = Harness(tmp_path)
+@pytest.mark.parametrize("style", ["capability", "explicit"])
+def test_reduction_in_run_sync(tmp_path: Path, style: str) -> None:
+    h = Harness(tmp_path, style)
     run_sync(h)
     check(h)
 
 
-async def test_reduction_in_async_run(tmp_path: Path) -> None:
-    h = Harness(tmp_path)
+@pytest.mark.parametrize("style", ["capability", "explicit"])
+async def test_reduction_in_async_run(tmp_path: Path, style: str) -> None:
+    h = Harness(tmp_path, style)
     await run_async(h)
     check(h)
 
