@@ -334,8 +334,12 @@ def test_read_file_reads_offloads_back_through_the_adapter(conversation: Convers
         ("c8", BIG_FILES[3], 100),
         ("c12", BIG_FILES[1], 0),
     ]:
-        lines = source_text(source).split("\n")[offset : offset + READ_LIMIT]
+        every = source_text(source).removesuffix("\n").split("\n")
+        lines = every[offset : offset + READ_LIMIT]
         expected = "".join(f"{offset + i + 1}\t{line}\n" for i, line in enumerate(lines))
+        # The model is told how many lines follow, as every read_file tool tells it.
+        shown = offset + len(lines)
+        expected += f"[{len(every) - shown} more lines; read on with offset={shown}]\n"
         assert first_output(conversation.inputs, call_id) == expected
     # c2 was cleared before it was read back: its placeholder names its truncation file.
     placeholder = output_of(last, "c2")
