@@ -44,6 +44,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from reduction_app.client import ReductionAPIError, ReductionClient  # noqa: E402
+from reduction_app.engine import ReadPage  # noqa: E402
 
 # Low on purpose, so that one short run shows both phases: tool outputs above 4,000
 # characters are truncated, and a conversation above 2,000 tokens is cleared, keeping
@@ -258,8 +259,16 @@ def run(
         )
         shown = offset + content.count("\n")
         say(f"        read back through /files/read: lines {offset + 1}-{shown} of {total}")
-        more = f"[{total - shown} more lines; read on with offset={shown}]\n"
-        return content + (more if shown < total else "")
+        # The model reads the page as every read_file tool answers it, "more lines" and all.
+        page = ReadPage(
+            path=args["path"],
+            offset=offset,
+            limit=limit,
+            lines=content,
+            total_lines=total,
+            next_offset=shown,
+        )
+        return page.answer
 
     for turn in range(1, max_turns + 1):
         cleared = client.clear(messages, tools=tools, **reduction)

@@ -6,7 +6,7 @@ repository, reads part of one back from the file its output was offloaded to, an
 answers. Every reduction is printed as it happens: outputs truncated when a tool returns,
 old results cleared before a model call, and the read-back.
 
-    pip install 'reduction-lab[langchain]'
+    pip install -e '.[langchain]'    # from a clone: the package is not published yet
     python examples/langchain_agent.py [--offload-dir DIR]
 """
 
@@ -107,10 +107,17 @@ def say(event: ReductionEvent) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "--offload-dir", help="Where offloads go (default: a new temporary folder)."
+        "--offload-dir",
+        help="Where offloads go (default: a temporary folder, removed at the end).",
     )
     args = parser.parse_args(argv)
-    offload_dir = Path(args.offload_dir or tempfile.mkdtemp(prefix="reduction-"))
+    if args.offload_dir:
+        return run(Path(args.offload_dir))
+    with tempfile.TemporaryDirectory(prefix="reduction-") as folder:
+        return run(Path(folder))
+
+
+def run(offload_dir: Path) -> int:
     reduction = ReductionMiddleware(CONFIG, backend=LocalFileBackend(offload_dir), on_event=say)
     agent = create_agent(
         ScriptedModel(),

@@ -3,16 +3,18 @@
 The agent is the SDK's own loop (``Runner.run``) with real tools that read this
 repository. Reduction Lab comes in through :class:`Reduction`:
 
-* its function tools are wrapped (``reduction.wrap_tools``): an output over
+* every tool it gets is wrapped (``reduction.wrap_agent``): an output over
   ``max_length_for_trunc`` characters is saved to a folder and replaced by a notice with
   a head and tail preview;
 * its ``RunConfig`` clears old tool results before each model call, once the
   conversation is over ``max_tokens_for_clear`` tokens;
-* the agent gets the ``read_file`` tool the notices point to.
+* the agent gets the ``read_file`` tool the notices point to (``wrap_agent`` adds it).
 
 The model is scripted, so the example runs with no network and no API key: it reads four
-files, reads one of them back from its offload file, and answers. Run it with::
+files, reads one of them back from its offload file, and answers. Run it from a clone
+(the package is not published yet) with::
 
+    pip install -e '.[openai-agents]'
     python examples/openai_agents_agent.py
 
 To use a real model, give the agent ``model="gpt-5"`` (or leave the model out) and set
@@ -106,11 +108,14 @@ def _offload_path(items: list[TResponseInputItem], call_id: str) -> str:
 async def main() -> int:
     with tempfile.TemporaryDirectory() as folder:
         reduction = Reduction(CONFIG, backend=LocalFileBackend(folder))
-        agent = Agent(
-            name="reader",
-            instructions="Read what you need, then answer.",
-            model=ScriptedModel(),
-            tools=[*reduction.wrap_tools([read_source]), reduction.read_file_tool],
+        # Every tool the agent gets (MCP servers' too) is truncated; read_file is added.
+        agent = reduction.wrap_agent(
+            Agent(
+                name="reader",
+                instructions="Read what you need, then answer.",
+                model=ScriptedModel(),
+                tools=[read_source],
+            )
         )
         # tracing_disabled: nothing leaves this machine.
         result = await Runner.run(

@@ -83,21 +83,25 @@ def say(event: ReductionEvent) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--offload-dir", type=Path, help="Default: a new temporary folder.")
-    args = parser.parse_args(argv)
-    offload_dir = args.offload_dir or Path(tempfile.mkdtemp(prefix="reduction-offload-"))
-
-    config = ReductionConfig(
-        backend=LocalFileBackend(offload_dir),
-        max_length_for_trunc=20_000,
-        max_tokens_for_clear=12_000,
+    parser.add_argument(
+        "--offload-dir", type=Path, help="Default: a temporary folder, removed at the end."
     )
-    reduction = Reduction(config, on_event=say)
+    args = parser.parse_args(argv)
+    if args.offload_dir is not None:
+        return run(args.offload_dir)
+    with tempfile.TemporaryDirectory(prefix="reduction-offload-") as folder:
+        return run(Path(folder))
+
+
+def run(offload_dir: Path) -> int:
+    config = ReductionConfig(max_length_for_trunc=20_000, max_tokens_for_clear=12_000)
+    # One capability: every tool truncated, read_file added, old results cleared.
+    reduction = Reduction(config, backend=LocalFileBackend(offload_dir), on_event=say)
     agent = Agent(
         FunctionModel(scripted_model),
         system_prompt="You are a coding agent working in the Reduction Lab repository.",
-        toolsets=[reduction.tools(read_source), reduction.read_file_toolset],
-        capabilities=[reduction.capability],
+        tools=[read_source],
+        capabilities=[reduction],
     )
     print(f"offloaded files go to {offload_dir}")
     result = agent.run_sync("What do the documentation pages say?")

@@ -18,12 +18,12 @@ from reduction_app.engine import (
     Message,
     ReductionEvent,
     ReductionMiddleware,
-    ToolArgument,
     ToolContext,
     ToolInfo,
     ToolResult,
     new,
     stringify,
+    truncate_output,
 )
 from reduction_app.engine.inspect import read_result, write_result
 from simulator.members import Files, Member
@@ -205,11 +205,8 @@ class Branch:
         return Truncated(message=new_msg, texts=tuple(texts), writes=writes, events=events)
 
     def _run_tool(self, arrival: Arrival, result: ToolResult) -> ToolResult:
-        wrapped = self.trunc_mw.wrap_enhanced_invokable_tool_call(
-            lambda _: result, ToolContext(name=arrival.name, call_id=arrival.call_id)
-        )
-        out: ToolResult = wrapped(ToolArgument(text=arrival.arguments))
-        return out
+        ctx = ToolContext(name=arrival.name, call_id=arrival.call_id)
+        return truncate_output(self.trunc_mw, result, ctx, arrival.arguments)
 
     # Model calls ----------------------------------------------------------------------
 

@@ -29,6 +29,7 @@ from reduction_app.engine import (
     default_clear_handler,
     get_token_counter,
     new,
+    truncate_output,
 )
 from reduction_app.engine.inspect import first_clear_paths, read_result, write_result
 from simulator.branches import call_tokens, recovery_cost
@@ -683,11 +684,8 @@ def _next(calls: list[int], index: int) -> int:
 
 def _truncate(mw: ReductionMiddleware, arrival: Arrival, result: ToolResult) -> ToolResult:
     """``result`` through the truncation phase of ``mw``, as the agent's tool call would be."""
-    wrapped = mw.wrap_enhanced_invokable_tool_call(
-        lambda _: result, ToolContext(name=arrival.name, call_id=arrival.call_id)
-    )
-    out: ToolResult = wrapped(ToolArgument(text=arrival.arguments))
-    return out
+    ctx = ToolContext(name=arrival.name, call_id=arrival.call_id)
+    return truncate_output(mw, result, ctx, arrival.arguments)
 
 
 _RUNS: list[RecordedConversation] = []

@@ -109,8 +109,13 @@ from reduction_app.engine.read_tool import (
     DEFAULT_READ_LIMIT,
     READ_FILE_DESCRIPTION,
     READ_FILE_PARAMETERS,
+    ReadPage,
+    aanswer_read_file,
+    answer_read_file,
     numbered_lines,
+    read_file_backends,
     read_file_tool,
+    read_page,
 )
 from reduction_app.engine.tool_io import (
     ClearResult,
@@ -121,6 +126,7 @@ from reduction_app.engine.tool_io import (
     ToolResult,
     TruncResult,
 )
+from reduction_app.engine.tool_output import atruncate_output, truncate_output
 
 __all__ = [
     "COMMAND_KINDS",
@@ -163,6 +169,7 @@ __all__ = [
     "PairingError",
     "PathEscapeError",
     "RawBlock",
+    "ReadPage",
     "Reasoning",
     "ReductionConfig",
     "ReductionError",
@@ -190,6 +197,9 @@ __all__ = [
     "UserInputVideo",
     "WireFormat",
     "WriteRequest",
+    "aanswer_read_file",
+    "answer_read_file",
+    "atruncate_output",
     "command_kind",
     "config_field",
     "config_field_defaults",
@@ -215,9 +225,12 @@ __all__ = [
     "new_clear_tool_result",
     "new_tool_result_middleware",
     "numbered_lines",
+    "read_file_backends",
     "read_file_tool",
+    "read_page",
     "set_language",
     "shell_command",
     "stringify",
+    "truncate_output",
     "validate",
 ]

@@ -1,9 +1,10 @@
 """Adapters that drop the engine into agent frameworks.
 
 One module per framework, each importable without Django and each needing only its own
-framework (an optional extra: ``pip install 'reduction-lab[langchain]'``,
-``[openai-agents]``, ``[pydantic-ai]``, or ``[integrations]`` for all three). Each is a
-thin translation between the framework's message types and the engine's public surface
-(:mod:`reduction_app.engine`), keeping the engine's state across the calls of one agent
-run: truncation where a tool returns, clearing before each model call.
+framework (an optional extra; the package is not published yet, so from a clone:
+``pip install -e '.[langchain]'``, ``[openai-agents]``, ``[pydantic-ai]``, or
+``[integrations]`` for all three). Each is a thin translation between the framework's
+message types and the engine's public surface (:mod:`reduction_app.engine`), with one
+constructor shape (``config``, ``backend=``, ``on_event=``); the work itself is the
+engine's ``truncate_output`` and ``answer_read_file``.
 """

@@ -24,9 +24,10 @@ to LangChain as the very object it came from, so prompt-cache prefixes stay
 byte-identical.
 
 The model reads offloads back through :attr:`ReductionMiddleware.tools`, one tool named
-``read_file_tool_name`` that returns numbered lines of a file, as the REST API's
-``/files/read`` does. This module imports LangChain (with langgraph, its runtime, and
-pydantic, which it is built on) and the engine's public surface only: no Django.
+``read_file_tool_name`` (also :attr:`ReductionMiddleware.read_file_tool`) that answers as
+the engine's :func:`~reduction_app.engine.answer_read_file` does. This module imports
+LangChain (with langgraph, its runtime, and pydantic, which it is built on) and the
+engine's public surface only: no Django.
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ from langgraph.types import Command
 from pydantic import BaseModel, Field
 
 from reduction_app.engine import (
+    DEFAULT_READ_LIMIT,
     PROCESSED_FLAG,
     READ_FILE_DESCRIPTION,
     Backend,
@@ -72,14 +74,16 @@ from reduction_app.engine import (
     MessagePart,
     ReductionConfig,
     ReductionEvent,
-    ToolArgument,
     ToolCall,
     ToolContext,
     ToolInfo,
     ToolOutputPart,
     ToolResult,
+    aanswer_read_file,
+    answer_read_file,
+    atruncate_output,
     new,
-    numbered_lines,
+    truncate_output,
 )
 
 __all__ = ["ReductionMiddleware"]
@@ -246,7 +250,7 @@ def _tool_info(tool: BaseTool | dict[str, Any]) -> ToolInfo:
 class _ReadFileArgs(BaseModel):
     path: str = Field(description="The path given in the notice.")
     offset: int = Field(default=0, ge=0, description="First line to read, from 0.")
-    limit: int = Field(default=2000, ge=1, description="How many lines to read.")
+    limit: int = Field(default=DEFAULT_READ_LIMIT, ge=1, description="How many lines to read.")
 
 
 # The middleware ------------------------------------------------------------------------
@@ -305,21 +309,16 @@ class ReductionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]],
     ) -> ToolMessage | Command[Any]:
         ctx, arguments = _tool_context(request)
-        box: list[str] = []
-        # Wrapped before the tool runs: an async handler or backend is refused first.
-        text_tool = self._engine.wrap_invokable_tool_call(lambda _: box[0], ctx)
         result = handler(request)
         if not isinstance(result, ToolMessage):
             return result
         content = result.content
         with self._lock:
             if isinstance(content, str):
-                box.append(content)
-                text = text_tool(arguments)
+                text = truncate_output(self._engine, content, ctx, arguments)
                 return result if text is content else result.model_copy(update={"content": text})
             given = ToolResult(parts=_tool_parts(content))
-            parts_tool = self._engine.wrap_enhanced_invokable_tool_call(lambda _: given, ctx)
-            out = parts_tool(ToolArgument(text=arguments))
+            out = truncate_output(self._engine, given, ctx, arguments)
         return (
             result
             if out is given
@@ -337,12 +336,10 @@ class ReductionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             return result
         content = result.content
         if isinstance(content, str):
-            text_tool = self._engine.awrap_invokable_tool_call(lambda _: content, ctx)
-            text = await text_tool(arguments)
+            text = await atruncate_output(self._engine, content, ctx, arguments)
             return result if text is content else result.model_copy(update={"content": text})
         given = ToolResult(parts=_tool_parts(content))
-        parts_tool = self._engine.awrap_enhanced_invokable_tool_call(lambda _: given, ctx)
-        out = await parts_tool(ToolArgument(text=arguments))
+        out = await atruncate_output(self._engine, given, ctx, arguments)
         return (
             result
             if out is given
@@ -458,48 +455,22 @@ class ReductionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     # The read_file tool ---------------------------------------------------------------
 
-    def _backends(self) -> list[Backend]:
-        cfg = self._engine.config
-        found = [cfg.backend] + [t.backend for t in cfg.tool_config.values()]
-        unique: list[Backend] = []
-        for backend in found:
-            if backend is not None and all(backend is not b for b in unique):
-                unique.append(backend)
-        return unique
+    @property
+    def read_file_tool(self) -> BaseTool:
+        """The tool the notices name (``read_file_tool_name``), also in :attr:`tools`."""
+        return self.tools[0]
 
     def _read_file_tool(self) -> BaseTool:
-        def page(path: str, content: str, offset: int, limit: int) -> str:
-            body, total = numbered_lines(content, offset, limit)
-            shown = offset + body.count("\n")
-            if not body:
-                return f"{path} has {total} lines; none from offset {offset}."
-            more = f"[{total - shown} more lines; read on with offset={shown}]\n"
-            return body + (more if shown < total else "")
+        def read(path: str, offset: int = 0, limit: int = DEFAULT_READ_LIMIT) -> str:
+            try:
+                return answer_read_file(self._engine.config, path, offset=offset, limit=limit)
+            except TypeError as exc:  # an async backend, under a synchronous agent
+                raise ToolException(
+                    f"the backend of {path} is async: run the agent with ainvoke"
+                ) from exc
 
-        def read(path: str, offset: int = 0, limit: int = 2000) -> str:
-            for backend in self._backends():
-                try:
-                    content = backend.read(path)
-                except FileNotFoundError:
-                    continue
-                if isawaitable(content):
-                    _discard(content)
-                    raise ToolException(
-                        f"the backend of {path} is async: run the agent with ainvoke"
-                    )
-                return page(path, content, offset, limit)
-            raise ToolException(f"file not found: {path}")
-
-        async def aread(path: str, offset: int = 0, limit: int = 2000) -> str:
-            for backend in self._backends():
-                try:
-                    content = backend.read(path)
-                    if isawaitable(content):
-                        content = await content
-                except FileNotFoundError:
-                    continue
-                return page(path, content, offset, limit)
-            raise ToolException(f"file not found: {path}")
+        async def aread(path: str, offset: int = 0, limit: int = DEFAULT_READ_LIMIT) -> str:
+            return await aanswer_read_file(self._engine.config, path, offset=offset, limit=limit)
 
         return StructuredTool.from_function(
             func=read,
@@ -584,12 +555,6 @@ def _tool_context(request: ToolCallRequest) -> tuple[ToolContext, str]:
     call = request.tool_call
     arguments = json.dumps(call["args"], ensure_ascii=False)
     return ToolContext(name=call["name"], call_id=call["id"] or ""), arguments
-
-
-def _discard(awaitable: Awaitable[Any]) -> None:
-    close = getattr(awaitable, "close", None)
-    if close is not None:
-        close()
 
 
 async def _gather(awaitables: list[Awaitable[Any]]) -> None:

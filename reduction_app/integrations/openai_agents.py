@@ -4,8 +4,13 @@ before each model call, and the ``read_file`` tool the notices point to.
 ::
 
     reduction = Reduction(ReductionConfig(max_tokens_for_clear=60_000), backend=backend)
-    agent = Agent(name="coder", tools=[*reduction.wrap_tools(tools), reduction.read_file_tool])
+    agent = reduction.wrap_agent(Agent(name="coder", tools=tools, mcp_servers=servers))
     result = await Runner.run(agent, task, run_config=reduction.run_config())
+
+:meth:`Reduction.wrap_agent` covers every tool the agent gets (``Agent.get_all_tools``:
+its function tools and its MCP servers' tools) and adds the ``read_file`` tool; each
+function tool is a copy whose output goes through the engine's truncation, keeping the
+original's ``__wrapped__``.
 
 Clearing runs in ``RunConfig.call_model_input_filter``: the Responses input items the SDK
 is about to send are parsed with the engine's Responses wire format, cleared, and dumped
@@ -36,15 +41,18 @@ public surface, never Django.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
-import inspect
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, cast
 
-from agents import Agent, FunctionTool, RunConfig, ToolOutputText
+from agents import Agent, FunctionTool, RunConfig, RunContextWrapper, Tool, ToolOutputText
+from agents import tool as sdk_tool
 from agents.run_config import CallModelData, ModelInputData
+from agents.tool import with_function_tool_failure_error_handler
 from agents.tool_context import ToolContext as AgentsToolContext
 
 from reduction_app.engine import (
@@ -59,41 +67,61 @@ from reduction_app.engine import (
     ReductionMiddleware,
     ToolContext,
     ToolInfo,
+    ToolOutputPart,
+    ToolResult,
+    aanswer_read_file,
+    atruncate_output,
     new,
-    numbered_lines,
 )
 from reduction_app.engine.formats import messages_from_responses, messages_to_responses
 
-__all__ = ["Reduction"]
+__all__ = ["ReducedAgent", "Reduction"]
 
 
 Item = Any
 """A Responses input item as the SDK holds it (a dict)."""
 
-
-async def _resolved(value: Any) -> Any:
-    return await value if inspect.isawaitable(value) else value
+# Where the SDK finds the function behind a FunctionTool's ``__wrapped__`` (on the
+# invoker's implementation) and how it prepares arguments; a wrapped tool carries both
+# over from the original, so ``tool.__wrapped__`` still gives the function.
+_WRAPPED_CALLABLE = getattr(
+    sdk_tool, "_FUNCTION_TOOL_WRAPPED_CALLABLE_MARKER", "__agents_function_tool_wrapped_callable__"
+)
+_PREPARE_ARGUMENTS = "__agents_prepare_arguments__"
+_ITEM_INDEX = "reduction_openai_agents_item"
+"""Key of the ``extra`` of a part standing for a list item the engine has no part for."""
 
 
 class Reduction:
     """The engine for one conversation run by the OpenAI Agents SDK.
 
-    ``backend``, when given, replaces ``config.backend``. Every event the engine emits is
-    appended to :attr:`events` and passed on to ``config.on_event``, if set.
+    ``config`` is the engine's :class:`~reduction_app.engine.ReductionConfig` (the
+    defaults when ``None``); ``backend``, when given, replaces its ``backend``;
+    ``on_event`` is called with every event after the config's own ``on_event``. Every
+    event is also appended to :attr:`events`.
     """
 
-    def __init__(self, config: ReductionConfig, *, backend: Backend | None = None) -> None:
-        self.events: list[ReductionEvent] = []
-        user_on_event = config.on_event
-
-        def on_event(event: ReductionEvent) -> Any:
-            self.events.append(event)
-            return None if user_on_event is None else user_on_event(event)
-
-        changes: dict[str, Any] = {"on_event": on_event}
+    def __init__(
+        self,
+        config: ReductionConfig | None = None,
+        *,
+        backend: Backend | None = None,
+        on_event: Callable[[ReductionEvent], Any] | None = None,
+    ) -> None:
+        base = config if config is not None else ReductionConfig()
         if backend is not None:
-            changes["backend"] = backend
-        self.middleware: ReductionMiddleware = new(dataclasses.replace(config, **changes))
+            base = dataclasses.replace(base, backend=backend)
+        self.events: list[ReductionEvent] = []
+        listeners = [f for f in (base.on_event, on_event) if f is not None]
+
+        def record(event: ReductionEvent) -> Any:
+            self.events.append(event)
+            for listener in listeners:
+                listener(event)
+
+        self.middleware: ReductionMiddleware = new(dataclasses.replace(base, on_event=record))
+        # The tools the agent got last (wrap_agent), counted with the messages.
+        self._tools: list[Tool] | None = None
         # The last input the SDK gave (copied, to compare the next one with), the items
         # sent to the model for it, and the engine's messages for them (which keep the
         # clear pass's markers, that no wire format carries).
@@ -131,8 +159,10 @@ class Reduction:
             if instructions
             else []
         )
+        tools = self._tools if isinstance(data.agent, ReducedAgent) else None
         state = ChatModelAgentState(
-            messages=[*system, *history], tool_infos=_tool_infos(data.agent)
+            messages=[*system, *history],
+            tool_infos=_tool_infos(data.agent.tools if tools is None else tools),
         )
         new_state = await self.middleware.abefore_model_rewrite_state(state)
         if new_state is not state:
@@ -144,42 +174,90 @@ class Reduction:
 
     # Truncation ---------------------------------------------------------------------
 
+    def wrap_agent(self, agent: Agent[Any]) -> ReducedAgent:
+        """A copy of ``agent`` whose every function tool, its MCP servers' included, is
+        wrapped with :meth:`wrap_tool` each time the SDK asks the agent for its tools, and
+        which offers :attr:`read_file_tool` besides."""
+        if type(agent) is not Agent:
+            raise TypeError(
+                f"wrap_agent takes an Agent, not a {type(agent).__name__}: "
+                "give that agent wrap_tools(...) and read_file_tool instead"
+            )
+        values = {f.name: getattr(agent, f.name) for f in dataclasses.fields(agent) if f.init}
+        return ReducedAgent(**values, reduction=self)
+
     def wrap_tools(self, tools: Iterable[Any]) -> list[Any]:
         """Each function tool wrapped with :meth:`wrap_tool`; other tools as they are."""
         return [self.wrap_tool(t) if isinstance(t, FunctionTool) else t for t in tools]
 
     def wrap_tool(self, tool: FunctionTool) -> FunctionTool:
-        """A copy of ``tool`` whose output goes through the engine's truncation.
+        """A copy of ``tool`` whose output goes through the engine's truncation (the tool
+        itself when it already does); ``__wrapped__`` is the original's.
 
-        Text outputs are truncated: a ``str`` or a ``ToolOutputText``. Other outputs (images,
-        files, lists of parts, objects the SDK turns into text) pass through unchanged.
+        Text is truncated: a ``str``, a ``ToolOutputText``, a text item (``{"type":
+        "text", ...}``, as MCP tools return), or the text items of a list. Images, files
+        and objects the SDK turns into text pass through unchanged.
         """
+        if getattr(tool, "_reduction", None) is self:
+            return tool
         original = tool.on_invoke_tool
         name = tool.name
 
-        async def on_invoke_tool(ctx: AgentsToolContext[Any], arguments: str) -> Any:
+        async def invoke(ctx: AgentsToolContext[Any], arguments: str) -> Any:
             output = await original(ctx, arguments)
-            text = output.text if isinstance(output, ToolOutputText) else output
-            if not isinstance(text, str):
-                return output
-            wrapped = self.middleware.awrap_invokable_tool_call(
-                lambda _arguments: text, ToolContext(name=name, call_id=ctx.tool_call_id)
+            return await self._truncated(
+                output, ToolContext(name=name, call_id=ctx.tool_call_id), arguments
             )
-            reduced = await wrapped(arguments)
-            if reduced is text:
-                return output
-            return ToolOutputText(text=reduced) if isinstance(output, ToolOutputText) else reduced
 
-        wrapped_tool = copy.copy(tool)
-        wrapped_tool.on_invoke_tool = on_invoke_tool
-        return wrapped_tool
+        # A tool not made by function_tool (an MCP tool, one built by hand) has none.
+        with contextlib.suppress(AttributeError):
+            setattr(invoke, _WRAPPED_CALLABLE, tool.__wrapped__)
+        prepare = getattr(original, "prepare_arguments", None)
+        if prepare is not None:
+            setattr(invoke, _PREPARE_ARGUMENTS, prepare)
+        wrapped = copy.copy(tool)
+        invoker: Any = with_function_tool_failure_error_handler(invoke, _errors_handled_inside)
+        bind = getattr(invoker, "__agents_bind_function_tool__", None)
+        wrapped.on_invoke_tool = invoker if bind is None else bind(wrapped)
+        wrapped._reduction = self  # type: ignore[attr-defined]
+        return wrapped
+
+    async def _truncated(self, output: Any, ctx: ToolContext, arguments: str) -> Any:
+        """``output`` as the model should get it, in the shape the tool gave it."""
+        if isinstance(output, str):
+            return await atruncate_output(self.middleware, output, ctx, arguments)
+        text = _text_of_item(output)
+        if text is not None:
+            reduced = await atruncate_output(self.middleware, text, ctx, arguments)
+            return output if reduced is text else _text_item_like(output, reduced)
+        if not isinstance(output, list) or not any(_text_of_item(i) is not None for i in output):
+            return output
+        parts = tuple(
+            ToolOutputPart.of_text(t)
+            if (t := _text_of_item(item)) is not None
+            else ToolOutputPart(extra={_ITEM_INDEX: i})
+            for i, item in enumerate(output)
+        )
+        given = ToolResult(parts=parts)
+        out = await atruncate_output(self.middleware, given, ctx, arguments)
+        if out is given:
+            return output
+        items: list[Any] = []
+        for i, part in enumerate(out.parts):
+            if _ITEM_INDEX in part.extra:
+                items.append(output[part.extra[_ITEM_INDEX]])
+            elif i < len(parts) and part is parts[i]:
+                items.append(output[i])
+            else:
+                items.append({"type": "text", "text": part.text})
+        return items
 
     # read_file ----------------------------------------------------------------------
 
     @property
     def read_file_tool(self) -> FunctionTool:
         """The tool the notices tell the model to call (``config.read_file_tool_name``):
-        numbered lines of an offloaded file, read from the backend."""
+        numbered lines of an offloaded file, read from the backends."""
         if self._read_file_tool is None:
             self._read_file_tool = FunctionTool(
                 name=self.config.read_file_tool_name,
@@ -192,8 +270,8 @@ class Reduction:
         return self._read_file_tool
 
     async def _read_file(self, ctx: AgentsToolContext[Any], arguments: str) -> str:
-        """Problems are answered to the model, as the REST API answers them, so it can
-        correct its call; the run goes on."""
+        """The engine's answer (:func:`~reduction_app.engine.aanswer_read_file`); problems
+        are answered to the model so it can correct its call, and the run goes on."""
         try:
             args = json.loads(arguments or "{}")
         except json.JSONDecodeError as exc:
@@ -204,35 +282,59 @@ class Reduction:
         limit = args.get("limit", DEFAULT_READ_LIMIT)
         if not isinstance(path, str) or not path:
             return "invalid arguments: path must be a non-empty string"
-        if not (_is_int(offset) and offset >= 0 and _is_int(limit) and limit >= 1):
-            return "invalid arguments: offset must be an integer >= 0 and limit >= 1"
-        for backend in self._backends():
-            try:
-                content = await _resolved(backend.read(path))
-            except FileNotFoundError:
-                continue
-            return numbered_lines(content, offset, limit)[0]
-        return f"file not found: {path}"
+        return await aanswer_read_file(self.config, path, offset=offset, limit=limit)
 
-    def _backends(self) -> list[Any]:
-        """Every backend offloads may be in: the global one, then each tool's own."""
-        config = self.config
-        found: list[Any] = []
-        for backend in [config.backend, *(t.backend for t in config.tool_config.values())]:
-            if backend is not None and hasattr(backend, "read") and backend not in found:
-                found.append(backend)
-        return found
+    async def _agent_tools(self, tools: list[Tool]) -> list[Tool]:
+        """What a :class:`ReducedAgent` offers: its tools wrapped, and ``read_file``."""
+        covered: list[Tool] = self.wrap_tools(tools)
+        if all(getattr(t, "name", None) != self.config.read_file_tool_name for t in covered):
+            covered.append(self.read_file_tool)
+        self._tools = covered
+        return covered
 
 
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
+@dataclass
+class ReducedAgent(Agent[Any]):
+    """An agent whose tools go through a :class:`Reduction` (made by
+    :meth:`Reduction.wrap_agent`); the SDK's own clones of it keep that."""
+
+    reduction: Reduction | None = field(default=None, kw_only=True, repr=False)
+
+    async def get_all_tools(self, run_context: RunContextWrapper[Any]) -> list[Tool]:
+        tools = await super().get_all_tools(run_context)
+        if self.reduction is None:
+            return tools
+        return await self.reduction._agent_tools(tools)
 
 
-def _tool_infos(agent: Agent[Any]) -> list[ToolInfo]:
-    """The agent's function tools, which the engine counts with the messages."""
+def _errors_handled_inside(tool: FunctionTool, error: Exception, arguments: str) -> None:
+    """The original tool's own invoker handles (and reports) its errors already."""
+
+
+def _text_of_item(item: Any) -> str | None:
+    """The text of a ``ToolOutputText`` or a text item dict; ``None`` for anything else."""
+    if isinstance(item, ToolOutputText):
+        return item.text
+    if (
+        isinstance(item, Mapping)
+        and item.get("type") == "text"
+        and isinstance(item.get("text"), str)
+    ):
+        return str(item["text"])
+    return None
+
+
+def _text_item_like(item: Any, text: str) -> Any:
+    if isinstance(item, ToolOutputText):
+        return ToolOutputText(text=text)
+    return {**item, "text": text}
+
+
+def _tool_infos(tools: Iterable[Tool]) -> list[ToolInfo]:
+    """The function tools among ``tools``, which the engine counts with the messages."""
     return [
         ToolInfo(name=t.name, description=t.description, parameters=t.params_json_schema)
-        for t in agent.tools
+        for t in tools
         if isinstance(t, FunctionTool)
     ]
 

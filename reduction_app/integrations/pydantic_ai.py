@@ -1,26 +1,30 @@
-"""The reduction engine inside a pydantic-ai agent.
+"""The reduction engine inside a pydantic-ai agent, as one capability.
 
-One :class:`Reduction` per conversation holds one engine middleware and what it learnt on
-earlier model calls. It plugs into pydantic-ai at three points:
+``Agent(model, tools=[...], capabilities=[Reduction(config)])`` is all it takes:
+:class:`Reduction` is a pydantic-ai capability that
 
-* **Clearing**, before every model request: :attr:`Reduction.capability` (a
-  :class:`ReductionCapability`, run as pydantic-ai runs a history processor) turns the
-  history into engine chat messages, runs the clear pass with the request's tool
-  definitions counted, and turns the result back.
-  Parts the pass did not change come back as the very same objects, so the prompt-cache
-  prefix stays byte for byte what it was; a cleared ``ToolReturnPart`` keeps its
+* **truncates every tool** of the agent where it returns (``get_wrapper_toolset`` wraps
+  the run's assembled toolset, however a tool was registered): a return value longer
+  than ``max_length_for_trunc`` is saved whole to the backend and replaced by the
+  engine's notice. Strings are measured as they are, structured values as the JSON text
+  pydantic-ai sends the model;
+* **adds the ``read_file`` tool** the notices name (``read_file_tool_name``), which reads
+  offloaded files back from the backends (``get_toolset``);
+* **clears** before every model request (``before_model_request``), as pydantic-ai runs
+  a history processor: the history becomes engine chat messages, the clear pass runs
+  with the request's tool definitions counted, and the result is turned back. Parts the
+  pass did not change come back as the very same objects, so the prompt-cache prefix
+  stays byte for byte what it was; a cleared ``ToolReturnPart`` keeps its
   ``tool_call_id`` and ``tool_name`` and holds the placeholder. pydantic-ai keeps the
   processed history as the run's history, so later steps, ``result.all_messages()`` and
   a run continued from it all hold the cleared messages.
-* **Truncation**, where a tool returns: :meth:`Reduction.wrap` wraps any toolset
-  (:class:`ReducedToolset`); a return value longer than ``max_length_for_trunc`` is
-  saved whole to the backend and replaced by the engine's notice. Strings are measured
-  as they are, structured values as the JSON text pydantic-ai sends the model.
-* **Reading back**: :attr:`Reduction.read_file_toolset` offers the model the tool the
-  notices name (``read_file_tool_name``), reading offloaded files from the backends.
 
-Events are the engine's own :class:`~reduction_app.engine.ReductionEvent` values, in
-:attr:`Reduction.events` and passed to ``on_event`` as they come.
+The engine's state (what it cleared, its token counts, the paths handed out) is kept per
+conversation (pydantic-ai's ``conversation_id``): ``for_run`` gives each run the state of
+its conversation, so one ``Agent`` serves many conversations, and a run continued with
+``message_history=`` goes on where the last one stopped. Events are the engine's own
+:class:`~reduction_app.engine.ReductionEvent` values, in :attr:`Reduction.events` and
+passed to ``on_event`` as they come.
 
 What the engine sees of a pydantic-ai message: system and user prompts as text (media
 in a prompt are not counted), a response's text, thinking and function tool calls, each
@@ -29,16 +33,15 @@ answers a call as that call's result, and the request's function and output tool
 Provider-run (native) tool parts, instructions and the other bookkeeping parts are kept
 as they are and not counted.
 
-Importing this module needs pydantic-ai (``pip install 'reduction-lab[pydantic-ai]'``)
-and never loads Django.
+Importing this module needs pydantic-ai and never loads Django.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import itertools
-from collections.abc import Callable, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -65,7 +68,9 @@ from pydantic_ai.toolsets import AbstractToolset, FunctionToolset, WrapperToolse
 from pydantic_ai.toolsets.abstract import ToolsetTool
 
 from reduction_app.engine import (
+    DEFAULT_READ_LIMIT,
     READ_FILE_DESCRIPTION,
+    Backend,
     ChatModelAgentState,
     Message,
     ReductionConfig,
@@ -74,8 +79,9 @@ from reduction_app.engine import (
     ToolCall,
     ToolContext,
     ToolInfo,
+    aanswer_read_file,
+    atruncate_output,
     new,
-    numbered_lines,
 )
 
 __all__ = [
@@ -114,32 +120,96 @@ class _Origins:
     earlier pass put in its place)."""
 
 
-class Reduction:
-    """The engine for one pydantic-ai conversation: truncation, clearing and read-back.
+MAX_CONVERSATIONS = 256
+"""Conversations whose engine state one :class:`Reduction` keeps (the most recently run);
+an older one run again starts afresh from its history, which holds what was cleared."""
 
-    ``config`` is the engine's :class:`~reduction_app.engine.ReductionConfig`; its own
-    ``on_event`` is still called, and so is ``on_event`` given here. One instance per
-    conversation: it remembers which results it already cleared, and its token counts.
+
+class Reduction(AbstractCapability[Any]):
+    """The engine in a pydantic-ai agent: truncation of every tool, the ``read_file``
+    tool, and the clear pass before each model request.
+
+    ``config`` is the engine's :class:`~reduction_app.engine.ReductionConfig` (the
+    defaults when ``None``); ``backend``, when given, replaces its ``backend``; ``on_event``
+    is called with every event after the config's own ``on_event``. Every event is also
+    appended to :attr:`events`.
+
+    Give it to an agent (``capabilities=[reduction]``): each run gets the engine state of
+    its conversation. Its methods used directly (:meth:`history_processor`,
+    :meth:`wrap`, :meth:`truncate`, :meth:`read_file`) share one state of their own.
     """
 
     def __init__(
         self,
-        config: ReductionConfig,
+        config: ReductionConfig | None = None,
         *,
-        on_event: Callable[[ReductionEvent], None] | None = None,
+        backend: Backend | None = None,
+        on_event: Callable[[ReductionEvent], Any] | None = None,
     ) -> None:
+        base = config if config is not None else ReductionConfig()
+        if backend is not None:
+            base = dataclasses.replace(base, backend=backend)
+        self._base = base
+        self._on_event = on_event
+        self._parent: Reduction | None = None
+        self._conversations: OrderedDict[str, Reduction] = OrderedDict()
         self.events: list[ReductionEvent] = []
-        """Every event so far, in the order the engine gave them."""
-        callbacks = [cb for cb in (config.on_event, on_event) if cb is not None]
+        """Every event so far, in the order the engine gave them (of every conversation,
+        on the capability given to the agent)."""
+        callbacks = [cb for cb in (base.on_event, on_event) if cb is not None]
 
         def record(event: ReductionEvent) -> None:
             self.events.append(event)
+            if self._parent is not None:
+                self._parent.events.append(event)
             for callback in callbacks:
                 callback(event)
 
-        self.middleware: ReductionMiddleware = new(dataclasses.replace(config, on_event=record))
+        self.middleware: ReductionMiddleware = new(dataclasses.replace(base, on_event=record))
         self._seen: dict[int, _Seen] = {}
         self._keys = itertools.count(1)
+
+    # The capability ------------------------------------------------------------------
+
+    def conversation(self, conversation_id: str) -> Reduction:
+        """The engine state of one conversation, as its runs use it (made on first use)."""
+        known = self._conversations.get(conversation_id)
+        if known is not None:
+            self._conversations.move_to_end(conversation_id)
+            return known
+        child = Reduction(self._base, on_event=self._on_event)
+        child._parent = self
+        self._conversations[conversation_id] = child
+        while len(self._conversations) > MAX_CONVERSATIONS:
+            self._conversations.popitem(last=False)
+        return child
+
+    async def for_run(self, ctx: RunContext[Any]) -> AbstractCapability[Any]:
+        if self._parent is not None:
+            return self
+        if ctx.conversation_id is None:
+            child = Reduction(self._base, on_event=self._on_event)
+            child._parent = self
+            return child
+        return self.conversation(ctx.conversation_id)
+
+    def get_toolset(self) -> FunctionToolset[Any]:
+        return self.read_file_toolset
+
+    def get_wrapper_toolset(self, toolset: AbstractToolset[Any]) -> AbstractToolset[Any]:
+        # The read tool's pages are not truncated: a page read stays until a clear pass.
+        return ReducedToolset(
+            toolset, reduction=self, skip=frozenset({self.config.read_file_tool_name})
+        )
+
+    async def before_model_request(
+        self, ctx: RunContext[Any], request_context: ModelRequestContext
+    ) -> ModelRequestContext:
+        return await _clear_request(self, ctx, request_context)
+
+    @classmethod
+    def get_serialization_name(cls) -> str | None:
+        return None  # holds live state and callbacks: not written into an agent spec
 
     @property
     def config(self) -> ReductionConfig:
@@ -150,8 +220,9 @@ class Reduction:
 
     @property
     def capability(self) -> ReductionCapability:
-        """``Agent(capabilities=[reduction.capability])``: the clear pass before every
-        model request, counting the tools offered in that request too."""
+        """The clear pass alone, on this object's own state, before every model request
+        (counting the tools offered in that request too), for an agent whose tools are
+        wrapped with :meth:`wrap` and given :attr:`read_file_toolset` by hand."""
         return ReductionCapability(self)
 
     async def history_processor(
@@ -292,9 +363,9 @@ class Reduction:
         """``toolset`` with every return value passed through the engine's truncation."""
         return ReducedToolset(toolset, reduction=self)
 
-    def tools(self, *functions: Tool[Any] | Callable[..., Any]) -> ReducedToolset:
+    def wrap_tools(self, tools: Iterable[Tool[Any] | Callable[..., Any]]) -> ReducedToolset:
         """Function tools (plain functions or ``Tool``), as one truncating toolset."""
-        return self.wrap(FunctionToolset(list(functions)))
+        return self.wrap(FunctionToolset(list(tools)))
 
     async def truncate(self, value: Any, *, tool_name: str, call_id: str, arguments: str) -> Any:
         """``value`` as the model should get it: the value itself, or the engine's notice
@@ -308,11 +379,7 @@ class Reduction:
                 return value  # media go to the model as they are
             text = probe.model_response_str()
         ctx = ToolContext(name=tool_name, call_id=call_id)
-
-        async def endpoint(_: str) -> str:
-            return text
-
-        output = await self.middleware.awrap_invokable_tool_call(endpoint, ctx)(arguments)
+        output = await atruncate_output(self.middleware, text, ctx, arguments)
         if output == text:
             return value
         if isinstance(value, ToolReturn):
@@ -322,50 +389,49 @@ class Reduction:
     # Reading back --------------------------------------------------------------------
 
     @property
-    def read_file_toolset(self) -> FunctionToolset[Any]:
+    def read_file_tool(self) -> Tool[Any]:
         """The tool the engine's notices name (``read_file_tool_name``), reading the files
         it offloaded back from its backends, a page of numbered lines at a time."""
 
-        async def read_file(path: str, offset: int = 0, limit: int = 2000) -> str:
+        async def read_file(path: str, offset: int = 0, limit: int = DEFAULT_READ_LIMIT) -> str:
             return await self.read_file(path, offset=offset, limit=limit)
 
-        tool = Tool(
-            read_file,
-            name=self.config.read_file_tool_name,
-            description=READ_FILE_DESCRIPTION,
+        return Tool(
+            read_file, name=self.config.read_file_tool_name, description=READ_FILE_DESCRIPTION
         )
-        return FunctionToolset([tool])
 
-    async def read_file(self, path: str, *, offset: int = 0, limit: int = 2000) -> str:
-        """What the read tool answers: numbered lines of an offloaded file, with a last
-        line saying where to read on when more follow, or an error the model can read."""
-        if offset < 0 or limit < 1:
-            return "error: offset must be 0 or more and limit 1 or more"
-        content = await self._read(path)
-        if content is None:
-            return f"error: no offloaded file at {path}"
-        body, total = numbered_lines(content, offset, limit)
-        shown = min(offset + limit, total)
-        if shown < total:
-            body += f"[{total - shown} more lines; read on with offset={shown}]\n"
-        return body
+    @property
+    def read_file_toolset(self) -> FunctionToolset[Any]:
+        """:attr:`read_file_tool` as a toolset."""
+        return FunctionToolset([self.read_file_tool])
 
-    async def _read(self, path: str) -> str | None:
-        backends = [self.config.backend]
-        backends += [tool.backend for tool in self.config.tool_config.values()]
-        tried: list[object] = []
-        for backend in backends:
-            if backend is None or any(backend is b for b in tried):
-                continue
-            tried.append(backend)
-            try:
-                content = backend.read(path)
-                if inspect.isawaitable(content):
-                    content = await content
-            except (FileNotFoundError, ValueError):
-                continue  # not there, or a path that backend refuses
-            return str(content)
-        return None
+    async def read_file(
+        self, path: str, *, offset: int = 0, limit: int = DEFAULT_READ_LIMIT
+    ) -> str:
+        """What the read tool answers (the engine's
+        :func:`~reduction_app.engine.aanswer_read_file`): numbered lines of an offloaded
+        file, with a last line saying where to read on when more follow, or a problem the
+        model can read."""
+        return await aanswer_read_file(self.config, path, offset=offset, limit=limit)
+
+
+async def _clear_request(
+    reduction: Reduction, ctx: RunContext[Any], request_context: ModelRequestContext
+) -> ModelRequestContext:
+    """The clear pass over the history a request is about to send, kept as the run's."""
+    parameters = request_context.model_request_parameters
+    tools = [
+        ToolInfo(
+            name=tool.name,
+            description=tool.description or "",
+            parameters=tool.parameters_json_schema,
+        )
+        for tool in (*parameters.function_tools, *parameters.output_tools)
+    ]
+    messages = await reduction.history_processor(list(request_context.messages), tools)
+    request_context.messages = messages.copy()
+    ctx.messages[:] = messages
+    return request_context
 
 
 @dataclass
@@ -379,19 +445,7 @@ class ReductionCapability(AbstractCapability[Any]):
     async def before_model_request(
         self, ctx: RunContext[Any], request_context: ModelRequestContext
     ) -> ModelRequestContext:
-        parameters = request_context.model_request_parameters
-        tools = [
-            ToolInfo(
-                name=tool.name,
-                description=tool.description or "",
-                parameters=tool.parameters_json_schema,
-            )
-            for tool in (*parameters.function_tools, *parameters.output_tools)
-        ]
-        messages = await self.reduction.history_processor(list(request_context.messages), tools)
-        request_context.messages = messages.copy()
-        ctx.messages[:] = messages
-        return request_context
+        return await _clear_request(self.reduction, ctx, request_context)
 
     @classmethod
     def get_serialization_name(cls) -> str | None:
@@ -403,11 +457,15 @@ class ReducedToolset(WrapperToolset[Any]):
     """A toolset whose return values go through the engine's truncation."""
 
     reduction: Reduction = field(kw_only=True)
+    skip: frozenset[str] = field(default=frozenset(), kw_only=True)
+    """Tools whose returns are passed on as they are."""
 
     async def call_tool(
         self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: ToolsetTool[Any]
     ) -> Any:
         value = await super().call_tool(name, tool_args, ctx, tool)
+        if name in self.skip:
+            return value
         arguments = pydantic_core.to_json(tool_args, fallback=str).decode()
         return await self.reduction.truncate(
             value, tool_name=name, call_id=ctx.tool_call_id or "", arguments=arguments

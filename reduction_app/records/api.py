@@ -16,7 +16,7 @@ from ninja import P, Query, QueryEx, Router, Schema, Status
 from ninja.pagination import paginate
 
 from reduction_app.cursors import LIST_ERRORS, MAX_ID, PAGE, IdCursorPagination
-from reduction_app.engine import numbered_lines
+from reduction_app.engine import read_page
 from reduction_app.http import ApiRequest, api_workspace
 from reduction_app.models import OffloadedFile
 from reduction_app.records import services
@@ -112,11 +112,17 @@ def read_file(
     the stored content is missing or damaged."""
     row = _file_or_404(request, path, conversation_id)
     content = _content(row).decode("utf-8", "surrogatepass")
-    body, total = numbered_lines(content, offset, limit)
+    page = read_page(content, row.path, offset=offset, limit=limit)
     services.file_mark_read(file=row)
     return Status(
         200,
-        {"path": row.path, "offset": offset, "limit": limit, "total_lines": total, "content": body},
+        {
+            "path": row.path,
+            "offset": offset,
+            "limit": limit,
+            "total_lines": page.total_lines,
+            "content": page.lines,
+        },
     )
 
 

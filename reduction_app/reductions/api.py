@@ -61,13 +61,10 @@ def truncate(request: ApiRequest, payload: TruncateIn) -> Status[dict[str, Any]]
         mw = session.middleware
         result: str | dict[str, Any]
         if isinstance(payload.result, str):
-            text = payload.result
-            result = mw.wrap_invokable_tool_call(lambda _: text, ctx)(payload.arguments)
+            result = engine.truncate_output(mw, payload.result, ctx, payload.arguments)
         else:
             parts = engine.ToolResult(parts=parts_from_json(payload.result.parts, "result.parts"))
-            out = mw.wrap_enhanced_invokable_tool_call(lambda _: parts, ctx)(
-                engine.ToolArgument(text=payload.arguments)
-            )
+            out = engine.truncate_output(mw, parts, ctx, payload.arguments)
             result = {"parts": parts_to_json(out.parts)}
         rows = engine_session_record(session=session, conversation_id=payload.conversation_id)
     offloads = [e.offload_path for e in session.events if e.offload_path]

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from agents import Agent, FunctionTool, Runner, ToolOutputText, function_tool
 from agents.items import ModelResponse, TResponseInputItem, TResponseOutputItem
+from agents.mcp import MCPServerStdio
 from agents.models.interface import Model
 from agents.usage import Usage
 from openai.types.responses import (
@@ -40,6 +41,7 @@ from reduction_app.engine import (
 )
 from reduction_app.engine.formats import messages_from_responses, messages_to_responses
 from reduction_app.integrations.openai_agents import Reduction
+from tests.integrations.mcp_build_log_server import build_log
 
 ROOT = Path(__file__).resolve().parents[2]
 INSTRUCTIONS = "You are a coding agent. Read what you need, then answer."
@@ -334,8 +336,12 @@ def test_read_file_reads_offloads_back_through_the_adapter(conversation: Convers
         ("c8", BIG_FILES[3], 100),
         ("c12", BIG_FILES[1], 0),
     ]:
-        lines = source_text(source).split("\n")[offset : offset + READ_LIMIT]
+        every = source_text(source).removesuffix("\n").split("\n")
+        lines = every[offset : offset + READ_LIMIT]
         expected = "".join(f"{offset + i + 1}\t{line}\n" for i, line in enumerate(lines))
+        # The model is told how many lines follow, as every read_file tool tells it.
+        shown = offset + len(lines)
+        expected += f"[{len(every) - shown} more lines; read on with offset={shown}]\n"
         assert first_output(conversation.inputs, call_id) == expected
     # c2 was cleared before it was read back: its placeholder names its truncation file.
     placeholder = output_of(last, "c2")
@@ -489,3 +495,62 @@ def test_example_runs_offline() -> None:
     assert result.returncode == 0, result.stderr
     assert "truncated read_source" in result.stdout
     assert "cleared" in result.stdout
+
+
+def test_wrap_agent_truncates_mcp_tools_and_offers_read_file(tmp_path: Path) -> None:
+    """An MCP server's tool (the mcp package's server, over stdio) and a function tool
+    both go through the engine; the model is offered read_file too, and the MCP tool's
+    schema is counted with the messages."""
+    backend = LocalFileBackend(tmp_path)
+    reduction = Reduction(ReductionConfig(max_length_for_trunc=20_000), backend=backend)
+    model = ScriptedModel(
+        [call("m1", "build_log"), call("m2", "ls", path="docs"), answer("Module 7 fails.")]
+    )
+    server = MCPServerStdio(
+        params={
+            "command": sys.executable,
+            "args": [str(Path(__file__).with_name("mcp_build_log_server.py"))],
+        },
+        cache_tools_list=True,
+    )
+
+    async def run() -> None:
+        async with server:
+            agent = reduction.wrap_agent(
+                Agent(name="builder", model=model, tools=_tools(), mcp_servers=[server])
+            )
+            run_config = reduction.run_config(tracing_disabled=True)
+            await Runner.run(agent, "Why does the build fail?", run_config=run_config)
+
+    asyncio.run(run())
+    assert model.tool_names[0] == ["build_log", "read_source", "ls", "read_file"]
+    [output] = [i["output"] for i in model.inputs[1] if i.get("type") == "function_call_output"]
+    # MCP's one text item, in its own shape, holding the notice.
+    [item] = output
+    assert item["type"] == "input_text"
+    assert inspect.truncation_file_path(item["text"]) == "/tmp/trunc/m1"
+    assert (tmp_path / "tmp/trunc/m1").read_text() == build_log()
+    assert [(e.phase, e.tool_name) for e in reduction.events if e.kind == "tool"] == [
+        ("truncation", "build_log")
+    ]
+    assert output_of(model.inputs[2], "m2") == list_dir("docs")
+
+
+def test_wrap_tool_keeps_wrapped_and_wraps_once(tmp_path: Path) -> None:
+    reduction = Reduction(_config(), backend=LocalFileBackend(tmp_path))
+    tool = function_tool(read_source)
+    wrapped = reduction.wrap_tool(tool)
+    assert wrapped is not tool
+    assert wrapped.__wrapped__ is read_source
+    assert reduction.wrap_tool(wrapped) is wrapped
+    assert reduction.wrap_tools([wrapped]) == [wrapped]
+
+
+def test_reduction_takes_on_event(tmp_path: Path) -> None:
+    seen: list[ReductionEvent] = []
+    reduction = Reduction(backend=LocalFileBackend(tmp_path), on_event=seen.append)
+    model = ScriptedModel([call("t1", "read_source", path=BIG_FILES[0]), answer("ok")])
+    agent = reduction.wrap_agent(Agent(name="reader", model=model, tools=_tools()))
+    asyncio.run(Runner.run(agent, "go", run_config=reduction.run_config(tracing_disabled=True)))
+    assert seen == reduction.events
+    assert [(e.phase, e.call_id) for e in seen if e.kind == "tool"] == [("truncation", "t1")]

@@ -8,6 +8,7 @@ the two must give the same events.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import re
 import subprocess
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
 from pydantic_ai import Agent, RunContext
 from pydantic_ai.messages import (
     ModelMessage,
@@ -29,6 +31,7 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.models.test import TestModel
 
 from reduction_app.engine import (
     ChatModelAgentState,
@@ -108,6 +111,9 @@ class Harness:
     """One scripted conversation: the agent, and everything the model was sent."""
 
     tmp_path: Path
+    style: str = "capability"
+    """``capability``: ``capabilities=[reduction]`` and tools registered the ordinary way;
+    ``explicit``: the toolsets wrapped by hand and the clear-only capability."""
     reduction: Reduction = field(init=False)
     backend: LocalFileBackend = field(init=False)
     script: list[tuple[str, Any]] = field(default_factory=lambda: FIRST_RUN + SECOND_RUN)
@@ -136,11 +142,18 @@ class Harness:
             run.__name__ = name
             return run
 
+        if self.style == "capability":
+            return Agent(
+                FunctionModel(self.model),
+                system_prompt=SYSTEM,
+                tools=[tool(name) for name in FUNCTIONS],
+                capabilities=[self.reduction],
+            )
         return Agent(
             FunctionModel(self.model),
             system_prompt=SYSTEM,
             toolsets=[
-                self.reduction.tools(*(tool(name) for name in FUNCTIONS)),
+                self.reduction.wrap_tools(tool(name) for name in FUNCTIONS),
                 self.reduction.read_file_toolset,
             ],
             capabilities=[self.reduction.capability],
@@ -206,14 +219,16 @@ async def run_async(h: Harness) -> None:
     assert second.output == SECOND_RUN[-1][1]
 
 
-def test_reduction_in_run_sync(tmp_path: Path) -> None:
-    h = Harness(tmp_path)
+@pytest.mark.parametrize("style", ["capability", "explicit"])
+def test_reduction_in_run_sync(tmp_path: Path, style: str) -> None:
+    h = Harness(tmp_path, style)
     run_sync(h)
     check(h)
 
 
-async def test_reduction_in_async_run(tmp_path: Path) -> None:
-    h = Harness(tmp_path)
+@pytest.mark.parametrize("style", ["capability", "explicit"])
+async def test_reduction_in_async_run(tmp_path: Path, style: str) -> None:
+    h = Harness(tmp_path, style)
     await run_async(h)
     check(h)
 
@@ -428,3 +443,64 @@ async def test_structured_return_under_the_limit_is_kept_as_is() -> None:
     notice = await reduction.truncate(big, tool_name="outline", call_id="c2", arguments="{}")
     assert truncation_file_path(notice) == "/tmp/trunc/c2"
     assert reduction.config.backend.read("/tmp/trunc/c2") == as_sent("outline", big)  # type: ignore[union-attr]
+
+
+def grep(pattern: str) -> str:
+    """Search the repository."""
+    return "".join(f"src/module_{n}.py:{n}: {pattern} = {n}\n" for n in range(8_000))[:176_670]
+
+
+def test_capability_truncates_a_tool_registered_the_ordinary_way() -> None:
+    """``tools=[grep]`` with the capability: pydantic-ai's TestModel calls every tool,
+    and grep's 176,670 characters reach it as the notice, saved whole first."""
+    backend = InMemoryBackend()
+    reduction = Reduction(ReductionConfig(max_length_for_trunc=20_000), backend=backend)
+    model = TestModel(call_tools=["grep"])
+    result = Agent(model, tools=[grep], capabilities=[reduction]).run_sync("Find TODOs")
+    [part] = [
+        p
+        for m in result.all_messages()
+        for p in getattr(m, "parts", [])
+        if isinstance(p, ToolReturnPart)
+    ]
+    text = str(part.content)
+    path = truncation_file_path(text)
+    assert path == f"/tmp/trunc/{part.tool_call_id}"
+    assert len(text) < 20_500
+    assert backend.read(path) == grep("a")
+    assert len(backend.read(path)) == 176_670
+    [event] = [e for e in reduction.events if e.phase == "truncation"]
+    assert (event.tool_name, event.chars_before) == ("grep", 176_670)
+    assert [t.name for t in model.last_model_request_parameters.function_tools] == [  # type: ignore[union-attr]
+        "grep",
+        "read_file",
+    ]
+
+
+def test_one_agent_serves_many_conversations(tmp_path: Path) -> None:
+    """Each conversation has its own engine state; a run continued from a conversation's
+    messages goes on with that conversation's."""
+    reduction = Reduction(ReductionConfig(backend=InMemoryBackend(), max_tokens_for_clear=100))
+    agent = Agent(TestModel(call_tools=["grep"]), tools=[grep], capabilities=[reduction])
+    first = agent.run_sync("one")
+    second = agent.run_sync("two")
+    assert first.conversation_id != second.conversation_id
+    state = reduction.conversation(first.conversation_id)
+    assert state is not reduction.conversation(second.conversation_id)
+    events = len(state.events)
+    agent.run_sync("one again", message_history=first.all_messages())
+    assert reduction.conversation(first.conversation_id) is state
+    assert len(state.events) > events
+    assert sorted(reduction.events, key=id) == sorted(
+        [*state.events, *reduction.conversation(second.conversation_id).events], key=id
+    )
+
+
+def test_reduction_takes_backend_and_on_event() -> None:
+    backend = InMemoryBackend()
+    seen: list[ReductionEvent] = []
+    reduction = Reduction(backend=backend, on_event=seen.append)
+    assert reduction.config.backend is backend
+    assert reduction.config.max_length_for_trunc == ReductionConfig().max_length_for_trunc
+    asyncio.run(reduction.truncate("x" * 60_000, tool_name="grep", call_id="c1", arguments="{}"))
+    assert seen == reduction.events and [e.call_id for e in seen] == ["c1"]
