@@ -14,6 +14,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from simulator.stored import ComparisonResults, ReplayRun
+
 __all__ = [
     "BILLED_AXIS",
     "CONTEXT_LABEL",
@@ -127,24 +129,6 @@ def series_from_events(rows: Iterable[Mapping[str, Any]]) -> ContextSeries:
     return ContextSeries("recorded", points, trailing_truncations=pending)
 
 
-def _clear_pass(call: Mapping[str, Any]) -> Mapping[str, Any]:
-    """A replayed call's clear pass (``simulator.results.ClearPass`` as JSON).
-
-    Results stored before calls carried it still hold the call's events: the summary's
-    figures are the same. Without a summary either (the clear phase was off), the only
-    count there is, ``context_tokens``, stands for both sides, with no threshold.
-    """
-    found: Mapping[str, Any] | None = call.get("clear")
-    if found is not None:
-        return found
-    events = call.get("events", ())
-    summary = next((e for e in reversed(events) if e["kind"] == "summary"), None)
-    if summary is not None:
-        return {**summary, "cleared": summary["reason"] == "applied"}
-    tokens = call["context_tokens"]
-    return {"tokens_before": tokens, "tokens_after": tokens, "threshold": None, "cleared": False}
-
-
 def _billed_point(point: CallPoint, sent: int) -> CallPoint:
     """``point`` in the price preset's measure, where the context sent counts ``sent``.
 
@@ -165,33 +149,32 @@ def _billed_point(point: CallPoint, sent: int) -> CallPoint:
 
 
 def series_from_run(
-    run: Mapping[str, Any], *, label: str | None = None, billed: bool = False
+    run: ReplayRun, *, label: str | None = None, billed: bool = False
 ) -> ContextSeries:
-    """The series of one replayed config (an entry of ``Comparison.to_dict()["results"]``,
-    or ``ReplayResult.to_dict()``), labelled with its name unless ``label`` is given.
+    """The series of one replayed config (a run of stored results, or
+    ``ReplayRun.of(result)``), labelled with its name unless ``label`` is given.
 
     ``billed``: in the price preset's measure (each call's ``context_tokens``, what the
     billed totals add up) instead of the config's counter."""
     points = []
-    for call in run["calls"]:
-        clear = _clear_pass(call)
+    for call in run.calls:
+        clear = call.clear
         point = CallPoint(
-            call=call["index"] + 1,
-            before=clear["tokens_before"],
-            after=clear["tokens_after"],
-            threshold=clear["threshold"] or None,
-            truncations=sum(1 for e in call.get("events", ()) if e["phase"] == "truncation"),
-            cleared=clear["cleared"],
-            calls_cleared=clear.get("calls_cleared", 0),
+            call=call.index + 1,
+            before=clear.tokens_before,
+            after=clear.tokens_after,
+            threshold=clear.threshold or None,
+            truncations=sum(1 for e in call.events if e["phase"] == "truncation"),
+            cleared=clear.cleared,
+            calls_cleared=clear.calls_cleared,
         )
-        points.append(_billed_point(point, call["context_tokens"]) if billed else point)
-    return ContextSeries("replay", points, label=run["name"] if label is None else label)
+        points.append(_billed_point(point, call.context_tokens) if billed else point)
+    return ContextSeries("replay", points, label=run.name if label is None else label)
 
 
-def comparison_series(results: Mapping[str, Any], *, billed: bool = False) -> list[ContextSeries]:
-    """One series per config of a comparison (``Comparison.to_dict()``); ``billed`` as
-    :func:`series_from_run`."""
-    return [series_from_run(run, billed=billed) for run in results["results"]]
+def comparison_series(results: ComparisonResults, *, billed: bool = False) -> list[ContextSeries]:
+    """One series per config of a comparison; ``billed`` as :func:`series_from_run`."""
+    return [series_from_run(run, billed=billed) for run in results.results]
 
 
 # The chart -------------------------------------------------------------------------------

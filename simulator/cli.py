@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, NoReturn, TextIO, TypeVar
 
 from reduction_app.engine import ConfigError, InMemoryBackend, ReductionError, config_from_dict
-from simulator import recovery
+from simulator import recovery, stored
 from simulator.calibration import (
     PREFIX_SHIPPED,
     SHIPPED,
@@ -658,7 +658,7 @@ def _recommend(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         inferred_prefix=not args.no_inferred_prefix,
     )
     if args.json:
-        json.dump(result.to_dict(), out, ensure_ascii=False)
+        json.dump(stored.fields(result.stored()), out, ensure_ascii=False)
         out.write("\n")
     else:
         _recommend_table(result, out)

@@ -19,6 +19,8 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
+
 from reduction_app.engine import (
     ConfigError,
     InMemoryBackend,
@@ -32,6 +34,7 @@ from simulator.parallel import default_workers, replay_configs
 from simulator.pricing import DEFAULT_PRICING, Pricing, with_cache_prices
 from simulator.replay import no_reduction, replay
 from simulator.results import ReplayResult
+from simulator.stored import ComparisonResults, SweepResults, dump
 
 __all__ = [
     "GRID_KNOBS",
@@ -60,9 +63,10 @@ class Comparison:
     deltas: tuple[dict[str, float], ...]
     """Per result: each numeric total minus the baseline's."""
 
-    def to_dict(self) -> dict[str, Any]:
-        """``baseline`` names the baseline; when it is none of the results (no reduction),
-        ``baseline_result`` holds it whole."""
+    def stored(self) -> ComparisonResults:
+        """As a simulation stores it (:mod:`simulator.stored`): ``baseline`` names the
+        baseline; when it is none of the results (no reduction), ``baseline_result``
+        holds it whole."""
         out: dict[str, Any] = {
             "baseline": self.baseline.name,
             "results": [
@@ -71,7 +75,11 @@ class Comparison:
         }
         if all(r is not self.baseline for r in self.results):
             out["baseline_result"] = self.baseline.to_dict()
-        return out
+        return msgspec.convert(out, ComparisonResults)
+
+    def to_dict(self) -> dict[str, Any]:
+        """:meth:`stored` as JSON values (what ``--json`` prints and a simulation stores)."""
+        return dump(self.stored())
 
 
 def _deltas(result: ReplayResult, baseline: ReplayResult) -> dict[str, float]:
@@ -207,14 +215,15 @@ class SweepResult:
         base = self.baseline.totals.cost_usd
         return (base - result.totals.cost_usd) / base
 
-    def to_dict(self) -> dict[str, Any]:
+    def stored(self) -> SweepResults:
+        """As a simulation stores it (:mod:`simulator.stored`)."""
         baseline = None
         if self.baseline is not None:
             baseline = {
                 "name": self.baseline.name,
                 "totals": dataclasses.asdict(self.baseline.totals),
             }
-        return {
+        out = {
             "baseline": baseline,
             "results": [
                 {
@@ -228,6 +237,11 @@ class SweepResult:
             ],
             "pareto_front": list(self.front),
         }
+        return msgspec.convert(out, SweepResults)
+
+    def to_dict(self) -> dict[str, Any]:
+        """:meth:`stored` as JSON values."""
+        return dump(self.stored())
 
 
 def sweep(

@@ -16,11 +16,14 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
+
 from simulator.compare import GRID_KNOBS, SweepResult, grid_configs, pareto_front, sweep_configs
 from simulator.parallel import replay_configs
 from simulator.pricing import Pricing, with_cache_prices
 from simulator.recording import RecordedConversation
 from simulator.results import ReplayResult, Totals
+from simulator.stored import CorpusSweepResults, dump
 
 __all__ = [
     "SHORT_KNOBS",
@@ -223,6 +226,12 @@ class CorpusSweep:
         return (plain * self.pricing.input_per_mtok + long * long_price) / 1e6
 
     def to_dict(self) -> dict[str, Any]:
+        """:meth:`stored` as JSON values (what ``--json`` prints and a simulation stores)."""
+        return dump(self.stored())
+
+    def stored(self) -> CorpusSweepResults:
+        """As a simulation stores it (:mod:`simulator.stored`)."""
+
         def sums(totals: ConfigTotals) -> dict[str, Any]:
             return {
                 "cost_usd": round(totals.cost_usd, 6),
@@ -233,7 +242,7 @@ class CorpusSweep:
                 "misses": totals.misses,
             }
 
-        return {
+        out = {
             "runs": list(self.runs),
             "pricing": self.pricing.name,
             "baseline": {"name": self.baseline.name, "totals": sums(self.baseline)},
@@ -257,6 +266,7 @@ class CorpusSweep:
             ],
             "pareto_front": list(self.front),
         }
+        return msgspec.convert(out, CorpusSweepResults)
 
 
 def corpus_sweep(

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from reduction_app.engine import config_knobs, config_switches
 from simulator.ceiling import ceiling as clairvoyant
 from simulator.compare import GRID_KNOBS, grid_configs, pareto_front
@@ -31,6 +33,7 @@ from simulator.corpus_sweep import (
 )
 from simulator.pricing import Pricing
 from simulator.recording import RecordedConversation
+from simulator.stored import RecommendationResults, dump
 from simulator.tool_limits import FIELDS, LADDER, dimensions, with_limit
 
 __all__ = [
@@ -375,10 +378,14 @@ class Recommendation:
         }
 
     def to_dict(self) -> dict[str, Any]:
-        """What ``--json`` prints."""
+        """:meth:`stored` as JSON values: what ``--json`` prints and a simulation stores."""
+        return dump(self.stored())
+
+    def stored(self) -> RecommendationResults:
+        """As a simulation stores it (:mod:`simulator.stored`)."""
         best = None if self.best is None else self.entry(self.best)
         saved = None if self.best is None else self.configs[self.best].saving(self.baseline)
-        return {
+        out = {
             "config": None if best is None else best["config"],
             "pricing": self.pricing,
             "runs": len(self.runs),
@@ -409,6 +416,7 @@ class Recommendation:
             "front": [self.entry(i) for i in self.front],
             "seconds": round(self.seconds, 1),
         }
+        return msgspec.convert(out, RecommendationResults)
 
 
 def _key(config: Mapping[str, Any]) -> str:

@@ -39,6 +39,7 @@ from reduction_app.engine.inspect import (
 from reduction_app.models import Conversation
 from simulator.pricing import DEFAULT_PRICING, engine_measure
 from simulator.replay import replay
+from simulator.stored import ReplayRun
 
 __all__ = ["MessagePart", "TimelineRow", "message_parts", "series_from_replay", "timeline_rows"]
 
@@ -66,7 +67,7 @@ def series_from_replay(
     Raises ``ValueError`` when the stored transcript cannot be read.
     """
     result = replay(recorded_conversation(conversation), config, pricing=ENGINE_MEASURE)
-    return series_from_run(result.to_dict(), label=label)
+    return series_from_run(ReplayRun.of(result), label=label)
 
 
 # The timeline -----------------------------------------------------------------------------

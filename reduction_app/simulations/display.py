@@ -1,8 +1,8 @@
 """What the Compare and Tune pages show of a replay: the totals with their deltas, and
 what the model was sent at one call under each config (the chart is ``charts``).
 
-Input is the shape ``simulator.compare.Comparison.to_dict()`` writes (also what a
-``Simulation`` stores), so inline replays and background ones render alike. The
+Input is a comparison as :mod:`simulator.stored` reads it (what a ``Simulation`` stores),
+so inline replays and background ones render alike. The
 side-by-side view takes the contexts ``simulator.replay.replay(contexts=...)`` keeps.
 Nothing here touches the database.
 """
@@ -22,6 +22,7 @@ from simulator.metering import Meter
 from simulator.misses import RECOVERY
 from simulator.pricing import DEFAULT_PRICING, Pricing
 from simulator.results import REFERENCE_STRATEGY
+from simulator.stored import ComparisonResults
 from simulator.transcript import with_stable_ids
 
 __all__ = [
@@ -42,10 +43,10 @@ SAME_PREVIEW_CHARS = 240
 
 @dataclass
 class ReplayRun:
-    """A comparison's results (``simulator.compare.Comparison.to_dict()``), the contexts
+    """A comparison's results (as a simulation stores them), the contexts
     each config kept, and the recorded messages (with the ids the replay gave them)."""
 
-    results: dict[str, Any]
+    results: ComparisonResults
     contexts: list[dict[int, tuple[Any, ...]]] = field(default_factory=list)
     originals: list[Any] = field(default_factory=list)
 
@@ -72,7 +73,7 @@ def run_comparison(
         inferred_prefix=inferred_prefix,
     )
     return ReplayRun(
-        results=done.to_dict(),
+        results=done.stored(),
         contexts=[r.contexts for r in done.results],
         originals=with_stable_ids(recorded.messages),
     )
@@ -167,19 +168,21 @@ def _unknown(key: str, label: str, value: float | None) -> dict[str, Any]:
     return {"key": key, "label": label, "help": help_, "value": text, "delta": "", "tone": ""}
 
 
-def totals_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
+def totals_rows(results: ComparisonResults) -> list[dict[str, Any]]:
     """Per config: its name, whether it is the baseline, and per metric the value and the
     delta against the baseline, formatted, with ``better`` / ``worse`` / ``""``."""
-    runs = results["results"]
-    base = next((r for r in runs if r["name"] == results["baseline"]), None)
-    base_totals = dict(base["totals"]) if base else None
+    runs = results.results
+    base = next((r for r in runs if r.name == results.baseline), None)
+    base_totals = base.totals.figures() if base else None
     if base_totals is None and runs:
         # baseline "none": the deltas are against no reduction, which is not a column
         first = runs[0]
-        base_totals = {k: first["totals"][k] - first["deltas"][k] for k in first["totals"]}
+        figures = first.totals.figures()
+        base_totals = {k: figures[k] - first.deltas[k] for k in figures}
     rows = []
     for run in runs:
-        totals = dict(run["totals"], cached_share=_cached_share(run["totals"]))
+        figures = run.totals.figures()
+        totals = dict(figures, cached_share=_cached_share(figures))
         assert base_totals is not None
         base_all = dict(base_totals, cached_share=_cached_share(base_totals))
         cells = []
@@ -207,49 +210,44 @@ def totals_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
                 }
             )
         rows.append(
-            {"name": run["name"], "is_baseline": run is base, "cells": cells, "totals": totals}
+            {"name": run.name, "is_baseline": run is base, "cells": cells, "totals": totals}
         )
     return rows
 
 
-def strategy_table(results: dict[str, Any]) -> dict[str, Any] | None:
+def strategy_table(results: ComparisonResults) -> dict[str, Any] | None:
     """Which clear strategy removed what, per config: ``{"names": [...], "rows": [{"name",
     "cells": [{"results", "tokens_saved"} | None, ...]}]}``, strategies in order of first
     use. ``None`` when no config used a strategy beyond the reference's (the table would
     only repeat the clears column), and for results stored before strategies were kept."""
-    runs = results["results"]
+    runs = results.results
     names: list[str] = []
     for run in runs:
-        for name in run.get("strategies", {}):
+        for name in run.strategies:
             if name not in names:
                 names.append(name)
     if not set(names) - {REFERENCE_STRATEGY}:
         return None
     rows = [
-        {
-            "name": run["name"],
-            "cells": [run.get("strategies", {}).get(name) for name in names],
-        }
-        for run in runs
+        {"name": run.name, "cells": [run.strategies.get(name) for name in names]} for run in runs
     ]
     return {"names": names, "rows": rows}
 
 
-def miss_examples(results: Mapping[str, Any]) -> list[dict[str, Any]]:
+def miss_examples(results: ComparisonResults) -> list[dict[str, Any]]:
     """Per config that missed something: its name, its misses and the first of them as
     stored (``call`` made 1-based, as the pages number calls). Results stored before
-    misses were measured, and a sweep's (which keeps totals only), have none."""
+    misses were measured have none."""
     out = []
-    for run in results.get("results", []):
-        examples = run.get("miss_examples") or []
-        if examples:
+    for run in results.results:
+        if run.miss_examples:
             out.append(
                 {
-                    "name": run["name"],
-                    "misses": run.get("totals", {}).get("misses"),
+                    "name": run.name,
+                    "misses": run.totals.misses,
                     "examples": [
-                        {"call": m["call"] + 1, "tool": m["tool"], "string": m["string"]}
-                        for m in examples
+                        {"call": m.call + 1, "tool": m.tool, "string": m.string}
+                        for m in run.miss_examples
                     ],
                 }
             )

@@ -1,11 +1,10 @@
 """The points of a sweep or a recommendation: each combination replayed, as the pages
 show it and act on it (open in Compare or Tune, save as a config).
 
-Input is what a ``Simulation`` stores: ``simulator.corpus_sweep.CorpusSweep.to_dict()``
-(a sweep from the Sweep page, under ``combinations``), ``simulator.compare.SweepResult``
-(a sweep of one conversation from the REST API, under ``results``) or
-``simulator.recommend.Recommendation.to_dict()``. Knobs are shown as ``name = value``
-pairs, in the engine spec's order. Nothing here touches the database.
+Input is a simulation's results as :mod:`simulator.stored` reads them: a corpus sweep (from
+the Sweep page), a sweep of one conversation (from the REST API) or a recommendation.
+Knobs are shown as ``name = value`` pairs, in the engine spec's order. Nothing here
+touches the database.
 """
 
 from __future__ import annotations
@@ -16,6 +15,17 @@ from typing import Any
 
 from reduction_app import engine
 from simulator.compare import GRID_KNOBS
+from simulator.stored import (
+    CorpusCombination,
+    CorpusSweepResults,
+    CorpusTotals,
+    FrontEntry,
+    RecommendationResults,
+    ReplayTotals,
+    SimulationResults,
+    SweepResults,
+    SweepRow,
+)
 
 __all__ = ["Point", "PointGroup", "grid_items", "group_points", "knob_items", "points_of"]
 
@@ -101,68 +111,72 @@ class Point:
         return (self.cost_usd, self.recovery_usd, self.refetches, self.misses, self.billed)
 
 
-def _recovery_saving(totals: Mapping[str, Any], base: Mapping[str, Any] | None) -> float | None:
-    mine = totals.get("cost_with_recovery_usd")
-    theirs = (base or {}).get("cost_with_recovery_usd")
+def _recovery_saving(
+    totals: ReplayTotals | CorpusTotals, base: ReplayTotals | CorpusTotals | None
+) -> float | None:
+    mine = totals.cost_with_recovery_usd
+    theirs = None if base is None else base.cost_with_recovery_usd
     if mine is None or not theirs:
         return None
-    return 1 - float(mine) / float(theirs)
+    return 1 - mine / theirs
 
 
-def _sweep_points(
-    results: Mapping[str, Any], rows: Sequence[Mapping[str, Any]], grid: Collection[str]
-) -> list[Point]:
-    base = results.get("baseline")
-    base_totals = base.get("totals") if isinstance(base, Mapping) else None
+def _sweep_points(results: SweepResults | CorpusSweepResults, grid: Collection[str]) -> list[Point]:
+    base = None if results.baseline is None else results.baseline.totals
+    rows: Sequence[SweepRow | CorpusCombination] = (
+        results.combinations if isinstance(results, CorpusSweepResults) else results.results
+    )
     out = []
     for number, row in enumerate(rows, start=1):
-        totals = row.get("totals", {})
-        config = dict(row.get("config") or {})
-        recovery = row.get("cost_saved_with_recovery")
-        if recovery is None and "cost_saved_with_recovery" not in row:
-            recovery = _recovery_saving(totals, base_totals)
+        totals = row.totals
+        config = dict(row.config or {})
+        # A sweep of one conversation, and a corpus sweep stored before misses were
+        # measured, leave the saving with recovery to be worked out from the totals.
+        recovery = row.cost_saved_with_recovery if isinstance(row, CorpusCombination) else None
+        if recovery is None:
+            recovery = _recovery_saving(totals, base)
         out.append(
             Point(
                 number=number,
-                label=str(row.get("name", "")),
+                label=row.name,
                 config=config,
                 knobs=knob_items(config, grid),
-                cost_usd=totals.get("cost_usd"),
-                recovery_usd=totals.get("cost_with_recovery_usd"),
-                saved=row.get("cost_saved"),
+                cost_usd=totals.cost_usd,
+                recovery_usd=totals.cost_with_recovery_usd,
+                saved=row.cost_saved,
                 saved_with_recovery=recovery,
-                refetches=int(totals.get("refetches", 0)),
-                misses=totals.get("misses"),
-                billed=totals.get("input_tokens_billed"),
-                pareto=bool(row.get("pareto")),
-                runs_worse=row.get("billed_more_with_recovery"),
+                refetches=int(totals.refetches or 0),
+                misses=totals.misses,
+                billed=totals.input_tokens_billed,
+                pareto=row.pareto,
+                runs_worse=(
+                    row.billed_more_with_recovery if isinstance(row, CorpusCombination) else None
+                ),
             )
         )
     return out
 
 
-def _recommend_points(results: Mapping[str, Any]) -> list[Point]:
-    """The recommended config first (when there is one), then the rest of the front."""
-    entries: list[tuple[Mapping[str, Any], bool]] = []
-    best = results.get("config")
+def _recommend_points(results: RecommendationResults) -> list[Point]:
+    entries: list[tuple[FrontEntry, bool]] = []
+    best = results.config
     if best is not None:
         entries.append(
             (
-                {
-                    "config": best,
-                    "saved_with_recovery": results.get("saved_with_recovery"),
-                    "saved": results.get("saved"),
-                    "misses": results.get("misses"),
-                    "refetches": results.get("refetches"),
-                    "runs_worse": results.get("runs_worse"),
-                },
+                FrontEntry(
+                    config=best,
+                    saved_with_recovery=results.saved_with_recovery,
+                    misses=results.misses,
+                    refetches=results.refetches,
+                    runs_worse=results.runs_worse,
+                ),
                 True,
             )
         )
-    entries += [(e, False) for e in results.get("front", []) if e.get("config") != best]
+    entries += [(e, False) for e in results.front if e.config != best]
     out = []
     for number, (entry, recommended) in enumerate(entries, start=1):
-        config = dict(entry.get("config") or {})
+        config = dict(entry.config or {})
         out.append(
             Point(
                 number=number,
@@ -172,33 +186,28 @@ def _recommend_points(results: Mapping[str, Any]) -> list[Point]:
                 knobs=knob_items(config, config),
                 cost_usd=None,
                 recovery_usd=None,
-                saved=entry.get("saved"),
-                saved_with_recovery=entry.get("saved_with_recovery"),
-                refetches=int(entry.get("refetches") or 0),
-                misses=entry.get("misses"),
+                saved=results.saved if recommended else None,
+                saved_with_recovery=entry.saved_with_recovery,
+                refetches=int(entry.refetches or 0),
+                misses=entry.misses,
                 billed=None,
                 pareto=True,
                 recommended=recommended,
-                runs_worse=entry.get("runs_worse"),
+                runs_worse=entry.runs_worse,
             )
         )
     return out
 
 
 def points_of(
-    kind: str, results: Mapping[str, Any] | None, grid: Mapping[str, Any] | None = None
+    results: SimulationResults | None, grid: Mapping[str, Any] | None = None
 ) -> list[Point]:
-    """Every point of a finished sweep or recommendation; ``[]`` for a replay. Each shows
-    the knobs ``grid`` sweeps and those off their defaults."""
-    if not results:
-        return []
-    swept = tuple(grid or ())
-    if kind == "recommend":
+    """Every point of a finished sweep or recommendation; ``[]`` for a replay or results
+    not there yet. Each shows the knobs ``grid`` sweeps and those off their defaults."""
+    if isinstance(results, RecommendationResults):
         return _recommend_points(results)
-    if kind == "sweep" and "combinations" in results:
-        return _sweep_points(results, results["combinations"], swept)
-    if kind == "sweep":
-        return _sweep_points(results, results.get("results", []), swept)
+    if isinstance(results, SweepResults | CorpusSweepResults):
+        return _sweep_points(results, tuple(grid or ()))
     return []
 
 

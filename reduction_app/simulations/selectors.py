@@ -9,6 +9,7 @@ from django.db.models import Count, Q, QuerySet
 
 from reduction_app.models import Conversation, Simulation, SimulationPart, Workspace
 from reduction_app.paging import digits
+from simulator import stored
 
 
 def simulation_get(*, workspace: Workspace, simulation_id: int) -> Simulation | None:
@@ -17,6 +18,24 @@ def simulation_get(*, workspace: Workspace, simulation_id: int) -> Simulation | 
         .select_related("conversation")
         .first()
     )
+
+
+def simulation_results(simulation: Simulation) -> stored.SimulationResults | None:
+    """A done simulation's results as their typed value (:mod:`simulator.stored`), read
+    the one way every page and command reads them; ``None`` until done. Results stored
+    before they carried their kind are read as the kind the simulation is (a sweep over
+    several conversations stores a corpus sweep)."""
+    if simulation.status != "done" or not simulation.results:
+        return None
+    return stored.load(simulation.results, legacy_kind=_stored_kind(simulation))
+
+
+def _stored_kind(simulation: Simulation) -> stored.Kind:
+    if simulation.kind == "recommend":
+        return "recommend"
+    if simulation.kind == "sweep":
+        return "corpus_sweep" if simulation.options.get("corpus") else "sweep"
+    return "replay"
 
 
 def simulation_list(*, workspace: Workspace) -> QuerySet[Simulation]:

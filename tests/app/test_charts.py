@@ -17,6 +17,7 @@ from reduction_app.charts import (
     thresholds_off_chart,
 )
 from simulator.compare import compare
+from simulator.stored import ComparisonResults, ReplayRun, load
 from tests.simulator.cases import ENGINE, HAND_CONFIG, hand_conversation
 
 
@@ -32,9 +33,21 @@ def _summary(before: int, after: int, threshold: int, reason: str) -> dict[str, 
     }
 
 
+def _run(data: dict[str, Any]) -> ReplayRun:
+    """A run as stored results read it, each call with the counts every call carries (the
+    chart reads none of them but ``context_tokens``)."""
+    calls = [
+        {"cached_tokens": 0, "new_tokens": 0, "visible_tool_share": 1.0, **c} for c in data["calls"]
+    ]
+    results = load({"baseline": data["name"], "results": [{**data, "calls": calls, "totals": {}}]},
+                   legacy_kind="replay")  # fmt: skip
+    assert isinstance(results, ComparisonResults)
+    return results.results[0]
+
+
 def test_series_from_run_reads_each_calls_clear_pass() -> None:
     comparison = compare(hand_conversation(), [("hand", HAND_CONFIG)], pricing=ENGINE)
-    (series,) = comparison_series(comparison.to_dict())
+    (series,) = comparison_series(comparison.stored())
     assert series.label == "hand"
     assert series.points == [
         CallPoint(1, 30, 30, 300),
@@ -62,7 +75,7 @@ def test_series_from_run_without_clear_passes_reads_the_summary_events() -> None
             },
         ],
     }
-    assert series_from_run(run).points == [
+    assert series_from_run(_run(run)).points == [
         CallPoint(1, 30, 30, 300),
         CallPoint(2, 348, 273, 300, truncations=1, cleared=True, calls_cleared=1),
     ]
@@ -70,7 +83,7 @@ def test_series_from_run_without_clear_passes_reads_the_summary_events() -> None
 
 def test_series_from_run_without_any_pass_falls_back_to_the_context_sent() -> None:
     run = {"name": "off", "calls": [{"index": 0, "context_tokens": 41, "events": []}]}
-    assert series_from_run(run, label="x") == ContextSeries(
+    assert series_from_run(_run(run), label="x") == ContextSeries(
         "replay", [CallPoint(1, 41, 41, None)], label="x"
     )
 
@@ -85,7 +98,7 @@ def test_series_from_run_billed_draws_the_context_sent_and_converts_the_threshol
             {"index": 1, "context_tokens": 546, "clear": _pass(700, 420, 300, True)},
         ],
     }
-    series = series_from_run(run, billed=True)
+    series = series_from_run(_run(run), billed=True)
     assert series.points == [
         # 33 / 30 = 1.1: 300 tokens of the config's counter are 330 billed.
         CallPoint(1, 33, 33, 330, limit=300),
@@ -95,7 +108,7 @@ def test_series_from_run_billed_draws_the_context_sent_and_converts_the_threshol
     assert (series.peak, series.threshold, series.setting) == (546, 330, 300)
     # What is left off the chart is named by the value the config sets.
     assert thresholds_off_chart([series], headroom=0.5) == [("tight", 300)]
-    assert series_from_run(run).points[1] == CallPoint(2, 700, 420, 300, cleared=True)
+    assert series_from_run(_run(run)).points[1] == CallPoint(2, 700, 420, 300, cleared=True)
 
 
 def _pass(before: int, after: int, threshold: int, cleared: bool) -> dict[str, Any]:

@@ -11,11 +11,13 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from reduction_app.conversations.selectors import conversation_get
 from reduction_app.models import Workspace
+from reduction_app.simulations.selectors import simulation_results
 from reduction_app.simulations.services import (
     SimulationInputError,
     simulation_create,
     simulation_run,
 )
+from simulator.stored import ComparisonResults
 
 COLUMNS = (
     ("model_calls", "calls"),
@@ -82,11 +84,14 @@ class Command(BaseCommand):
         if options["json"]:
             self.stdout.write(json.dumps(simulation.results, ensure_ascii=False))
             return
-        results = simulation.results or {}
+        results = simulation_results(simulation)
+        assert isinstance(results, ComparisonResults)
         # Under --baseline none the baseline is none of the results: its own row first.
-        rows = [*filter(None, [results.get("baseline_result")]), *results.get("results", [])]
+        rows = [*filter(None, [results.baseline_result]), *results.results]
         header = ["config", *(label for _, label in COLUMNS)]
-        table = [[r["name"], *(f"{r['totals'].get(key, 0):,}" for key, _ in COLUMNS)] for r in rows]
+        table = [
+            [r.name, *(f"{r.totals.figures().get(key, 0):,}" for key, _ in COLUMNS)] for r in rows
+        ]
         widths = [max(len(h), *(len(row[i]) for row in table)) for i, h in enumerate(header)]
         self.stdout.write(
             "  ".join(

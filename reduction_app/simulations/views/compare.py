@@ -50,10 +50,15 @@ from reduction_app.simulations.display import (
     totals_rows,
 )
 from reduction_app.simulations.prefix import infers_prefix, prefix_params, prefix_wanted
-from reduction_app.simulations.selectors import simulation_for, simulation_matching
+from reduction_app.simulations.selectors import (
+    simulation_for,
+    simulation_matching,
+    simulation_results,
+)
 from simulator.importers import RecordedConversation
 from simulator.prefix import inferred_prefix
 from simulator.pricing import Pricing
+from simulator.stored import ComparisonResults
 
 MAX_CONFIGS = 4
 DEFAULT_PRICING = "gpt-4o"
@@ -76,7 +81,7 @@ def _url(params: list[tuple[str, str]]) -> str:
 
 def _results_context(
     *,
-    results: dict[str, Any],
+    results: ComparisonResults,
     comparison: ReplayRun | None,
     configs: list[dict[str, Any]],
     call: int | None,
@@ -96,7 +101,7 @@ def _results_context(
         "off_chart": thresholds_off_chart(series),
         "rows": totals_rows(results),
         "strategies": strategy_table(results),
-        "baseline": results["baseline"],
+        "baseline": results.baseline,
         "calls": calls,
         "call": call,
         "call_links": [(n, _url([*base_params, ("call", str(n))])) for n in range(1, calls + 1)],
@@ -109,7 +114,7 @@ def _results_context(
     if comparison is not None and call is not None:
         counters = [str(c["config"].get("token_counter", "approx")) for c in configs]
         context["sent"] = side_by_side(comparison, call - 1, counters, pricing)
-        tokens = [r["calls"][call - 1]["context_tokens"] for r in results["results"]]
+        tokens = [r.calls[call - 1].context_tokens for r in results.results]
         context["columns"] = list(zip([c["name"] for c in configs], tokens, strict=True))
     return context
 
@@ -211,7 +216,8 @@ def _run(
         return {"ran": True, "needs_start": True, "steps": steps, "start_params": base_params}
     poll = _url([*base_params, ("simulation", str(simulation.pk)), ("call", wanted)])
     context: dict[str, Any] = {"ran": True, "simulation": simulation, "poll_url": poll, **shown}
-    if simulation.status == "done" and simulation.results:
+    stored = simulation_results(simulation)
+    if isinstance(stored, ComparisonResults):
         # The side-by-side view of a big conversation replays it again, so only on request.
         rerun: ReplayRun | None = None
         if digits(wanted) and call is not None:
@@ -225,7 +231,7 @@ def _run(
             )
         context.update(
             _results_context(
-                results=simulation.results,
+                results=stored,
                 comparison=rerun,
                 configs=configs,
                 call=call if rerun is not None else None,

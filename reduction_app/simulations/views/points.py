@@ -30,7 +30,11 @@ from reduction_app.models import Conversation, Simulation, Workspace
 from reduction_app.paging import digits
 from reduction_app.prices.selectors import pricing_choices
 from reduction_app.simulations.points import Point, group_points, points_of
-from reduction_app.simulations.selectors import simulation_conversations, simulation_get
+from reduction_app.simulations.selectors import (
+    simulation_conversations,
+    simulation_get,
+    simulation_results,
+)
 from simulator.pricing import DEFAULT_PRICING
 
 
@@ -38,8 +42,7 @@ def _point(request: PageRequest, simulation_id: int, number: int) -> tuple[Simul
     simulation = simulation_get(workspace=request.workspace, simulation_id=simulation_id)
     if simulation is None:
         raise Http404("no such simulation")
-    done = simulation.results if simulation.status == "done" else None
-    points = points_of(simulation.kind, done, simulation.grid)
+    points = points_of(simulation_results(simulation), simulation.grid)
     if not 1 <= number <= len(points):
         raise Http404("no such point")
     return simulation, points[number - 1]
@@ -66,7 +69,7 @@ def tune_fields(point: Point) -> list[tuple[str, str]]:
 
 
 def _context(simulation: Simulation, point: Point, **extra: Any) -> dict[str, Any]:
-    points = points_of(simulation.kind, simulation.results, simulation.grid)
+    points = points_of(simulation_results(simulation), simulation.grid)
     same = next(g for g in group_points(points) if point in g.members)
     return {
         "simulation": simulation,

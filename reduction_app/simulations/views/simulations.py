@@ -7,6 +7,7 @@ JavaScript); once done it shows the results of its kind (docs/dashboard.md).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from django.http import Http404, HttpResponse
@@ -25,9 +26,20 @@ from reduction_app.simulations.selectors import (
     simulation_conversations,
     simulation_get,
     simulation_parts,
+    simulation_results,
     simulation_rows,
 )
 from simulator.recommend import LIMIT_LABELS
+from simulator.stored import (
+    ComparedRun,
+    ComparisonResults,
+    CorpusCombination,
+    CorpusSweepResults,
+    RecommendationResults,
+    SimulationResults,
+    SweepResults,
+    SweepRow,
+)
 
 LISTED = 50
 
@@ -39,37 +51,35 @@ def simulation_list_page(request: PageRequest) -> HttpResponse:
     return render_page(request, "reduction_app/simulations.html", {"simulations": simulations})
 
 
-def _rows(results: dict[str, Any]) -> list[dict[str, Any]]:
-    """A row per config or combination (a sweep over several conversations stores them
-    under ``combinations``, with the same fields)."""
-    rows = []
-    listed = results.get("results") or results.get("combinations") or []
-    for index, result in enumerate(listed):
-        totals = result.get("totals", {})
-        rows.append(
-            {
-                "index": index + 1,
-                "config": result.get("config"),
-                "name": result.get("name", ""),
-                "totals": totals,
-                "pareto": bool(result.get("pareto")),
-                "saved": result.get("cost_saved"),
-                # None (shown "—") in results stored before misses were measured.
-                "misses": totals.get("misses"),
-                "recovery": totals.get("cost_with_recovery_usd"),
-            }
-        )
-    return rows
+def _rows(results: SweepResults | CorpusSweepResults | ComparisonResults) -> list[dict[str, Any]]:
+    """A row per config or combination."""
+    listed: Sequence[ComparedRun | SweepRow | CorpusCombination] = (
+        results.combinations if isinstance(results, CorpusSweepResults) else results.results
+    )
+    return [
+        {
+            "index": index,
+            "config": result.config,
+            "name": result.name,
+            "totals": result.totals,
+            "pareto": getattr(result, "pareto", False),
+            "saved": getattr(result, "cost_saved", None),
+            # None (shown "—") in results stored before misses were measured.
+            "misses": result.totals.misses,
+            "recovery": result.totals.cost_with_recovery_usd,
+        }
+        for index, result in enumerate(listed, start=1)
+    ]
 
 
 def _front(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The front's rows, cheapest first, rows with the same figures shown once with
     their count."""
-    front = sorted((r for r in rows if r["pareto"]), key=lambda r: r["totals"]["cost_usd"])
+    front = sorted((r for r in rows if r["pareto"]), key=lambda r: r["totals"].cost_usd)
     shown: dict[tuple[Any, ...], dict[str, Any]] = {}
     for row in front:
         totals = row["totals"]
-        key = tuple(totals.get(k) for k in _SAME_FIGURES)
+        key = tuple(getattr(totals, k) for k in _SAME_FIGURES)
         if key in shown:
             shown[key]["same"].append(row)
         else:
@@ -86,8 +96,8 @@ _SAME_FIGURES = (
 )
 
 
-def _results(simulation: Simulation, results: dict[str, Any]) -> dict[str, Any]:
-    points = points_of(simulation.kind, results, simulation.grid)
+def _results(simulation: Simulation, results: SimulationResults) -> dict[str, Any]:
+    points = points_of(results, simulation.grid)
     groups = group_points(points)
     recovery = any(p.saved_with_recovery is not None for p in points)
     chart = front_chart(
@@ -96,32 +106,32 @@ def _results(simulation: Simulation, results: dict[str, Any]) -> dict[str, Any]:
         recovery=recovery,
     )
     out: dict[str, Any] = {"points": points, "chart": chart, "groups": groups}
-    if simulation.kind == "recommend":
+    if isinstance(results, RecommendationResults):
         out["recommended"] = next((p for p in points if p.recommended), None)
-        out["budget"] = results.get("budget")
-        out["expected"] = results.get("expected")
-        out["ceiling"] = results.get("ceiling")
-        binding = results.get("binding")
-        out["binding"] = LIMIT_LABELS.get(binding) if isinstance(binding, str) else None
-        if results.get("misses_per_100_calls") is not None:
+        out["budget"] = results.budget
+        out["expected"] = results.expected
+        out["ceiling"] = results.ceiling
+        out["binding"] = None if results.binding is None else LIMIT_LABELS.get(results.binding)
+        if results.misses_per_100_calls is not None:
             out["rates"] = {
-                "misses": results["misses_per_100_calls"],
-                "refetches": results.get("refetches_per_100_calls"),
-                "run_loss": results.get("run_loss"),
-                "runs_worse": results.get("runs_worse"),
+                "misses": results.misses_per_100_calls,
+                "refetches": results.refetches_per_100_calls,
+                "run_loss": results.run_loss,
+                "runs_worse": results.runs_worse,
             }
         out["rows"] = []
         return out
     rows = _rows(results)
     # A sweep names its baseline with its totals; a comparison names it, and holds it
     # whole apart when it is none of the configs (no reduction).
-    base = results.get("baseline")
     out.update(
         rows=rows,
-        misses=miss_examples(results),
+        misses=miss_examples(results) if isinstance(results, ComparisonResults) else [],
         front=_front(rows),
-        baseline=base if isinstance(base, dict) else results.get("baseline_result"),
-        corpus="combinations" in results,
+        baseline=(
+            results.baseline_result if isinstance(results, ComparisonResults) else results.baseline
+        ),
+        corpus=isinstance(results, CorpusSweepResults),
     )
     return out
 
@@ -158,8 +168,9 @@ def simulation_page(request: PageRequest, simulation_id: int) -> HttpResponse:
     }
     if simulation.started_at is not None and simulation.finished_at is not None:
         context["duration"] = (simulation.finished_at - simulation.started_at).total_seconds()
-    if simulation.status == "done" and simulation.results:
-        context.update(_results(simulation, simulation.results))
+    results = simulation_results(simulation)
+    if results is not None:
+        context.update(_results(simulation, results))
     return render_page(
         request, "reduction_app/simulation.html", context, partial="simulation-status"
     )

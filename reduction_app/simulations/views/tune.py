@@ -286,7 +286,7 @@ def _run(state: dict[str, Any]) -> dict[str, Any]:
             rows=totals_rows(comparison.results),
             strategies=strategy_table(comparison.results),
             misses=miss_examples(comparison.results),
-            baseline=comparison.results["baseline"],
+            baseline=comparison.results.baseline,
             query_pairs=_query(state),
             prefix_tokens=inferred_prefix(recorded, pricing),
         )

@@ -6,6 +6,7 @@ from typing import Any
 
 from reduction_app.simulations.front_chart import HEIGHT, WIDTH, front_chart
 from reduction_app.simulations.points import grid_items, group_points, knob_items, points_of
+from simulator.stored import load
 
 
 def _combination(name: str, config: dict[str, Any], cost: float, misses: int) -> dict[str, Any]:
@@ -64,7 +65,7 @@ def test_knob_items_are_names_and_values_in_the_specs_order() -> None:
 
 
 def test_points_with_the_same_figures_group_once() -> None:
-    points = points_of("sweep", RESULTS, GRID)
+    points = points_of(load(RESULTS, legacy_kind="corpus_sweep"), GRID)
     assert [p.number for p in points] == [1, 2, 3]
     assert points[0].knobs == [("max_tokens_for_clear", "20000"), ("clear_superseded", "on")]
     # 0.5 + 0.1 × 2 misses = 0.7 with recovery: 30% saved; 1 re-fetch + 2 misses.
@@ -74,7 +75,7 @@ def test_points_with_the_same_figures_group_once() -> None:
 
 
 def test_front_chart_draws_one_circle_per_group_linked_to_its_point() -> None:
-    groups = group_points(points_of("sweep", RESULTS, GRID))
+    groups = group_points(points_of(load(RESULTS, legacy_kind="corpus_sweep"), GRID))
     chart = front_chart(groups, href=lambda n: f"/p/{n}/", recovery=True)
     assert chart is not None
     assert (chart["width"], chart["height"]) == (WIDTH, HEIGHT)

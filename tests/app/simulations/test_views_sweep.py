@@ -16,6 +16,7 @@ from reduction_app.conversations.services import conversation_create, conversati
 from reduction_app.models import ConfigProfile, Conversation, Simulation
 from reduction_app.simulations.points import group_points, knob_items, points_of
 from reduction_app.simulations.services import simulation_create, simulation_enqueue
+from reduction_app.simulations.selectors import simulation_results
 from tests.app.pages_support import (
     cut_listing,
     cut_listing_conversation,
@@ -162,7 +163,7 @@ def test_a_sweeps_page_charts_one_circle_per_distinct_point(
         "clear_superseded": [False, True],
     }
     page = parsed(client.get(f"/simulations/{simulation.pk}/"))
-    groups = group_points(points_of("sweep", simulation.results, simulation.grid))
+    groups = group_points(points_of(simulation_results(simulation), simulation.grid))
     (chart,) = elements(page, "svg", data_chart="front")
     links = elements(chart, "a", class_="point")
     assert [(dict(a.attributes)["href"], int(dict(a.attributes)["data-count"])) for a in links] == [
@@ -189,7 +190,7 @@ def test_a_points_page_opens_it_in_compare_and_saves_it(
 ) -> None:
     client, conversations = setup
     simulation = _swept(client, conversations)
-    point = points_of("sweep", simulation.results, simulation.grid)[0]
+    point = points_of(simulation_results(simulation), simulation.grid)[0]
     base = f"/simulations/{simulation.pk}/points/1/"
     page = parsed(client.get(base))
     (knobs,) = elements(page, "dl", class_="knobs")
