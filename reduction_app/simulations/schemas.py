@@ -1,8 +1,7 @@
 """Bodies of the simulations' operations.
 
-A simulation's ``results`` are stored as the simulator writes them
-(``simulator.compare.Comparison.to_dict()`` for a replay, ``SweepResult.to_dict()`` for a
-sweep). The schemas below document the fields a reader looks for and pass every other
+A simulation's ``results`` are stored as :mod:`simulator.stored` writes them (each with
+its ``kind`` and ``version``), and answered as stored. The schemas below document the fields a reader looks for and pass every other
 one through as stored; a documented field that a result stored before it existed lacks
 stays absent from the answer rather than appearing as ``null``.
 """
@@ -134,6 +133,13 @@ class SimulationResultsOut(_Stored):
     configs; a sweep adds ``pareto_front``, the positions on its front of cost against
     re-fetches."""
 
+    kind: Literal["replay", "sweep", "corpus_sweep", "recommend"] | None = Field(
+        None, description="What the results are. Absent from results stored before it."
+    )
+    version: int | None = Field(
+        None,
+        description="The version of the results' shape. Absent from results stored before it.",
+    )
     results: list[ReplayResultOut] | None = None
     baseline_result: ReplayResultOut | None = None
 
