@@ -35,7 +35,7 @@ from simulator.importers import FORMATS, ImportError_, RecordedConversation, loa
 from simulator.parallel import default_workers
 from simulator.prefix import inferred_prefix
 from simulator.price_file import resolve as resolve_pricing
-from simulator.pricing import PRESETS, Pricing, engine_measure
+from simulator.pricing import DEFAULT_PRICING_NAME, PRESETS, Pricing, engine_measure
 from simulator.recommend import (
     DEFAULT_BUDGET,
     DEFAULT_FOLDS,
@@ -784,7 +784,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     common.add_argument(
         "--pricing",
-        default="gpt-4o",
+        default=DEFAULT_PRICING_NAME,
         metavar="PRESET|FILE",
         help=f"price preset for cost ({', '.join(sorted(PRESETS))}), or a JSON price file "
         "(see docs/simulator.md)",

@@ -28,6 +28,7 @@ from reduction_app.engine import (
     config_from_dict,
     config_to_dict,
     get_token_counter,
+    json_config_fields,
     new,
 )
 from simulator.prefix import with_prefix
@@ -35,24 +36,10 @@ from simulator.results import ClearPass
 
 __all__ = ["CLEAR_ONLY", "Files", "Member", "truncation_key"]
 
-CLEAR_ONLY = frozenset(
-    {
-        "skip_clear",
-        "max_tokens_for_clear",
-        "clear_retention_suffix_limit",
-        "clear_at_least_tokens",
-        "clear_cache_aware",
-        "clear_cache_read_percent",
-        "clear_cache_write_percent",
-        "clear_cache_ceiling_tokens",
-        "clear_exclude_tools",
-        "clear_digest_tokens",
-        "clear_superseded",
-        "clear_offload_manifest",
-    }
-)
-"""Config fields only the clear phase reads (the engine's runtime builds the truncation
-handler from the others, and truncation events count with ``token_counter``)."""
+CLEAR_ONLY = frozenset(spec.name for spec in json_config_fields() if spec.phase == "clear")
+"""Config fields only the clear phase reads, as the engine's config spec marks them (the
+engine's runtime builds the truncation handler from the others, and truncation events
+count with ``token_counter``)."""
 
 
 class _CountingBackend:

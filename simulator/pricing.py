@@ -17,6 +17,7 @@ from typing import Any
 __all__ = [
     "ANTHROPIC_FRAMING",
     "DEFAULT_PRICING",
+    "DEFAULT_PRICING_NAME",
     "FRAMINGS",
     "GEMINI_FRAMING",
     "LONG_CONTEXT_FIELDS",
@@ -391,7 +392,10 @@ PRESETS: dict[str, Pricing] = {
         _gemini("gemini-2.5-flash", (0.30, 0.03, 2.50), 1024),
     )
 }
-DEFAULT_PRICING = PRESETS["gpt-4o"]
+DEFAULT_PRICING_NAME = "gpt-4o"
+"""The price preset when none is named: every default of the simulator, the pages and
+the API."""
+DEFAULT_PRICING = PRESETS[DEFAULT_PRICING_NAME]
 
 
 def pricing_for(name: str) -> Pricing:

@@ -127,6 +127,9 @@ class ConfigField:
     switch: bool = False
     """An opt-in strategy beyond the reference (a ``bool``): a switch on the Tune page and
     an axis a sweep grid may take."""
+    phase: Literal["clear"] | None = None
+    """``"clear"``: only the clear phase reads it (replays that differ in it alone share
+    their truncation)."""
 
     @property
     def bounds(self) -> tuple[int, int]:
@@ -168,6 +171,7 @@ CONFIG_FIELDS: tuple[ConfigField, ...] = (
     ),
     ConfigField(
         name="skip_clear",
+        phase="clear",
         kind="bool",
         default=False,
         help="Skip the clear phase (tools with their own clear_handler still run it).",
@@ -272,6 +276,7 @@ CONFIG_FIELDS: tuple[ConfigField, ...] = (
     ),
     ConfigField(
         name="max_tokens_for_clear",
+        phase="clear",
         kind="int",
         default=DEFAULT_MAX_TOKENS_FOR_CLEAR,
         help=(
@@ -283,6 +288,7 @@ CONFIG_FIELDS: tuple[ConfigField, ...] = (
     ),
     ConfigField(
         name="clear_retention_suffix_limit",
+        phase="clear",
         kind="int",
         default=DEFAULT_RETENTION,
         help=(
@@ -293,6 +299,7 @@ CONFIG_FIELDS: tuple[ConfigField, ...] = (
     ),
     ConfigField(
         name="clear_at_least_tokens",
+        phase="clear",
         kind="int",
         default=0,
         help="When > 0, a clear freeing fewer tokens is not applied (protects prompt caches).",
@@ -301,6 +308,7 @@ CONFIG_FIELDS: tuple[ConfigField, ...] = (
     ),
     ConfigField(
         name="clear_cache_aware",
+        phase="clear",
         kind="bool",
         default=False,
         help=(
@@ -312,6 +320,7 @@ CONFIG_FIELDS: tuple[ConfigField, ...] = (
     ),
     ConfigField(
         name="clear_cache_read_percent",
+        phase="clear",
         kind="int",
         default=DEFAULT_CACHE_READ_PERCENT,
         help=(
@@ -322,6 +331,7 @@ CONFIG_FIELDS: tuple[ConfigField, ...] = (
     ),
     ConfigField(
         name="clear_cache_write_percent",
+        phase="clear",
         kind="int",
         default=DEFAULT_CACHE_WRITE_PERCENT,
         help=(
@@ -332,6 +342,7 @@ CONFIG_FIELDS: tuple[ConfigField, ...] = (
     ),
     ConfigField(
         name="clear_cache_ceiling_tokens",
+        phase="clear",
         kind="int",
         default=0,
         help=(
@@ -342,6 +353,7 @@ CONFIG_FIELDS: tuple[ConfigField, ...] = (
     ),
     ConfigField(
         name="clear_exclude_tools",
+        phase="clear",
         kind="tool_names",
         default=(),
         help="Tools whose results are never cleared.",
@@ -349,6 +361,7 @@ CONFIG_FIELDS: tuple[ConfigField, ...] = (
     ),
     ConfigField(
         name="clear_digest_tokens",
+        phase="clear",
         kind="int",
         default=0,
         help=(
@@ -359,6 +372,7 @@ CONFIG_FIELDS: tuple[ConfigField, ...] = (
     ),
     ConfigField(
         name="clear_superseded",
+        phase="clear",
         kind="bool",
         default=False,
         help=(
@@ -370,6 +384,7 @@ CONFIG_FIELDS: tuple[ConfigField, ...] = (
     ),
     ConfigField(
         name="clear_offload_manifest",
+        phase="clear",
         kind="bool",
         default=False,
         help=(

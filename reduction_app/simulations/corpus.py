@@ -22,6 +22,7 @@ from reduction_app.prices.selectors import UnknownPricing, pricing_options, stor
 from reduction_app.simulations.services import SimulationInputError
 from simulator.compare import GRID_KNOBS, grid_configs
 from simulator.corpus_sweep import corpus_sweep
+from simulator.pricing import DEFAULT_PRICING_NAME
 from simulator.recommend import DEFAULT_BUDGET, Budget, recommend
 
 __all__ = [
@@ -77,7 +78,7 @@ def corpus_simulation_create(
     conversations: Sequence[Conversation],
     kind: str,
     grid: Mapping[str, Any] | None,
-    pricing: str = "gpt-4o",
+    pricing: str = DEFAULT_PRICING_NAME,
     max_seconds: int = DEFAULT_MAX_SECONDS,
     budget: Budget = DEFAULT_BUDGET,
 ) -> Simulation:

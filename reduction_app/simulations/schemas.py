@@ -1,9 +1,10 @@
 """Bodies of the simulations' operations.
 
 A simulation's ``results`` are stored as :mod:`simulator.stored` writes them (each with
-its ``kind`` and ``version``), and answered as stored. The schemas below document the fields a reader looks for and pass every other
-one through as stored; a documented field that a result stored before it existed lacks
-stays absent from the answer rather than appearing as ``null``.
+its ``kind`` and ``version``), and answered as stored. The schemas below document the
+fields a reader looks for and pass every other one through as stored; a documented field
+that a result stored before it existed lacks stays absent from the answer rather than
+appearing as ``null``.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from pydantic import (
 from reduction_app.configs.schemas import ConfigJson
 from reduction_app.schemas import StrictIn
 from simulator.misses import RECOVERY
+from simulator.pricing import DEFAULT_PRICING_NAME
 
 
 class SimulationConfigIn(StrictIn):
@@ -41,7 +43,7 @@ class SimulationIn(StrictIn):
     )
     baseline: Literal["first", "none"] = "first"
     pricing: str = Field(
-        "gpt-4o",
+        DEFAULT_PRICING_NAME,
         max_length=64,
         description="A price preset's name, or one of the workspace's own prices (/prices/).",
     )

@@ -25,6 +25,7 @@ from reduction_app.models import Conversation, Simulation, Workspace
 from reduction_app.prices.selectors import UnknownPricing, pricing_options, stored_pricing
 from reduction_app.simulations.watch import one_task, simulation_heartbeat, simulation_watch_enqueue
 from simulator.compare import compare, grid_configs, sweep
+from simulator.pricing import DEFAULT_PRICING_NAME
 from simulator.replay import no_reduction
 
 __all__ = [
@@ -85,7 +86,7 @@ def simulation_create(
     configs: Sequence[Mapping[str, Any]],
     grid: Mapping[str, Any] | None = None,
     baseline: str = "first",
-    pricing: str = "gpt-4o",
+    pricing: str = DEFAULT_PRICING_NAME,
     min_cacheable_prefix: int = 1024,
     inferred_prefix: bool = True,
 ) -> Simulation:

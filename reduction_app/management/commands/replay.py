@@ -17,6 +17,7 @@ from reduction_app.simulations.services import (
     simulation_create,
     simulation_run,
 )
+from simulator.pricing import DEFAULT_PRICING_NAME
 from simulator.stored import ComparisonResults
 
 COLUMNS = (
@@ -52,7 +53,9 @@ class Command(BaseCommand):
         parser.add_argument("--grid", metavar="FILE")
         parser.add_argument("--baseline", choices=["first", "none"], default="first")
         parser.add_argument(
-            "--pricing", default="gpt-4o", help="a price preset or one of the workspace's prices"
+            "--pricing",
+            default=DEFAULT_PRICING_NAME,
+            help="a price preset or one of the workspace's prices",
         )
         parser.add_argument("--json", action="store_true", help="print the stored results as JSON")
 

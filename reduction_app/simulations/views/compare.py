@@ -57,11 +57,11 @@ from reduction_app.simulations.selectors import (
 )
 from simulator.importers import RecordedConversation
 from simulator.prefix import inferred_prefix
-from simulator.pricing import Pricing
+from simulator.pricing import DEFAULT_PRICING_NAME, Pricing
 from simulator.stored import ComparisonResults
 
 MAX_CONFIGS = 4
-DEFAULT_PRICING = "gpt-4o"
+DEFAULT_PRICING = DEFAULT_PRICING_NAME
 
 
 def _named(chosen: list[ConfigChoice]) -> list[dict[str, Any]]:

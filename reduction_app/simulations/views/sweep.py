@@ -34,6 +34,7 @@ from reduction_app.simulations.selectors import (
     sweep_candidates,
 )
 from reduction_app.simulations.services import SimulationInputError, simulation_enqueue
+from simulator.pricing import DEFAULT_PRICING_NAME
 from simulator.recommend import DEFAULT_BUDGET, Budget, is_limit
 
 SCOPES = (
@@ -146,7 +147,7 @@ def _form(request: PageRequest, params: QueryDict) -> dict[str, Any]:
         {"name": spec.name, "value": params.get(spec.name, "off"), "help": spec.help}
         for spec in engine.config_switches()
     ]
-    pricing = params.get("pricing", "gpt-4o")
+    pricing = params.get("pricing", DEFAULT_PRICING_NAME)
     presets = pricing_choices(workspace=workspace)
     return {
         "q": search,
@@ -167,7 +168,7 @@ def _form(request: PageRequest, params: QueryDict) -> dict[str, Any]:
         "combinations": combinations,
         "replays": replays,
         "errors": errors,
-        "pricing": pricing if pricing in presets else "gpt-4o",
+        "pricing": pricing if pricing in presets else DEFAULT_PRICING_NAME,
         "presets": presets,
         "max_seconds": params.get("max_seconds", str(DEFAULT_MAX_SECONDS)),
         "budget": {

@@ -51,12 +51,12 @@ from reduction_app.simulations.display import (
 from reduction_app.simulations.prefix import infers_prefix, prefix_params, prefix_wanted
 from simulator.importers import RecordedConversation
 from simulator.prefix import inferred_prefix
-from simulator.pricing import engine_measure
+from simulator.pricing import DEFAULT_PRICING_NAME, engine_measure
 from simulator.replay import replay_many
 
 SWITCH_ON, SWITCH_OFF = "on", "off"
 BEYOND = "Beyond the reference: "
-DEFAULT_PRICING = "gpt-4o"
+DEFAULT_PRICING = DEFAULT_PRICING_NAME
 
 
 def _round_up(value: float, step: int) -> int:

@@ -15,8 +15,8 @@ from reduction_app import engine
 from reduction_app.conversations.services import conversation_create, conversation_upsert
 from reduction_app.models import ConfigProfile, Conversation, Simulation
 from reduction_app.simulations.points import group_points, knob_items, points_of
-from reduction_app.simulations.services import simulation_create, simulation_enqueue
 from reduction_app.simulations.selectors import simulation_results
+from reduction_app.simulations.services import simulation_create, simulation_enqueue
 from tests.app.pages_support import (
     cut_listing,
     cut_listing_conversation,
