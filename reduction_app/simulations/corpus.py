@@ -34,6 +34,7 @@ __all__ = [
     "combination_count",
     "corpus_run",
     "corpus_simulation_create",
+    "grid_over_limits",
 ]
 
 MAX_COMBINATIONS = 500
@@ -53,19 +54,26 @@ def combination_count(grid: Mapping[str, Any]) -> int:
     return math.prod(len(v) for v in axes) if axes else 0
 
 
-def _check_grid(grid: Mapping[str, Any], conversations: int) -> int:
-    combinations = combination_count(grid)
+def grid_over_limits(combinations: int, conversations: int, *, sep: str = ";") -> str | None:
+    """What passes the Sweep page's limits (:data:`MAX_COMBINATIONS`, :data:`MAX_REPLAYS`)
+    in ``combinations`` over ``conversations``, the limit after ``sep``; ``None`` within
+    them. The one check of the form and of :func:`corpus_simulation_create`."""
     if combinations > MAX_COMBINATIONS:
-        raise SimulationInputError(
-            "grid",
-            f"{combinations:,} combinations; at most {MAX_COMBINATIONS:,} can be swept at once",
+        return (
+            f"{combinations:,} combinations{sep} at most {MAX_COMBINATIONS:,} can be swept at once"
         )
     if combinations * conversations > MAX_REPLAYS:
-        raise SimulationInputError(
-            "grid",
+        return (
             f"{combinations:,} combinations × {conversations:,} conversations = "
-            f"{combinations * conversations:,} replays; at most {MAX_REPLAYS:,} at once",
+            f"{combinations * conversations:,} replays{sep} at most {MAX_REPLAYS:,} at once"
         )
+    return None
+
+
+def _check_grid(grid: Mapping[str, Any], conversations: int) -> int:
+    problem = grid_over_limits(combination_count(grid), conversations)
+    if problem is not None:
+        raise SimulationInputError("grid", problem)
     try:
         return len(grid_configs(grid))
     except ValueError as exc:

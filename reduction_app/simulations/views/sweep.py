@@ -27,6 +27,7 @@ from reduction_app.simulations.corpus import (
     MAX_REPLAYS,
     combination_count,
     corpus_simulation_create,
+    grid_over_limits,
 )
 from reduction_app.simulations.selectors import (
     SWEEP_LISTED,
@@ -124,15 +125,9 @@ def _form(request: PageRequest, params: QueryDict) -> dict[str, Any]:
     grid, errors = _grid(params)
     combinations = combination_count(grid)
     replays = combinations * len(selection)
-    if combinations > MAX_COMBINATIONS:
-        errors["grid"] = (
-            f"{combinations:,} combinations: at most {MAX_COMBINATIONS:,} can be swept at once"
-        )
-    elif replays > MAX_REPLAYS:
-        errors["grid"] = (
-            f"{combinations:,} combinations × {len(selection):,} conversations = "
-            f"{replays:,} replays: at most {MAX_REPLAYS:,} at once"
-        )
+    problem = grid_over_limits(combinations, len(selection), sep=":")
+    if problem is not None:
+        errors["grid"] = problem
     knobs = [
         {
             "name": spec.name,
