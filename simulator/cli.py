@@ -15,7 +15,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TextIO, TypeVar
 
-from reduction_app.engine import ConfigError, InMemoryBackend, ReductionError, config_from_dict
+from reduction_app.engine import (
+    ConfigError,
+    ReductionError,
+    check_config,
+)
 from simulator import recovery, stored
 from simulator.calibration import (
     PREFIX_SHIPPED,
@@ -100,7 +104,7 @@ def _configs(paths: Sequence[str]) -> list[tuple[str, dict[str, Any] | None]]:
         if not isinstance(data, dict):
             raise InputError(f"{path}: a config is a JSON object, got {type(data).__name__}")
         try:
-            config_from_dict(data, backend=InMemoryBackend())
+            check_config(data)
         except ConfigError as exc:
             raise InputError(f"{path}: {exc}") from exc
         out.append((Path(path).stem, data))
@@ -429,7 +433,7 @@ def _named_configs(path: str) -> list[tuple[str, dict[str, Any]]]:
         if not isinstance(config, dict):
             raise InputError(f"{path}: {name!r}: a config is a JSON object, got {config!r}")
         try:
-            config_from_dict(config, backend=InMemoryBackend())
+            check_config(config)
         except ConfigError as exc:
             raise InputError(f"{path}: {name!r}: {exc}") from exc
         out.append((name, config))

@@ -23,9 +23,8 @@ import msgspec
 
 from reduction_app.engine import (
     ConfigError,
-    InMemoryBackend,
     ReductionConfig,
-    config_from_dict,
+    check_config,
     config_knobs,
     config_switches,
 )
@@ -168,7 +167,7 @@ def grid_configs(grid: Mapping[str, Any]) -> list[dict[str, Any]]:
     ]
     for config in combos:
         try:
-            config_from_dict(config, backend=InMemoryBackend())
+            check_config(config)
         except ConfigError as exc:
             raise ValueError(f"grid: {exc}") from exc
     return combos

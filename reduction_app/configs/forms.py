@@ -186,7 +186,7 @@ class ConfigForm(forms.Form):
                 value = value or None
             data[spec.name] = value
         try:
-            engine.config_from_dict(data, backend=engine.InMemoryBackend())
+            engine.check_config(data)
         except engine.ConfigError as exc:
             # ``trunc_tool_limits.Read`` is the ``trunc_tool_limits`` field's error.
             field = exc.field.split(".", 1)[0]

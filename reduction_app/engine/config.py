@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from reduction_app.engine import config_spec
-from reduction_app.engine._storage._backends import Backend
+from reduction_app.engine._storage._backends import Backend, InMemoryBackend
 from reduction_app.engine._storage._paths import DEFAULT_PATH_TAIL
 from reduction_app.engine._tokens._counters import TOKEN_COUNTER_NAMES
 from reduction_app.engine.config_spec import (
@@ -47,6 +47,7 @@ __all__ = [
     "TOKEN_COUNTER_NAMES",
     "ReductionConfig",
     "ToolReductionConfig",
+    "check_config",
     "config_field_defaults",
     "config_from_dict",
     "config_to_dict",
@@ -348,6 +349,13 @@ def config_from_dict(data: Mapping[str, Any], **python_only: Any) -> ReductionCo
         elif specs[name].kind == "limits_by_name" and isinstance(value, Mapping):
             values[name] = dict(value)
     return validate(ReductionConfig(**values, **python_only))
+
+
+def check_config(data: Mapping[str, Any]) -> ReductionConfig:
+    """Raise :class:`ConfigError` naming the field at fault unless ``data`` is a valid JSON
+    config: the one check every caller makes of a config it was given. The config it makes
+    (on an in-memory backend) is for reading, not for running."""
+    return config_from_dict(data, backend=InMemoryBackend())
 
 
 def config_to_dict(config: ReductionConfig) -> dict[str, Any]:

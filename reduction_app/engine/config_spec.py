@@ -79,20 +79,18 @@ JSON_KINDS: frozenset[str] = frozenset(
 
 @dataclass(frozen=True, kw_only=True)
 class ConfigKnob:
-    """How a numeric field moves on the Tune page (a slider) and in a sweep grid."""
+    """How a numeric field moves in a sweep grid and a search, and so on the Tune page's
+    slider (whose top, where ``high`` is ``None``, the page decides)."""
 
     order: int
     """Position among the knobs: the clear phase's knobs come first, as they are the ones
     a conversation's length asks about."""
     low: int
-    """The slider's lowest value."""
+    """The lowest value it is moved to."""
     step: int
-    """The slider's step."""
+    """The step it moves by."""
     high: int | None = None
-    """The slider's highest value, when it does not depend on the conversation."""
-    scale: Literal["tokens", "result_chars"] | None = None
-    """When ``high`` is ``None``: the slider reaches a little past the conversation's
-    tokens, or past its longest tool result in characters."""
+    """The highest value it is moved to, when that does not depend on the conversation."""
 
 
 # The range of an ``int`` field that declares no narrower one: the reference's are Go's
@@ -209,7 +207,7 @@ CONFIG_FIELDS: tuple[ConfigField, ...] = (
         help="A tool output longer than this many characters is truncated (0: the default).",
         zero_means_default=True,
         minimum=0,
-        knob=ConfigKnob(order=3, low=100, step=100, scale="result_chars"),
+        knob=ConfigKnob(order=3, low=100, step=100),
     ),
     ConfigField(
         name="trunc_tool_limits",
@@ -284,7 +282,7 @@ CONFIG_FIELDS: tuple[ConfigField, ...] = (
         ),
         zero_means_default=True,
         minimum=0,
-        knob=ConfigKnob(order=0, low=1000, step=500, scale="tokens"),
+        knob=ConfigKnob(order=0, low=1000, step=500),
     ),
     ConfigField(
         name="clear_retention_suffix_limit",
@@ -304,7 +302,7 @@ CONFIG_FIELDS: tuple[ConfigField, ...] = (
         default=0,
         help="When > 0, a clear freeing fewer tokens is not applied (protects prompt caches).",
         minimum=0,
-        knob=ConfigKnob(order=2, low=0, step=100, scale="tokens"),
+        knob=ConfigKnob(order=2, low=0, step=100),
     ),
     ConfigField(
         name="clear_cache_aware",

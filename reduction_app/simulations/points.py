@@ -46,7 +46,7 @@ def _ordered(names: Iterable[str]) -> list[str]:
     return sorted(names, key=lambda k: (_ORDER.get(k, len(_ORDER)), k))
 
 
-_DEFAULTS = engine.config_to_dict(engine.config_from_dict({}, backend=engine.InMemoryBackend()))
+_DEFAULTS = engine.config_to_dict(engine.check_config({}))
 
 
 def knob_items(

@@ -72,7 +72,7 @@ def _configs(workspace: Workspace, items: Sequence[Mapping[str, Any]]) -> list[d
         else:
             data = dict(item["config"])
         try:
-            engine.config_from_dict(data, backend=engine.InMemoryBackend())
+            engine.check_config(data)
         except engine.ConfigError as exc:
             raise SimulationInputError(f"{where}.config.{exc.field}", exc.problem) from exc
         out.append({"name": name or f"config {index + 1}", "config": data})

@@ -88,6 +88,7 @@ PUBLIC_NAMES = [
     "aanswer_read_file",
     "answer_read_file",
     "atruncate_output",
+    "check_config",
     "command_kind",
     "config_field",
     "config_field_defaults",

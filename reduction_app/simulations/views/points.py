@@ -91,7 +91,7 @@ def point_page(request: PageRequest, simulation_id: int, number: int) -> HttpRes
 
 def _stored(workspace: Workspace, config: dict[str, Any]) -> int | None:
     """The id of a live config whose latest version holds exactly ``config``."""
-    full = engine.config_to_dict(engine.config_from_dict(config, backend=engine.InMemoryBackend()))
+    full = engine.config_to_dict(engine.check_config(config))
     for row in config_rows(workspace=workspace):
         if row.latest_data == full:
             return int(row.pk)

@@ -73,7 +73,7 @@ def _grid(params: QueryDict) -> tuple[dict[str, Any], dict[str, str]]:
                 errors[spec.name] = f"{piece.strip()!r} is not a whole number"
                 break
             try:
-                engine.config_from_dict({spec.name: value}, backend=engine.InMemoryBackend())
+                engine.check_config({spec.name: value})
             except engine.ConfigError as exc:
                 errors[spec.name] = f"{value}: {exc.problem}"
                 break

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlencode
 
 from django.http import Http404, HttpResponse, QueryDict
@@ -140,8 +140,17 @@ def unchanged_switches(
     return frozenset(r.name for r in results[1:] if r.contexts == sent)
 
 
+SLIDER_REACH: dict[str, Literal["tokens", "result_chars"]] = {
+    "max_length_for_trunc": "result_chars",
+    "max_tokens_for_clear": "tokens",
+    "clear_at_least_tokens": "tokens",
+}
+"""Where the slider of a knob whose spec sets no ``high`` reaches: a tenth past the
+conversation's tokens, or past its longest tool result in characters. Every other
+slider fact (its bottom, step and any fixed top) is the knob's spec."""
+
+
 def _sliders(values: Mapping[str, Any], total_tokens: int, longest: int) -> list[dict[str, Any]]:
-    # A slider whose top follows the conversation reaches a tenth past it.
     reach = {"tokens": total_tokens, "result_chars": longest}
     out = []
     for spec in engine.config_knobs():
@@ -149,8 +158,7 @@ def _sliders(values: Mapping[str, Any], total_tokens: int, longest: int) -> list
         assert knob is not None
         high = knob.high
         if high is None:
-            assert knob.scale is not None
-            high = _round_up(reach[knob.scale] * 1.1, 1000)
+            high = _round_up(reach[SLIDER_REACH[spec.name]] * 1.1, 1000)
         value = values[spec.name]
         number = value if isinstance(value, int) else knob.low
         out.append(
