@@ -4,6 +4,7 @@ the table of docs/engine.md. A field injected into the spec shows up in each of 
 
 from __future__ import annotations
 
+import dataclasses
 from http import HTTPStatus
 from typing import Any
 
@@ -12,8 +13,13 @@ import pytest
 from reduction_app import engine
 from reduction_app.configs.forms import FIELD_HELP, ConfigForm
 from reduction_app.configs.schemas import ReductionConfigIn, reduction_config_model
+from reduction_app.engine import config_spec
 from reduction_app.simulations.views import tune
 from simulator.compare import GRID_KNOBS
+from simulator.corpus_sweep import SHORT_KNOBS
+from simulator.members import CLEAR_ONLY
+from simulator.pricing import DEFAULT_PRICING, DEFAULT_PRICING_NAME
+from simulator.tool_limits import FIELDS as TOOL_LIMIT_FIELDS
 from tests.app.support import ApiClient
 from tests.engine.config_support import EXTRA, inject_extra_field
 from tests.test_manual import ENGINE_PAGE, config_table, config_table_expected
@@ -151,3 +157,63 @@ def test_injected_field_needs_a_readme_row(extra_field: engine.ConfigField) -> N
     expected = config_table_expected()
     assert expected[-1] == (EXTRA.name, 3, EXTRA.help)
     assert config_table(ENGINE_PAGE.read_text(encoding="utf-8")) != expected
+
+
+def test_every_list_of_config_fields_covers_exactly_the_spec() -> None:
+    """Each place that names config fields beside the spec holds only spec fields, and
+    every field of the spec that it is about: a field added in one place only fails here
+    (the form, the API model, the grid and the docs table are held above)."""
+    json_fields = {spec.name for spec in engine.json_config_fields()}
+    knobs = {spec.name for spec in engine.config_knobs()}
+    # Sweep labels: a short form for every knob a grid sweeps, naming only spec fields.
+    assert set(GRID_KNOBS) <= set(SHORT_KNOBS) <= json_fields
+    # The Tune page reaches past the conversation exactly for the knobs whose spec sets
+    # no top.
+    topless = {spec.name for spec in engine.config_knobs() if spec.knob and spec.knob.high is None}
+    assert set(tune.SLIDER_REACH) == topless
+    assert topless <= knobs
+    # Replays share their truncation across the fields the spec marks clear-only, and a
+    # field named for the clear phase is marked so.
+    assert {spec.name for spec in engine.json_config_fields() if spec.phase} == CLEAR_ONLY
+    assert {n for n in json_fields if n.startswith("clear_")} <= CLEAR_ONLY
+    # The limits a recommendation searches are the spec's maps of limits by name.
+    limits = {spec.name for spec in engine.json_config_fields() if spec.kind == "limits_by_name"}
+    assert set(TOOL_LIMIT_FIELDS) == limits
+
+
+def test_injected_knob_without_a_top_needs_its_slider_reach(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A knob added to the spec with no fixed top has no slider until the Tune page says
+    where it reaches."""
+    assert EXTRA.knob is not None
+    topless = dataclasses.replace(EXTRA, knob=dataclasses.replace(EXTRA.knob, high=None))
+    monkeypatch.setattr(config_spec, "CONFIG_FIELDS", (*engine.CONFIG_FIELDS, topless))
+    values = {spec.name: spec.in_force(spec.default) for spec in engine.config_knobs()}
+    with pytest.raises(KeyError, match=EXTRA.name):
+        tune._sliders(values, total_tokens=10_000, longest=2_000)
+    monkeypatch.setitem(tune.SLIDER_REACH, EXTRA.name, "tokens")
+    # A tenth past 10,000 tokens, rounded up to a thousand.
+    assert tune._sliders(values, total_tokens=10_000, longest=2_000)[-1]["max"] == 11_000
+
+
+def test_default_pricing_is_named_once() -> None:
+    """Every default price preset (the API's, the pages', the commands') is the simulator's."""
+    from reduction_app.simulations.schemas import SimulationIn
+    from reduction_app.simulations.views import compare
+
+    assert DEFAULT_PRICING.name == DEFAULT_PRICING_NAME
+    assert SimulationIn.model_fields["pricing"].default == DEFAULT_PRICING_NAME
+    assert (tune.DEFAULT_PRICING, compare.DEFAULT_PRICING) == (DEFAULT_PRICING_NAME,) * 2
+
+
+def test_check_config_is_the_engines_validation() -> None:
+    with pytest.raises(engine.ConfigError) as caught:
+        engine.check_config({"max_tokens_for_clear": -1})
+    assert caught.value.field == "max_tokens_for_clear"
+    with pytest.raises(engine.ConfigError) as caught:
+        engine.check_config({"nope": 1})
+    assert str(caught.value) == "nope is not a config field"
+    assert engine.config_to_dict(engine.check_config({})) == engine.config_to_dict(
+        engine.config_from_dict({}, backend=engine.InMemoryBackend())
+    )
