@@ -1,17 +1,11 @@
-"""What a simulation hands the dashboard: one typed value per kind of result, with its
-kind and version, and the one reader and writer of their JSON.
+"""What a simulation hands the dashboard: one typed value per kind of result (replay, sweep,
+corpus sweep, recommendation), with its kind and version, and the one reader (:func:`load`)
+and writer (:func:`dump`) of their JSON.
 
-A replay stores :class:`ComparisonResults`, a sweep of one conversation
-:class:`SweepResults`, a sweep over several :class:`CorpusSweepResults` and a
-recommendation :class:`RecommendationResults`. :func:`dump` writes one as JSON values
-(``kind`` and ``version`` first); :func:`load` reads it back, checking every field's
-type. Results stored before they carried a kind are read as the kind their simulation
-says (``legacy_kind``); a version this code does not know is refused, never guessed at.
-
-Fields that results stored before a measure existed lack read as ``None`` (``misses``,
-``cost_with_recovery_usd``, ``miss_examples``), so pages show them as unknown rather
-than 0; a replayed call without its clear pass gets it from its summary event here, so
-no reader has to. The engine's events inside a call stay the engine's event JSON.
+Rows stored before results carried a kind are read as the kind their simulation says; a
+version not known here is refused, never guessed at. Measures an old row lacks read as
+``None`` (shown as unknown, not 0), and an old call's clear pass is taken from its summary
+event here, so no reader sniffs keys.
 """
 
 from __future__ import annotations
