@@ -20,7 +20,7 @@ from reduction_app.engine.errors import PathEscapeError
 from reduction_app.engine.messages import ToolInfo
 
 if TYPE_CHECKING:
-    from reduction_app.engine.backends import Backend
+    from reduction_app.engine._storage._backends import Backend
     from reduction_app.engine.config import ReductionConfig
 
 __all__ = [
