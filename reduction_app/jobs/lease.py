@@ -76,11 +76,9 @@ def lost(rows: QuerySet[_J], now: datetime | None = None) -> QuerySet[_J]:
     """Those of ``rows`` running with no heartbeat for a lease. A job claimed before jobs
     had heartbeats has none: its start (or its creation) stands in."""
     cutoff = (now or timezone.now()) - timedelta(seconds=lease_seconds())
-    return (
-        rows.filter(status=JobStatus.RUNNING)
-        .alias(beat=Coalesce("heartbeat_at", "started_at", "created_at"))
-        .filter(beat__lt=cutoff)
-    )
+    running: QuerySet[_J] = rows.filter(status=JobStatus.RUNNING)
+    beats: QuerySet[_J] = running.alias(beat=Coalesce("heartbeat_at", "started_at", "created_at"))
+    return beats.filter(beat__lt=cutoff)
 
 
 def untaken(rows: QuerySet[_J], timeout: float, now: datetime | None = None) -> QuerySet[_J]:

@@ -57,6 +57,7 @@ from reduction_app.workspaces.quotas import lock_workspace, staged_dead_before
 __all__ = [
     "RECLAIMS",
     "ReclaimReport",
+    "lost_worker_error",
     "offload_reclaim",
     "reclaim_all",
     "reclaim_due",
