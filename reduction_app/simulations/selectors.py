@@ -7,7 +7,7 @@ from typing import Any
 
 from django.db.models import Count, Q, QuerySet
 
-from reduction_app.models import Conversation, Simulation, SimulationPart, Workspace
+from reduction_app.models import Conversation, JobStatus, Simulation, SimulationPart, Workspace
 from reduction_app.paging import digits
 
 
@@ -56,7 +56,7 @@ def simulation_matching(
             kind="replay",
             created_at__gte=conversation.updated_at,
         )
-        .exclude(status="failed")
+        .exclude(status=JobStatus.FAILED)
         .defer("results")
         .order_by("-id")[:20]
     )

@@ -215,10 +215,11 @@ def _finish(part: SimulationPart, result: dict[str, Any]) -> str:
         simulation = Simulation.objects.select_for_update().get(pk=part.simulation_id)
         parts = SimulationPart.objects.filter(simulation=simulation)
         simulation.progress_done = parts.filter(
-            status="done", position__lt=simulation.progress_total
+            status=JobStatus.DONE, position__lt=simulation.progress_total
         ).count()
         fields = ["progress_done"]
-        if simulation.status == JobStatus.RUNNING and not parts.exclude(status="done").exists():
+        finished = not parts.exclude(status=JobStatus.DONE).exists()
+        if simulation.status == JobStatus.RUNNING and finished:
             simulation.results = _gather(list(parts.order_by("position")))
             simulation.status = JobStatus.DONE
             simulation.finished_at = now

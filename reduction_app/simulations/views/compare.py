@@ -36,7 +36,7 @@ from reduction_app.conversations.selectors import (
 from reduction_app.dashboard import render_page, workspace_view
 from reduction_app.engine.inspect import classify
 from reduction_app.http import PageRequest
-from reduction_app.models import Conversation, Simulation
+from reduction_app.models import Conversation, JobStatus, Simulation
 from reduction_app.paging import digits
 from reduction_app.prices.selectors import pricing_choices, pricing_options
 from reduction_app.prices.views import picked_pricing
@@ -211,7 +211,7 @@ def _run(
         return {"ran": True, "needs_start": True, "steps": steps, "start_params": base_params}
     poll = _url([*base_params, ("simulation", str(simulation.pk)), ("call", wanted)])
     context: dict[str, Any] = {"ran": True, "simulation": simulation, "poll_url": poll, **shown}
-    if simulation.status == "done" and simulation.results:
+    if simulation.status == JobStatus.DONE and simulation.results:
         # The side-by-side view of a big conversation replays it again, so only on request.
         rerun: ReplayRun | None = None
         if digits(wanted) and call is not None:

@@ -26,7 +26,7 @@ from reduction_app.configs.services import config_create
 from reduction_app.dashboard import render_page, workspace_view
 from reduction_app.errors import ServiceError
 from reduction_app.http import PageRequest
-from reduction_app.models import Conversation, Simulation, Workspace
+from reduction_app.models import Conversation, JobStatus, Simulation, Workspace
 from reduction_app.paging import digits
 from reduction_app.prices.selectors import pricing_choices
 from reduction_app.simulations.points import Point, group_points, points_of
@@ -38,7 +38,7 @@ def _point(request: PageRequest, simulation_id: int, number: int) -> tuple[Simul
     simulation = simulation_get(workspace=request.workspace, simulation_id=simulation_id)
     if simulation is None:
         raise Http404("no such simulation")
-    done = simulation.results if simulation.status == "done" else None
+    done = simulation.results if simulation.status == JobStatus.DONE else None
     points = points_of(simulation.kind, done, simulation.grid)
     if not 1 <= number <= len(points):
         raise Http404("no such point")

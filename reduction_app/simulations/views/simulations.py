@@ -28,7 +28,7 @@ from django.views.decorators.http import require_GET
 
 from reduction_app.dashboard import render_page, workspace_view
 from reduction_app.http import PageRequest
-from reduction_app.models import UNFINISHED, Simulation
+from reduction_app.models import UNFINISHED, JobStatus, Simulation
 from reduction_app.simulations.display import METRIC_HELP, miss_examples
 from reduction_app.simulations.front_chart import front_chart
 from reduction_app.simulations.points import grid_items, group_points, points_of
@@ -171,7 +171,7 @@ def simulation_page(request: PageRequest, simulation_id: int) -> HttpResponse:
     }
     if simulation.started_at is not None and simulation.finished_at is not None:
         context["duration"] = (simulation.finished_at - simulation.started_at).total_seconds()
-    if simulation.status == "done" and simulation.results:
+    if simulation.status == JobStatus.DONE and simulation.results:
         context.update(_results(simulation, simulation.results))
     return render_page(
         request, "reduction_app/simulation.html", context, partial="simulation-status"
