@@ -84,8 +84,10 @@ INSTALLED_APPS = [
     "reduction_app",
 ]
 
-# Background work (sweeps, long replays) goes through django-tasks' database backend;
-# `make run` starts a worker (`manage.py db_worker`) next to the web server.
+# Background work (imports, simulations, sweep parts, reclaims: reduction_app/jobs/) goes
+# through django-tasks' database backend; `make run` starts a worker (`manage.py
+# db_worker`) next to the web server. Each task is declared beside the service it runs;
+# a worker imports it by the path stored with it, so none needs listing here.
 TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
 
 MIDDLEWARE = [

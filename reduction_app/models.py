@@ -1,6 +1,7 @@
 """What Reduction Lab records: workspaces and their keys, conversations, config
 profiles, engine events (``EventRecord``, not to be confused with the engine's
-``ReductionEvent`` value it records) and offloaded files.
+``ReductionEvent`` value it records), offloaded files, and the jobs of the task workers
+(``Job``: imports, simulations, sweep parts, reclaim runs).
 
 Every record belongs to one workspace, the unit of isolation. Models hold fields,
 constraints and ``__str__``; writes live in the ``services`` and reads in the
