@@ -121,10 +121,22 @@ def _fail(kind: JobKind, due: QuerySet[Any], why: Callable[[], str], now: Any) -
 
 def job_check(kind: JobKind, job: Job) -> Job:
     """``job`` as someone looks at it: given up first (and read again) when its worker
-    stopped answering or no worker took it."""
-    if job.status in UNFINISHED and give_up(kind, kind.rows().filter(pk=job.pk)):
+    stopped answering or no worker took it. Queries only when ``job``, as read, looks
+    given up (a page polling a live job costs nothing more)."""
+    if _looks_due(kind, job) and give_up(kind, kind.rows().filter(pk=job.pk)):
         job.refresh_from_db()
     return job
+
+
+def _looks_due(kind: JobKind, job: Job) -> bool:
+    now = timezone.now()
+    if job.status == JobStatus.RUNNING:
+        beat = job.heartbeat_at or job.started_at or job.created_at
+        return beat < now - timedelta(seconds=lease_seconds())
+    timeout = kind.queue_timeout()
+    if job.status == JobStatus.QUEUED and timeout:
+        return job.created_at < now - timedelta(seconds=timeout)
+    return False
 
 
 def jobs_watch() -> int:

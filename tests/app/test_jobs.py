@@ -214,3 +214,19 @@ def test_rows_from_before_the_job_model_keep_their_data() -> None:
     executor = MigrationExecutor(connection)
     executor.loader.build_graph()
     executor.migrate(executor.loader.graph.leaf_nodes())
+
+
+@pytest.mark.django_db
+def test_a_look_at_a_live_job_costs_no_query(
+    workspace: Any, django_assert_num_queries: Any
+) -> None:
+    """A page polling a running import, its heartbeat fresh, reads nothing more."""
+    job = imports.recording_import_create(
+        workspace=workspace, files=[("a.json", b"{}")], fmt=None, replace=False
+    )
+    RecordingImport.objects.filter(pk=job.pk).update(
+        status="running", started_at=timezone.now(), heartbeat_at=timezone.now()
+    )
+    job.refresh_from_db()
+    with django_assert_num_queries(0):
+        assert imports.recording_import_check(recording_import=job).status == "running"
