@@ -4,8 +4,9 @@ and looks again a lease later while any job is unfinished.
 
 Each kind of job registers what the watcher looks at and says (:class:`JobKind`); a kind
 may take back its lost jobs itself instead of failing them (sweep parts are queued again).
-Nobody has to ask: queueing or claiming any job queues the watch task (one at a time),
-and a page or API answer that shows a job looks at it first (:func:`job_check`). Lookers
+Nobody has to ask: queueing a job, or a worker starting one, queues the watch task (one
+at a time), and a page or API answer that shows a job looks at it first
+(:func:`job_check`). Lookers
 exclude each other by writing with a condition: a job that started, beat or ended since
 it was read is left alone.
 """
