@@ -199,7 +199,7 @@ class Site:
             "SELECT status, CAST(args_kwargs AS TEXT) AS args_kwargs, "
             "CAST(worker_ids AS TEXT) AS worker_ids, CAST(return_value AS TEXT) AS return_value "
             "FROM django_tasks_database_dbtaskresult WHERE task_path = %s",
-            ["reduction_app.tasks.run_sweep_part"],
+            ["reduction_app.simulations.sweeps.run_sweep_part"],
         )
         return [
             {

@@ -84,8 +84,10 @@ INSTALLED_APPS = [
     "reduction_app",
 ]
 
-# Background work (sweeps, long replays) goes through django-tasks' database backend;
-# `make run` starts a worker (`manage.py db_worker`) next to the web server.
+# Background work (imports, simulations, sweep parts, reclaims: reduction_app/jobs/) goes
+# through django-tasks' database backend; `make run` starts a worker (`manage.py
+# db_worker`) next to the web server. Each task is declared beside the service it runs;
+# a worker imports it by the path stored with it, so none needs listing here.
 TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
 
 MIDDLEWARE = [
@@ -316,9 +318,6 @@ REDUCTION_MAX_OFFLOADS = _env_int("REDUCTION_MAX_OFFLOADS", 1_000)
 # this many bytes in all are imported inside the request; bigger ones by the task workers
 # (`manage.py db_worker`), whose progress the page and `GET /api/v1/imports/{id}` show.
 REDUCTION_IMPORT_INLINE_BYTES = _env_int("REDUCTION_IMPORT_INLINE_BYTES", 2 * 1024 * 1024)
-# An import on the task workers still running this long after it started is given up:
-# its worker ended without recording an outcome.
-REDUCTION_IMPORT_TIMEOUT_SECONDS = _env_int("REDUCTION_IMPORT_TIMEOUT_SECONDS", 900)
 
 
 # Quotas per workspace (a workspace's own fields override both; 0 is no limit).
@@ -334,10 +333,11 @@ REDUCTION_STAGED_DEAD_SECONDS = _env_int("REDUCTION_STAGED_DEAD_SECONDS", 3600)
 REDUCTION_RATE_LIMIT = _env_int("REDUCTION_RATE_LIMIT", 0)
 
 
-# A part of a sweep on the task workers is leased (reduction_app/simulations/leases.py): the
-# worker running it writes a heartbeat every sixth of the lease, and a part whose heartbeat
-# is older than the lease is taken back from its worker, which is presumed dead, and queued
-# again, up to REDUCTION_SWEEP_MAX_RUNS runs in all. docs/simulator.md, "Sweeps on several workers".
+# Every job on the task workers (an import, a simulation, a part of a sweep, a reclaim) is
+# leased (reduction_app/jobs/): the worker running it writes a heartbeat every sixth of the
+# lease, and a job whose heartbeat is older than the lease has lost its worker, which is
+# presumed dead: the watcher fails it, or queues a sweep part again, up to
+# REDUCTION_SWEEP_MAX_RUNS runs in all. docs/deploying.md, "The task workers".
 def _sweep_lease(environ: Mapping[str, str]) -> tuple[float, int]:
     """The lease of a sweep part in seconds, and the most runs a part gets."""
     lease_text = environ.get("REDUCTION_SWEEP_LEASE_SECONDS", "60")
@@ -359,10 +359,8 @@ def _sweep_lease(environ: Mapping[str, str]) -> tuple[float, int]:
 
 REDUCTION_SWEEP_LEASE_SECONDS, REDUCTION_SWEEP_MAX_RUNS = _sweep_lease(os.environ)
 # A simulation run as one task on the task workers (a replay too big to answer inline, a
-# sweep or recommendation over several conversations) has the same lease: running with no
-# heartbeat for REDUCTION_SWEEP_LEASE_SECONDS, it is failed (its worker died). One still
-# queued this long after it was started is failed too: no worker took it (none runs);
-# 0 waits forever.
+# sweep or recommendation over several conversations) still queued this long after it was
+# started is failed: no worker took it (none runs); 0 waits forever.
 REDUCTION_SIMULATION_QUEUE_TIMEOUT_SECONDS = _env_int(
     "REDUCTION_SIMULATION_QUEUE_TIMEOUT_SECONDS", 6 * 3600
 )

@@ -5,6 +5,8 @@ pages show their message.
   - ``QuotaExceeded``: a workspace over its offload quota or request rate (answered 429,
     with ``Retry-After`` when waiting helps)
   - ``LimitExceeded``: a request asking for more work than one request may (answered 422)
+- ``SimulationInputError`` (a ``ValueError``): a simulation asked for that cannot run,
+  naming the field at fault (answered 422)
 """
 
 from __future__ import annotations
@@ -32,3 +34,11 @@ class LimitExceeded(ServiceError):
         super().__init__(message)
         self.field = field
         """The request's field at fault, when one is."""
+
+
+class SimulationInputError(ValueError):
+    """A simulation request that cannot run; ``field`` names what is at fault."""
+
+    def __init__(self, field: str, problem: str) -> None:
+        self.field = field
+        super().__init__(f"{field}: {problem}")

@@ -1,6 +1,7 @@
 """What Reduction Lab records: workspaces and their keys, conversations, config
 profiles, engine events (``EventRecord``, not to be confused with the engine's
-``ReductionEvent`` value it records) and offloaded files.
+``ReductionEvent`` value it records), offloaded files, and the jobs of the task workers
+(``Job``: imports, simulations, sweep parts, reclaim runs).
 
 Every record belongs to one workspace, the unit of isolation. Models hold fields,
 constraints and ``__str__``; writes live in the ``services`` and reads in the
@@ -11,6 +12,8 @@ Storage, not in these rows.
 
 from __future__ import annotations
 
+from typing import Final
+
 from django.conf import settings
 from django.core.validators import MinValueValidator
 from django.db import models
@@ -19,6 +22,50 @@ from reduction_app.engine.formats import FORMATS, MAX_NAME_CHARS
 
 OFFLOAD_PATH_CHARS = 500
 """The longest offload path (an ``OffloadedFile.path``); the storage backend takes no longer."""
+
+
+class JobStatus(models.TextChoices):
+    """Where a job (:class:`Job`) is: queued, then running, then done or failed."""
+
+    QUEUED = "queued", "Queued"
+    RUNNING = "running", "Running"
+    DONE = "done", "Done"
+    FAILED = "failed", "Failed"
+
+
+UNFINISHED: Final = (JobStatus.QUEUED, JobStatus.RUNNING)
+"""The statuses of a job that may still change."""
+FINISHED: Final = (JobStatus.DONE, JobStatus.FAILED)
+"""The statuses of a job that ended."""
+
+
+class Job(models.Model):
+    """Background work on the task workers, one row per job: an import, a simulation, a
+    part of a sweep, a reclaim. ``reduction_app.jobs`` owns the lifecycle (the lease its
+    worker holds, the heartbeat, the watcher that fails what stopped answering)."""
+
+    status = models.CharField(max_length=10, choices=JobStatus.choices, default=JobStatus.QUEUED)
+    worker = models.CharField(
+        max_length=200, blank=True, help_text="host:pid of the worker holding its lease."
+    )
+    runs = models.PositiveIntegerField(
+        default=0, help_text="Times a worker started it: 1 once done, unless retried."
+    )
+    progress_done = models.PositiveIntegerField(default=0)
+    progress_total = models.PositiveIntegerField(default=0)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="The running worker's last sign of life, written every sixth of the lease "
+        "(REDUCTION_SWEEP_LEASE_SECONDS); older than the lease, its worker stopped answering.",
+    )
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        abstract = True
 
 
 class Workspace(models.Model):
@@ -162,16 +209,9 @@ class TranscriptMessage(models.Model):
         return f"{self.conversation_id}:{self.position}"
 
 
-class RecordingImport(models.Model):
+class RecordingImport(Job):
     """Recordings imported into a workspace as conversations: at once in the request when
-    small, else by the task workers, which report progress here."""
-
-    STATUS_CHOICES = (
-        ("queued", "Queued"),
-        ("running", "Running"),
-        ("done", "Done"),
-        ("failed", "Failed"),
-    )
+    small, else by the task workers, which report progress here (files read of files)."""
 
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="imports")
     format = models.CharField(
@@ -180,16 +220,9 @@ class RecordingImport(models.Model):
     replace = models.BooleanField(
         default=False, help_text="Whether conversations with the same ids are replaced."
     )
-    status = models.CharField(max_length=10, choices=STATUS_CHOICES, default="queued")
-    progress_done = models.PositiveIntegerField(default=0, help_text="Files read.")
-    progress_total = models.PositiveIntegerField(default=0, help_text="Files to read.")
     result = models.JSONField(
         null=True, blank=True, help_text="Per file: its format and the conversations made."
     )
-    error = models.TextField(blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ("-created_at", "-id")
@@ -457,20 +490,15 @@ class EventRecord(models.Model):
         return f"{self.phase}/{self.kind} {self.tool_name} {self.call_id}".strip()
 
 
-class Simulation(models.Model):
+class Simulation(Job):
     """A replay or a sweep of recorded conversations, or a search for the config to
-    recommend over them, and what it measured."""
+    recommend over them, and what it measured. A sweep of one conversation on the task
+    workers runs as :class:`SimulationPart` jobs: its own row then has no heartbeat."""
 
     KIND_CHOICES = (
         ("replay", "Replay and compare"),
         ("sweep", "Sweep a grid"),
         ("recommend", "Recommend a config"),
-    )
-    STATUS_CHOICES = (
-        ("queued", "Queued"),
-        ("running", "Running"),
-        ("done", "Done"),
-        ("failed", "Failed"),
     )
 
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="simulations")
@@ -491,20 +519,7 @@ class Simulation(models.Model):
     configs = models.JSONField(default=list, blank=True, help_text="[{name, config}] to compare.")
     grid = models.JSONField(null=True, blank=True, help_text="Sweeps: knob -> list of values.")
     options = models.JSONField(default=dict, blank=True, help_text="baseline, pricing, prefix.")
-    status = models.CharField(max_length=10, choices=STATUS_CHOICES, default="queued")
-    progress_done = models.PositiveIntegerField(default=0)
-    progress_total = models.PositiveIntegerField(default=0)
     results = models.JSONField(null=True, blank=True)
-    error = models.TextField(blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    heartbeat_at = models.DateTimeField(
-        null=True,
-        blank=True,
-        help_text="Written while it runs as one task, every sixth of the lease; a "
-        "simulation running without one for a lease has lost its worker.",
-    )
-    finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ("-created_at", "-id")
@@ -513,11 +528,10 @@ class Simulation(models.Model):
         return f"{self.kind} #{self.pk} of {self.conversation}"
 
 
-class SimulationPart(models.Model):
+class SimulationPart(Job):
     """One combination of a sweep run on the task workers, each replayed by a task of its
-    own; the last part to finish gathers them into the sweep's results."""
-
-    STATUS_CHOICES = Simulation.STATUS_CHOICES
+    own; the last part to finish gathers them into the sweep's results. A part whose
+    worker stopped answering is queued again, up to ``REDUCTION_SWEEP_MAX_RUNS`` runs."""
 
     simulation = models.ForeignKey(Simulation, on_delete=models.CASCADE, related_name="parts")
     position = models.PositiveIntegerField(
@@ -525,11 +539,6 @@ class SimulationPart(models.Model):
     )
     name = models.TextField(help_text="The combination, as knob=value pairs.")
     config = models.JSONField(null=True, blank=True, help_text="None: no reduction.")
-    status = models.CharField(max_length=10, choices=STATUS_CHOICES, default="queued")
-    runs = models.PositiveIntegerField(
-        default=0, help_text="Times a worker started it: 1 once done, unless retried."
-    )
-    worker = models.CharField(max_length=200, blank=True, help_text="host:pid that ran it.")
     requeued_after = models.JSONField(
         default=list,
         blank=True,
@@ -537,15 +546,6 @@ class SimulationPart(models.Model):
         "after which the part was queued again; oldest first.",
     )
     result = models.JSONField(null=True, blank=True, help_text="The replay's totals.")
-    error = models.TextField(blank=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    heartbeat_at = models.DateTimeField(
-        null=True,
-        blank=True,
-        help_text="The running worker's last sign of life: older than the lease "
-        "(REDUCTION_SWEEP_LEASE_SECONDS), the part is taken back.",
-    )
-    finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ("simulation", "position")
@@ -566,3 +566,18 @@ class SimulationPart(models.Model):
 
     def __str__(self) -> str:
         return f"part {self.position} of simulation {self.simulation_id}: {self.name}"
+
+
+class ReclaimRun(Job):
+    """One run of the reclaim of what requests that died left in the offload storage
+    (``records.reclaim``), over every workspace that holds any."""
+
+    removed_bytes = models.PositiveBigIntegerField(
+        default=0, help_text="Bytes of stored content it removed."
+    )
+
+    class Meta:
+        ordering = ("-created_at", "-id")
+
+    def __str__(self) -> str:
+        return f"reclaim #{self.pk} ({self.status})"

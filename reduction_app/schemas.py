@@ -128,3 +128,10 @@ def parse_conversation(
         if found is not None:
             raise ApiError(422, f"{found[0]}: {found[1]}", found[0])
     return parsed
+
+
+# How far a job on the task workers got (its progress_done of progress_total); no
+# docstring, which would become its description in the OpenAPI document.
+class ProgressOut(Schema):
+    done: int
+    total: int

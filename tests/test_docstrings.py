@@ -19,9 +19,7 @@ MAX_LINES = 12
 LONGER = {
     "config/gunicorn_worker.py",
     "reduction_app/conversations/imports.py",
-    "reduction_app/simulations/leases.py",
     "reduction_app/simulations/sweeps.py",
-    "reduction_app/simulations/watch.py",
     "simulator/corpus.py",
     "simulator/members.py",
 }

@@ -186,7 +186,7 @@ def get_import(request: ApiRequest, import_id: int) -> Status[RecordingImport]:
     row = recording_import_get(workspace=api_workspace(request), import_id=import_id)
     if row is None:
         raise ApiError(404, f"import {import_id} not found", "import_id")
-    return Status(200, row)
+    return Status(200, imports.recording_import_check(recording_import=row))
 
 
 @router.get(

@@ -25,6 +25,7 @@ from reduction_app.conversations.selectors import recording_import_get, recordin
 from reduction_app.dashboard import render_page, workspace_view
 from reduction_app.errors import ServiceError
 from reduction_app.http import PageRequest
+from reduction_app.models import UNFINISHED
 from simulator.importers import FORMATS
 
 LISTED = 20
@@ -90,7 +91,8 @@ def import_detail(request: PageRequest, import_id: int) -> HttpResponse:
     job = recording_import_get(workspace=request.workspace, import_id=import_id)
     if job is None:
         raise Http404("no such import")
-    context = {"job": job, "running": job.status in ("queued", "running")}
+    job = imports.recording_import_check(recording_import=job)
+    context = {"job": job, "running": job.status in UNFINISHED}
     return render_page(
         request, "reduction_app/recording_import.html", context, partial="import-status"
     )

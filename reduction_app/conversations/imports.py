@@ -19,33 +19,43 @@ import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+from django_tasks import task
 
 from reduction_app.conversations.services import conversation_create, conversation_delete
 from reduction_app.engine import formats
 from reduction_app.errors import LimitExceeded, ServiceError
-from reduction_app.models import Conversation, RecordingImport, RecordingUpload, Workspace
+from reduction_app.jobs.lease import claim_fields, heartbeat, lease_seconds
+from reduction_app.jobs.watch import JobKind, job_check, register, watch_enqueue
+from reduction_app.models import (
+    Conversation,
+    JobStatus,
+    RecordingImport,
+    RecordingUpload,
+    Workspace,
+)
 from reduction_app.schemas import ApiError, parse_conversation
 from simulator.importers import FORMATS, ImportError_, RecordedConversation
 from simulator.importers import load_conversations_bytes as read_recording
 
 __all__ = [
+    "IMPORTS",
     "DuplicateConversation",
     "RecordingImportError",
     "UploadedFile",
     "conversation_slug",
+    "lost_worker_error",
+    "recording_import_check",
     "recording_import_create",
     "recording_import_enqueue",
     "recording_import_inline",
     "recording_import_run",
-    "recording_import_watch",
-    "recording_import_watch_enqueue",
     "recordings_import",
+    "run_recording_import",
     "runs_inline",
 ]
 
@@ -265,7 +275,7 @@ def recording_import_inline(
             workspace=workspace,
             format=fmt or "",
             replace=replace,
-            status="done",
+            status=JobStatus.DONE,
             progress_done=len(files),
             progress_total=len(files),
             result=result,
@@ -299,12 +309,10 @@ def recording_import_create(
 
 
 def recording_import_enqueue(*, recording_import: RecordingImport) -> None:
-    """Hand a queued import to the task workers, with a watch that gives it up if its
-    worker ends before it does (:func:`recording_import_watch`)."""
-    from reduction_app.tasks import run_recording_import
-
+    """Hand a queued import to the task workers; the watcher fails it if its worker stops
+    answering (:data:`IMPORTS`)."""
     run_recording_import.enqueue(recording_import.pk)
-    recording_import_watch_enqueue(import_id=recording_import.pk)
+    watch_enqueue()
 
 
 def _progress(import_id: int) -> Progress:
@@ -325,16 +333,14 @@ def recording_import_run(*, import_id: int) -> RecordingImport:
     """Carry out a queued import; its outcome (or its error) is recorded on it, never
     raised. Its uploaded files are deleted once it ends either way.
 
-    The import is marked done in the transaction that writes its conversations, and only
-    while it is still running: one that :func:`recording_import_watch` gave up on meanwhile
-    writes nothing."""
+    While it runs, a heartbeat keeps its lease. The import is marked done in the
+    transaction that writes its conversations, and only while it is still running: one
+    the watcher gave up on meanwhile (its worker presumed dead) writes nothing."""
     with transaction.atomic():
         job = RecordingImport.objects.select_for_update().get(pk=import_id)
-        if job.status != "queued":
+        if job.status != JobStatus.QUEUED:
             return job
-        job.status = "running"
-        job.started_at = timezone.now()
-        job.save(update_fields=["status", "started_at"])
+        job.save(update_fields=claim_fields(job, timezone.now()))
     uploads = [
         (u.filename, bytes(u.content))
         for u in RecordingUpload.objects.filter(recording_import=job).order_by("position")
@@ -343,19 +349,20 @@ def recording_import_run(*, import_id: int) -> RecordingImport:
     def finish(result: list[dict[str, Any]]) -> None:
         if not _still_running(job.pk):
             raise _GivenUp
-        job.result, job.status = result, "done"
+        job.result, job.status = result, JobStatus.DONE
         job.progress_done = job.progress_total
         _ended(job, ["result", "progress_done"])
 
     try:
-        recordings_import(
-            workspace=job.workspace,
-            files=uploads,
-            fmt=job.format or None,
-            replace=job.replace,
-            progress=_progress(job.pk),
-            finish=finish,
-        )
+        with heartbeat(job):
+            recordings_import(
+                workspace=job.workspace,
+                files=uploads,
+                fmt=job.format or None,
+                replace=job.replace,
+                progress=_progress(job.pk),
+                finish=finish,
+            )
     except _GivenUp:
         pass
     except (RecordingImportError, ServiceError) as exc:
@@ -367,13 +374,22 @@ def recording_import_run(*, import_id: int) -> RecordingImport:
     return job
 
 
+@task()
+def run_recording_import(import_id: int) -> str:
+    """Import the recordings of a queued import; its outcome is stored on the row."""
+    watch_enqueue()  # again, should the watch have been lost with a worker
+    return recording_import_run(import_id=import_id).status
+
+
 class _GivenUp(Exception):
     """The import was given up while it ran: its transaction is undone."""
 
 
 def _still_running(import_id: int) -> bool:
     """Lock the import's row; whether it is still running."""
-    rows = RecordingImport.objects.select_for_update().filter(pk=import_id, status="running")
+    rows = RecordingImport.objects.select_for_update().filter(
+        pk=import_id, status=JobStatus.RUNNING
+    )
     return rows.exists()
 
 
@@ -389,41 +405,37 @@ def _failed(import_id: int, error: str) -> None:
         if not _still_running(import_id):
             return
         job = RecordingImport.objects.get(pk=import_id)
-        job.status, job.error = "failed", error
+        job.status, job.error = JobStatus.FAILED, error
         _ended(job, [])
 
 
-GIVEN_UP = (
-    "the import stopped before it finished (its worker ended or ran past "
-    "REDUCTION_IMPORT_TIMEOUT_SECONDS); nothing was imported: import the files again"
+def lost_worker_error() -> str:
+    """Why an import whose worker stopped answering failed."""
+    return (
+        f"the worker importing it stopped answering (no heartbeat for {lease_seconds():g} s); "
+        "nothing was imported: import the files again"
+    )
+
+
+def _drop_uploads(import_ids: list[int]) -> None:
+    """The uploads of the imports the watcher failed: nothing will read them."""
+    RecordingUpload.objects.filter(
+        recording_import__in=import_ids, recording_import__status=JobStatus.FAILED
+    ).delete()
+
+
+IMPORTS = register(
+    JobKind(
+        name="import",
+        rows=RecordingImport.objects.all,
+        lost_error=lost_worker_error,
+        ended=_drop_uploads,
+    )
 )
 
 
-def recording_import_watch(*, import_id: int) -> str:
-    """Give up an import still running ``REDUCTION_IMPORT_TIMEOUT_SECONDS`` after it
-    started: its worker ended without recording an outcome (it was killed, say), and
-    nothing of it was written, since an import writes in one transaction. It is marked
-    failed and its uploads deleted. An import not yet started, or not for long enough, is
-    looked at again later. Returns the import's status."""
-    timeout = timedelta(seconds=settings.REDUCTION_IMPORT_TIMEOUT_SECONDS)
-    with transaction.atomic():
-        job = RecordingImport.objects.select_for_update().filter(pk=import_id).first()
-        if job is None:
-            return "deleted"
-        started = job.started_at
-        if job.status == "running" and started and timezone.now() - started >= timeout:
-            job.status, job.error = "failed", GIVEN_UP
-            _ended(job, [])
-            logger.warning("import %s given up after %s", job.pk, timeout)
-            return job.status
-        if job.status in ("queued", "running"):
-            recording_import_watch_enqueue(import_id=job.pk)
-        return job.status
-
-
-def recording_import_watch_enqueue(*, import_id: int) -> None:
-    """Queue the import's watch, to run a timeout from now."""
-    from reduction_app.tasks import watch_recording_import
-
-    later = timezone.now() + timedelta(seconds=settings.REDUCTION_IMPORT_TIMEOUT_SECONDS)
-    watch_recording_import.using(run_after=later).enqueue(import_id)
+def recording_import_check(*, recording_import: RecordingImport) -> RecordingImport:
+    """The import someone looks at, failed first (and read again) when its worker stopped
+    answering."""
+    job_check(IMPORTS, recording_import)
+    return recording_import

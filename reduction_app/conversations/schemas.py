@@ -8,8 +8,7 @@ from typing import Any
 from ninja import Field, Schema
 
 from reduction_app.conversations.selectors import conversation_transcript
-from reduction_app.schemas import ConversationId, MessageFormat, StrictIn, Text
-from reduction_app.simulations.schemas import ProgressOut
+from reduction_app.schemas import ConversationId, MessageFormat, ProgressOut, StrictIn, Text
 
 
 class ConversationIn(StrictIn):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from django.db.models import Count, OuterRef, Q, QuerySet, Subquery, Sum
@@ -24,6 +25,7 @@ from reduction_app.paging import digits
 from reduction_app.records.selectors import SAVING_KINDS
 from reduction_app.records.storage import read_offloads
 from simulator.importers import RecordedConversation, conversation_from_json
+from simulator.prefix import OMITS_PREFIX
 from simulator.recording import ProviderUsage
 
 
@@ -117,10 +119,6 @@ def conversation_clear_series(*, conversation: Conversation) -> list[dict[str, A
     return [dict(row) for row in rows]
 
 
-def conversation_count(*, workspace: Workspace) -> int:
-    return Conversation.objects.filter(workspace=workspace).count()
-
-
 CONVERSATION_CHOICES_LIMIT = 200
 """The most recent conversations offered in a page's select (the chosen one is added)."""
 
@@ -154,6 +152,25 @@ def provider_usage(conversation: Conversation) -> ProviderUsage | None:
     if not stored:
         return None
     return ProviderUsage.from_json(stored)
+
+
+INLINE_LIMIT = 2_000
+"""Replays of up to this many (message × config) steps answer inline."""
+
+
+def fits_inline(conversation: Conversation, *, configs: int) -> bool:
+    """Whether replaying ``conversation`` under ``configs`` configs may run inside a
+    request (every page and operation asks this, so the rule is written once here);
+    bigger replays go to the task worker, or are not offered where nothing waits."""
+    return conversation.message_count * configs <= INLINE_LIMIT
+
+
+def infers_prefix(conversation: Conversation) -> bool:
+    """Whether replays of ``conversation`` infer a prefix: a recording of a kind that
+    leaves one out, imported with the provider's per-call counts (not one imported before
+    the app kept them, nor one a client recorded)."""
+    usage: Mapping[str, Any] | None = conversation.provider_usage
+    return conversation.source in OMITS_PREFIX and bool(usage and usage.get("prompt_tokens"))
 
 
 def recorded_conversation(

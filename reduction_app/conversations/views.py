@@ -24,6 +24,8 @@ from reduction_app.conversations.selectors import (
     conversation_counts,
     conversation_get,
     conversation_list_counted,
+    fits_inline,
+    infers_prefix,
     recorded_conversation,
 )
 from reduction_app.conversations.timeline import (
@@ -38,8 +40,6 @@ from reduction_app.http import PageRequest
 from reduction_app.models import Conversation, Workspace
 from reduction_app.paging import int_param, pager_for, paginate
 from reduction_app.records.selectors import event_list
-from reduction_app.simulations.prefix import infers_prefix
-from reduction_app.simulations.services import fits_inline
 from simulator.prefix import inferred_prefix
 from simulator.replay import no_reduction
 

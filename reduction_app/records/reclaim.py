@@ -3,7 +3,8 @@
 Journal rows older than ``REDUCTION_STAGED_DEAD_SECONDS`` belong to a dead request:
 the content they alone name goes, with the rows, unnamed objects and old temporary
 files; ``repair`` writes damaged content again from a good copy. Nothing a live request
-stored is touched (docs/deploying.md, "Requests that die while storing").
+stored is touched (docs/deploying.md, "Requests that die while storing"). A run on the
+task workers is a job (``ReclaimRun``) like any other.
 """
 
 from __future__ import annotations
@@ -15,22 +16,31 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.core.files.storage import Storage
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from django.db.models import Min
 from django.utils import timezone
+from django_tasks import task
+from django_tasks_db.models import DBTaskResult
 
-from reduction_app.models import OffloadedFile, StagedOffload, Workspace
+from reduction_app.jobs.lease import claim_fields, heartbeat, job_end, lease_seconds
+from reduction_app.jobs.watch import JobKind, register, watch_enqueue
+from reduction_app.models import JobStatus, OffloadedFile, ReclaimRun, StagedOffload, Workspace
 from reduction_app.records.folder import is_temporary
 from reduction_app.records.integrity import Damage, find_damage, listed_names
 from reduction_app.records.storage import offload_storage, read_verified, save_replacing
 from reduction_app.workspaces.quotas import lock_workspace, staged_dead_before
 
 __all__ = [
+    "RECLAIMS",
     "ReclaimReport",
+    "lost_worker_error",
     "offload_reclaim",
     "reclaim_all",
     "reclaim_due",
     "reclaim_enqueue",
+    "reclaim_later",
+    "reclaim_offloads",
+    "reclaim_run",
 ]
 
 logger = logging.getLogger(__name__)
@@ -249,13 +259,9 @@ def reclaim_due() -> datetime | None:
 def reclaim_enqueue(
     *, workspace: Workspace | None = None, run_after: datetime | None = None
 ) -> bool:
-    """Queue the reclaim task (``reduction_app.tasks.reclaim_offloads``), unless one is
-    queued already; whether this queued one. ``workspace`` is what the caller found dead
-    rows in: the task reclaims every workspace that has any."""
-    from django_tasks_db.models import DBTaskResult
-
-    from reduction_app.tasks import reclaim_offloads
-
+    """Queue the reclaim task (:func:`reclaim_offloads`), unless one is queued already;
+    whether this queued one. ``workspace`` is what the caller found dead rows in: the task
+    reclaims every workspace that has any."""
     path = f"{reclaim_offloads.func.__module__}.{reclaim_offloads.func.__qualname__}"
     if DBTaskResult.objects.filter(task_path=path, status="READY").exists():
         return False
@@ -283,3 +289,52 @@ def reclaim_all(*, dead_before: datetime | None = None) -> list[ReclaimReport]:
     if due is not None:
         reclaim_enqueue(run_after=max(due, timezone.now()) + timedelta(seconds=1))
     return reports
+
+
+def reclaim_later(workspace: Workspace) -> None:
+    """Have the task worker reclaim what requests that died left in ``workspace`` (a
+    request's storage backend calls it when it finds their journal rows); a database
+    that fails to queue it is logged, never raised into the request."""
+    try:
+        reclaim_enqueue(workspace=workspace)
+    except DatabaseError:
+        logger.warning("could not queue the reclaim of %s", workspace.slug, exc_info=True)
+
+
+def reclaim_run() -> ReclaimRun:
+    """Reclaim in every workspace (:func:`reclaim_all`) as a job: its row is made running
+    in this worker, keeps its lease while it works, and records the bytes removed or the
+    error."""
+    run = ReclaimRun()
+    claim_fields(run, timezone.now())
+    run.save()
+    watch_enqueue()
+    try:
+        with heartbeat(run):
+            removed = sum(report.removed_bytes for report in reclaim_all())
+    except Exception as exc:
+        job_end(run, status=JobStatus.FAILED, error=f"{type(exc).__name__}: {exc}")
+        raise
+    job_end(run, status=JobStatus.DONE, removed_bytes=removed)
+    run.refresh_from_db()
+    return run
+
+
+@task()
+def reclaim_offloads() -> int:
+    """Remove what requests that died left in the offload storage, in every workspace;
+    again later while requests' journal rows are left. The bytes removed."""
+    return reclaim_run().removed_bytes
+
+
+def lost_worker_error() -> str:
+    """Why a reclaim whose worker stopped answering failed."""
+    return (
+        f"the worker running it stopped answering (no heartbeat for {lease_seconds():g} s); "
+        "the next request that finds what requests that died left queues another"
+    )
+
+
+RECLAIMS = register(
+    JobKind(name="reclaim", rows=ReclaimRun.objects.all, lost_error=lost_worker_error)
+)

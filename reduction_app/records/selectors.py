@@ -10,7 +10,20 @@ from typing import Any
 from django.db.models import Count, Max, Min, Q, QuerySet, Sum
 from django.db.models.functions import Coalesce, TruncDay, TruncHour
 
-from reduction_app.models import EventRecord, OffloadedFile, Workspace
+from reduction_app.models import Conversation, EventRecord, OffloadedFile, Workspace
+
+
+# The records' pages name the conversation their lists are filtered to and count the
+# workspace's conversations; these two reads stay here so that records, below
+# conversations, never imports them.
+def conversation_named(*, workspace: Workspace, client_id: str) -> Conversation | None:
+    """The workspace's conversation of that client id, if there is one."""
+    return Conversation.objects.filter(workspace=workspace, client_id=client_id).first()
+
+
+def conversation_count(*, workspace: Workspace) -> int:
+    """How many conversations the workspace holds."""
+    return Conversation.objects.filter(workspace=workspace).count()
 
 
 def file_get(

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import uuid
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 
 from django.conf import settings
@@ -109,8 +109,12 @@ class DjangoStorageBackend:
         *,
         conversation_id: str | None = None,
         max_writes: int | None = None,
+        on_dead_rows: Callable[[Workspace], None] | None = None,
     ) -> None:
         self.workspace = workspace
+        self.on_dead_rows = on_dead_rows
+        """Called with the workspace when journaling finds rows a request that died left
+        there (``records.reclaim.reclaim_later`` queues their reclaim)."""
         self.storage = storage or offload_storage()
         self.max_writes = settings.REDUCTION_MAX_OFFLOADS if max_writes is None else max_writes
         """Most paths one backend writes (0: no limit, ``REDUCTION_MAX_OFFLOADS`` unless
@@ -184,8 +188,8 @@ class DjangoStorageBackend:
                 for name, size in sizes.items()
             )
         self._journaled.update(sizes)
-        if dead:
-            _reclaim_later(self.workspace)
+        if dead and self.on_dead_rows is not None:
+            self.on_dead_rows(self.workspace)
         created: set[str] = set()
         try:
             for name, staged in pending.items():
@@ -311,16 +315,6 @@ def names_in_use(workspace: Workspace, names: Collection[str]) -> set[str]:
             rows = model.objects.filter(workspace=workspace, storage_name__in=batch)
             used.update(rows.values_list("storage_name", flat=True))
     return used
-
-
-def _reclaim_later(workspace: Workspace) -> None:
-    """Have the task worker reclaim what requests that died left in ``workspace``."""
-    from reduction_app.records.reclaim import reclaim_enqueue
-
-    try:
-        reclaim_enqueue(workspace=workspace)
-    except DatabaseError:
-        logger.warning("could not queue the reclaim of %s", workspace.slug, exc_info=True)
 
 
 def _holds(storage: Storage, name: str, size: int) -> bool:

@@ -31,6 +31,7 @@ from reduction_app.models import (
     Workspace,
 )
 from reduction_app.queries import one_row_each
+from reduction_app.records.reclaim import reclaim_later
 from reduction_app.records.storage import DjangoStorageBackend
 from reduction_app.workspaces.quotas import lock_workspace, offload_bytes_add
 
@@ -60,7 +61,9 @@ def engine_session(
     recorded files are looked up once rather than path by path.
     Raises :class:`engine.ConfigError` for a bad config before anything runs.
     """
-    backend = DjangoStorageBackend(workspace, conversation_id=conversation_id)
+    backend = DjangoStorageBackend(
+        workspace, conversation_id=conversation_id, on_dead_rows=reclaim_later
+    )
     data = config_version.data if config_version is not None else (config_data or {})
     events: list[engine.ReductionEvent] = []
     config = engine.config_from_dict(data, backend=backend, on_event=events.append)

@@ -14,6 +14,8 @@ from django.core.files.storage import Storage
 from django.db.models import Exists, Model, OuterRef, Q, QuerySet
 
 from reduction_app.models import (
+    FINISHED,
+    UNFINISHED,
     Conversation,
     EventRecord,
     OffloadedFile,
@@ -24,9 +26,6 @@ from reduction_app.models import (
 )
 from reduction_app.records.services import ContentFreed
 from reduction_app.records.storage import offload_storage
-
-FINISHED = ("done", "failed")
-UNFINISHED = ("queued", "running")
 
 
 @dataclass

@@ -24,7 +24,6 @@ from reduction_app.schemas import (
     ErrorOut,
     response_links,
 )
-from reduction_app.simulations.leases import sweep_lease_check
 from reduction_app.simulations.schemas import SimulationDetailOut, SimulationIn, SimulationOut
 from reduction_app.simulations.selectors import simulation_get, simulation_list
 from reduction_app.simulations.services import (
@@ -34,6 +33,7 @@ from reduction_app.simulations.services import (
     simulation_enqueue,
     simulation_run,
 )
+from reduction_app.simulations.watch import simulation_check
 
 router = Router(tags=["simulations"])
 
@@ -84,7 +84,7 @@ def get_simulation(request: ApiRequest, simulation_id: int) -> Status[Simulation
     simulation = simulation_get(workspace=api_workspace(request), simulation_id=simulation_id)
     if simulation is None:
         raise ApiError(404, f"simulation {simulation_id} not found", "simulation_id")
-    return Status(200, sweep_lease_check(simulation=simulation))
+    return Status(200, simulation_check(simulation=simulation))
 
 
 @router.get(

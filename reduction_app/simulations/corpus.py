@@ -16,10 +16,12 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from django.db import transaction
+
 from reduction_app.conversations.selectors import recorded_conversation
+from reduction_app.errors import SimulationInputError
 from reduction_app.models import Conversation, Simulation, Workspace
 from reduction_app.prices.selectors import UnknownPricing, pricing_options, stored_pricing
-from reduction_app.simulations.services import SimulationInputError
 from simulator.compare import GRID_KNOBS, grid_configs
 from simulator.corpus_sweep import corpus_sweep
 from simulator.pricing import DEFAULT_PRICING_NAME
@@ -128,15 +130,17 @@ def corpus_simulation_create(
             raise SimulationInputError(
                 "conversations", f"{conversation}: the stored transcript cannot be read: {exc}"
             ) from exc
-    simulation = Simulation.objects.create(
-        workspace=workspace,
-        conversation=conversations[0],
-        kind=kind,
-        grid=dict(grid) if grid is not None else None,
-        options=options,
-        progress_total=total,
-    )
-    simulation.conversations.set(conversations)
+    # The row and its conversations together: no worker or page sees one without the other.
+    with transaction.atomic():
+        simulation = Simulation.objects.create(
+            workspace=workspace,
+            conversation=conversations[0],
+            kind=kind,
+            grid=dict(grid) if grid is not None else None,
+            options=options,
+            progress_total=total,
+        )
+        simulation.conversations.set(conversations)
     return simulation
 
 

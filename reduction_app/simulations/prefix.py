@@ -6,33 +6,22 @@ counts (:mod:`simulator.prefix`, the one rule) and every replay counts it. An im
 recording keeps those counts (``Conversation.provider_usage``), so the app's replays
 infer the same prefix as the simulator's command line on the same file. Compare and
 Tune let it be left out (``prefix=off`` in their address); the rest of the app counts
-it. What this module owns is that switch and the cheap question of whether a
-conversation has a prefix to infer, without reading its transcript.
+it. What this module owns is that switch; the cheap question of whether a conversation
+has a prefix to infer, without reading its transcript, is the conversations'
+(``conversations.selectors.infers_prefix``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from django.http import QueryDict
 
-from reduction_app.models import Conversation
-from simulator.prefix import OMITS_PREFIX
+from reduction_app.conversations.selectors import infers_prefix
 
 __all__ = ["PREFIX_OFF", "PREFIX_PARAM", "infers_prefix", "prefix_params", "prefix_wanted"]
 
 PREFIX_PARAM = "prefix"
 """The query parameter of the switch: a hidden ``off`` and, ticked, a checkbox ``on``."""
 PREFIX_OFF = "off"
-
-
-def infers_prefix(conversation: Conversation) -> bool:
-    """Whether replays of ``conversation`` infer a prefix: a recording of a kind that
-    leaves one out, imported with the provider's per-call counts (not one imported before
-    the app kept them, nor one a client recorded)."""
-    usage: Mapping[str, Any] | None = conversation.provider_usage
-    return conversation.source in OMITS_PREFIX and bool(usage and usage.get("prompt_tokens"))
 
 
 def prefix_wanted(params: QueryDict) -> bool:

@@ -22,7 +22,7 @@ from pydantic import (
 )
 
 from reduction_app.configs.schemas import ConfigJson
-from reduction_app.schemas import StrictIn
+from reduction_app.schemas import ProgressOut, StrictIn
 from simulator.misses import RECOVERY
 from simulator.pricing import DEFAULT_PRICING_NAME
 
@@ -53,11 +53,6 @@ class SimulationIn(StrictIn):
         description="Count the prefix an imported recording left out (a Claude Code log's "
         "system prompt and tool schemas), inferred from the provider's per-call counts.",
     )
-
-
-class ProgressOut(Schema):
-    done: int
-    total: int
 
 
 class _Stored(BaseModel):

@@ -7,7 +7,7 @@ from typing import Any
 
 from django.db.models import Count, Q, QuerySet
 
-from reduction_app.models import Conversation, Simulation, SimulationPart, Workspace
+from reduction_app.models import Conversation, JobStatus, Simulation, SimulationPart, Workspace
 from reduction_app.paging import digits
 from simulator import stored
 
@@ -25,7 +25,7 @@ def simulation_results(simulation: Simulation) -> stored.SimulationResults | Non
     the one way every page and command reads them; ``None`` until done. Results stored
     before they carried their kind are read as the kind the simulation is (a sweep over
     several conversations stores a corpus sweep)."""
-    if simulation.status != "done" or not simulation.results:
+    if simulation.status != JobStatus.DONE or not simulation.results:
         return None
     return stored.load(simulation.results, legacy_kind=_stored_kind(simulation))
 
@@ -75,7 +75,7 @@ def simulation_matching(
             kind="replay",
             created_at__gte=conversation.updated_at,
         )
-        .exclude(status="failed")
+        .exclude(status=JobStatus.FAILED)
         .defer("results")
         .order_by("-id")[:20]
     )

@@ -4,26 +4,32 @@
 the grid through the simulator) and records a queued :class:`Simulation`;
 ``simulation_run`` carries it out in this process, reporting progress as it goes. Small
 replays run inline in the request; ``simulation_enqueue`` hands sweeps and big replays to
-the task backend (django-tasks' database backend, run by ``manage.py db_worker``), a
-sweep as one task per combination (:mod:`reduction_app.simulations.sweeps`).
+the task backend (django-tasks' database backend, run by ``manage.py db_worker``) as
+``run_simulation``, a job under the watcher (:mod:`.watch`), or a sweep of one
+conversation as one task per combination (:mod:`.sweeps`).
 """
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
+from django_tasks import task
 
 from reduction_app import engine
 from reduction_app.configs.selectors import config_get, config_latest
-from reduction_app.conversations.selectors import recorded_conversation
-from reduction_app.models import Conversation, Simulation, Workspace
+from reduction_app.conversations.selectors import INLINE_LIMIT, fits_inline, recorded_conversation
+from reduction_app.errors import SimulationInputError
+from reduction_app.jobs.lease import claim_fields, heartbeat, job_end
+from reduction_app.jobs.watch import watch_enqueue
+from reduction_app.models import Conversation, JobStatus, Simulation, Workspace
 from reduction_app.prices.selectors import UnknownPricing, pricing_options, stored_pricing
-from reduction_app.simulations.watch import one_task, simulation_heartbeat, simulation_watch_enqueue
+from reduction_app.simulations.corpus import corpus_run
+from reduction_app.simulations.sweeps import sweep_enqueue
+from reduction_app.simulations.watch import one_task
 from simulator.compare import compare, grid_configs, sweep
 from simulator.pricing import DEFAULT_PRICING_NAME
 from simulator.replay import no_reduction
@@ -32,25 +38,14 @@ __all__ = [
     "INLINE_LIMIT",
     "SimulationInputError",
     "fits_inline",
+    "run_simulation",
     "runs_inline",
     "simulation_create",
     "simulation_enqueue",
     "simulation_run",
 ]
 
-INLINE_LIMIT = 2_000
-"""Replays of up to this many (message × config) steps answer inline."""
 PROGRESS_EVERY_SECONDS = 0.5
-
-logger = logging.getLogger(__name__)
-
-
-class SimulationInputError(ValueError):
-    """A simulation request that cannot run; ``field`` names what is at fault."""
-
-    def __init__(self, field: str, problem: str) -> None:
-        self.field = field
-        super().__init__(f"{field}: {problem}")
 
 
 def _configs(workspace: Workspace, items: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -136,13 +131,6 @@ def simulation_create(
     )
 
 
-def fits_inline(conversation: Conversation, *, configs: int) -> bool:
-    """Whether replaying ``conversation`` under ``configs`` configs may run inside a
-    request (every page and operation asks this, so the rule is written once here);
-    bigger replays go to the task worker, or are not offered where nothing waits."""
-    return conversation.message_count * configs <= INLINE_LIMIT
-
-
 def runs_inline(simulation: Simulation) -> bool:
     """Whether a queued simulation answers inline: replays that fit, never sweeps."""
     return simulation.kind == "replay" and fits_inline(
@@ -154,17 +142,14 @@ def simulation_enqueue(*, simulation: Simulation) -> None:
     """Hand a queued simulation to the task workers: a sweep of one conversation as one
     task per combination (:mod:`reduction_app.simulations.sweeps`), a replay, a sweep
     over several conversations or a recommendation as one task."""
-    from reduction_app.simulations.sweeps import sweep_enqueue
-    from reduction_app.tasks import run_simulation
-
     if not one_task(simulation):
         sweep_enqueue(simulation=simulation)
         return
     # A sweep over several conversations (the Sweep page, see .corpus) is one task too.
-    # Its watch fails it if its worker dies or none takes it (.watch).
+    # The watcher fails it if its worker dies or none takes it (.watch).
     with transaction.atomic():
         run_simulation.enqueue(simulation.pk)
-        simulation_watch_enqueue(simulation_id=simulation.pk)
+        watch_enqueue()
 
 
 def _progress(simulation_id: int) -> Any:
@@ -191,15 +176,20 @@ def simulation_run(*, simulation_id: int) -> Simulation:
             .select_related("conversation")
             .get(pk=simulation_id)
         )
-        if simulation.status != "queued":
+        if simulation.status != JobStatus.QUEUED:
             return simulation
-        simulation.status = "running"
-        simulation.started_at = simulation.heartbeat_at = timezone.now()
-        simulation.save(update_fields=["status", "started_at", "heartbeat_at"])
-    with simulation_heartbeat(simulation):
+        simulation.save(update_fields=claim_fields(simulation, timezone.now()))
+    with heartbeat(simulation):
         _carry_out(simulation)
     simulation.refresh_from_db()
     return simulation
+
+
+@task()
+def run_simulation(simulation_id: int) -> str:
+    """Carry out a queued simulation; its outcome is stored on the Simulation row."""
+    watch_enqueue()  # again, should the watch have been lost with a worker
+    return simulation_run(simulation_id=simulation_id).status
 
 
 def _carry_out(simulation: Simulation) -> None:
@@ -209,11 +199,8 @@ def _carry_out(simulation: Simulation) -> None:
     prefix = int(options.get("min_cacheable_prefix", 1024))
     inferred = bool(options.get("inferred_prefix", True))
     report = _progress(simulation.pk)
-    running = Simulation.objects.filter(pk=simulation.pk, status="running")
     try:
         if options.get("corpus"):
-            from reduction_app.simulations.corpus import corpus_run
-
             results: dict[str, Any] = corpus_run(simulation, report)
         elif simulation.kind == "sweep":
             recorded = recorded_conversation(simulation.conversation)
@@ -241,10 +228,6 @@ def _carry_out(simulation: Simulation) -> None:
             ).to_dict()
             report(len(configs), len(configs))
     except Exception as exc:  # recorded for the user; the worker must keep going
-        ended = running.update(
-            status="failed", error=f"{type(exc).__name__}: {exc}", finished_at=timezone.now()
-        )
+        job_end(simulation, status=JobStatus.FAILED, error=f"{type(exc).__name__}: {exc}")
     else:
-        ended = running.update(status="done", results=results, finished_at=timezone.now())
-    if not ended:
-        logger.warning("%s ended after it was given up; its outcome is dropped", simulation)
+        job_end(simulation, status=JobStatus.DONE, results=results)

@@ -10,10 +10,17 @@ finishes last gathers every part into the sweep's ``results``, the same object a
 in-process :func:`simulator.compare.sweep` gives (``SweepResult.to_dict``). Progress is
 the count of combinations done.
 
-A worker holds a lease on the part it runs, and a part whose worker stopped answering is
-queued again (:mod:`.leases`); so a part may be claimed more than once, and a run of it
-may end after another: the first run to finish stores the part's result (done or failed),
-a later one is dropped, and the sweep is gathered once.
+A part is a job (``reduction_app.jobs``): the worker that claims it holds its lease with a
+heartbeat. A part running with no heartbeat for ``REDUCTION_SWEEP_LEASE_SECONDS`` is
+abandoned: its worker was killed, ran out of memory or lost its machine.
+:func:`sweep_parts_recover` queues it again with a new task, keeping its count of runs, or
+once it has had ``REDUCTION_SWEEP_MAX_RUNS`` runs fails it and its sweep, naming the
+worker. The watcher does it for every sweep; so does every worker before and after each
+part it runs, a view of a running sweep, and ``manage.py sweep_recover``. Lookers exclude
+each other (the parts are read again locked, in an exclusive transaction on SQLite), so an
+abandoned part is queued again once. A part may thus be claimed more than once, and a run
+of it may end after another: the first run to finish stores the part's result (done or
+failed), a later one is dropped, and the sweep is gathered once.
 
 A worker process keeps the last conversations it prepared (:class:`simulator.prepared.Prepared`),
 so the parts of one sweep it takes share the parsing, the token counts and the
@@ -22,27 +29,43 @@ truncation of the tool results, as a sweep in one process does.
 
 from __future__ import annotations
 
-import os
-import socket
+import logging
 import threading
 from collections import OrderedDict
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
+from django.db.models import QuerySet
 from django.utils import timezone
+from django_tasks import task
 from django_tasks_db.utils import exclusive_transaction
 
 from reduction_app.conversations.selectors import recorded_conversation
-from reduction_app.models import Conversation, Simulation, SimulationPart
+from reduction_app.jobs.lease import claim_fields, heartbeat, job_end, lease_seconds, lost
+from reduction_app.jobs.watch import JobKind, register, watch_enqueue
+from reduction_app.models import UNFINISHED, Conversation, JobStatus, Simulation, SimulationPart
 from reduction_app.prices.selectors import stored_pricing
-from reduction_app.simulations.leases import heartbeat, sweep_parts_recover, sweep_watch_enqueue
 from simulator.compare import SweepResult, sweep_configs
 from simulator.parallel import totals_only
 from simulator.pricing import Pricing
 from simulator.replay import Prepared, replay_many
 from simulator.results import ReplayResult
 
-__all__ = ["sweep_enqueue", "sweep_part_run"]
+__all__ = [
+    "PARTS",
+    "Recovered",
+    "lost_worker_error",
+    "part_heartbeat",
+    "run_sweep_part",
+    "sweep_enqueue",
+    "sweep_part_run",
+    "sweep_parts_recover",
+]
+
+logger = logging.getLogger(__name__)
 
 PREPARED_KEPT = 2
 """Prepared conversations a worker process keeps (the sweeps it is working through)."""
@@ -53,8 +76,6 @@ _prepared_lock = threading.Lock()
 
 def sweep_enqueue(*, simulation: Simulation) -> int:
     """Make the parts of a queued sweep and enqueue a task for each; how many."""
-    from reduction_app.tasks import run_sweep_part
-
     pricing = stored_pricing(simulation.options)
     named: list[tuple[str, dict[str, Any] | None]] = list(
         sweep_configs(simulation.grid or {}, pricing)
@@ -72,12 +93,8 @@ def sweep_enqueue(*, simulation: Simulation) -> int:
         )
         for part in parts:
             run_sweep_part.enqueue(part.pk)
-        sweep_watch_enqueue(simulation_id=simulation.pk)
+        watch_enqueue()
     return len(parts)
-
-
-def _worker_name() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"
 
 
 def _claim(part_id: int) -> SimulationPart | None:
@@ -87,23 +104,19 @@ def _claim(part_id: int) -> SimulationPart | None:
         part = (
             SimulationPart.objects.select_for_update().select_related("simulation").get(pk=part_id)
         )
-        if part.status != "queued":
+        if part.status != JobStatus.QUEUED:
             return None
-        if part.simulation.status == "failed":
-            part.status = "failed"
+        if part.simulation.status == JobStatus.FAILED:
+            part.status = JobStatus.FAILED
             part.error = "not run: the sweep had failed"
             part.finished_at = now
             part.save(update_fields=["status", "error", "finished_at"])
             return None
-        part.status = "running"
-        part.runs += 1
-        part.worker = _worker_name()
-        part.started_at = now
-        part.heartbeat_at = now
-        part.save(update_fields=["status", "runs", "worker", "started_at", "heartbeat_at"])
-        Simulation.objects.filter(pk=part.simulation_id, status="queued").update(
-            status="running", started_at=now
+        part.save(update_fields=claim_fields(part, now))
+        Simulation.objects.filter(pk=part.simulation_id, status=JobStatus.QUEUED).update(
+            status=JobStatus.RUNNING, started_at=now
         )
+    watch_enqueue()
     return part
 
 
@@ -160,7 +173,7 @@ def sweep_part_run(*, part_id: int) -> str:
     if part is None:
         return SimulationPart.objects.values_list("status", flat=True).get(pk=part_id)
     try:
-        with heartbeat(part):
+        with part_heartbeat(part):
             result = _replay(part)
     except Exception as exc:  # recorded for the user; the worker must keep going
         outcome = _fail(part, f"{part.name}: {type(exc).__name__}: {exc}")
@@ -170,20 +183,24 @@ def sweep_part_run(*, part_id: int) -> str:
     return outcome
 
 
-def _store(part: SimulationPart, **fields: Any) -> bool:
-    """End the part with ``fields`` unless a run already ended it (one taken back from a
-    worker presumed dead may end after another run of it): whether this run did."""
-    ended = SimulationPart.objects.filter(pk=part.pk, status__in=("queued", "running"))
-    return bool(ended.update(worker=part.worker, **fields))
+def part_heartbeat(part: SimulationPart) -> AbstractContextManager[None]:
+    """Keep the claimed part's lease while the block runs (``jobs.lease.heartbeat``)."""
+    return heartbeat(part, name=f"sweep-part-{part.pk}-heartbeat")
+
+
+@task()
+def run_sweep_part(part_id: int) -> str:
+    """Replay one combination of a sweep; the last one done gathers the sweep."""
+    return sweep_part_run(part_id=part_id)
 
 
 def _fail(part: SimulationPart, error: str) -> str:
-    now = timezone.now()
     with exclusive_transaction():
-        if not _store(part, status="failed", error=error, finished_at=now):
+        # A run taken back from a worker presumed dead may end after another run of it.
+        if not job_end(part, status=JobStatus.FAILED, error=error, worker=part.worker):
             return "dropped"
-        Simulation.objects.filter(pk=part.simulation_id).exclude(status="failed").update(
-            status="failed", error=error, finished_at=now
+        Simulation.objects.filter(pk=part.simulation_id).exclude(status=JobStatus.FAILED).update(
+            status=JobStatus.FAILED, error=error, finished_at=timezone.now()
         )
     return "failed"
 
@@ -193,17 +210,18 @@ def _finish(part: SimulationPart, result: dict[str, Any]) -> str:
     the last part (under the sweep's row lock, so exactly one part gathers)."""
     now = timezone.now()
     with exclusive_transaction():
-        if not _store(part, status="done", result=result, finished_at=now):
+        if not job_end(part, status=JobStatus.DONE, result=result, worker=part.worker):
             return "dropped"
         simulation = Simulation.objects.select_for_update().get(pk=part.simulation_id)
         parts = SimulationPart.objects.filter(simulation=simulation)
         simulation.progress_done = parts.filter(
-            status="done", position__lt=simulation.progress_total
+            status=JobStatus.DONE, position__lt=simulation.progress_total
         ).count()
         fields = ["progress_done"]
-        if simulation.status == "running" and not parts.exclude(status="done").exists():
+        finished = not parts.exclude(status=JobStatus.DONE).exists()
+        if simulation.status == JobStatus.RUNNING and finished:
             simulation.results = _gather(list(parts.order_by("position")))
-            simulation.status = "done"
+            simulation.status = JobStatus.DONE
             simulation.finished_at = now
             fields += ["results", "status", "finished_at"]
         simulation.save(update_fields=fields)
@@ -215,3 +233,88 @@ def _gather(parts: list[SimulationPart]) -> dict[str, Any]:
     results = [ReplayResult.from_dict(p.result or {}) for p in parts]
     baseline = results.pop()
     return SweepResult.of(results, baseline).to_dict()
+
+
+# Taking back the parts whose worker stopped answering -----------------------------------
+
+
+@dataclass(frozen=True)
+class Recovered:
+    """What a look for abandoned parts did: the parts queued again and the parts failed."""
+
+    requeued: tuple[SimulationPart, ...] = ()
+    failed: tuple[SimulationPart, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.requeued or self.failed)
+
+    def __len__(self) -> int:
+        return len(self.requeued) + len(self.failed)
+
+
+def lost_worker_error(*, worker: str, runs: int) -> str:
+    """Why a part whose worker stopped answering on its last allowed run failed."""
+    return (
+        f"worker {worker} stopped answering (no heartbeat for {lease_seconds():g} s) "
+        f"on run {runs} of {settings.REDUCTION_SWEEP_MAX_RUNS}"
+    )
+
+
+def sweep_parts_recover(*, simulation_id: int | None = None) -> Recovered:
+    """Take back the parts (of one sweep, or of every sweep) whose worker stopped
+    answering: queue each again with a new task, or fail it and its sweep once it has had
+    ``REDUCTION_SWEEP_MAX_RUNS`` runs."""
+    parts = SimulationPart.objects.all()
+    if simulation_id is not None:
+        parts = parts.filter(simulation_id=simulation_id)
+    return _recover(lost(parts))
+
+
+def _recover(abandoned: QuerySet[SimulationPart]) -> Recovered:
+    if not abandoned.exists():
+        return Recovered()
+    requeued: list[SimulationPart] = []
+    failed: list[SimulationPart] = []
+    now = timezone.now()
+    with exclusive_transaction():
+        # Read again under the lock: a second looker waits, then finds these parts queued.
+        locked = abandoned.select_for_update(of=("self",)).select_related("simulation")
+        for part in locked.order_by("pk"):
+            sweep_runs = part.simulation.status in UNFINISHED
+            if sweep_runs and part.runs < settings.REDUCTION_SWEEP_MAX_RUNS:
+                part.requeued_after = [*part.requeued_after, part.worker]
+                part.status = JobStatus.QUEUED
+                part.worker = ""
+                part.heartbeat_at = None
+                part.save(update_fields=["requeued_after", "status", "worker", "heartbeat_at"])
+                run_sweep_part.enqueue(part.pk)
+                requeued.append(part)
+                continue
+            lost_worker = lost_worker_error(worker=part.worker, runs=part.runs)
+            part.status = JobStatus.FAILED
+            part.finished_at = now
+            if sweep_runs:
+                part.error = f"{part.name}: {lost_worker}"
+                Simulation.objects.filter(pk=part.simulation_id, status__in=UNFINISHED).update(
+                    status=JobStatus.FAILED, error=part.error, finished_at=now
+                )
+            else:
+                part.error = f"{lost_worker}; not run again: the sweep had failed"
+            part.save(update_fields=["status", "error", "finished_at"])
+            failed.append(part)
+    for part in requeued:
+        logger.warning(
+            "%s: worker %s stopped answering; queued again", part, part.requeued_after[-1]
+        )
+    for part in failed:
+        logger.warning("%s: %s", part, part.error)
+    return Recovered(requeued=tuple(requeued), failed=tuple(failed))
+
+
+PARTS = register(
+    JobKind(
+        name="sweep part",
+        rows=SimulationPart.objects.all,
+        recover=lambda abandoned: len(_recover(abandoned)),
+    )
+)

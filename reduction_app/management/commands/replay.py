@@ -10,7 +10,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from reduction_app.conversations.selectors import conversation_get
-from reduction_app.models import Workspace
+from reduction_app.models import JobStatus, Workspace
 from reduction_app.simulations.selectors import simulation_results
 from reduction_app.simulations.services import (
     SimulationInputError,
@@ -82,7 +82,7 @@ class Command(BaseCommand):
         except SimulationInputError as exc:
             raise CommandError(str(exc)) from exc
         simulation = simulation_run(simulation_id=simulation.pk)
-        if simulation.status != "done":
+        if simulation.status != JobStatus.DONE:
             raise CommandError(f"simulation {simulation.pk} failed: {simulation.error}")
         if options["json"]:
             self.stdout.write(json.dumps(simulation.results, ensure_ascii=False))

@@ -8,7 +8,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from reduction_app.simulations.leases import sweep_parts_recover
+from reduction_app.simulations.sweeps import sweep_parts_recover
 
 
 class Command(BaseCommand):

@@ -12,11 +12,11 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
-from reduction_app.conversations.selectors import conversation_count
 from reduction_app.dashboard import render_page, workspace_view
 from reduction_app.http import PageRequest
 from reduction_app.models import Workspace
 from reduction_app.records.selectors import (
+    conversation_count,
     event_list,
     events_by_phase,
     file_totals,

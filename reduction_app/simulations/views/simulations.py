@@ -16,10 +16,9 @@ from django.views.decorators.http import require_GET
 
 from reduction_app.dashboard import render_page, workspace_view
 from reduction_app.http import PageRequest
-from reduction_app.models import Simulation
+from reduction_app.models import UNFINISHED, Simulation
 from reduction_app.simulations.display import METRIC_HELP, miss_examples
 from reduction_app.simulations.front_chart import front_chart
-from reduction_app.simulations.leases import sweep_lease_check
 from reduction_app.simulations.points import grid_items, group_points, points_of
 from reduction_app.simulations.prefix import infers_prefix
 from reduction_app.simulations.selectors import (
@@ -29,6 +28,7 @@ from reduction_app.simulations.selectors import (
     simulation_results,
     simulation_rows,
 )
+from reduction_app.simulations.watch import simulation_check
 from simulator.recommend import LIMIT_LABELS
 from simulator.stored import (
     ComparedRun,
@@ -142,8 +142,8 @@ def simulation_page(request: PageRequest, simulation_id: int) -> HttpResponse:
     simulation = simulation_get(workspace=request.workspace, simulation_id=simulation_id)
     if simulation is None:
         raise Http404("no such simulation")
-    simulation = sweep_lease_check(simulation=simulation)
-    running = simulation.status in ("queued", "running")
+    simulation = simulation_check(simulation=simulation)
+    running = simulation.status in UNFINISHED
     corpus = bool(simulation.options.get("corpus"))
     conversations = simulation_conversations(simulation=simulation)
     context: dict[str, Any] = {

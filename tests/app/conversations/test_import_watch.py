@@ -1,9 +1,13 @@
-"""Imports on the task workers whose worker ended: given up by their watch, with nothing
-written and their uploads gone; an import given up while it ran writes nothing."""
+"""Imports on the task workers are jobs: the worker keeps an import's lease with a
+heartbeat for as long as it works on it, however long that is; one whose worker stopped
+answering is failed by the watcher, with nothing written and its uploads gone; an import
+given up while it ran writes nothing."""
 
 from __future__ import annotations
 
 import json
+import threading
+import time
 from datetime import timedelta
 from typing import Any
 
@@ -13,8 +17,14 @@ from django_tasks_db.models import DBTaskResult
 
 from reduction_app.conversations import imports
 from reduction_app.models import Conversation, RecordingImport, RecordingUpload, Workspace
+from tests.app.simulations.sweep_support import run_the_watch, watches
 
 pytestmark = pytest.mark.django_db
+
+LOST = (
+    "the worker importing it stopped answering (no heartbeat for 60 s); nothing was "
+    "imported: import the files again"
+)
 
 
 def _chat(*contents: str) -> bytes:
@@ -31,74 +41,82 @@ def _queued(workspace: Workspace) -> RecordingImport:
     )
 
 
-def _watches(job: RecordingImport) -> list[DBTaskResult]:
-    return [
-        t
-        for t in DBTaskResult.objects.filter(task_path="reduction_app.tasks.watch_recording_import")
-        if t.args_kwargs["args"] == [job.pk]
-    ]
+def _running(job: RecordingImport, *, silent_for: float) -> RecordingImport:
+    """``job`` taken by a worker that has written no heartbeat for ``silent_for`` s, and
+    started long before: how long it runs is not what counts."""
+    then = timezone.now() - timedelta(seconds=silent_for)
+    RecordingImport.objects.filter(pk=job.pk).update(
+        status="running", started_at=then - timedelta(hours=3), heartbeat_at=then
+    )
+    return RecordingImport.objects.get(pk=job.pk)
 
 
-def test_recording_import_enqueue_queues_the_import_and_its_watch_a_timeout_later(
-    workspace: Workspace, settings: Any
+def test_recording_import_enqueue_queues_the_import_and_the_watch_a_lease_later(
+    workspace: Workspace,
 ) -> None:
-    settings.REDUCTION_IMPORT_TIMEOUT_SECONDS = 600
     job = _queued(workspace)
     before = timezone.now()
     imports.recording_import_enqueue(recording_import=job)
-    [run] = DBTaskResult.objects.filter(task_path="reduction_app.tasks.run_recording_import")
-    assert run.args_kwargs["args"] == [job.pk]
-    [watch] = _watches(job)
-    assert watch.run_after is not None
-    assert watch.run_after - before >= timedelta(seconds=600)
-
-
-def test_recording_import_watch_gives_up_an_import_whose_worker_ended(
-    workspace: Workspace, settings: Any
-) -> None:
-    """Running for longer than the timeout with no outcome: failed, uploads deleted."""
-    settings.REDUCTION_IMPORT_TIMEOUT_SECONDS = 600
-    job = _queued(workspace)
-    RecordingImport.objects.filter(pk=job.pk).update(
-        status="running", started_at=timezone.now() - timedelta(seconds=601)
+    [run] = DBTaskResult.objects.filter(
+        task_path="reduction_app.conversations.imports.run_recording_import"
     )
-    assert imports.recording_import_watch(import_id=job.pk) == "failed"
+    assert run.args_kwargs["args"] == [job.pk]
+    [watch] = watches()
+    assert watch.run_after is not None
+    assert watch.run_after - before >= timedelta(seconds=60)
+
+
+def test_watch_gives_up_an_import_whose_worker_stopped_answering(workspace: Workspace) -> None:
+    """No heartbeat for a lease: failed, uploads deleted, nothing written."""
+    job = _queued(workspace)
+    _running(job, silent_for=61)
+    assert run_the_watch() == 0
     job.refresh_from_db()
-    assert (job.status, job.error) == ("failed", imports.GIVEN_UP)
+    assert (job.status, job.error) == ("failed", LOST)
     assert job.finished_at is not None
     assert not RecordingUpload.objects.exists()
     assert not Conversation.objects.exists()
-    assert _watches(job) == []  # nothing left to watch
+    assert watches() == []  # nothing left to watch
 
 
-def test_recording_import_watch_looks_again_at_an_import_still_in_time(
-    workspace: Workspace, settings: Any
-) -> None:
-    settings.REDUCTION_IMPORT_TIMEOUT_SECONDS = 600
+def test_watch_leaves_a_long_import_whose_worker_beats(workspace: Workspace) -> None:
+    """Running for hours, its heartbeat recent: left running, and looked at again."""
     job = _queued(workspace)
-    assert imports.recording_import_watch(import_id=job.pk) == "queued"
-    RecordingImport.objects.filter(pk=job.pk).update(
-        status="running", started_at=timezone.now() - timedelta(seconds=30)
-    )
-    assert imports.recording_import_watch(import_id=job.pk) == "running"
-    assert len(_watches(job)) == 2
+    assert run_the_watch() == 1  # queued: waits for a worker however long
+    _running(job, silent_for=30)
+    assert run_the_watch() == 1
+    job.refresh_from_db()
+    assert job.status == "running"
+    assert len(watches()) == 2
     assert RecordingUpload.objects.filter(recording_import=job).count() == 2
 
 
-def test_recording_import_watch_leaves_a_finished_import_alone(workspace: Workspace) -> None:
+def test_a_look_at_an_import_fails_it_once_its_worker_stopped_answering(
+    workspace: Workspace, settings: Any
+) -> None:
+    settings.REDUCTION_SWEEP_LEASE_SECONDS = 30
+    job = _queued(workspace)
+    answering = _running(job, silent_for=29)
+    assert imports.recording_import_check(recording_import=answering).status == "running"
+    looked = imports.recording_import_check(recording_import=_running(job, silent_for=31))
+    assert (looked.status, looked.error) == ("failed", LOST.replace("60 s", "30 s"))
+
+
+def test_watch_leaves_a_finished_import_alone(workspace: Workspace) -> None:
     job = _queued(workspace)
     assert imports.recording_import_run(import_id=job.pk).status == "done"
-    assert imports.recording_import_watch(import_id=job.pk) == "done"
-    assert _watches(job) == []
+    assert run_the_watch() == 0
+    job.refresh_from_db()
+    assert (job.status, job.runs) == ("done", 1)
     assert Conversation.objects.filter(workspace=workspace).count() == 2
 
 
 def test_an_import_given_up_while_it_ran_writes_nothing(
-    workspace: Workspace, settings: Any, monkeypatch: pytest.MonkeyPatch
+    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The watch gives the import up after its files are read, before they are written:
-    the worker's write finds it no longer running and undoes itself."""
-    settings.REDUCTION_IMPORT_TIMEOUT_SECONDS = 0
+    """The watcher gives the import up after its files are read, before they are written
+    (its worker presumed dead): the worker's write finds it no longer running and undoes
+    itself."""
     job = _queued(workspace)
     progress = imports._progress
 
@@ -108,12 +126,42 @@ def test_an_import_given_up_while_it_ran_writes_nothing(
         def then_given_up(done: int, total: int) -> None:
             report(done, total)
             if done == total:
-                assert imports.recording_import_watch(import_id=import_id) == "failed"
+                _running(job, silent_for=61)
+                assert run_the_watch() == 0
 
         return then_given_up
 
     monkeypatch.setattr(imports, "_progress", watched)
     ended = imports.recording_import_run(import_id=job.pk)
-    assert (ended.status, ended.error, ended.result) == ("failed", imports.GIVEN_UP, None)
+    assert (ended.status, ended.error, ended.result) == ("failed", LOST, None)
     assert not Conversation.objects.exists()
     assert not RecordingUpload.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_import_keeps_its_lease_while_its_worker_works_past_several_leases(
+    workspace: Workspace, settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A lease of 0.3 s and an import that reads for over a second: its heartbeat keeps it
+    alive, every look meanwhile leaves it running, and it ends done."""
+    settings.REDUCTION_SWEEP_LEASE_SECONDS = 0.3
+    job = _queued(workspace)
+    read = imports.read_recording
+    looks: list[str] = []
+
+    def slow_read(raw: bytes, **kwargs: Any) -> Any:
+        until = time.monotonic() + 0.7
+        while time.monotonic() < until:
+            time.sleep(0.1)
+            row = RecordingImport.objects.get(pk=job.pk)
+            looks.append(imports.recording_import_check(recording_import=row).status)
+        return read(raw, **kwargs)
+
+    monkeypatch.setattr(imports, "read_recording", slow_read)
+    beating = f"recordingimport-{job.pk}-heartbeat"
+    ended = imports.recording_import_run(import_id=job.pk)
+    assert (ended.status, ended.error) == ("done", "")
+    assert set(looks) == {"running"} and len(looks) >= 10
+    assert ended.heartbeat_at is not None and ended.started_at is not None
+    assert ended.heartbeat_at > ended.started_at + timedelta(seconds=1)
+    assert all(t.name != beating for t in threading.enumerate())

@@ -427,14 +427,14 @@ def test_conversation_page_reads_anthropic_transcripts() -> None:
 
 
 def test_conversation_page_does_not_replay_a_big_conversation_inline(monkeypatch: Any) -> None:
-    from reduction_app.simulations import services
+    from reduction_app.conversations import selectors
 
     client, ws = member_client()
     messages = [{"role": "user", "content": f"m{i}"} for i in range(30)]
     conversation_upsert(
         workspace=ws, client_id="big", message_format="openai_chat", transcript=messages
     )
-    monkeypatch.setattr(services, "INLINE_LIMIT", 10)
+    monkeypatch.setattr(selectors, "INLINE_LIMIT", 10)
     page = client.get("/conversations/big/").content.decode()
     assert "It has 30 messages and no recorded clear passes; replay it on the Compare page" in page
 

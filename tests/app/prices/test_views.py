@@ -10,6 +10,7 @@ import pytest
 from django.test import Client
 
 from reduction_app.configs.services import config_create
+from reduction_app.conversations import selectors as conversation_selectors
 from reduction_app.conversations.selectors import recorded_conversation
 from reduction_app.models import Simulation, WorkspacePrice
 from reduction_app.prices.forms import PriceForm
@@ -200,7 +201,7 @@ def test_background_compare_keeps_the_price_it_ran_with(
     """Queued with a workspace price, the simulation stores its values; editing the price
     before the worker runs changes neither what it runs with nor its stored results."""
     client, conversation, pk = priced
-    monkeypatch.setattr(services, "INLINE_LIMIT", 10)
+    monkeypatch.setattr(conversation_selectors, "INLINE_LIMIT", 10)
     body = {"conversation": conversation.pk, "config": [pk, "none"], "pricing": "ours"}
     started = client.post("/compare/", body)
     simulation = Simulation.objects.get()

@@ -34,9 +34,8 @@ from django_tasks_db.models import DBTaskResult
 from reduction_app.engine import WriteRequest
 from reduction_app.models import OffloadedFile, StagedOffload, Workspace
 from reduction_app.records.integrity import offload_check
-from reduction_app.records.reclaim import offload_reclaim
+from reduction_app.records.reclaim import offload_reclaim, reclaim_offloads
 from reduction_app.records.storage import DjangoStorageBackend, offload_storage, storage_name_for
-from reduction_app.tasks import reclaim_offloads
 from tests.app.support import ApiClient, grep_rounds, make_api, truncate_over_20
 from tests.offload_stores import OffloadStore
 

@@ -11,14 +11,23 @@ from typing import Any
 
 import pytest
 from django.core.management import call_command
+from django_tasks_db.models import DBTaskResult
 
 from reduction_app.conversations.selectors import recorded_conversation
+from reduction_app.jobs.watch import jobs_watch
 from reduction_app.models import Conversation, Simulation
 from reduction_app.simulations.services import simulation_create, simulation_enqueue
 from simulator.compare import sweep
 from simulator.importers import openhands_to_openai
 from simulator.pricing import pricing_for
 from tests.conftest import CONVERSATIONS, skip_without_recordings
+
+TASK_PATHS = {
+    "run_simulation": "reduction_app.simulations.services.run_simulation",
+    "run_sweep_part": "reduction_app.simulations.sweeps.run_sweep_part",
+    "watch_jobs": "reduction_app.jobs.watch.watch_jobs",
+}
+"""Where each task is declared: beside the service it runs."""
 
 GRID = {"max_tokens_for_clear": [4000, 8000, 16000], "clear_retention_suffix_limit": [1, 2]}
 
@@ -45,6 +54,20 @@ def queued(conversation: Conversation, grid: dict[str, Any] = GRID) -> Simulatio
 def drain_worker() -> None:
     """Run every task ready, in this process, as ``manage.py db_worker --batch``."""
     call_command("db_worker", "--batch", "--no-startup-delay", "--no-reload", stdout=StringIO())
+
+
+def watches() -> list[DBTaskResult]:
+    """The watch tasks queued so far, oldest first."""
+    return list(DBTaskResult.objects.filter(task_path=TASK_PATHS["watch_jobs"]).order_by("pk"))
+
+
+def run_the_watch() -> int:
+    """What a worker taking the watch task that is due does: the queued watch is marked
+    taken, then the watcher looks. How many jobs are unfinished."""
+    DBTaskResult.objects.filter(task_path=TASK_PATHS["watch_jobs"], status="READY").update(
+        status="SUCCESSFUL"
+    )
+    return jobs_watch()
 
 
 def in_process(conversation: Conversation, grid: dict[str, Any] = GRID) -> dict[str, Any]:

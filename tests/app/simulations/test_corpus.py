@@ -7,6 +7,7 @@ from http import HTTPStatus
 from typing import Any
 
 import pytest
+from django.db import DatabaseError
 
 from reduction_app import engine
 from reduction_app.conversations.selectors import recorded_conversation
@@ -162,3 +163,20 @@ def test_the_rest_api_reads_sweeps_and_recommendations_over_several_conversation
         body = detail.json()
         assert (body["conversation_id"], body["parts"]) == ("listing-a", [])
         assert body["results"] == simulation.results
+
+
+def test_corpus_simulation_is_recorded_with_its_conversations_or_not_at_all(
+    two: list[Conversation], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The database fails as the conversations are attached: no simulation is left
+    behind that a worker or a page would find without them."""
+
+    def lost_connection(*args: Any, **kwargs: Any) -> None:
+        raise DatabaseError("the connection was lost")
+
+    monkeypatch.setattr(Simulation.conversations.related_manager_cls, "set", lost_connection)
+    with pytest.raises(DatabaseError):
+        corpus_simulation_create(
+            workspace=two[0].workspace, conversations=two, kind="sweep", grid=GRID
+        )
+    assert not Simulation.objects.exists()

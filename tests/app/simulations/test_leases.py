@@ -1,5 +1,5 @@
 """The lease on a sweep part: the heartbeat of its worker, parts taken back when it stops
-(queued again, or failed after the last run), a late run that does no harm, the watch task
+(queued again, or failed after the last run), a late run that does no harm, the watcher
 and ``manage.py sweep_recover``; and a real ``db_worker`` killed in the middle of a part."""
 
 from __future__ import annotations
@@ -22,22 +22,24 @@ from django_tasks_db.models import DBTaskResult
 
 from reduction_app.models import Conversation, Simulation, SimulationPart
 from reduction_app.simulations import sweeps
-from reduction_app.simulations.leases import (
+from reduction_app.simulations.sweeps import (
     Recovered,
-    heartbeat,
+    sweep_part_run,
     sweep_parts_recover,
-    sweep_watch,
 )
-from reduction_app.simulations.sweeps import sweep_part_run
+from reduction_app.simulations.sweeps import part_heartbeat as heartbeat
 from simulator.compare import sweep
 from simulator.importers import conversation_from_json
 from simulator.pricing import pricing_for
 from tests.app.simulations.sweep_support import (
+    TASK_PATHS,
     databases,
     drain_worker,
     in_process,
     openhands_run,
     queued,
+    run_the_watch,
+    watches,
 )
 
 pytestmark = pytest.mark.django_db
@@ -72,7 +74,7 @@ def _taken(
 def _tasks(task: str, argument: int) -> list[DBTaskResult]:
     return [
         t
-        for t in DBTaskResult.objects.filter(task_path=f"reduction_app.tasks.{task}")
+        for t in DBTaskResult.objects.filter(task_path=TASK_PATHS[task])
         if t.args_kwargs["args"] == [argument]
     ]
 
@@ -300,24 +302,25 @@ def test_heartbeat_keeps_the_lease_and_stops_once_the_part_is_taken_back(
     assert not beating()
 
 
-# The watch task and the command --------------------------------------------------------
+# The watcher and the command -----------------------------------------------------------
 
 
 def test_sweep_watch_looks_again_a_lease_later_while_the_sweep_runs(
     stored: Conversation,
 ) -> None:
     simulation = queued(stored)
-    (first,) = _tasks("watch_sweep", simulation.pk)
+    (first,) = watches()
     assert first.status == "READY"
     assert timedelta(seconds=59) < first.run_after - first.enqueued_at <= timedelta(seconds=60)
     part = _taken(simulation, 0)
-    assert sweep_watch(simulation_id=simulation.pk) == "running"
+    assert run_the_watch() == 7  # the sweep's parts (six and the baseline) are unfinished
     part.refresh_from_db()
     assert (part.status, part.requeued_after) == ("queued", ["ghost:1"])
-    assert len(_tasks("watch_sweep", simulation.pk)) == 2
+    assert len(watches()) == 2
+    SimulationPart.objects.filter(simulation=simulation).update(status="done")
     Simulation.objects.filter(pk=simulation.pk).update(status="done")
-    assert sweep_watch(simulation_id=simulation.pk) == "done"
-    assert len(_tasks("watch_sweep", simulation.pk)) == 2  # no more looks
+    assert run_the_watch() == 0
+    assert len(watches()) == 2  # no more looks
 
 
 def test_sweep_recover_command_says_what_it_did(stored: Conversation) -> None:
@@ -359,7 +362,7 @@ SimulationPart.objects.filter(simulation_id={simulation_id}, position=0).update(
 
 _LOOK = """
 import time
-from reduction_app.simulations.leases import sweep_parts_recover
+from reduction_app.simulations.sweeps import sweep_parts_recover
 time.sleep(max(0.0, {at!r} - time.time()))
 print(len(sweep_parts_recover().requeued))
 """

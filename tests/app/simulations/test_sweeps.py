@@ -33,7 +33,7 @@ def test_sweep_enqueue_makes_a_part_and_a_task_per_combination(stored: Conversat
     assert parts[0].config == {"clear_retention_suffix_limit": 1, "max_tokens_for_clear": 4000}
     assert (parts[-1].name, parts[-1].config) == ("no reduction", None)
     assert {p.status for p in parts} == {"queued"}
-    tasks = DBTaskResult.objects.filter(task_path="reduction_app.tasks.run_sweep_part")
+    tasks = DBTaskResult.objects.filter(task_path="reduction_app.simulations.sweeps.run_sweep_part")
     assert sorted(t.args_kwargs["args"][0] for t in tasks) == [p.pk for p in parts]
     simulation.refresh_from_db()
     assert (simulation.status, simulation.progress_done, simulation.progress_total) == (

@@ -15,6 +15,7 @@ from django.test.utils import CaptureQueriesContext
 
 from reduction_app import engine
 from reduction_app.configs.services import config_create
+from reduction_app.conversations import selectors as conversation_selectors
 from reduction_app.conversations.selectors import recorded_conversation
 from reduction_app.models import Conversation, Simulation
 from reduction_app.simulations import services
@@ -293,7 +294,7 @@ def test_compare_big_conversation_runs_in_the_background(
     setup: tuple[Client, Conversation, int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     client, conversation, pk = setup
-    monkeypatch.setattr(services, "INLINE_LIMIT", 10)
+    monkeypatch.setattr(conversation_selectors, "INLINE_LIMIT", 10)
     url = f"/compare/?conversation={conversation.pk}&config={pk}&config=none"
     # A GET only offers to start it (a link must not load the worker): a POST does.
     offer = html(client.get(url, headers={"HX-Request": "true"}))
@@ -356,7 +357,7 @@ def test_compare_renders_a_simulation_stored_before_calls_carried_their_clear_pa
     """Older results have no ``clear`` per call: the chart reads the summary events they
     do hold, and where there are none (no reduction) the billed count, with no threshold."""
     client, conversation, pk = setup
-    monkeypatch.setattr(services, "INLINE_LIMIT", 10)
+    monkeypatch.setattr(conversation_selectors, "INLINE_LIMIT", 10)
     client.post("/compare/", {"conversation": conversation.pk, "config": [pk, "none"]})
     simulation = Simulation.objects.get()
     services.simulation_run(simulation_id=simulation.pk)
@@ -388,7 +389,7 @@ def test_compare_renders_a_simulation_stored_before_misses_were_measured(
 ) -> None:
     """Older results have no misses nor cost with recovery: shown as unknown, no delta."""
     client, conversation, pk = setup
-    monkeypatch.setattr(services, "INLINE_LIMIT", 10)
+    monkeypatch.setattr(conversation_selectors, "INLINE_LIMIT", 10)
     client.post("/compare/", {"conversation": conversation.pk, "config": [pk, "none"]})
     simulation = Simulation.objects.get()
     services.simulation_run(simulation_id=simulation.pk)
@@ -504,7 +505,7 @@ def test_compare_background_replay_counts_with_the_chosen_preset(
     """A queued replay keeps the preset, with its shortest cacheable prompt, as the inline
     replay counts: the same totals either way."""
     client, conversation, pk = setup
-    monkeypatch.setattr(services, "INLINE_LIMIT", 10)
+    monkeypatch.setattr(conversation_selectors, "INLINE_LIMIT", 10)
     body = {"conversation": conversation.pk, "config": [pk, "none"], "pricing": "claude-opus-4.5"}
     started = client.post("/compare/", body)
     simulation = Simulation.objects.get()

@@ -15,9 +15,9 @@ from django.test.utils import CaptureQueriesContext
 
 from reduction_app import engine
 from reduction_app.configs.services import config_create
+from reduction_app.conversations import selectors as conversation_selectors
 from reduction_app.conversations.selectors import recorded_conversation
 from reduction_app.models import ConfigProfile, Conversation
-from reduction_app.simulations import services
 from simulator import members as members_module
 from simulator.compare import compare
 from simulator.misses import RECOVERY
@@ -295,7 +295,7 @@ def test_tune_refuses_a_conversation_too_big_to_replay_per_slider(
     setup: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     client, conversation = setup
-    monkeypatch.setattr(services, "INLINE_LIMIT", 10)
+    monkeypatch.setattr(conversation_selectors, "INLINE_LIMIT", 10)
     page = client.get(f"/tune/?conversation={conversation.pk}").content.decode()
     assert "too many to re-run on every move of a slider" in page
     assert client.get("/tune/?conversation=%C2%B2").status_code == 404
@@ -472,7 +472,7 @@ def test_tune_no_switch_notes_for_a_conversation_too_big_to_replay_them(
     """47 messages: two replays per move fit in 100 steps, seven (with the switches
     flipped) do not."""
     client, conversation = setup
-    monkeypatch.setattr(services, "INLINE_LIMIT", 100)
+    monkeypatch.setattr(conversation_selectors, "INLINE_LIMIT", 100)
     page = parsed(client.get(f"/tune/?conversation={conversation.pk}&start=defaults"))
     assert _effects(page) == {spec.name: "" for spec in engine.config_switches()}
     assert elements(page, "table", class_="totals")

@@ -1,6 +1,6 @@
 """Simulations run as one task (a replay too big to answer inline, a sweep or
 recommendation over several conversations): the heartbeat of their worker, failed when it
-stops or when no worker takes them, the watch task, a late outcome dropped; and a real
+stops or when no worker takes them, the watcher, a late outcome dropped; and a real
 ``db_worker`` killed while it runs one, and a slow one on real workers never failed."""
 
 from __future__ import annotations
@@ -20,18 +20,23 @@ from django_tasks_db.models import DBTaskResult
 from reduction_app.conversations.services import conversation_upsert
 from reduction_app.models import Conversation, Simulation
 from reduction_app.simulations.corpus import corpus_simulation_create
-from reduction_app.simulations.leases import sweep_lease_check
 from reduction_app.simulations.services import (
     simulation_create,
     simulation_enqueue,
     simulation_run,
 )
-from reduction_app.simulations.watch import simulation_watch
+from reduction_app.simulations.watch import SIMULATIONS, simulation_check
 from reduction_app.workspaces.services import workspace_get_or_create
 from simulator.corpus import TOOLS_OPENAI, build_conversation, dump_openai
 from simulator.replay import no_reduction
 from tests.app.pages_support import cut_listing_conversation, html, member_client
-from tests.app.simulations.sweep_support import databases, drain_worker
+from tests.app.simulations.sweep_support import (
+    TASK_PATHS,
+    databases,
+    drain_worker,
+    run_the_watch,
+    watches,
+)
 from tests.app.support import ApiClient
 
 pytestmark = pytest.mark.django_db
@@ -81,7 +86,7 @@ def _waiting(simulation: Simulation, *, for_seconds: float) -> Simulation:
 def _tasks(task: str, argument: int) -> list[DBTaskResult]:
     return [
         t
-        for t in DBTaskResult.objects.filter(task_path=f"reduction_app.tasks.{task}")
+        for t in DBTaskResult.objects.filter(task_path=TASK_PATHS[task])
         if t.args_kwargs["args"] == [argument]
     ]
 
@@ -96,14 +101,14 @@ def _ended(simulation: Simulation) -> tuple[str, str, bool]:
 
 def test_simulation_whose_worker_stopped_answering_fails(listing: Conversation) -> None:
     simulation = _running(_replay(listing), silent_for=61)
-    looked = sweep_lease_check(simulation=simulation)
+    looked = simulation_check(simulation=simulation)
     assert (looked.status, looked.error, looked.results) == ("failed", LOST, None)
     assert _ended(simulation) == ("failed", LOST, True)
 
 
 def test_simulation_within_its_lease_is_left_running(listing: Conversation) -> None:
     simulation = _running(_replay(listing), silent_for=59)
-    assert sweep_lease_check(simulation=simulation).status == "running"
+    assert simulation_check(simulation=simulation).status == "running"
     assert _ended(simulation) == ("running", "", False)
 
 
@@ -111,9 +116,9 @@ def test_simulation_lease_follows_the_setting(listing: Conversation, settings: A
     settings.REDUCTION_SWEEP_LEASE_SECONDS = 30
     answering = _running(_replay(listing), silent_for=29)
     lost = _running(_replay(listing), silent_for=31)
-    assert sweep_lease_check(simulation=answering).status == "running"
+    assert simulation_check(simulation=answering).status == "running"
     error = "the worker running it stopped answering (no heartbeat for 30 s); start it again"
-    assert sweep_lease_check(simulation=lost).error == error
+    assert simulation_check(simulation=lost).error == error
 
 
 def test_simulation_from_before_heartbeats_is_dated_by_its_start(listing: Conversation) -> None:
@@ -122,7 +127,7 @@ def test_simulation_from_before_heartbeats_is_dated_by_its_start(listing: Conver
         status="running", started_at=timezone.now() - timedelta(seconds=61), heartbeat_at=None
     )
     simulation.refresh_from_db()
-    assert sweep_lease_check(simulation=simulation).error == LOST
+    assert simulation_check(simulation=simulation).error == LOST
 
 
 def test_sweep_and_recommendation_over_several_conversations_fail_alike() -> None:
@@ -137,8 +142,8 @@ def test_sweep_and_recommendation_over_several_conversations_fail_alike() -> Non
             workspace=workspace, conversations=two, kind=kind, grid=grid
         )
         simulation_enqueue(simulation=simulation)
-        assert len(_tasks("watch_simulation", simulation.pk)) == 1
-        looked = sweep_lease_check(simulation=_running(simulation, silent_for=61))
+        assert len(watches()) == 1  # one watch, for every job
+        looked = simulation_check(simulation=_running(simulation, silent_for=61))
         assert (looked.kind, looked.status, looked.error) == (kind, "failed", LOST)
 
 
@@ -152,12 +157,12 @@ def test_sweep_in_parts_is_left_to_its_parts(listing: Conversation) -> None:
         grid={"max_tokens_for_clear": [4000]},
     )
     simulation_enqueue(simulation=simulation)
-    assert _tasks("watch_simulation", simulation.pk) == []
+    assert not SIMULATIONS.rows().filter(pk=simulation.pk).exists()  # its parts are watched
     simulation = _waiting(_running(simulation, silent_for=600), for_seconds=7 * 3600)
-    assert sweep_lease_check(simulation=simulation).status == "running"
+    assert simulation_check(simulation=simulation).status == "running"
     Simulation.objects.filter(pk=simulation.pk).update(status="queued")
     simulation.refresh_from_db()
-    assert sweep_lease_check(simulation=simulation).status == "queued"
+    assert simulation_check(simulation=simulation).status == "queued"
     assert _ended(simulation) == ("queued", "", False)
 
 
@@ -166,7 +171,7 @@ def test_simulation_ended_is_left_alone(listing: Conversation) -> None:
     _waiting(_running(simulation, silent_for=600), for_seconds=7 * 3600)
     Simulation.objects.filter(pk=simulation.pk).update(status="done")
     simulation.refresh_from_db()
-    assert sweep_lease_check(simulation=simulation).status == "done"
+    assert simulation_check(simulation=simulation).status == "done"
     assert _ended(simulation) == ("done", "", False)
 
 
@@ -193,8 +198,8 @@ def test_page_says_a_simulation_whose_worker_stopped_answering_failed() -> None:
 def test_simulation_no_worker_took_fails_after_the_timeout(listing: Conversation) -> None:
     waiting = _waiting(_replay(listing), for_seconds=6 * 3600 - 1)
     untaken = _waiting(_replay(listing), for_seconds=6 * 3600 + 1)
-    assert sweep_lease_check(simulation=waiting).status == "queued"
-    looked = sweep_lease_check(simulation=untaken)
+    assert simulation_check(simulation=waiting).status == "queued"
+    looked = simulation_check(simulation=untaken)
     assert (looked.status, looked.error) == ("failed", UNTAKEN)
     assert _ended(untaken) == ("failed", UNTAKEN, True)
     # A worker taking it afterwards does not run it.
@@ -205,41 +210,43 @@ def test_simulation_no_worker_took_fails_after_the_timeout(listing: Conversation
 def test_simulation_queue_timeout_follows_the_setting(listing: Conversation, settings: Any) -> None:
     settings.REDUCTION_SIMULATION_QUEUE_TIMEOUT_SECONDS = 600
     simulation = _waiting(_replay(listing), for_seconds=601)
-    assert sweep_lease_check(simulation=simulation).error == (
+    assert simulation_check(simulation=simulation).error == (
         "no worker took it in 10 min (REDUCTION_SIMULATION_QUEUE_TIMEOUT_SECONDS): start the "
         "task workers (manage.py db_worker), then start it again"
     )
     settings.REDUCTION_SIMULATION_QUEUE_TIMEOUT_SECONDS = 0  # waits forever
     forever = _waiting(_replay(listing), for_seconds=365 * 86400)
-    assert sweep_lease_check(simulation=forever).status == "queued"
+    assert simulation_check(simulation=forever).status == "queued"
 
 
-# The watch task -----------------------------------------------------------------------
+# The watcher --------------------------------------------------------------------------
 
 
 def test_simulation_watch_looks_again_a_lease_later_until_it_ends(
     listing: Conversation,
 ) -> None:
     simulation = _replay(listing)
-    (first,) = _tasks("watch_simulation", simulation.pk)
+    (first,) = watches()
     assert first.status == "READY"
     assert timedelta(seconds=59) < first.run_after - first.enqueued_at <= timedelta(seconds=60)
     assert [t.status for t in _tasks("run_simulation", simulation.pk)] == ["READY"]
-    assert simulation_watch(simulation_id=simulation.pk) == "queued"
+    assert run_the_watch() == 1
+    assert _ended(simulation) == ("queued", "", False)
     _running(simulation, silent_for=10)
-    assert simulation_watch(simulation_id=simulation.pk) == "running"
-    assert len(_tasks("watch_simulation", simulation.pk)) == 3
+    assert run_the_watch() == 1
+    assert _ended(simulation) == ("running", "", False)
+    assert len(watches()) == 3
     _running(simulation, silent_for=61)
-    assert simulation_watch(simulation_id=simulation.pk) == "failed"
+    assert run_the_watch() == 0
     assert _ended(simulation) == ("failed", LOST, True)
-    assert len(_tasks("watch_simulation", simulation.pk)) == 3  # no more looks
+    assert len(watches()) == 3  # no more looks
     Simulation.objects.filter(pk=simulation.pk).delete()
-    assert simulation_watch(simulation_id=simulation.pk) == "deleted"
+    assert run_the_watch() == 0
 
 
 def test_simulation_watch_fails_one_no_worker_took(listing: Conversation) -> None:
     simulation = _waiting(_replay(listing), for_seconds=6 * 3600 + 1)
-    assert simulation_watch(simulation_id=simulation.pk) == "failed"
+    assert run_the_watch() == 0
     assert _ended(simulation) == ("failed", UNTAKEN, True)
 
 
@@ -323,8 +330,8 @@ print(simulation.pk)
 
 _LOOK = """
 from reduction_app.models import Simulation
-from reduction_app.simulations.leases import sweep_lease_check
-print(sweep_lease_check(simulation=Simulation.objects.get(pk={simulation_id})).status)
+from reduction_app.simulations.watch import simulation_check
+print(simulation_check(simulation=Simulation.objects.get(pk={simulation_id})).status)
 """
 
 
@@ -349,7 +356,7 @@ def _queue_replay(site: Any, messages: list[dict[str, Any]], configs: int) -> in
 def _task_rows(site: Any, task: str) -> list[dict[str, Any]]:
     return site.rows(  # type: ignore[no-any-return]
         "SELECT status FROM django_tasks_database_dbtaskresult WHERE task_path = %s",
-        [f"reduction_app.tasks.{task}"],
+        [TASK_PATHS[task]],
     )
 
 
@@ -380,7 +387,7 @@ def test_simulation_whose_worker_is_killed_fails(
     assert finished["finished_at"] is not None
     # The killed worker's task is never ended; the watch ended the simulation.
     assert [r["status"] for r in _task_rows(site, "run_simulation")] == ["RUNNING"]
-    assert "SUCCESSFUL" in {r["status"] for r in _task_rows(site, "watch_simulation")}
+    assert "SUCCESSFUL" in {r["status"] for r in _task_rows(site, "watch_jobs")}
 
 
 @pytest.mark.parametrize("site_url", databases(), indirect=True)
@@ -405,7 +412,7 @@ def test_slow_simulation_on_real_workers_is_never_failed(
     assert [r["status"] for r in _task_rows(site, "run_simulation")] == ["SUCCESSFUL"]
     ran = _moment(finished["finished_at"]) - _moment(finished["started_at"])
     assert ran > timedelta(seconds=3), ran  # past three leases
-    watches = [r["status"] for r in _task_rows(site, "watch_simulation")]
+    watches = [r["status"] for r in _task_rows(site, "watch_jobs")]
     # It was looked at while it ran, more than a lease after it started, and never failed.
     assert watches.count("SUCCESSFUL") >= 2, watches
 
