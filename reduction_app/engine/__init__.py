@@ -1,15 +1,9 @@
 """Reduction Lab's engine: a Python port of the Eino ADK ``reduction`` middleware.
 
-Pure Python; importing it never loads Django. Build a middleware with
-:func:`new`, wrap tool calls with its ``wrap_*`` methods (truncation) and call
-:meth:`~ReductionMiddleware.before_model_rewrite_state` before every model call
-(clear). See docs/engine.md for every config field, and docs/behaviour.md for what the
-engine promises and its deliberate differences from the reference.
-
-This module is the surface for reducing conversations. Read-only helpers (classify a
-message, read a tool result, recognise a notice, restore offloads, count the way the
-counters do) live in :mod:`reduction_app.engine.inspect`, and the wire formats in
-:mod:`reduction_app.engine.formats`; every other engine module is private to the engine.
+Pure Python; importing it never loads Django. This module is the surface for reducing
+conversations (build a middleware with :func:`new`, see docs/engine.md); read-only helpers
+live in :mod:`reduction_app.engine.inspect`, the wire formats in
+:mod:`reduction_app.engine.formats`, and every other engine module is private.
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """One implementation of each phase for both sync and async callers.
 
 A phase is written once as a generator that *yields* the calls it needs made
-(``Call(fn, args)``: a handler, a counter, a backend write) and receives their
-results back. :func:`run_sync` makes the calls directly; :func:`run_async`
-awaits any that return an awaitable, so handlers, counters, rewriters and
-backends may be plain or ``async`` functions. An exception raised by a call is
-thrown back into the generator at the point of the ``yield``, exactly as if the
-phase had called the function itself.
+(``Call(fn, args)``: a handler, a counter, a backend write) and receives their results
+back; :func:`run_sync` makes the calls directly, :func:`run_async` awaits any that return
+an awaitable, so handlers, counters, rewriters and backends may be plain or ``async``.
 """
 
 from __future__ import annotations
@@ -48,7 +45,12 @@ def _describe(fn: Callable[..., Any]) -> str:
 
 
 def run_sync(steps: Steps[T]) -> T:
-    """Drive ``steps`` to the end, making each call directly."""
+    """Drive ``steps`` to the end, making each call directly.
+
+    An exception raised by a call is thrown back into the generator at the point of the
+    ``yield``, exactly as if the phase had called the function itself (so in
+    :func:`run_async` too).
+    """
     value: Any = None
     error: BaseException | None = None
     while True:

@@ -1,14 +1,10 @@
 """How the phases read and rewrite both message styles.
 
-Chat messages carry tool calls on assistant messages and results in ``tool``
-messages; agentic messages carry ``function_tool_call`` blocks on assistant
-messages and ``function_tool_result`` blocks in user messages, possibly several
-in one message. Every function here takes either style and returns new values;
-nothing is changed in place.
-
-It also owns how a call finds its results: by call id, among the tool-result
-messages right after the call, a reused id taking the next free result
-(docs/behaviour.md §4.6 step 1).
+Chat messages carry results in ``tool`` messages; agentic messages carry
+``function_tool_result`` blocks in user messages, possibly several in one. Every function
+here takes either style and returns new values. It also owns how a call finds its results:
+by call id, among the tool-result messages right after the call, a reused id taking the
+next free result (docs/behaviour.md §4.6 step 1).
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
 """Content-block messages (Anthropic Messages, OpenAI Responses; Eino's ``AgenticMessage``).
 
 An :class:`AgenticMessage` has no tool role: tool results travel as
-:class:`FunctionToolResult` blocks inside user messages, and one user message may
-carry the results of several parallel calls. Each block is a frozen, keyword-only
-dataclass whose ``type`` field is fixed by its class, so a block list can be
-matched on ``type`` or with ``isinstance``.
-
-This module owns the values only; wire formats live in ``engine/formats/``.
+:class:`FunctionToolResult` blocks inside user messages, several parallel calls' results
+in one message. Each block's ``type`` is fixed by its class, so a block list can be
+matched on ``type`` or with ``isinstance``. Values only; wire formats live in ``formats/``.
 """
 
 from __future__ import annotations

@@ -1,47 +1,8 @@
 """What kind of work a shell command does: the rule behind ``trunc_command_limits``.
 
-A shell tool (Claude Code's ``Bash``, mini-swe-agent's ``bash``, OpenHands'
-``execute_bash``: any tool whose arguments hold a string ``command`` or ``cmd``) prints
-what its command printed. :func:`command_kind` sorts a command into one of
-:data:`COMMAND_KINDS`, so the truncation phase can give each kind of output its own
-limit (docs/behaviour.md §3.11):
-
-``reading``
-    shows a file's content: ``cat``, ``nl``, ``head``, ``tail``, ``less``, ``bat``,
-    ``awk``, ``sed`` without ``-i``, ``wc``, ``diff``, ``jq``; ``git show``, ``diff``,
-    ``log``, ``blame``.
-``searching``
-    finds files or lines: ``grep``, ``rg``, ``ag``, ``find``, ``fd``, ``ls``,
-    ``tree``, ``locate``, ``which``, ``du``; ``git grep``, ``ls-files``, ``status``.
-``running``
-    runs a program, tests or a build: interpreters (``python``, ``node``, ``ruby``...),
-    test runners and build tools (``pytest``, ``tox``, ``make``, ``go``, ``cargo``,
-    ``npm``, ``mise``...), a script by its path (``./run.sh``, ``tests/runtests.py``,
-    ``bash script.sh``).
-``editing``
-    changes files: ``sed -i``, ``patch``, ``tee``, ``cat``/``echo``/``printf`` written
-    to a file (``cat <<'EOF' > f.py``), ``cp``, ``mv``, ``rm``, ``mkdir``, ``touch``;
-    ``git apply``, ``add``, ``commit``, ``checkout``, ``stash``...
-``other``
-    everything else (``gh``, ``curl``, ``git push``...).
-
-How a command line is read:
-
-* Heredoc bodies are skipped, line continuations joined, and the line is split into
-  simple commands at ``|``, ``&&``, ``||``, ``;``, ``&`` and newlines (quotes respected).
-* A simple command is read past environment assignments (``A=1``), wrappers (``sudo``,
-  ``timeout 5s``, ``time``, ``nice``, ``env``, ``nohup``, ``xargs``...) and shell
-  keywords (``then``, ``do``...); ``bash -c '...'`` is read as the command it runs.
-* Some commands say nothing about the work and are passed over: ``cd``, ``echo`` and
-  ``printf`` (unless written to a file), ``export``, ``source``, ``sleep``, ``true``,
-  ``pwd``, ``for`` and the like.
-* In a pipeline, the first command that is not passed over decides: it makes the data,
-  the rest filter it (``nl -ba f | sed -n '1,9p'`` is reading, ``pytest | tail`` running).
-* Across a sequence (``&&``, ``;``, lines), the strongest kind wins, in the order of
-  :data:`COMMAND_KINDS`: ``running`` over ``reading`` over ``searching`` over
-  ``editing`` over ``other``. Writing a script and running it is running; an edit
-  followed by a look at the file is reading.
-
+:func:`command_kind` sorts a shell tool's command (``Bash``, ``bash``, ``execute_bash``:
+any tool whose arguments hold a string ``command`` or ``cmd``) into one of
+:data:`COMMAND_KINDS`; docs/behaviour.md §3.11 lists which commands make which kind.
 This module owns the rule only; which limit a kind gets is the truncation phase's.
 """
 
@@ -285,7 +246,13 @@ def _strongest(kinds: list[CommandKind]) -> CommandKind | None:
 
 
 def _kind_of(command: str) -> tuple[CommandKind | None, bool]:
-    """The command's strongest kind, and whether it has any words at all."""
+    """The command's strongest kind, and whether it has any words at all.
+
+    In a pipeline the first command not passed over decides: it makes the data, the
+    rest filter it (``nl -ba f | sed -n '1,9p'`` is reading, ``pytest | tail`` running).
+    Across a sequence the strongest kind wins (:data:`COMMAND_KINDS`): writing a script
+    and running it is running; an edit followed by a look at the file is reading.
+    """
     found: list[CommandKind] = []
     words_seen = False
     for pipeline in _pipelines(_tokens(_without_heredocs(command))):

@@ -1,15 +1,10 @@
 """The middleware's configuration: ``ReductionConfig`` and ``ToolReductionConfig``.
 
-Field names and defaults follow the reference's ``TypedConfig`` in snake_case. What
-each field holds, its default, its help and whether ``0`` means the default (as in the
-reference, for ``max_length_for_trunc``, ``max_tokens_for_clear`` and
-``clear_retention_suffix_limit``; a negative retention keeps nothing) are described once,
-in :mod:`reduction_app.engine.config_spec`; this module holds the dataclasses and the
-behaviour derived from that description. :func:`validate` checks every field and raises
-:class:`ConfigError` naming it; :func:`filled` applies the zero-means-default rule. The
-JSON-serialisable fields (everything but backends and callables) can be read from and
-written to plain dicts (:func:`config_from_dict`, :func:`config_to_dict`), for the REST
-API and the simulator.
+Field names and defaults follow the reference's ``TypedConfig`` in snake_case; what each
+field holds is described once, in :mod:`reduction_app.engine.config_spec`. This module
+holds the dataclasses and the behaviour derived from that description: :func:`validate`
+(a :class:`ConfigError` naming the field), :func:`filled` (``0`` means the default), and
+the JSON fields read from and written to plain dicts for the REST API and the simulator.
 """
 
 from __future__ import annotations

@@ -1,17 +1,9 @@
 """The one description of every ``ReductionConfig`` field: :data:`CONFIG_FIELDS`.
 
-Each :class:`ConfigField` gives a field's name, kind, default, one line of help, whether
-``0`` means the default, its range, its choices and, for the numeric knobs, how the
-Tune page's slider and a sweep grid move it. Everything else that lists config fields is
-derived from it: the engine's JSON parser and checks (:mod:`reduction_app.engine.config`),
-the dashboard's form, the Tune page's knobs, the sweep grid, the REST API's documented
-config model, and the table of docs/engine.md (a test holds it to this spec). Adding a
-config field is a :class:`ConfigField` here and the field on the dataclass.
-
-This module owns descriptions, not behaviour: the checks themselves live in ``config``.
-Readers that must see a patched spec (tests inject an extra field) call
-:func:`config_fields`, :func:`json_config_fields` and :func:`config_knobs`, which read
-:data:`CONFIG_FIELDS` when called.
+Everything else that lists config fields derives from it: the engine's JSON parser and
+checks, the dashboard's form, the Tune page's knobs, the sweep grid, the REST API's config
+model, and the table of docs/engine.md (a test holds it to this spec). Adding a field is a
+:class:`ConfigField` here and the field on the dataclass; the checks live in ``config``.
 """
 
 from __future__ import annotations
@@ -431,7 +423,11 @@ CONFIG_FIELDS: tuple[ConfigField, ...] = (
 
 
 def config_fields() -> tuple[ConfigField, ...]:
-    """:data:`CONFIG_FIELDS`, read when called."""
+    """:data:`CONFIG_FIELDS`, read when called.
+
+    Readers that must see a patched spec (tests inject an extra field) call this,
+    :func:`json_config_fields` and :func:`config_knobs` rather than hold the tuple.
+    """
     return CONFIG_FIELDS
 
 

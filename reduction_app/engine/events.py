@@ -1,18 +1,9 @@
 """Reduction events: what each phase did, as values handed to ``on_event``.
 
-A truncation emits one ``tool`` event per reduced output. A clear pass emits one
-``tool`` event per cleared call and then one ``summary`` event, also when it did
-nothing (then ``reason`` says why). Events are emitted only once the state they
-describe is final: after the offload was written and the new messages exist.
-
-Token figures come from the config's counter. For a truncation they measure the
-output text; for a cleared call, the result message holding it (the counts the
-pass already made, role lines included), or the texts when that message holds
-several results or the call's arguments changed; for a summary, the whole
-conversation. ``tokens_saved`` is ``tokens_before - tokens_after`` and is negative
-when a placeholder is longer than what it replaced. Character figures measure the
-reduced texts; summaries carry none (0). A cleared call's ``strategy`` names the opt-in
-strategy that cleared it (empty for the reference's clearing).
+A truncation emits one ``tool`` event per reduced output; a clear pass one ``tool`` event
+per cleared call, then one ``summary`` event, also when it did nothing (``reason`` says
+why). Events are emitted only once the state they describe is final: after the offload
+was written and the new messages exist.
 """
 
 from __future__ import annotations
@@ -58,6 +49,10 @@ class ReductionEvent:
     """Characters of the reduced text before (``tool`` events; 0 in summaries)."""
     chars_after: int = 0
     tokens_before: int = 0
+    """Tokens by the config's counter: for a truncation, of the output text; for a cleared
+    call, of the result message holding it (the counts the pass already made, role lines
+    included), or of the texts when that message holds several results or the call's
+    arguments changed; for a summary, of the whole conversation."""
     tokens_after: int = 0
     tokens_saved: int = 0
     """``tokens_before - tokens_after``; negative when the replacement is longer."""

@@ -1,29 +1,10 @@
 """The engine's second public surface: looking into conversations and offloads.
 
-:mod:`reduction_app.engine` is what an agent needs to *reduce* a conversation. This
-module is for code that *reads* one without reducing it (the dashboard, the simulator,
-the benchmarks): the same rules the phases apply, so a chart or a replay never
-re-derives them and never drifts from the engine.
-
-- Messages: :func:`classify` a message of either style, list the :func:`tool_calls_of`
-  an assistant message (as :class:`CallRef`), :func:`read_result` and
-  :func:`write_result` a tool result (new values; nothing is changed in place).
-- Notices: :func:`is_clear_placeholder` recognises the clear phase's placeholders,
-  :func:`truncation_file_path` pulls the offload path out of a truncation notice, and
-  :func:`is_offload_manifest` recognises the message ``clear_offload_manifest`` adds.
-- Offloads: :func:`offload_paths` lists the files a reduced conversation names and
-  :func:`restore_results` puts the original results back from them;
-  :func:`first_clear_paths` lists the paths the clear phase's default generator tries
-  first for a conversation's calls (a storage can look them up together).
-- Pairing: :func:`pairing_problems` lists where a conversation splits a tool call from
-  its result under a wire format's rules (as :class:`PairingProblem` values), and
-  :func:`wire_pairing_problems` does the same for a wire-format message list.
-- Counting: :func:`count_text`, :func:`render_message` and :func:`render_tool` measure
-  and render the way the token counters do.
-
-Everything else the engine's modules hold is private: outside code imports only
-``reduction_app.engine``, this module and ``reduction_app.engine.formats`` (a test
-checks).
+:mod:`reduction_app.engine` is what an agent needs to *reduce* a conversation; this module
+is for code that *reads* one without reducing it (the dashboard, the simulator, the
+benchmarks), with the very rules the phases apply, so a chart or a replay never re-derives
+them and never drifts from the engine. What each function does: docs/engine.md, "Looking
+into conversations".
 """
 
 from __future__ import annotations

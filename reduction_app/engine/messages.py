@@ -1,13 +1,10 @@
 """Chat-style message values (the OpenAI chat shape, Eino's ``schema.Message``).
 
-This module owns the values only: how they are parsed from and dumped to wire
-formats lives in :mod:`reduction_app.engine.formats`, and how the phases read
-and rewrite them lives in :mod:`reduction_app.engine.access`.
-
-Every value is a frozen, keyword-only dataclass. Sequences are stored as tuples
-(a list passed in is copied into one), so a message cannot change under the
-engine's per-message token cache. Edit by copying with :func:`dataclasses.replace`.
-``extra`` dicts are shared by such copies: treat them as read-only too.
+Values only: parsing and dumping live in :mod:`reduction_app.engine.formats`, how the
+phases read and rewrite them in :mod:`reduction_app.engine.access`. Every value is
+frozen, its sequences tuples (a list passed in is copied), so a message cannot change
+under the engine's per-message token cache: edit by copying (:func:`dataclasses.replace`)
+and treat the ``extra`` dicts such copies share as read-only too.
 """
 
 from __future__ import annotations

@@ -1,13 +1,10 @@
-"""The texts the engine puts in place of tool output, in English and Chinese,
-and the recognisers that find them again in a conversation.
+"""The texts the engine puts in place of tool output, in English and Chinese, and the
+recognisers that find them again in a conversation.
 
-The structure follows the reference (a ``<persisted-output>`` wrapper, the
-original size, the file path, head and tail previews, the read tool's name);
-sizes are in characters. The language is chosen when a text is formatted: the
-config's ``language`` if set, else the process default from :func:`set_language`.
-
-Offload paths never contain whitespace (see ``_storage/_paths.py``), which is what lets the
-recognisers below pull a path back out of a notice.
+The structure follows the reference (a ``<persisted-output>`` wrapper, the original size,
+the file path, head and tail previews, the read tool's name); sizes are in characters. The
+language is the config's ``language`` if set, else the process default
+(:func:`set_language`), chosen when a text is formatted.
 """
 
 from __future__ import annotations
@@ -173,6 +170,8 @@ def clear_placeholder(
     return f"{text.removesuffix(end)}\n{_DIGEST_LABEL[lang]}{digest}{end}"
 
 
+# Offload paths never contain whitespace (see ``_storage/_paths.py``), which is what lets
+# ``\S+`` below pull a path back out of a notice.
 _CLEARED_RE = re.compile(
     r"<persisted-output>(?:Tool result saved to: (?P<en>\S+)\nUse \S+ to view(?:\nDigest: .*)?"
     r"|工具结果已保存至: (?P<zh>\S+)\n使用 \S+ 进行查看(?:\n摘要: .*)?)</persisted-output>",

@@ -1,31 +1,9 @@
-"""Offload content of tool output parts (decision 9), and writing it fast.
+"""Offload content of tool output parts (decision 9), written fast.
 
-One text part is written raw; anything else is
-``json.dumps([part_to_json(p) for p in parts], ensure_ascii=False, indent=2)``: objects
-with ``type`` first and empty fields left out, in the reference's key order. This module
-owns that format; when content is offloaded is decided elsewhere.
-
-Nearly all the work of a large content is escaping its text as JSON strings, and
-``indent`` turns ``json``'s C encoder off, leaving a pure-Python one that walks every
-part. So :func:`stringify` writes the object of a *plain* text part (one holding
-nothing but its text) itself, three constant pieces around the escaped text, and one
-``join`` makes the array; every other part still goes through ``json.dumps``, alone,
-its lines indented one level more, as the array's encoder writes them.
-
-A text of 32 characters or more (128 if it is not ASCII) is escaped by
-``msgspec.json.encode``, whose escaping is, character for character,
-``json.dumps(text, ensure_ascii=False)``'s (``"`` and ``\\`` and the named escapes,
-``\\u00XX`` for the other control characters, every other character as it is), and its
-UTF-8 decoded again at once, while the piece is small and in the cache: joining the
-pieces as bytes and decoding once is slower, by a second buffer the size of the
-content. A shorter text, and one msgspec refuses (a lone surrogate has no UTF-8;
-``json`` writes it as it is), goes to ``json``'s own C escaper, ``encode_basestring``.
-Per character msgspec and its decode cost about a quarter of that escaper's time on
-ASCII text and a half to two thirds on most other text; below those lengths their fixed
-cost is more, and text made mostly of characters of three UTF-8 bytes with nothing to
-escape (CJK prose without line breaks or quotes) takes some 1.3 times the escaper's time.
-Either way the result is byte for byte what ``json.dumps`` writes
-(``tests/engine/test_offload_json.py``).
+One text part is written raw; anything else is ``json.dumps([part_to_json(p) for p in
+parts], ensure_ascii=False, indent=2)``, byte for byte, though most of it is not made by
+``json.dumps`` (:func:`stringify` says why). This module owns that format; when content is
+offloaded is decided elsewhere.
 """
 
 from __future__ import annotations
@@ -116,7 +94,17 @@ def joined_plain_text(parts: Sequence[ToolOutputPart]) -> str | None:
 
 
 def _text_object(text: str) -> _TextObject:
-    """The object of a plain text part holding ``text``."""
+    """The object of a plain text part holding ``text``.
+
+    msgspec's escaping is, character for character, ``json.dumps(text,
+    ensure_ascii=False)``'s (``"`` and ``\\`` and the named escapes, ``\\u00XX`` for the other
+    control characters, every other character as it is). Its UTF-8 is decoded again at
+    once, while the piece is small and in the cache: joining bytes and decoding once is
+    slower, by a second buffer the size of the content. Per character msgspec and its
+    decode cost about a quarter of ``encode_basestring``'s time on ASCII text and a half to
+    two thirds on most other text; text made mostly of three-byte UTF-8 characters with
+    nothing to escape (CJK prose without line breaks or quotes) takes some 1.3 times.
+    """
     if not text:
         return _EMPTY_TEXT
     if len(text) >= (_MSGSPEC_FROM_ASCII if text.isascii() else _MSGSPEC_FROM):
@@ -128,7 +116,16 @@ def _text_object(text: str) -> _TextObject:
 
 
 def stringify(parts: Sequence[ToolOutputPart]) -> str:
-    """The offload content of ``parts``: raw text for a single text part, else JSON."""
+    """The offload content of ``parts``: raw text for a single text part, else JSON.
+
+    Nearly all the work of a large content is escaping its text as JSON strings, and
+    ``indent`` turns ``json``'s C encoder off, leaving a pure-Python one that walks every
+    part. So the object of a *plain* text part (nothing but its text) is written here,
+    three constant pieces around the escaped text, and one ``join`` makes the array; every
+    other part still goes through ``json.dumps``, alone, its lines indented one level more,
+    as the array's encoder writes them. The result is byte for byte what ``json.dumps``
+    writes (``tests/engine/test_offload_json.py``).
+    """
     if not parts:
         return ""
     if len(parts) == 1 and parts[0].type == "text":

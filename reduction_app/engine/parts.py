@@ -1,12 +1,10 @@
-"""Tool output parts: how streamed chunks join, and how parts move between tool
-results and message content.
+"""Tool output parts: how streamed chunks join, and how parts move between tool results and
+message content.
 
-What gets written to a backend (decision 9) is ``offload_json.py``'s; its functions are
-re-exported here.
-
-Unlike the reference, conversions between tool output parts and chat message
-parts keep everything (part ``extra``, image ``detail``, file ``name``, inline
-data), so a cleared-then-restored result loses nothing.
+Unlike the reference, conversions between tool output parts and chat message parts keep
+everything (part ``extra``, image ``detail``, file ``name``, inline data), so a
+cleared-then-restored result loses nothing. What gets written to a backend (decision 9)
+is ``offload_json.py``'s; its functions are re-exported here.
 """
 
 from __future__ import annotations

@@ -1,10 +1,7 @@
-"""The ``read_file`` tool the notices point the model at: its definition and what it
-answers.
+"""The ``read_file`` tool the notices point the model at: its definition and what it answers.
 
-Truncation and clearing replace a tool output by a notice naming the file that holds it;
-the model reads it back with this tool. The REST API (``GET /tools/read_file``,
-``GET /files/read``) and the framework adapters (``reduction_app.integrations``) offer the
-same tool and answer it the same way, from here: :func:`read_page` cuts the page,
+The REST API (``GET /tools/read_file``, ``GET /files/read``) and the framework adapters
+offer the same tool and answer it from here: :func:`read_page` cuts the page,
 :func:`answer_read_file` (and :func:`aanswer_read_file`) give the model its answer,
 problems included, so the agent's run goes on.
 """

@@ -1,33 +1,10 @@
 """The engine as a LangChain 1.x agent middleware, for ``langchain.agents.create_agent``.
 
 :class:`ReductionMiddleware` translates between LangChain's messages and the engine's
-chat :class:`~reduction_app.engine.Message` values and calls the engine at its two
-points:
-
-* ``wrap_tool_call`` / ``awrap_tool_call``: a tool's ``ToolMessage`` goes through the
-  engine's truncation; one over ``max_length_for_trunc`` comes back as a copy (same
-  ``id``, ``tool_call_id``, ``name``, ``status``, ``artifact``) holding the notice.
-* ``wrap_model_call`` / ``awrap_model_call``: the clear phase runs over the system
-  message, the messages and the tool schemas the model is about to get (the engine
-  counts all three, as Eino counts its state's). The model gets the cleared messages,
-  and the agent's state keeps them: the call returns an ``ExtendedModelResponse`` whose
-  ``Command`` replaces each changed message by its id. A pass that adds or removes
-  messages (``clear_message_rewriter``, ``clear_offload_manifest``) replaces the whole
-  list instead (``RemoveMessage(REMOVE_ALL_MESSAGES)``, then every message).
-
-The engine's own state stays in the engine middleware this adapter holds (its landmarks
-and the offload paths it has handed out), plus the processed marks the clear phase puts
-on messages. LangChain's messages have no place for those marks that the model would
-not see, so the adapter keeps each message's engine twin by message id and hands the
-engine the same values on the next call: a message the engine did not change goes back
-to LangChain as the very object it came from, so prompt-cache prefixes stay
-byte-identical.
-
-The model reads offloads back through :attr:`ReductionMiddleware.tools`, one tool named
-``read_file_tool_name`` (also :attr:`ReductionMiddleware.read_file_tool`) that answers as
-the engine's :func:`~reduction_app.engine.answer_read_file` does. This module imports
-LangChain (with langgraph, its runtime, and pydantic, which it is built on) and the
-engine's public surface only: no Django.
+chat :class:`~reduction_app.engine.Message` values and calls the engine where a tool
+returns (truncation) and before each model call (clear); what each hook does is in
+docs/integrations.md, "LangChain". It imports LangChain (with langgraph and pydantic) and
+the engine's public surface only: no Django.
 """
 
 from __future__ import annotations
@@ -291,6 +268,11 @@ class ReductionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         # Tools run in threads under a sync agent; the engine's path registry and
         # landmarks are one run's, so its calls take turns (the tools themselves do not).
         self._lock = threading.Lock()
+        # The processed marks the clear phase puts on messages have no place in LangChain's
+        # messages that the model would not see, so each message's engine twin is kept by
+        # message id and handed to the engine again on the next call; a message the engine
+        # did not change goes back as the very object it came from (prompt-cache prefixes
+        # stay byte-identical).
         self._twins: dict[str, tuple[BaseMessage, Message]] = {}
         self._system: tuple[BaseMessage, Message] | None = None
         self._tool_infos: dict[int, tuple[BaseTool | dict[str, Any], ToolInfo]] = {}

@@ -1,42 +1,10 @@
-"""The engine in the OpenAI Agents SDK: truncation where a function tool returns, clearing
-before each model call, and the ``read_file`` tool the notices point to.
+"""The engine in the OpenAI Agents SDK: truncation, clearing, and the ``read_file`` tool.
 
-::
-
-    reduction = Reduction(ReductionConfig(max_tokens_for_clear=60_000), backend=backend)
-    agent = reduction.wrap_agent(Agent(name="coder", tools=tools, mcp_servers=servers))
-    result = await Runner.run(agent, task, run_config=reduction.run_config())
-
-:meth:`Reduction.wrap_agent` covers every tool the agent gets (``Agent.get_all_tools``:
-its function tools and its MCP servers' tools) and adds the ``read_file`` tool; each
-function tool is a copy whose output goes through the engine's truncation, keeping the
-original's ``__wrapped__``.
-
-Clearing runs in ``RunConfig.call_model_input_filter``: the Responses input items the SDK
-is about to send are parsed with the engine's Responses wire format, cleared, and dumped
-back; an item the pass left alone goes out as the very dict sent for it before (the SDK's
-own, the first time), so the prompt prefix stays byte for byte what it was until a pass
-clears something.
-
-**The reduced history carries on.** The SDK does not keep what the filter returns: every
-turn it rebuilds the input from the run's original input and the items generated since,
-and ``result.to_input_list()`` gives the unreduced history too. A :class:`Reduction`
-therefore remembers the last input it was given and what it sent for it: when the next
-input begins with that same input (the SDK appended the model's reply and the tool
-outputs, or a new ``Runner.run`` continues from ``to_input_list()``), the new items are
-appended to what was sent, and the clear pass runs over that. The model thus sees the
-conversation the engine left, exactly as if it had been kept, and each clear pass decides
-from the reduced history (as Eino's agent, which persists the state the pass returns).
-The engine's own messages are kept too, so the markers a clear pass leaves (which no wire
-format carries) hold from one call to the next. An input that does not continue the last
-one (another conversation, or a handoff filter that rewrote the history) starts afresh.
-So one :class:`Reduction` serves one conversation at a time; give concurrent runs one
-each. With a conversation kept on OpenAI's servers (``previous_response_id``,
-``conversation_id``) the SDK sends only the new items, so only those can be reduced.
-
-This module owns the translation only: every rule (what is cut or cleared, where it is
-saved, the notices and events) is the engine's. It imports the SDK and the engine's
-public surface, never Django.
+:meth:`Reduction.wrap_agent` covers every tool the agent gets (``Agent.get_all_tools``)
+and adds ``read_file``; :meth:`Reduction.run_config` clears in the SDK's
+``call_model_input_filter``, carrying the reduced history from one call to the next
+(docs/integrations.md, "OpenAI Agents SDK"). Every rule is the engine's; this module
+translates, importing the SDK and the engine's public surface, never Django.
 """
 
 from __future__ import annotations
@@ -142,7 +110,17 @@ class Reduction:
         return RunConfig(call_model_input_filter=self.call_model_input_filter, **kwargs)
 
     async def call_model_input_filter(self, data: CallModelData[Any]) -> ModelInputData:
-        """The clear pass over the input about to be sent, continuing the reduced history."""
+        """The clear pass over the input about to be sent, continuing the reduced history.
+
+        The SDK does not keep what this filter returns: every turn it rebuilds the input
+        from the run's original input and the items generated since. So the last input
+        given and what was sent for it are remembered: when the next input begins with
+        that same input (the SDK appended the model's reply and the tool outputs, or a new
+        ``Runner.run`` continues from ``to_input_list()``), the new items are appended to
+        what was sent and the pass runs over that, deciding from the reduced history as
+        Eino's agent does. The engine's own messages are kept too, so the markers a pass
+        leaves (which no wire format carries) hold from one call to the next.
+        """
         given = list(data.model_data.input)
         instructions = data.model_data.instructions
         n = len(self._given)

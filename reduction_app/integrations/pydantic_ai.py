@@ -1,39 +1,10 @@
 """The reduction engine inside a pydantic-ai agent, as one capability.
 
-``Agent(model, tools=[...], capabilities=[Reduction(config)])`` is all it takes:
-:class:`Reduction` is a pydantic-ai capability that
-
-* **truncates every tool** of the agent where it returns (``get_wrapper_toolset`` wraps
-  the run's assembled toolset, however a tool was registered): a return value longer
-  than ``max_length_for_trunc`` is saved whole to the backend and replaced by the
-  engine's notice. Strings are measured as they are, structured values as the JSON text
-  pydantic-ai sends the model;
-* **adds the ``read_file`` tool** the notices name (``read_file_tool_name``), which reads
-  offloaded files back from the backends (``get_toolset``);
-* **clears** before every model request (``before_model_request``), as pydantic-ai runs
-  a history processor: the history becomes engine chat messages, the clear pass runs
-  with the request's tool definitions counted, and the result is turned back. Parts the
-  pass did not change come back as the very same objects, so the prompt-cache prefix
-  stays byte for byte what it was; a cleared ``ToolReturnPart`` keeps its
-  ``tool_call_id`` and ``tool_name`` and holds the placeholder. pydantic-ai keeps the
-  processed history as the run's history, so later steps, ``result.all_messages()`` and
-  a run continued from it all hold the cleared messages.
-
-The engine's state (what it cleared, its token counts, the paths handed out) is kept per
-conversation (pydantic-ai's ``conversation_id``): ``for_run`` gives each run the state of
-its conversation, so one ``Agent`` serves many conversations, and a run continued with
-``message_history=`` goes on where the last one stopped. Events are the engine's own
-:class:`~reduction_app.engine.ReductionEvent` values, in :attr:`Reduction.events` and
-passed to ``on_event`` as they come.
-
-What the engine sees of a pydantic-ai message: system and user prompts as text (media
-in a prompt are not counted), a response's text, thinking and function tool calls, each
-tool return as the text pydantic-ai sends (``model_response_str()``), a retry that
-answers a call as that call's result, and the request's function and output tools.
-Provider-run (native) tool parts, instructions and the other bookkeeping parts are kept
-as they are and not counted.
-
-Importing this module needs pydantic-ai and never loads Django.
+``Agent(model, tools=[...], capabilities=[Reduction(config)])``: :class:`Reduction`
+truncates every tool of the agent (``get_wrapper_toolset``), adds the ``read_file`` tool
+(``get_toolset``) and clears before every model request (``before_model_request``), with
+the engine's state kept per conversation, so one ``Agent`` serves many. What it does and
+counts is in docs/integrations.md, "pydantic-ai". Importing it never loads Django.
 """
 
 from __future__ import annotations

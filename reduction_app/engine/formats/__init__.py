@@ -1,32 +1,9 @@
 """The three wire formats, parsed into engine values and dumped back, losslessly.
 
 Every way into or out of the engine (the REST API, the simulator, the management
-commands, the database JSON columns) goes through these functions:
-
-* OpenAI Chat Completions ``messages`` ↔ chat :class:`~reduction_app.engine.messages.Message`
-  (:mod:`.openai_chat`);
-* Anthropic Messages ``system`` + ``messages`` ↔
-  :class:`~reduction_app.engine.blocks.AgenticMessage` (:mod:`.anthropic`);
-* OpenAI Responses ``input`` items ↔ AgenticMessage (:mod:`.responses`);
-* each format's ``tools`` ↔ :class:`~reduction_app.engine.messages.ToolInfo` (:mod:`.tools`).
-
-Code that takes a format by name goes through the registry (:mod:`.registry`):
-:data:`FORMATS` holds one :class:`WireFormat` record per format, and
-``parse(fmt, messages, system=...)``, ``dump(fmt, messages)``, ``parse_tools`` and
-``dump_tools`` dispatch on the name; an unknown name raises ``FormatError`` quoting it.
-
-Whole documents arrive as bytes (a request body, a file): ``json_loads`` and
-``json_loads_utf8`` (:mod:`.jsonio`) decode them as ``json.loads`` does, without one
-``str`` of the whole document; ``json_loads_checked`` decodes a request body, refusing
-numbers no JSON answer can give back, and ``json_problem`` finds what a decoded value
-holds that JSON or a database cannot.
-
-Parsing is strict: an unknown role, type or field, or a value of the wrong JSON
-type, raises :class:`~reduction_app.engine.errors.FormatError` naming where it is
-and quoting it. Wire fields with no slot of their own are kept in ``extra`` under
-``"<format>.<field>"`` (``openai.``, ``anthropic.``, ``responses.``), so
-``to(from(x)) == x``. Dumping writes wire fields only: engine markers such as the
-processed flag never leave ``extra``.
+commands, the database JSON columns) goes through this package, so there is one parser
+per format. Parsing is strict, and wire fields with no slot of their own are kept in
+``extra`` under ``"<format>.<field>"``: docs/engine.md, "Wire formats".
 """
 
 from __future__ import annotations

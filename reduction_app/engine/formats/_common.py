@@ -1,25 +1,10 @@
 """Checked reads shared by the wire-format parsers, and the rules for fields kept in ``extra``.
 
-This module owns no wire format: each format module lists the fields it allows and
-where they go. What it owns is how a parse error reads (``FormatError(where,
-problem)``, the problem quoting the offending value with ``repr``) and the two
-ways a wire field without a slot of its own survives a round trip:
-
-* ``keep`` / ``restore``: the field is copied verbatim into ``extra`` under
-  ``"<format>.<field>"`` and written back from there;
-* ``split_str`` / ``join_str``: an optional string with a slot of its own (a
-  name, a description) goes to the slot when it is a non-empty string; an empty
-  string or a ``null`` has no slot value, so it is kept verbatim in ``extra``.
-
-JSON kept verbatim is copied on the way in and on the way out, so neither the
-caller's payload nor the dumped dicts share mutable state with the frozen values.
-Ids and names (a tool call's id, a tool's name) are read with ``req_name``: short
-text, without NUL characters or lone surrogates, as every store of them (a file name,
-a database column) can hold.
-
-The copy walks the value without recursing and refuses one nested deeper than
-``MAX_JSON_DEPTH``: everything past the parse (``json.dumps``, the database's JSON
-columns, the response encoder) recurses once a level.
+This module owns no wire format (each format module lists the fields it allows). It owns
+how a parse error reads (``FormatError(where, problem)``, quoting the value with ``repr``)
+and how a wire field without a slot of its own survives a round trip: copied verbatim
+into ``extra`` (:func:`keep` / :func:`restore`), or, for an optional string with a slot,
+kept there only when empty or ``null`` (:func:`split_str` / :func:`join_str`).
 """
 
 from __future__ import annotations
@@ -92,6 +77,11 @@ def too_deep(where: str) -> FormatError:
 
 def copy_json(value: Any, where: str = "") -> Any:
     """A copy of a JSON value that shares no dict or list with the original.
+
+    JSON kept verbatim is copied on the way in and on the way out, so neither the caller's
+    payload nor the dumped dicts share mutable state with the frozen values. The copy walks
+    without recursing: everything past the parse (``json.dumps``, the database's JSON
+    columns, the response encoder) recurses once a level, hence the depth limit.
 
     A FormatError at ``where`` when it nests deeper than :data:`MAX_JSON_DEPTH`.
     """
@@ -191,7 +181,8 @@ def req_str(obj: Mapping[str, Any], key: str, where: str) -> str:
 
 
 # Characters of an id or name: providers' ids are about 30 ASCII characters, tool names
-# at most 64 or 128.
+# at most 64 or 128. Every store of one (a file name, a database column) can hold that,
+# without NUL characters or lone surrogates.
 MAX_NAME_CHARS = 200
 # Text PostgreSQL (and UTF-8) cannot hold: NUL, and surrogates, which a decoded ``str``
 # holds only alone (JSON's escaped pairs decode to one character beyond the BMP).

@@ -1,27 +1,9 @@
 """Anthropic Messages: ``system`` and ``messages`` to and from :class:`AgenticMessage` values.
 
-This module owns the one parser (and dumper) of Anthropic request messages: roles,
-the ``system`` parameter and the content shape. Each block is read and written by
-:mod:`._anthropic_blocks`; tool definitions live in :mod:`.tools`.
-
-Mapping (``extra`` keys all start with ``anthropic.``):
-
-* The top-level ``system`` parameter is a leading ``system`` AgenticMessage of
-  text blocks; :func:`messages_to_anthropic` gives it back as the first item of
-  its ``(system, messages)`` pair, ``None`` when there is none.
-* Content given as a plain string is one text block, with
-  ``extra["anthropic.content_shape"] = "string"`` on the message (on a
-  ``tool_result`` block for its content; ``"absent"`` when it had none).
-* ``text`` is UserInputText in a user message and AssistantGenText in an
-  assistant one; ``image`` is UserInputImage; ``document`` is UserInputFile
-  (``text`` and ``content`` sources are kept whole in ``extra["anthropic.source"]``,
-  a ``file`` source's id in the media's ``extra["anthropic.file_id"]``);
-  ``thinking`` is Reasoning (``signature`` in extra); ``tool_use`` is
-  FunctionToolCall with ``arguments = json.dumps(input)``; ``tool_result`` is
-  FunctionToolResult, named after the ``tool_use`` it answers when that came
-  earlier. Server tool blocks, ``redacted_thinking`` and the like are RawBlocks.
-* ``cache_control``, ``citations``, ``is_error``, ``title`` and ``context`` are
-  kept in the extra of the block they came on.
+This module owns the one parser (and dumper) of Anthropic request messages: roles, the
+``system`` parameter and the content shape. Each block is read and written by
+:mod:`._anthropic_blocks`; tool definitions live in :mod:`.tools`. How fields map is in
+docs/engine.md, "Wire formats".
 """
 
 from __future__ import annotations

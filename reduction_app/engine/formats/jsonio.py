@@ -1,40 +1,10 @@
 """Decoding JSON documents from bytes without one ``str`` of the whole document.
 
-What callers hold is bytes: a request body, a file. ``json.loads`` of bytes first decodes
-them into one ``str``, and CPython stores a ``str`` at 2 bytes a character as soon as one
-character is beyond Latin-1 (4 beyond the Basic Multilingual Plane): a 5 MB UTF-8
-conversation quoting one Chinese sentence became a 10 MB string before parsing began.
-``msgspec.json.decode`` parses the bytes in place and makes each JSON string its own
-``str``, so only the strings that hold wide characters are wide. It is also faster:
-about 1.8 times on an ASCII conversation, 2.8 times on a UTF-8 one with characters
-beyond Latin-1 (``benchmarks/README.md``, "Decoding speed").
-
-Both functions here return exactly what the ``json`` call they stand for returns, and
-raise exactly what it raises. msgspec refuses a few documents that ``json`` accepts:
-lone surrogate escapes (``"\\ud800"``, which tool output can hold), ``NaN`` and
-``Infinity``, numbers beyond a float's range (``json`` reads ``1e400`` as ``inf``), a
-negative integer with as many digits as ``sys.get_int_max_str_digits()`` allows (msgspec
-counts the sign) or any integer over 4,300 digits when that limit is off, a UTF-8 byte
-order mark, and UTF-16 or UTF-32 documents (``json.loads`` of bytes accepts those).
-Whatever msgspec refuses, ``json`` decides: it decodes it the old way (with the old
-memory) or raises its own error, so no error message changes either. Where msgspec
-accepts, ``json`` gives the same values: duplicate keys keep the last value in the first
-key's place, integers of any length stay ``int``, floats round to the same double
-(``tests/engine/formats/test_jsonio.py`` checks this against ``json`` itself).
-
-One difference is left, in what is refused, never in a value: ``json.loads`` spends a
-few levels of the recursion limit before it reaches the document (four on CPython 3.11:
-three Python frames and its scanner's call), msgspec none, so a document nested up to
-four levels deeper than ``json.loads`` could decode from the same place (about 990
-levels) is decoded rather than refused with ``RecursionError``.
-
-``nesting_path`` says where a document too deep to decode passes a nesting limit, so
-that the refusal can name a field. :func:`json_problem` says where a decoded value holds
-what cannot be written back as JSON or stored (``NaN``, infinities, an integer too long
-to convert; NUL and lone surrogates in text), and :func:`json_loads_checked` decodes a
-request body refusing the numbers among them with the field that holds one.
-
-This module owns decoding and those checks; the wire formats read the decoded values.
+``json.loads`` of bytes first decodes them into one ``str``, 2 or 4 bytes a character as
+soon as one character is beyond Latin-1; ``msgspec.json.decode`` parses the bytes in
+place, and faster (``benchmarks/README.md``, "Decoding speed"). Each function returns and
+raises exactly what the ``json`` call it stands for does. This module also owns the
+checks on decoded values (numbers JSON cannot give back, text a database cannot store).
 """
 
 from __future__ import annotations
@@ -58,7 +28,24 @@ _REFUSED = (msgspec.MsgspecError, RecursionError)
 
 
 def _fast(data: bytes | bytearray) -> tuple[bool, Any]:
-    """``(True, value)`` when msgspec decodes ``data``, ``(False, None)`` when it refuses."""
+    """``(True, value)`` when msgspec decodes ``data``, ``(False, None)`` when it refuses.
+
+    msgspec refuses a few documents ``json`` accepts: lone surrogate escapes
+    (``"\\ud800"``, which tool output can hold), ``NaN`` and ``Infinity``, numbers beyond a
+    float's range (``json`` reads ``1e400`` as ``inf``), a negative integer with as many
+    digits as ``sys.get_int_max_str_digits()`` allows (msgspec counts the sign) or any
+    integer over 4,300 digits when that limit is off, a UTF-8 byte order mark, and UTF-16
+    or UTF-32 documents. Whatever it refuses, ``json`` decides, with its own memory and its
+    own error message. Where msgspec accepts, the values are ``json``'s: duplicate keys
+    keep the last value in the first key's place, integers of any length stay ``int``,
+    floats round to the same double (``tests/engine/formats/test_jsonio.py``).
+
+    One difference is left, in what is refused, never in a value: ``json.loads`` spends a
+    few levels of the recursion limit before it reaches the document (four on CPython
+    3.11), msgspec none, so a document up to four levels deeper than ``json.loads`` could
+    decode from the same place (about 990 levels) is decoded rather than refused with
+    ``RecursionError``.
+    """
     try:
         return True, msgspec.json.decode(data)
     except _REFUSED:

@@ -1,29 +1,8 @@
 """OpenAI Chat Completions: the ``messages`` list to and from chat :class:`Message` values.
 
-This module owns the one parser (and dumper) of Chat Completions messages:
-system/developer, user, assistant (with ``tool_calls``) and tool messages and
-their content parts. Tool definitions live in :mod:`.tools`; the values
-themselves in :mod:`reduction_app.engine.messages`.
-
-Mapping, where it is not one to one (``extra`` keys all start with ``openai.``):
-
-* ``developer`` is a system message with ``extra["openai.role"] = "developer"``.
-* Content is a string (``content``) or a part list (``user_input_multi_content``,
-  or ``assistant_gen_multi_content`` on an assistant). A ``null``, a missing
-  content and an empty list are remembered as ``extra["openai.content_shape"]``
-  (``"null"``, ``"absent"``, ``"empty_list"``); text, once set, wins over it.
-* A refusal part is a ``text`` part with ``extra["openai.part_type"] = "refusal"``;
-  ``input_audio`` is an ``audio_url`` part (``wav`` ↔ ``audio/wav``, ``mp3`` ↔
-  ``audio/mpeg``); ``file`` is a ``file_url`` part (``file_data`` → ``base64_data``,
-  verbatim; ``filename`` → ``name``; ``file_id`` kept in the media's extra). Image
-  URLs, ``data:`` URLs included, stay as they are.
-* A tool message's legacy ``name`` is ``tool_name``; on the other roles ``name``,
-  and the assistant's ``refusal``, ``audio``, ``annotations`` and ``function_call``,
-  are kept.
-* When dumping, a part list that is set is the content, as on :class:`Message`.
-
-Dumping writes only wire fields: engine markers such as the processed flag, and
-other formats' keys, never leave ``extra``.
+This module owns the one parser (and dumper) of Chat Completions messages and their
+content parts; tool definitions live in :mod:`.tools`, the values in
+:mod:`reduction_app.engine.messages`. How fields map is in docs/engine.md, "Wire formats".
 """
 
 from __future__ import annotations

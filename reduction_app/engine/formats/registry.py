@@ -1,15 +1,9 @@
 """The registry of wire formats: one record per format, and dispatch by its name.
 
-This module owns the list of formats and what a caller needs to handle one without
-naming it: its label, its message style, where its messages sit in a request body,
-whether a ``system`` parameter sits beside them, and its parse and dump functions.
 Everything that takes a format by name (the REST API, the database's choices, the
-simulator's importer, the app's replays) reads it here, so a new format is a new
-record here and a module next to this one.
-
-It parses nothing itself: each format's module does (:mod:`.openai_chat`,
-:mod:`.anthropic`, :mod:`.responses`, :mod:`.tools`). Code that knows its format
-statically may call those functions directly and keep their precise types.
+simulator's importer, the app's replays) reads it here, so a new format is a new record
+here and a module next to this one. It parses nothing itself; code that knows its format
+statically may call the format's module directly and keep its precise types.
 """
 
 from __future__ import annotations

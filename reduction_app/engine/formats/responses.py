@@ -1,32 +1,9 @@
 """OpenAI Responses: ``input`` items to and from :class:`AgenticMessage` values.
 
-This module owns the one parser (and dumper) of Responses input items: messages
-(with or without ``"type": "message"``), ``function_call``,
-``function_call_output`` and ``reasoning`` items, and the provider's other items,
-carried whole as RawBlocks. Tool definitions live in :mod:`.tools`.
-
-Grouping items into messages (dumping walks the blocks in order, so it gives the
-same item list back):
-
-* A message item starts a new AgenticMessage, except that an assistant message
-  with content joins the assistant items just before it (reasoning, calls) when
-  no message has joined them yet, so one turn stays one AgenticMessage.
-* Model-side items (``function_call``, ``reasoning``, ``web_search_call``, ...) join
-  the assistant AgenticMessage before them; client-side items
-  (``function_call_output``, ``computer_call_output``, ...) join a user
-  AgenticMessage made of such items only. Otherwise they start a new one.
-
-Mapping (``extra`` keys all start with ``responses.``): a message's ``type``, ``id``
-and ``status`` are in the AgenticMessage's extra, and ``developer`` is a system
-message with ``extra["responses.role"] = "developer"``. String content is one text
-block with ``extra["responses.content_shape"] = "string"`` (``"empty_list"`` for
-``[]``); ``input_text`` is UserInputText, ``output_text`` AssistantGenText
-(``annotations`` and ``logprobs`` kept), ``input_image`` / ``input_file`` /
-``input_audio`` the matching UserInput blocks, ``refusal`` a RawBlock. A
-``function_call_output`` is a FunctionToolResult named after its call, with the
-same string shape rule. A ``reasoning`` item is a Reasoning block whose text is
-its summary texts joined by blank lines; the summary itself is kept and written
-back while that text is unchanged.
+This module owns the one parser (and dumper) of Responses input items: messages,
+function calls and their outputs, reasoning, and the provider's other items carried
+whole as RawBlocks. Tool definitions live in :mod:`.tools`. How items group into
+messages and how fields map is in docs/engine.md, "Wire formats".
 """
 
 from __future__ import annotations
@@ -116,7 +93,17 @@ class _Group:
 
 
 def messages_from_responses(items: Sequence[Mapping[str, Any]]) -> list[AgenticMessage]:
-    """Parse a Responses ``input`` item list; raises FormatError on anything unknown."""
+    """Parse a Responses ``input`` item list; raises FormatError on anything unknown.
+
+    Items group into messages so that dumping, which walks the blocks in order, gives the
+    same item list back. A message item starts a new AgenticMessage, except that an
+    assistant message with content joins the assistant items just before it (reasoning,
+    calls) when no message has joined them yet, so one turn stays one AgenticMessage.
+    Model-side items (``function_call``, ``reasoning``, ``web_search_call``, ...) join the
+    assistant AgenticMessage before them; client-side items (``function_call_output``,
+    ``computer_call_output``, ...) join a user AgenticMessage made of such items only.
+    Otherwise an item starts a new one.
+    """
     as_sequence(items, "input")
     groups: list[_Group] = []
     names: dict[str, str] = {}

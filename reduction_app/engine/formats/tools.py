@@ -1,19 +1,8 @@
 """Tool definitions in the three wire formats, to and from :class:`ToolInfo`.
 
-This module owns only the ``tools`` request parameter; messages live in the
-format modules next to it. The three shapes:
-
-* OpenAI chat: ``{"type": "function", "function": {name, description?, parameters?, strict?}}``.
-* OpenAI Responses: ``{"type": "function", name, description?, parameters?, strict?}``,
-  flat. Built-in tools (``web_search``, ``file_search``, ``mcp``, ...) have no schema
-  to count; each is kept whole in ``extra["responses.tool"]``, named by its ``name``
-  or else its ``type``.
-* Anthropic: ``{name, description?, input_schema, type?: "custom", strict?,
-  cache_control?}``. Server tools (a versioned ``type`` such as
-  ``web_search_20250305``) are kept whole in ``extra["anthropic.tool"]``.
-
-``parameters`` (``input_schema``) is the slot for the JSON Schema; a ``null`` one
-is remembered in extra. A missing or empty description is kept as it came.
+This module owns only the ``tools`` request parameter; messages live in the format
+modules next to it. Provider-run tools (Responses' built-ins, Anthropic's server tools)
+have no schema to count and are kept whole in ``extra`` (docs/engine.md, "Wire formats").
 """
 
 from __future__ import annotations
