@@ -1,26 +1,9 @@
 """gunicorn's sync worker, answering the errors gunicorn makes itself as JSON.
 
 A request gunicorn cannot parse (a bad request line, a header past its limits) never
-reaches the app: the worker answers it, by default with a small HTML page. This worker
-answers it with the body every other error of the API has, ``{"detail": ..., "field":
-null}``, and the status gunicorn picks. Which status that is, and what gets logged
-(gunicorn's warning, its traceback for an error of its own, the access log line), stay
-gunicorn's: its own ``handle_error`` runs as always, writing into a recorder in place of
-the client's socket, and only the status line it wrote is kept. So a new gunicorn that
-answers some error differently is followed, not contradicted.
-
-The detail says what was wrong in a few words of our own, never with what the client
-sent (gunicorn's messages quote the offending line or header, which may be 8 KB of
-anything). An error that is the server's fault is ``internal server error``, whatever
-the exception said. An error raised after the app started its response never gets here:
-the sync worker logs it and closes the connection, since a second response would
-corrupt the first.
-
-With ``--threads`` above 1, gunicorn runs its own threaded worker in place of any class
-whose name ends in ``SyncWorker``, this one included, and its errors are HTML again.
-
-What it does not do: the app's own errors (``reduction_app/limits.py`` and the API)
-are answered by the app; this only covers what gunicorn answers before it.
+reaches the app, and gunicorn answers it with a small HTML page. This worker answers it
+with the body every other API error has, ``{"detail": ..., "field": null}``, and the
+status gunicorn picks; the app's own errors stay the app's (``reduction_app/limits.py``).
 """
 
 from __future__ import annotations
@@ -63,7 +46,11 @@ _MAX_HEADERS = 32768
 
 def _detail(exc: BaseException, status: int, cfg: Any) -> str:
     """The ``detail`` of the JSON answer to ``exc``, which gunicorn answered with
-    ``status``; ``cfg`` is gunicorn's configuration, for the limits it names."""
+    ``status``; ``cfg`` is gunicorn's configuration, for the limits it names.
+
+    A few words of our own, never what the client sent (gunicorn's messages quote the
+    offending line or header, which may be 8 KB of anything); the server's own fault is
+    ``internal server error``, whatever the exception said."""
     if status == HTTPStatus.INTERNAL_SERVER_ERROR:
         return "internal server error"
     for cls in type(exc).__mro__:
@@ -148,6 +135,12 @@ class JSONSyncWorker(SyncWorker):  # type: ignore[misc]  # gunicorn has no types
     """gunicorn's sync worker, with JSON in place of its HTML error pages."""
 
     def handle_error(self, req: Any, client: socket.socket, addr: Any, exc: BaseException) -> None:
+        # gunicorn's own handle_error runs as always (its status, its warning, its
+        # traceback for an error of its own, the access log line), writing into a recorder
+        # in place of the client's socket; only the status line it wrote is kept, so a new
+        # gunicorn that answers some error differently is followed, not contradicted. An
+        # error raised after the app started its response never gets here: the sync worker
+        # logs it and closes the connection, since a second response would corrupt the first.
         recorder = _Recorder(client)
         super().handle_error(req, recorder, addr, exc)
         status = _status_of(bytes(recorder.written))

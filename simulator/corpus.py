@@ -1,26 +1,10 @@
 """Realistic agent conversations, made by running real tools over a real source tree.
 
-This module owns the scripted coding agent and its three tools. It does not time
-anything (:mod:`benchmarks.replay` does) and records nothing (the app's demo data,
-``reduction_app/demo/``, does, through the engine).
-
-The agent explores a source tree in tasks. A task is a user question, then rounds:
-an assistant message with one to three tool calls, then their results, produced by
-really running the tools:
-
-- ``list_dir``: the folder's sorted entries (folders with a trailing ``/``, files
-  with their size);
-- ``read_file``: the file's whole, real content;
-- ``grep``: a Python ``re`` search over the tree's text files under a folder, one
-  ``path:line:text`` line per match, capped like an agent's grep tool.
-
-A task may start with scripted rounds (to read a given file, say) before the agent
-wanders; it ends with a plain-text answer. Hooks see every model call (before each
-assistant message) and every tool call, which is where a reduction engine comes in.
-
-Everything is deterministic: sorted file lists, a seeded ``random.Random``, and call
-ids numbered in order. A tree is one or more *mounts*: real folders shown under a
-top-level name (the installed Django package is ``django/...``).
+This module owns the scripted coding agent and its three tools (``list_dir``,
+``read_file``, ``grep``), run over one or more real folders shown under top-level names
+(the installed Django package is ``django/...``). Hooks see every model call and every
+tool call, which is where a reduction engine comes in. It times nothing
+(:mod:`benchmarks.replay` does) and records nothing (``reduction_app/demo/`` does).
 """
 
 from __future__ import annotations
@@ -222,6 +206,7 @@ class SourceTree:
     # The tools ---------------------------------------------------------------------
 
     def list_dir(self, folder: str) -> str:
+        """The folder's sorted entries: folders with a trailing ``/``, files with their size."""
         lines = []
         for entry in sorted(self.real(folder).iterdir(), key=lambda p: p.name):
             if entry.name in self.skip:
@@ -233,9 +218,12 @@ class SourceTree:
         return "\n".join(lines)
 
     def read_file(self, shown: str) -> str:
+        """The file's whole, real content."""
         return self.real(shown).read_text(encoding="utf-8", errors="replace")
 
     def grep(self, pattern: str, folder: str) -> str:
+        """A Python ``re`` search over the text files under ``folder``: one
+        ``path:line:text`` line per match, capped like an agent's grep tool."""
         regex = re.compile(pattern)
         # A word pattern's word must appear literally; `in` skips most files far faster
         # than the regex engine can, which finds no literal prefix in a leading \b.
@@ -310,7 +298,13 @@ class AgentHooks:
 
 @dataclass
 class ScriptedAgent:
-    """The scripted agent's memory: its context, what it has read and which names it saw."""
+    """The scripted agent's memory: its context, what it has read and which names it saw.
+
+    A task is a user question, then rounds (an assistant message with one to three tool
+    calls, then their results, produced by really running the tools), scripted ones first
+    when the task has them; it ends with a plain-text answer. Deterministic: sorted file
+    lists, a seeded ``random.Random``, call ids numbered in order.
+    """
 
     tree: SourceTree
     rng: random.Random

@@ -1,15 +1,8 @@
 """The configs a replay runs, each with its own middleware, events and clear passes.
 
-A :class:`Member` is one config of :func:`~simulator.replay.replay_many`: the engine's
-middleware built from it, the events it emitted, and per model call the events since the
-previous call and the clear pass. A config given as JSON fields gets a backend that
-reads its branch's offloaded files and keeps what its own clear passes write apart until
-its branch takes them (see :mod:`simulator.branches`); a
-:class:`~reduction_app.engine.ReductionConfig` keeps the backend and hook it brought,
-with the characters written counted. :func:`truncation_key` says which configs truncate
-alike: the fields :data:`CLEAR_ONLY` leaves out. Where the recording left a prefix out
-(:mod:`simulator.prefix`), the middleware counts with the config's counter plus that
-prefix in every count of a whole request, so the clear phase's thresholds see it.
+A :class:`Member` is one config of :func:`~simulator.replay.replay_many`, with the
+backend that keeps its offloads apart in its branch (:mod:`simulator.branches`);
+:func:`truncation_key` says which configs truncate alike, so branches can share the work.
 """
 
 from __future__ import annotations
@@ -111,7 +104,15 @@ def truncation_key(config: ReductionConfig) -> str | None:
 
 
 class Member:
-    """One config replayed in a branch: its middleware, its events, its clear passes."""
+    """One config replayed in a branch: its middleware, its events, its clear passes.
+
+    A config given as JSON fields gets a backend that reads its branch's offloaded files
+    and keeps what its own clear passes write apart until its branch takes them; a
+    :class:`~reduction_app.engine.ReductionConfig` keeps the backend and hook it brought,
+    with the characters written counted. With a ``prefix``, the middleware counts with the
+    config's counter plus that prefix in every count of a whole request, so the clear
+    phase's thresholds see it.
+    """
 
     def __init__(
         self,

@@ -1,15 +1,10 @@
 """Importing recordings: agent runs in any format the simulator reads, stored as
 conversations to replay and compare.
 
-:func:`recordings_import` reads every file with the simulator's readers
-(``simulator.importers``), then stores each conversation through
-:func:`~reduction_app.conversations.services.conversation_create`, its messages in the wire
-format the reader gave them, all in one transaction: any error and nothing is written.
-Small uploads are imported inside the request; bigger ones are recorded as a
-:class:`~reduction_app.models.RecordingImport` (:func:`recording_import_create`) and
-carried out by the task workers (:func:`recording_import_run`), which report progress on
-it. Reading is in ``simulator.importers``; what this module owns is the ids, the limits
-and the writes.
+Reading is ``simulator.importers``'; this module owns the ids, the limits and the writes:
+all of one import in one transaction, so any error writes nothing. Small uploads are
+imported inside the request, bigger ones by the task workers as a
+:class:`~reduction_app.models.RecordingImport` job.
 """
 
 from __future__ import annotations

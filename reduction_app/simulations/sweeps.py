@@ -1,30 +1,10 @@
 """Sweeps fanned out over the task workers: one task per grid combination.
 
-``sweep_enqueue`` turns a queued sweep into one :class:`SimulationPart` per combination
-(and one for the no-reduction baseline, last) and enqueues a ``run_sweep_part`` task for
-each. Any number of ``manage.py db_worker`` processes, on any number of machines, take
-them from the one database: django-tasks' database backend hands each task to one worker
-(``SELECT ... FOR UPDATE SKIP LOCKED`` on PostgreSQL, an exclusive transaction on
-SQLite). ``sweep_part_run`` replays its combination and stores the totals; the part that
-finishes last gathers every part into the sweep's ``results``, the same object an
-in-process :func:`simulator.compare.sweep` gives (``SweepResult.to_dict``). Progress is
-the count of combinations done.
-
-A part is a job (``reduction_app.jobs``): the worker that claims it holds its lease with a
-heartbeat. A part running with no heartbeat for ``REDUCTION_SWEEP_LEASE_SECONDS`` is
-abandoned: its worker was killed, ran out of memory or lost its machine.
-:func:`sweep_parts_recover` queues it again with a new task, keeping its count of runs, or
-once it has had ``REDUCTION_SWEEP_MAX_RUNS`` runs fails it and its sweep, naming the
-worker. The watcher does it for every sweep; so does every worker before and after each
-part it runs, a view of a running sweep, and ``manage.py sweep_recover``. Lookers exclude
-each other (the parts are read again locked, in an exclusive transaction on SQLite), so an
-abandoned part is queued again once. A part may thus be claimed more than once, and a run
-of it may end after another: the first run to finish stores the part's result (done or
-failed), a later one is dropped, and the sweep is gathered once.
-
-A worker process keeps the last conversations it prepared (:class:`simulator.prepared.Prepared`),
-so the parts of one sweep it takes share the parsing, the token counts and the
-truncation of the tool results, as a sweep in one process does.
+:func:`sweep_enqueue` makes one :class:`SimulationPart` (a job, with its lease) per
+combination, plus the no-reduction baseline, and enqueues a task for each; any number of
+``db_worker`` processes take them. The part that finishes last gathers the sweep into the
+same ``results`` an in-process sweep gives; :func:`sweep_parts_recover` takes back parts
+whose worker stopped answering. docs/simulator.md, "Sweeps on several workers".
 """
 
 from __future__ import annotations
@@ -207,7 +187,9 @@ def _fail(part: SimulationPart, error: str) -> str:
 
 def _finish(part: SimulationPart, result: dict[str, Any]) -> str:
     """Store the part's result; count the sweep's progress, and gather it when this was
-    the last part (under the sweep's row lock, so exactly one part gathers)."""
+    the last part (under the sweep's row lock, so exactly one part gathers). A part may be
+    claimed more than once: the first run to finish stores its result, a later one is
+    dropped."""
     now = timezone.now()
     with exclusive_transaction():
         if not job_end(part, status=JobStatus.DONE, result=result, worker=part.worker):
@@ -263,7 +245,11 @@ def lost_worker_error(*, worker: str, runs: int) -> str:
 def sweep_parts_recover(*, simulation_id: int | None = None) -> Recovered:
     """Take back the parts (of one sweep, or of every sweep) whose worker stopped
     answering: queue each again with a new task, or fail it and its sweep once it has had
-    ``REDUCTION_SWEEP_MAX_RUNS`` runs."""
+    ``REDUCTION_SWEEP_MAX_RUNS`` runs.
+
+    The watcher calls it for every sweep; so do every worker before and after each part
+    it runs, a view of a running sweep, and ``manage.py sweep_recover``. Lookers exclude
+    each other, so an abandoned part is queued again once."""
     parts = SimulationPart.objects.all()
     if simulation_id is not None:
         parts = parts.filter(simulation_id=simulation_id)
