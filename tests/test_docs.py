@@ -149,3 +149,43 @@ def test_behaviour_page_headings_are_unique_and_linked_from_the_readme() -> None
     assert len(ids) == len(set(ids))
     assert [f"decision {n}" in _sections(BEHAVIOUR) for n in range(1, 13)] == [True] * 12
     assert f"](docs/{BEHAVIOUR}.md)" in (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+_NAMED_CITATION = re.compile(r'docs/([\w-]+)\.md, "([^"]+)"')
+
+
+def _named_dangling(path: Path, shown: str) -> Iterator[str]:
+    """Every ``docs/<page>.md, "<heading>"`` citation in ``path`` of a heading the page
+    does not have (a citation may run over a line break of its docstring)."""
+    for line, text in _prose(path):
+        for page, heading in _NAMED_CITATION.findall(" ".join(text.split())):
+            target = DOCS / f"{page}.md"
+            if not target.exists():
+                yield f"{shown}:{line}: docs/{page}.md does not exist"
+                continue
+            headings = re.findall(r"^#{1,4} (.+)$", target.read_text(encoding="utf-8"), re.M)
+            if heading not in headings:
+                yield f'{shown}:{line}: docs/{page}.md has no heading "{heading}"'
+
+
+def test_doc_citations_by_name_name_existing_headings() -> None:
+    found = [
+        problem
+        for path in _python_files()
+        if path != Path(__file__).resolve()
+        for problem in _named_dangling(path, str(path.relative_to(ROOT)))
+    ]
+    assert found == [], "citations of missing documentation:\n" + "\n".join(found)
+
+
+def test_named_citation_check_finds_what_is_missing(tmp_path: Path) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        '"""See docs/engine.md, "Wire formats", and docs/engine.md, "No such\n'
+        'heading"."""\n# docs/nowhere.md, "Anything"\n',
+        encoding="utf-8",
+    )
+    assert list(_named_dangling(probe, "probe.py")) == [
+        'probe.py:1: docs/engine.md has no heading "No such heading"',
+        "probe.py:3: docs/nowhere.md does not exist",
+    ]
