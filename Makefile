@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run serve test test-sqlite test-postgres setup lint bench bench-api bench-readme clean
+.PHONY: run serve check test test-sqlite test-postgres setup lint bench bench-api bench-readme clean
 
 # A first run takes a minute here, which pip --quiet would spend in silence: each step
 # says what it does instead of echoing its command.
@@ -60,7 +60,8 @@ serve: $(STAMP)
 		-- $(BIN)/python manage.py db_worker --no-reload \
 		-- $(BIN)/gunicorn --config config/gunicorn_conf.py config.wsgi
 
-# `make test` runs the whole suite on SQLite, then on PostgreSQL. PostgreSQL is the
+# `make test` runs the whole suite on SQLite, then the tests that use the database
+# (marked `db` by tests/conftest.py) again on PostgreSQL. PostgreSQL is the
 # server TEST_DATABASE_URL names, or else the one scripts/ensure_postgres.sh finds or
 # starts on 127.0.0.1:5432 (installing Debian's package when root). TEST_POSTGRES says
 # what happens when there is none: auto (default) runs SQLite only and says so first;
@@ -103,20 +104,30 @@ test: $(STAMP)
 	echo "== SQLite =="; \
 	$(SQLITE_ENV) $(BIN)/python -m pytest $$browser_args $(PYTEST_ARGS); \
 	if [ -n "$$pg_url" ]; then \
-		echo "== PostgreSQL ($$pg_url) =="; \
-		TEST_DATABASE_URL="$$pg_url" $(BIN)/python -m pytest $$browser_args $(PYTEST_ARGS); \
+		echo "== PostgreSQL ($$pg_url): the tests that use the database =="; \
+		TEST_DATABASE_URL="$$pg_url" $(BIN)/python -m pytest --db-only $$browser_args $(PYTEST_ARGS); \
 	fi
+
+# What to run while working: lint, types, and the tests that need no database, browser
+# or PostgreSQL and take no more than a moment (not `db`, `browser` or `slow`), with few
+# Hypothesis examples. PYTEST_ARGS narrows it, e.g. `make check PYTEST_ARGS=tests/engine`.
+CHECK_MARKS := not db and not browser and not slow
+check: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+	$(SQLITE_ENV) $(BIN)/python -m pytest -q -m '$(CHECK_MARKS)' --ignore=tests/browser $(PYTEST_ARGS)
 
 test-sqlite: $(STAMP)
 	$(SQLITE_ENV) $(BIN)/python -m pytest $(PYTEST_ARGS)
 
-# PostgreSQL only: TEST_DATABASE_URL if set, else scripts/ensure_postgres.sh (which fails
-# loudly when it cannot provide a server).
+# PostgreSQL only, the tests that use the database: TEST_DATABASE_URL if set, else
+# scripts/ensure_postgres.sh (which fails loudly when it cannot provide a server).
 test-postgres: $(STAMP)
 	@set -e; pg_url="$${TEST_DATABASE_URL:-}"; \
 	if [ -z "$$pg_url" ]; then pg_url=$$(bash scripts/ensure_postgres.sh); fi; \
-	echo "== PostgreSQL ($$pg_url) =="; \
-	TEST_DATABASE_URL="$$pg_url" $(BIN)/python -m pytest $(PYTEST_ARGS)
+	echo "== PostgreSQL ($$pg_url): the tests that use the database =="; \
+	TEST_DATABASE_URL="$$pg_url" $(BIN)/python -m pytest --db-only $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -1,10 +1,15 @@
-"""Shared test fixtures, and the recordings folder.
+"""Shared test fixtures, the recordings folder, the marks that sort the suite, and the
+Hypothesis profiles.
 
 The recorded agent runs are not in the repository (:mod:`simulator.recordings_folder`
 says where they are). A test that reads them carries :data:`needs_recordings`, or calls
 :func:`skip_without_recordings` from a shared helper: without the folder it is skipped,
 with a reason naming the folder. Under CI (``CI=true``) a missing folder fails the run
 before any test.
+
+Nobody marks a test ``db`` or ``browser`` by hand: :func:`uses_database` decides from the
+test's marks and fixtures, and ``--db-only`` keeps those alone (the PostgreSQL pass of
+``make test``); ``make check`` leaves them out with the ``slow`` ones.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings as hypothesis_settings
 
 from simulator.recordings_folder import RecordingsNotFound, recordings_dir
 from tests.offload_stores import S3Server, running_s3_server
@@ -58,6 +64,48 @@ def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
         yield server
 
 
+# Hypothesis examples per property: a few locally, where `make check` should be quick,
+# and Hypothesis' own default of 100 under CI. A test that names its own `max_examples`
+# keeps it in both. HYPOTHESIS_PROFILE picks one by name.
+hypothesis_settings.register_profile("quick", max_examples=20)
+hypothesis_settings.register_profile("thorough", max_examples=100, print_blob=True)
+HYPOTHESIS_PROFILE = os.environ.get("HYPOTHESIS_PROFILE") or (
+    "thorough" if os.environ.get("CI") in {"true", "1"} else "quick"
+)
+hypothesis_settings.load_profile(HYPOTHESIS_PROFILE)
+
+DATABASE_FIXTURES = frozenset(
+    {"django_db_setup", "_django_db_helper", "db", "transactional_db", "live_server"}
+)
+"""Fixtures through which a test reaches the database. ``item.fixturenames`` holds every
+fixture a test needs, directly or through others, so one that takes ``db`` three fixtures
+down is found too; ``live_server`` asks for ``transactional_db`` only when the test runs.
+``client`` alone opens no database: a test that queried through it would fail."""
+BROWSER_TESTS = REPO / "tests" / "browser"
+
+
+def uses_database(item: pytest.Item) -> bool:
+    """Whether ``item`` uses the test database: a ``django_db`` (or ``db``) mark, a fixture
+    of :data:`DATABASE_FIXTURES`, or a Django test case with databases. Only these run on
+    PostgreSQL too; the rest would run the same code twice."""
+    if item.get_closest_marker("django_db") or item.get_closest_marker("db"):
+        return True
+    if not DATABASE_FIXTURES.isdisjoint(getattr(item, "fixturenames", ())):
+        return True
+    from django.test import SimpleTestCase
+
+    case = getattr(item, "cls", None)
+    return isinstance(case, type) and issubclass(case, SimpleTestCase) and bool(case.databases)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--db-only",
+        action="store_true",
+        help="run only the tests that use the database (the PostgreSQL pass of make test)",
+    )
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "s3: runs on the loopback S3 server (set by the fixtures; -m 'not s3' skips)"
@@ -68,11 +116,26 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"CI={os.environ['CI']}: {RecordingsNotFound(CONVERSATIONS)}")
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark every test that runs on S3: those taking ``s3_server``, and the ``[s3]`` half
-    of those taking ``offloads``."""
+def pytest_report_header() -> str:
+    return f"hypothesis profile: {HYPOTHESIS_PROFILE}"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark every test that uses the database ``db`` and every browser test ``browser``;
+    mark every test that runs on S3: those taking ``s3_server``, and the ``[s3]`` half of
+    those taking ``offloads``. With ``--db-only``, deselect the tests that are not ``db``."""
     for item in items:
+        if uses_database(item):
+            item.add_marker(pytest.mark.db)
+        if item.path.is_relative_to(BROWSER_TESTS):
+            item.add_marker(pytest.mark.browser)
         callspec = getattr(item, "callspec", None)
         on_s3 = callspec is not None and callspec.params.get("offloads") == "s3"
         if on_s3 or "s3_server" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.s3)
+    if config.getoption("db_only"):
+        kept = [item for item in items if item.get_closest_marker("db")]
+        deselected = [item for item in items if not item.get_closest_marker("db")]
+        if deselected:
+            config.hook.pytest_deselected(items=deselected)
+            items[:] = kept

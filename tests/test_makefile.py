@@ -282,3 +282,23 @@ def test_make_install_says_what_it_does(tmp_path: Path) -> None:
         f"{venv}/bin/python -m pip install --quiet -e .[dev]",
     ]
     assert (venv / ".installed").exists()
+
+
+def test_make_check_runs_lint_types_and_the_quick_tests() -> None:
+    """Lint, types, then pytest on SQLite without the tests that use the database or a
+    browser or take seconds; PYTEST_ARGS comes last, so it narrows the run."""
+    assert dry_run("check", "PYTEST_ARGS=tests/engine").splitlines() == [
+        ".venv/bin/ruff check .",
+        ".venv/bin/ruff format --check .",
+        ".venv/bin/mypy",
+        "env -u TEST_DATABASE_URL -u DATABASE_URL .venv/bin/python -m pytest -q "
+        "-m 'not db and not browser and not slow' --ignore=tests/browser tests/engine",
+    ]
+
+
+def test_make_test_runs_everything_on_sqlite_and_the_database_tests_on_postgresql() -> None:
+    runs = [line.strip() for line in dry_run("test", "PYTEST_ARGS=-x").splitlines()]
+    assert [line for line in runs if " -m pytest " in line] == [
+        "env -u TEST_DATABASE_URL -u DATABASE_URL .venv/bin/python -m pytest $browser_args -x; \\",
+        'TEST_DATABASE_URL="$pg_url" .venv/bin/python -m pytest --db-only $browser_args -x; \\',
+    ]

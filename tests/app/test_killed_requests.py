@@ -29,6 +29,7 @@ import urllib.request
 from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -153,9 +154,12 @@ STEPS = [
 stored whole before the second one's step)."""
 
 
-def _backends() -> list[str]:
+def _backends() -> list[Any]:
+    """The server's own SQLite file, and a database on the run's PostgreSQL server when
+    there is one (``db``, so the PostgreSQL pass runs it)."""
     url = os.environ.get("TEST_DATABASE_URL", "")
-    return ["sqlite", "postgres"] if url.startswith("postgres") else ["sqlite"]
+    postgres = pytest.param("postgres", marks=pytest.mark.db)
+    return ["sqlite", postgres] if url.startswith("postgres") else ["sqlite"]
 
 
 @pytest.fixture(scope="module", params=_backends())
