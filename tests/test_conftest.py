@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import REPO
 
 MODULE = "tests/simulator/test_calibration.py"
@@ -92,10 +94,12 @@ def _collected(*args: str) -> set[str]:
     return {line for line in done.stdout.splitlines() if "::" in line}
 
 
+@pytest.mark.slow
 def test_conftest_marks_the_tests_that_use_the_database_and_the_browser() -> None:
     for mark in ("db", "browser"):
         assert _collected("-m", mark) == {test for test, marks in KNOWN.items() if mark in marks}
 
 
+@pytest.mark.slow
 def test_conftest_db_only_keeps_the_tests_that_use_the_database() -> None:
     assert _collected("--db-only") == {test for test, marks in KNOWN.items() if "db" in marks}

@@ -29,6 +29,7 @@ import pytest
 
 from benchmarks.server import Server, fresh_postgres, production_server
 
+pytestmark = pytest.mark.slow  # the production server under 1,600 requests
 CLIENTS = 8
 REQUESTS = 200
 TIMEOUT = 60

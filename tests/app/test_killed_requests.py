@@ -36,6 +36,7 @@ import pytest
 from benchmarks.server import Server, fresh_postgres, production_server
 from tests.app.support import grep_rounds
 
+pytestmark = pytest.mark.slow  # production servers whose workers are killed midway
 ROUNDS = 4000
 """Tool rounds in the killed request; all but the last are offloaded."""
 TIMEOUT = 120
