@@ -15,7 +15,7 @@ test's marks and fixtures, and ``--db-only`` keeps those alone (the PostgreSQL p
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -69,9 +69,17 @@ def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
 # keeps it in both. HYPOTHESIS_PROFILE picks one by name.
 hypothesis_settings.register_profile("quick", max_examples=20)
 hypothesis_settings.register_profile("thorough", max_examples=100, print_blob=True)
-HYPOTHESIS_PROFILE = os.environ.get("HYPOTHESIS_PROFILE") or (
-    "thorough" if os.environ.get("CI") in {"true", "1"} else "quick"
-)
+
+
+def hypothesis_profile(environ: Mapping[str, str]) -> str:
+    """The Hypothesis profile for an environment: HYPOTHESIS_PROFILE, else ``thorough``
+    under CI and ``quick`` elsewhere."""
+    return environ.get("HYPOTHESIS_PROFILE") or (
+        "thorough" if environ.get("CI") in {"true", "1"} else "quick"
+    )
+
+
+HYPOTHESIS_PROFILE = hypothesis_profile(os.environ)
 hypothesis_settings.load_profile(HYPOTHESIS_PROFILE)
 
 DATABASE_FIXTURES = frozenset(

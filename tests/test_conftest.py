@@ -1,5 +1,6 @@
 """tests/conftest.py: without the recordings folder, the tests that read it are skipped
-with a reason naming it, or, under CI, the run fails before any test."""
+with a reason naming it, or, under CI, the run fails before any test; tests are marked
+``db`` and ``browser`` by what they use; Hypothesis runs its quick profile locally."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
-from tests.conftest import REPO
+from tests.conftest import HYPOTHESIS_PROFILE, REPO, hypothesis_profile
 
 MODULE = "tests/simulator/test_calibration.py"
 """A module whose every test reads the recordings."""
@@ -103,3 +105,13 @@ def test_conftest_marks_the_tests_that_use_the_database_and_the_browser() -> Non
 @pytest.mark.slow
 def test_conftest_db_only_keeps_the_tests_that_use_the_database() -> None:
     assert _collected("--db-only") == {test for test, marks in KNOWN.items() if "db" in marks}
+
+
+def test_conftest_hypothesis_profile_is_quick_locally_and_thorough_under_ci() -> None:
+    assert hypothesis_profile({}) == "quick"
+    assert hypothesis_profile({"CI": "true"}) == "thorough"
+    assert hypothesis_profile({"CI": "true", "HYPOTHESIS_PROFILE": "quick"}) == "quick"
+    assert hypothesis_profile({"HYPOTHESIS_PROFILE": "thorough"}) == "thorough"
+    assert settings.get_profile("quick").max_examples == 20
+    assert settings.get_profile("thorough").max_examples == 100
+    assert settings.default.max_examples == settings.get_profile(HYPOTHESIS_PROFILE).max_examples
