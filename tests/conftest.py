@@ -128,6 +128,8 @@ def pytest_report_header() -> str:
     return f"hypothesis profile: {HYPOTHESIS_PROFILE}"
 
 
+# First, so that `-m db` and the like see these marks.
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark every test that uses the database ``db`` and every browser test ``browser``;
     mark every test that runs on S3: those taking ``s3_server``, and the ``[s3]`` half of
