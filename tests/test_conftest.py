@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-from tests.conftest import HYPOTHESIS_PROFILE, REPO, hypothesis_profile
+from tests.conftest import HYPOTHESIS_PROFILE, REPO, hypothesis_profile, max_examples
 
 MODULE = "tests/simulator/test_calibration.py"
 """A module whose every test reads the recordings."""
@@ -115,3 +115,4 @@ def test_conftest_hypothesis_profile_is_quick_locally_and_thorough_under_ci() ->
     assert settings.get_profile("quick").max_examples == 20
     assert settings.get_profile("thorough").max_examples == 100
     assert settings.default.max_examples == settings.get_profile(HYPOTHESIS_PROFILE).max_examples
+    assert max_examples(300) == {"quick": 60, "thorough": 300}[HYPOTHESIS_PROFILE]

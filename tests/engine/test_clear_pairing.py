@@ -23,7 +23,7 @@ from reduction_app.engine.messages import Message
 from reduction_app.engine.pairing import PairingProblem, pairing_problems, wire_pairing_problems
 from simulator.importers import load_conversations
 from simulator.transcript import model_calls
-from tests.conftest import CONVERSATIONS, needs_recordings
+from tests.conftest import CONVERSATIONS, max_examples, needs_recordings
 from tests.engine.clear_support import (
     agentic_call,
     agentic_results,
@@ -209,7 +209,7 @@ def test_clear_manifest_anthropic_keeps_results_next_to_their_call() -> None:
 
 # Properties ------------------------------------------------------------------------------
 
-SETTINGS = settings(max_examples=60, deadline=None)
+SETTINGS = settings(max_examples=max_examples(60), deadline=None)
 
 
 def _reminder(kind: str) -> Any:
