@@ -123,7 +123,13 @@ SLOW = frozenset(
         "tests/simulator/test_cli.py::test_python_m_simulator_closed_pipe_is_quiet",
         "tests/test_conftest.py::test_conftest_skips_tests_that_need_the_missing_recordings",
         "tests/test_conftest.py::test_conftest_under_ci_fails_the_run_without_the_recordings",
+        # The module's gunicorn.
         "tests/test_gunicorn_worker.py::test_header_longer_than_the_limit_is_431_json",
+        "tests/test_gunicorn_worker.py::test_too_many_headers_is_431_json",
+        "tests/test_gunicorn_worker.py::test_request_line_longer_than_the_limit_is_414_json",
+        "tests/test_gunicorn_worker.py::test_malformed_request_line_is_400_json",
+        "tests/test_gunicorn_worker.py::test_malformed_header_is_400_json_that_does_not_echo_it",
+        "tests/test_gunicorn_worker.py::test_request_the_app_answers_is_not_touched",
     }
 )
 """Tests that take seconds, by ``path::function`` (every parameter of it), for modules
