@@ -305,16 +305,19 @@ echo "${TEST_DATABASE_URL:-sqlite} $*" >> "$CALLS"
 case "${TEST_DATABASE_URL:-}" in
 postgres*) touch "$CALLS.postgres"; echo "postgres pass"; exit "$POSTGRES_STATUS";;
 esac
-for _ in $(seq 30); do [ -e "$CALLS.postgres" ] && break; sleep 0.1; done
+for _ in $(seq "$WAIT_TENTHS"); do [ -e "$CALLS.postgres" ] && break; sleep 0.1; done
 [ -e "$CALLS.postgres" ] && echo "sqlite pass, postgres already started" || echo "sqlite pass"
 exit "$SQLITE_STATUS"
 """
 PG = "postgres://tester@127.0.0.1:5432/test"
 
 
-def make_test(tmp_path: Path, *args: str, sqlite: int = 0, postgres: int = 0) -> tuple[int, str]:
-    """``make test`` with a stand-in for the virtualenv's python that plays pytest; its
-    exit status and output."""
+def make_test(
+    tmp_path: Path, *args: str, sqlite: int = 0, postgres: int = 0, wait: float = 10
+) -> tuple[int, str]:
+    """``make test`` with a stand-in for the virtualenv's python that plays pytest (the
+    SQLite pass waits up to ``wait`` seconds for the PostgreSQL one to start); its exit
+    status and output."""
     venv = tmp_path / "venv"
     (venv / "bin").mkdir(parents=True)
     python = venv / "bin" / "python"
@@ -330,6 +333,7 @@ def make_test(tmp_path: Path, *args: str, sqlite: int = 0, postgres: int = 0) ->
             CALLS=str(tmp_path / "calls"),
             SQLITE_STATUS=str(sqlite),
             POSTGRES_STATUS=str(postgres),
+            WAIT_TENTHS=str(int(wait * 10)),
         ),
         capture_output=True,
         text=True,
@@ -366,11 +370,11 @@ def test_make_test_fails_when_either_pass_fails(tmp_path: Path, sqlite: int, pos
 def test_make_test_one_pass_after_the_other_stops_after_a_failing_sqlite_pass(
     tmp_path: Path,
 ) -> None:
-    status, out = make_test(tmp_path, "TEST_TOGETHER=no", sqlite=1)
+    status, out = make_test(tmp_path, "TEST_TOGETHER=no", sqlite=1, wait=0)
     assert status == 2
     assert out.splitlines()[-2:] == ["== SQLite ==", "sqlite pass"]
     assert (tmp_path / "calls").read_text().splitlines() == ["sqlite -m pytest -x"]
-    status, out = make_test(tmp_path / "again", "TEST_TOGETHER=no")
+    status, out = make_test(tmp_path / "again", "TEST_TOGETHER=no", wait=0)
     assert status == 0
     assert out.splitlines()[-3:] == [
         "sqlite pass",
