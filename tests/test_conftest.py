@@ -116,3 +116,20 @@ def test_conftest_hypothesis_profile_is_quick_locally_and_thorough_under_ci() ->
     assert settings.get_profile("thorough").max_examples == 100
     assert settings.default.max_examples == settings.get_profile(HYPOTHESIS_PROFILE).max_examples
     assert max_examples(300) == {"quick": 60, "thorough": 300}[HYPOTHESIS_PROFILE]
+
+
+@pytest.mark.slow
+def test_conftest_db_only_over_tests_without_the_database_passes() -> None:
+    """``make test PYTEST_ARGS=tests/engine``: nothing to run on PostgreSQL, no failure."""
+    environ = {k: v for k, v in os.environ.items() if k not in {"TEST_DATABASE_URL", "CI"}}
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--db-only"]
+    done = subprocess.run(
+        [*command, "tests/engine/test_config.py"],
+        cwd=REPO,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert " deselected in " in done.stdout.splitlines()[-1]
