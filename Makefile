@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run serve test test-sqlite test-postgres setup lint bench bench-api bench-readme clean
+.PHONY: run serve check test test-sqlite test-postgres setup lint bench bench-api bench-readme clean
 
 # A first run takes a minute here, which pip --quiet would spend in silence: each step
 # says what it does instead of echoing its command.
@@ -60,7 +60,10 @@ serve: $(STAMP)
 		-- $(BIN)/python manage.py db_worker --no-reload \
 		-- $(BIN)/gunicorn --config config/gunicorn_conf.py config.wsgi
 
-# `make test` runs the whole suite on SQLite, then on PostgreSQL. PostgreSQL is the
+# `make test` runs the whole suite on SQLite and, beside it, the tests that use the
+# database (marked `db` by tests/conftest.py) on PostgreSQL; the PostgreSQL pass writes
+# to a file, shown when the SQLite pass ends. TEST_TOGETHER=no runs them one after the
+# other (and stops after a failing SQLite pass). PostgreSQL is the
 # server TEST_DATABASE_URL names, or else the one scripts/ensure_postgres.sh finds or
 # starts on 127.0.0.1:5432 (installing Debian's package when root). TEST_POSTGRES says
 # what happens when there is none: auto (default) runs SQLite only and says so first;
@@ -72,8 +75,13 @@ TEST_POSTGRES ?= $(if $(filter true 1,$(CI)),yes,auto)
 # (and says so) when there is no Chromium; yes (the default under CI=true) fails.
 TEST_BROWSER ?= $(if $(filter true 1,$(CI)),yes,auto)
 PYTEST_ARGS ?=
+TEST_TOGETHER ?= yes
+# Test runs keep the bytecode of what they load: pytest rewrites the assertions of about
+# 750 modules (the tests' and its plugins'), which PYTHONDONTWRITEBYTECODE, set in some
+# environments, would have every run and every server a test starts redo.
+TEST_ENV := env -u PYTHONDONTWRITEBYTECODE
 # The SQLite pass must not pick up a database from the environment.
-SQLITE_ENV := env -u TEST_DATABASE_URL -u DATABASE_URL
+SQLITE_ENV := $(TEST_ENV) -u TEST_DATABASE_URL -u DATABASE_URL
 
 test: $(STAMP)
 	@set -e; browser_args=""; \
@@ -94,29 +102,55 @@ test: $(STAMP)
 		fi; \
 	fi; \
 	if [ -n "$$pg_url" ]; then \
-		echo "make test: the suite runs on SQLite, then on PostgreSQL ($$pg_url)"; \
+		echo "make test: the suite runs on SQLite, and the tests that use the database on PostgreSQL ($$pg_url)"; \
 	elif [ "$(TEST_POSTGRES)" = no ]; then \
 		echo "make test: the suite runs on SQLite only (TEST_POSTGRES=no)"; \
 	else \
 		echo "make test: the suite runs on SQLite only; no PostgreSQL here (see above why)"; \
 	fi; \
+	postgres="$(TEST_ENV) TEST_DATABASE_URL=$$pg_url $(BIN)/python -m pytest --db-only"; \
+	pg_pid=""; \
+	if [ -n "$$pg_url" ] && [ "$(TEST_TOGETHER)" = yes ]; then \
+		pg_log=$$(mktemp); \
+		$$postgres $$browser_args $(PYTEST_ARGS) >"$$pg_log" 2>&1 & pg_pid=$$!; \
+		trap 'kill $$pg_pid 2>/dev/null; rm -f "$$pg_log"; exit 130' INT TERM; \
+	fi; \
 	echo "== SQLite =="; \
-	$(SQLITE_ENV) $(BIN)/python -m pytest $$browser_args $(PYTEST_ARGS); \
+	sqlite_status=0; \
+	$(SQLITE_ENV) $(BIN)/python -m pytest $$browser_args $(PYTEST_ARGS) || sqlite_status=$$?; \
+	[ $$sqlite_status = 0 ] || [ -n "$$pg_pid" ] || exit $$sqlite_status; \
+	pg_status=0; \
 	if [ -n "$$pg_url" ]; then \
-		echo "== PostgreSQL ($$pg_url) =="; \
-		TEST_DATABASE_URL="$$pg_url" $(BIN)/python -m pytest $$browser_args $(PYTEST_ARGS); \
-	fi
+		echo "== PostgreSQL ($$pg_url): the tests that use the database =="; \
+		if [ -n "$$pg_pid" ]; then \
+			wait $$pg_pid || pg_status=$$?; cat "$$pg_log"; rm -f "$$pg_log"; \
+		else \
+			$$postgres $$browser_args $(PYTEST_ARGS) || pg_status=$$?; \
+		fi; \
+	fi; \
+	[ $$sqlite_status = 0 ] || exit $$sqlite_status; \
+	exit $$pg_status
+
+# What to run while working: lint, types, and the tests that need no database, browser
+# or PostgreSQL and take no more than a moment (not `db`, `browser` or `slow`), with few
+# Hypothesis examples. PYTEST_ARGS narrows it, e.g. `make check PYTEST_ARGS=tests/engine`.
+CHECK_MARKS := not db and not browser and not slow
+check: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+	$(SQLITE_ENV) $(BIN)/python -m pytest -q -m '$(CHECK_MARKS)' --ignore=tests/browser $(PYTEST_ARGS)
 
 test-sqlite: $(STAMP)
 	$(SQLITE_ENV) $(BIN)/python -m pytest $(PYTEST_ARGS)
 
-# PostgreSQL only: TEST_DATABASE_URL if set, else scripts/ensure_postgres.sh (which fails
-# loudly when it cannot provide a server).
+# PostgreSQL only, the tests that use the database: TEST_DATABASE_URL if set, else
+# scripts/ensure_postgres.sh (which fails loudly when it cannot provide a server).
 test-postgres: $(STAMP)
 	@set -e; pg_url="$${TEST_DATABASE_URL:-}"; \
 	if [ -z "$$pg_url" ]; then pg_url=$$(bash scripts/ensure_postgres.sh); fi; \
-	echo "== PostgreSQL ($$pg_url) =="; \
-	TEST_DATABASE_URL="$$pg_url" $(BIN)/python -m pytest $(PYTEST_ARGS)
+	echo "== PostgreSQL ($$pg_url): the tests that use the database =="; \
+	$(TEST_ENV) TEST_DATABASE_URL="$$pg_url" $(BIN)/python -m pytest --db-only $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -183,6 +183,7 @@ def interrupted_cleanly(run: Started) -> str:
 
 @UNIX
 @ONCE
+@pytest.mark.slow
 def test_make_run_serves_on_the_port_given_and_stops_cleanly_on_ctrl_c(
     start_make: Callable[..., Started],
 ) -> None:
@@ -206,6 +207,7 @@ def test_make_run_serves_on_the_port_given_and_stops_cleanly_on_ctrl_c(
 
 @UNIX
 @ONCE
+@pytest.mark.slow
 def test_make_serve_stops_cleanly_on_ctrl_c(
     start_make: Callable[..., Started],
 ) -> None:
@@ -282,3 +284,100 @@ def test_make_install_says_what_it_does(tmp_path: Path) -> None:
         f"{venv}/bin/python -m pip install --quiet -e .[dev]",
     ]
     assert (venv / ".installed").exists()
+
+
+def test_make_check_runs_lint_types_and_the_quick_tests() -> None:
+    """Lint, types, then pytest on SQLite without the tests that use the database or a
+    browser or take seconds; PYTEST_ARGS comes last, so it narrows the run."""
+    assert dry_run("check", "PYTEST_ARGS=tests/engine").splitlines() == [
+        ".venv/bin/ruff check .",
+        ".venv/bin/ruff format --check .",
+        ".venv/bin/mypy",
+        "env -u PYTHONDONTWRITEBYTECODE -u TEST_DATABASE_URL -u DATABASE_URL "
+        ".venv/bin/python -m pytest -q "
+        "-m 'not db and not browser and not slow' --ignore=tests/browser tests/engine",
+    ]
+
+
+STAND_IN_PYTEST = """#!/bin/sh
+# python -m pytest ...: writes down how it was called, and answers as the pass it is.
+echo "${TEST_DATABASE_URL:-sqlite} $*" >> "$CALLS"
+case "${TEST_DATABASE_URL:-}" in
+postgres*) touch "$CALLS.postgres"; echo "postgres pass"; exit "$POSTGRES_STATUS";;
+esac
+for _ in $(seq "$WAIT_TENTHS"); do [ -e "$CALLS.postgres" ] && break; sleep 0.1; done
+[ -e "$CALLS.postgres" ] && echo "sqlite pass, postgres already started" || echo "sqlite pass"
+exit "$SQLITE_STATUS"
+"""
+PG = "postgres://tester@127.0.0.1:5432/test"
+
+
+def make_test(
+    tmp_path: Path, *args: str, sqlite: int = 0, postgres: int = 0, wait: float = 10
+) -> tuple[int, str]:
+    """``make test`` with a stand-in for the virtualenv's python that plays pytest (the
+    SQLite pass waits up to ``wait`` seconds for the PostgreSQL one to start); its exit
+    status and output."""
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    python = venv / "bin" / "python"
+    python.write_text(STAND_IN_PYTEST)
+    python.chmod(0o755)
+    make = ["make", "--no-print-directory", f"VENV={venv}", "-o", f"{venv}/.installed", "test"]
+    done = subprocess.run(
+        [*make, *args, "PYTEST_ARGS=-x"],
+        cwd=REPO,
+        env=make_env(
+            TEST_DATABASE_URL=PG,
+            REDUCTION_CHROMIUM="/bin/true",  # a browser "there", so nothing is installed
+            CALLS=str(tmp_path / "calls"),
+            SQLITE_STATUS=str(sqlite),
+            POSTGRES_STATUS=str(postgres),
+            WAIT_TENTHS=str(int(wait * 10)),
+        ),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    return done.returncode, done.stdout
+
+
+def test_make_test_runs_the_database_tests_on_postgresql_beside_the_whole_suite(
+    tmp_path: Path,
+) -> None:
+    status, out = make_test(tmp_path)
+    assert status == 0, out
+    assert out.splitlines()[-4:] == [
+        "== SQLite ==",
+        "sqlite pass, postgres already started",
+        f"== PostgreSQL ({PG}): the tests that use the database ==",
+        "postgres pass",
+    ]
+    assert sorted((tmp_path / "calls").read_text().splitlines()) == [
+        f"{PG} -m pytest --db-only -x",
+        "sqlite -m pytest -x",
+    ]
+
+
+@pytest.mark.parametrize(("sqlite", "postgres"), [(1, 0), (0, 1), (1, 3)])
+def test_make_test_fails_when_either_pass_fails(tmp_path: Path, sqlite: int, postgres: int) -> None:
+    """The SQLite pass's status first; the PostgreSQL pass's output is shown either way."""
+    status, out = make_test(tmp_path, sqlite=sqlite, postgres=postgres)
+    assert status == 2  # make's own, for a recipe that failed
+    assert out.splitlines()[-1] == "postgres pass"
+
+
+def test_make_test_one_pass_after_the_other_stops_after_a_failing_sqlite_pass(
+    tmp_path: Path,
+) -> None:
+    status, out = make_test(tmp_path, "TEST_TOGETHER=no", sqlite=1, wait=0)
+    assert status == 2
+    assert out.splitlines()[-2:] == ["== SQLite ==", "sqlite pass"]
+    assert (tmp_path / "calls").read_text().splitlines() == ["sqlite -m pytest -x"]
+    status, out = make_test(tmp_path / "again", "TEST_TOGETHER=no", wait=0)
+    assert status == 0
+    assert out.splitlines()[-3:] == [
+        "sqlite pass",
+        f"== PostgreSQL ({PG}): the tests that use the database ==",
+        "postgres pass",
+    ]

@@ -29,6 +29,7 @@ import pytest
 
 from benchmarks.server import Server, fresh_postgres, production_server
 
+pytestmark = pytest.mark.slow  # the production server under 1,600 requests
 CLIENTS = 8
 REQUESTS = 200
 TIMEOUT = 60
@@ -40,11 +41,13 @@ CLEAR = {"max_tokens_for_clear": 10, "clear_retention_suffix_limit": 1}
 
 
 def _databases() -> list[Any]:
+    """The server's own SQLite file, and a database on the run's PostgreSQL server (so
+    that half is ``db``: the PostgreSQL pass runs it)."""
     url = os.environ.get("TEST_DATABASE_URL", "")
-    postgres: Any = "postgresql"
+    marks = [pytest.mark.db]
     if not url.startswith(("postgres://", "postgresql://")):
-        postgres = pytest.param(postgres, marks=pytest.mark.skip("no TEST_DATABASE_URL"))
-    return ["sqlite", postgres]
+        marks.append(pytest.mark.skip("no TEST_DATABASE_URL"))
+    return ["sqlite", pytest.param("postgresql", marks=marks)]
 
 
 @pytest.fixture(params=_databases())

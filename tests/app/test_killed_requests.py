@@ -29,12 +29,14 @@ import urllib.request
 from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from benchmarks.server import Server, fresh_postgres, production_server
 from tests.app.support import grep_rounds
 
+pytestmark = pytest.mark.slow  # production servers whose workers are killed midway
 ROUNDS = 4000
 """Tool rounds in the killed request; all but the last are offloaded."""
 TIMEOUT = 120
@@ -153,9 +155,12 @@ STEPS = [
 stored whole before the second one's step)."""
 
 
-def _backends() -> list[str]:
+def _backends() -> list[Any]:
+    """The server's own SQLite file, and a database on the run's PostgreSQL server when
+    there is one (``db``, so the PostgreSQL pass runs it)."""
     url = os.environ.get("TEST_DATABASE_URL", "")
-    return ["sqlite", "postgres"] if url.startswith("postgres") else ["sqlite"]
+    postgres = pytest.param("postgres", marks=pytest.mark.db)
+    return ["sqlite", postgres] if url.startswith("postgres") else ["sqlite"]
 
 
 @pytest.fixture(scope="module", params=_backends())

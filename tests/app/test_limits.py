@@ -25,6 +25,7 @@ import pytest
 from benchmarks.server import ROOT, Server, production_server, server_env
 from reduction_app.client import ReductionAPIError, ReductionClient
 
+pytestmark = pytest.mark.slow  # gunicorn and the development server
 TIMEOUT = 60
 """Seconds any one request may take."""
 LIMIT = 256 * 1024

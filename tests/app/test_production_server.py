@@ -25,6 +25,7 @@ import pytest
 from benchmarks.server import ManageError, Server, production_server
 from tests.app.support import clear_placeholder
 
+pytestmark = pytest.mark.slow  # gunicorn with two workers
 TIMEOUT = 30
 """Seconds any one request may take."""
 PASSWORD = "correct horse battery staple"

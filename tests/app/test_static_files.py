@@ -62,6 +62,7 @@ def test_static_files_problem_none_with_debug_on(settings: Any) -> None:
     assert static_files_problem() is None
 
 
+@pytest.mark.slow
 def test_gunicorn_refuses_to_start_without_collectstatic(tmp_path: Path) -> None:
     """The production server started as ``make serve`` starts it, minus collectstatic:
     gunicorn exits (its worker fails to boot) with the message in its log."""

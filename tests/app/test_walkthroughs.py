@@ -22,6 +22,7 @@ import pytest
 
 from benchmarks.server import ROOT, Server, production_server
 
+pytestmark = pytest.mark.slow  # a production server seeded as `make run` seeds it
 PASSWORD = "demo-password"
 TIMEOUT = 120
 DEFAULT_URL = "http://127.0.0.1:8000"

@@ -47,6 +47,7 @@ def test_main_refuses_a_time_that_is_not_positive(
     assert f"{flag} must be more than 0" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_main_measures_the_api_and_the_floor(tmp_path: Path) -> None:
     """Two real gunicorn servers: the API's and the floor's. Their answers are checked
     against the engine in-process by the benchmark itself, so a floor that did other

@@ -14,6 +14,7 @@ from tests.benchmarks.support import readme_copy, written_block
 from tests.simulator.cases import hand_conversation
 
 
+@pytest.mark.slow
 def test_main_fits_on_one_half_judges_on_the_other_and_writes_its_block(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

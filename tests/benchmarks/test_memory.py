@@ -18,6 +18,7 @@ def test_build_reaches_the_token_count() -> None:
     assert len(messages) >= 5
 
 
+@pytest.mark.slow
 def test_main_measures_in_fresh_processes_and_writes_its_block(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

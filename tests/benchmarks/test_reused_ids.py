@@ -39,6 +39,7 @@ def test_main_refuses_a_single_call(capsys: pytest.CaptureFixture[str]) -> None:
     assert "--calls must be at least 2" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_main_measures_both_cases_and_writes_its_block(tmp_path: Path) -> None:
     readme = readme_copy(tmp_path)
     sizes = [

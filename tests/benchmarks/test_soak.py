@@ -53,6 +53,7 @@ def test_main_refuses_a_missing_recordings_folder(
 
 
 @needs_recordings
+@pytest.mark.slow
 def test_main_replays_a_session_deletes_a_sharer_and_kills_requests(tmp_path: Path) -> None:
     """A real gunicorn server on SQLite: 20 calls or more, a twin conversation sharing the
     first one's files, which is then deleted, and two requests killed while storing, each

@@ -31,6 +31,7 @@ def test_consumers_read_strings_and_results_alike() -> None:
     assert truncation.consume_join(results, True) == "abcde"
 
 
+@pytest.mark.slow
 def test_main_prints_both_tables_and_writes_its_block(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

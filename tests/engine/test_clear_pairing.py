@@ -26,7 +26,7 @@ from reduction_app.engine.formats import messages_to_anthropic, messages_to_resp
 from reduction_app.engine.messages import Message
 from simulator.importers import load_conversations
 from simulator.transcript import model_calls
-from tests.conftest import CONVERSATIONS, needs_recordings
+from tests.conftest import CONVERSATIONS, max_examples, needs_recordings
 from tests.engine.clear_support import (
     agentic_call,
     agentic_results,
@@ -212,7 +212,7 @@ def test_clear_manifest_anthropic_keeps_results_next_to_their_call() -> None:
 
 # Properties ------------------------------------------------------------------------------
 
-SETTINGS = settings(max_examples=60, deadline=None)
+SETTINGS = settings(max_examples=max_examples(60), deadline=None)
 
 
 def _reminder(kind: str) -> Any:

@@ -15,6 +15,7 @@ from reduction_app.engine import ChatModelAgentState, InMemoryBackend
 from reduction_app.engine.blocks import AgenticMessage, FunctionToolResult
 from reduction_app.engine.messages import Message
 from reduction_app.engine.notices import is_clear_placeholder
+from tests.conftest import max_examples
 from tests.engine.clear_support import (
     agentic_call,
     agentic_results,
@@ -25,7 +26,7 @@ from tests.engine.clear_support import (
     snapshot,
 )
 
-SETTINGS = settings(max_examples=100, deadline=None)
+SETTINGS = settings(max_examples=max_examples(100), deadline=None)
 PATH_RE = re.compile(r"Tool result saved to: (\S+)\n")
 TEXT = st.text(alphabet="ab \n{}字", max_size=300)
 IDS = st.sampled_from(["call_1", "call_2", "dup", "x/../y", ""])

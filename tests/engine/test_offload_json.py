@@ -18,6 +18,7 @@ from reduction_app.engine.messages import Media
 from reduction_app.engine.middleware import new
 from reduction_app.engine.offload_json import stringify
 from reduction_app.engine.tool_io import ToolArgument, ToolContext, ToolOutputPart, ToolResult
+from tests.conftest import max_examples
 
 
 def reference_part(part: ToolOutputPart) -> dict[str, Any]:
@@ -115,7 +116,7 @@ _PARTS = st.one_of(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=max_examples(200), deadline=None)
 @given(st.lists(_PARTS, max_size=8))
 def test_stringify_matches_one_json_dumps_of_the_whole_list(parts: list[ToolOutputPart]) -> None:
     assert stringify(parts) == reference(parts)
@@ -174,7 +175,7 @@ def test_stringify_many_non_ascii_parts_with_a_lone_surrogate() -> None:
     assert stringify(parts) == reference(parts)
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=max_examples(30), deadline=None)
 @given(st.lists(_PARTS, min_size=20, max_size=60))
 def test_stringify_matches_json_dumps_for_many_parts(parts: list[ToolOutputPart]) -> None:
     assert stringify(parts) == reference(parts)
@@ -237,7 +238,7 @@ def _expected_file(chunks: Sequence[ToolResult | None], limit: int) -> dict[str,
     return {"/tmp/trunc/c1": reference(_flat(chunks))} if total > limit else {}
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=max_examples(80), deadline=None)
 @given(_CHUNKS, st.integers(1, 300))
 def test_enhanced_stream_offloads_every_part_as_one_json_dumps(
     chunks: list[ToolResult | None], limit: int
@@ -256,7 +257,7 @@ def test_enhanced_stream_offloads_every_part_as_one_json_dumps(
     assert backend.files == _expected_file(chunks, limit)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=max_examples(40), deadline=None)
 @given(_CHUNKS, st.integers(1, 300))
 async def test_async_enhanced_stream_offloads_every_part_as_one_json_dumps(
     chunks: list[ToolResult | None], limit: int

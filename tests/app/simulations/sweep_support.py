@@ -77,11 +77,10 @@ def in_process(conversation: Conversation, grid: dict[str, Any] = GRID) -> dict[
 
 
 def databases() -> list[Any]:
-    """SQLite always; PostgreSQL too when the test run has a server (TEST_DATABASE_URL)."""
-    out: list[Any] = ["sqlite"]
+    """SQLite always; PostgreSQL too when the test run has a server (TEST_DATABASE_URL).
+    The PostgreSQL half is ``db``, so the PostgreSQL pass runs it."""
     url = os.environ.get("TEST_DATABASE_URL", "")
+    marks = [pytest.mark.db]
     if not url.startswith(("postgres://", "postgresql://")):
-        out.append(pytest.param("postgresql", marks=pytest.mark.skip("no TEST_DATABASE_URL")))
-    else:
-        out.append("postgresql")
-    return out
+        marks.append(pytest.mark.skip("no TEST_DATABASE_URL"))
+    return ["sqlite", pytest.param("postgresql", marks=marks)]

@@ -129,6 +129,7 @@ def test_sweep_parts_of_one_worker_share_the_prepared_conversation(stored: Conve
 
 
 @pytest.mark.parametrize("site_url", databases(), indirect=True)
+@pytest.mark.slow
 def test_sweep_on_two_db_worker_processes(site_url: str, tmp_path: Path) -> None:
     """Two ``manage.py db_worker`` processes take the parts of one sweep from one database:
     every combination runs exactly once, and the gathered results are the in-process

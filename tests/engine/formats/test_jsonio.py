@@ -21,8 +21,9 @@ from reduction_app.engine.formats import (
     json_problem,
     nesting_path,
 )
+from tests.conftest import max_examples
 
-SETTINGS = settings(max_examples=300, deadline=None)
+SETTINGS = settings(max_examples=max_examples(300), deadline=None)
 
 
 def typed(value: Any) -> list[tuple[str, Any]]:
