@@ -11,7 +11,7 @@ in-process :func:`simulator.compare.sweep` gives (``SweepResult.to_dict``). Prog
 the count of combinations done.
 
 A part is a job (``reduction_app.jobs``): the worker that claims it holds its lease with a
-heartbeat. A part running with no heartbeat for ``REDUCTION_SWEEP_LEASE_SECONDS`` is
+heartbeat. A part running with no heartbeat for ``REDUCTION_JOB_LEASE_SECONDS`` is
 abandoned: its worker was killed, ran out of memory or lost its machine.
 :func:`sweep_parts_recover` queues it again with a new task, keeping its count of runs, or
 once it has had ``REDUCTION_SWEEP_MAX_RUNS`` runs fails it and its sweep, naming the
@@ -316,5 +316,8 @@ PARTS = register(
         name="sweep part",
         rows=SimulationPart.objects.all,
         recover=lambda abandoned: len(_recover(abandoned)),
+        # A part waits behind the other parts of its sweep, however many there are: how
+        # long it waits says nothing of whether any worker runs.
+        queue_timeout=lambda: 0.0,
     )
 )
