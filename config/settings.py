@@ -25,7 +25,14 @@ def _env_bool(name: str, default: bool) -> bool:
     return value.strip().lower() in {"1", "true", "yes", "on"}
 
 
-def _env_int(name: str, default: int) -> int:
+def _env_name(environ: Mapping[str, str], name: str, *, former: str = "") -> str:
+    """The variable that sets ``name``: ``name`` itself, unless only ``former`` (the name
+    it had before, still read for the deployments that set it) is set."""
+    return former if former and name not in environ and former in environ else name
+
+
+def _env_int(name: str, default: int, *, former: str = "") -> int:
+    name = _env_name(os.environ, name, former=former)
     text = os.environ.get(name, str(default)).strip()
     if not text.isdigit():
         raise ImproperlyConfigured(f"{name} must be a whole number from 0, not {text!r}")
@@ -338,9 +345,12 @@ REDUCTION_RATE_LIMIT = _env_int("REDUCTION_RATE_LIMIT", 0)
 # lease, and a job whose heartbeat is older than the lease has lost its worker, which is
 # presumed dead: the watcher fails it, or queues a sweep part again, up to
 # REDUCTION_SWEEP_MAX_RUNS runs in all. docs/deploying.md, "The task workers".
-def _sweep_lease(environ: Mapping[str, str]) -> tuple[float, int]:
-    """The lease of a sweep part in seconds, and the most runs a part gets."""
-    lease_text = environ.get("REDUCTION_SWEEP_LEASE_SECONDS", "60")
+def _job_lease(environ: Mapping[str, str]) -> tuple[float, int]:
+    """The lease of a job in seconds, and the most runs a sweep part gets."""
+    lease_name = _env_name(
+        environ, "REDUCTION_JOB_LEASE_SECONDS", former="REDUCTION_SWEEP_LEASE_SECONDS"
+    )
+    lease_text = environ.get(lease_name, "60")
     runs_text = environ.get("REDUCTION_SWEEP_MAX_RUNS", "3")
     try:
         lease = float(lease_text)
@@ -348,7 +358,7 @@ def _sweep_lease(environ: Mapping[str, str]) -> tuple[float, int]:
         lease = float("nan")
     if not 0 < lease < float("inf"):
         raise ImproperlyConfigured(
-            f"REDUCTION_SWEEP_LEASE_SECONDS must be a number of seconds above 0, not {lease_text!r}"
+            f"{lease_name} must be a number of seconds above 0, not {lease_text!r}"
         )
     if not runs_text.strip().isdigit() or int(runs_text) < 1:
         raise ImproperlyConfigured(
@@ -357,12 +367,13 @@ def _sweep_lease(environ: Mapping[str, str]) -> tuple[float, int]:
     return lease, int(runs_text)
 
 
-REDUCTION_SWEEP_LEASE_SECONDS, REDUCTION_SWEEP_MAX_RUNS = _sweep_lease(os.environ)
-# A simulation run as one task on the task workers (a replay too big to answer inline, a
-# sweep or recommendation over several conversations) still queued this long after it was
-# started is failed: no worker took it (none runs); 0 waits forever.
-REDUCTION_SIMULATION_QUEUE_TIMEOUT_SECONDS = _env_int(
-    "REDUCTION_SIMULATION_QUEUE_TIMEOUT_SECONDS", 6 * 3600
+REDUCTION_JOB_LEASE_SECONDS, REDUCTION_SWEEP_MAX_RUNS = _job_lease(os.environ)
+# A job that waits in the queue (an import, a simulation run as one task) still queued
+# this long after it was made is failed: no worker took it (none runs); 0 waits forever.
+REDUCTION_JOB_QUEUE_TIMEOUT_SECONDS = _env_int(
+    "REDUCTION_JOB_QUEUE_TIMEOUT_SECONDS",
+    6 * 3600,
+    former="REDUCTION_SIMULATION_QUEUE_TIMEOUT_SECONDS",
 )
 
 # The recorded agent runs (OpenHands, tau-bench, ...) that `manage.py seed_demo` imports

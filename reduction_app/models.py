@@ -60,7 +60,7 @@ class Job(models.Model):
         null=True,
         blank=True,
         help_text="The running worker's last sign of life, written every sixth of the lease "
-        "(REDUCTION_SWEEP_LEASE_SECONDS); older than the lease, its worker stopped answering.",
+        "(REDUCTION_JOB_LEASE_SECONDS); older than the lease, its worker stopped answering.",
     )
     finished_at = models.DateTimeField(null=True, blank=True)
 

@@ -1,5 +1,5 @@
 """Your own prices as JSON: the one parser behind ``--pricing FILE`` and the app's price
-table.
+table, and the one writer of a price's JSON form (:func:`pricing_to_json`).
 
 Every error is a one-line :class:`PriceError` naming where the price came from and the
 field; the fields are docs/simulator.md's "Your own prices".
@@ -97,8 +97,9 @@ def _long_context(data: object, *, where: str) -> LongContext | None:
 
 
 def pricing_from_json(data: object, *, where: str) -> Pricing:
-    """The price ``data`` describes (see the module docstring); ``where`` names its
-    source in errors."""
+    """The price ``data``, a price's JSON form (:data:`~simulator.pricing.PRICE_FIELDS`),
+    describes; ``where`` (a file name, a form) starts every error message. Raises
+    :class:`~simulator.pricing.PriceError`."""
     allowed = {"name", "base", "long_context"} | {f.key for f in PRICE_FIELDS}
     fields = _object(data, at=where, allowed=allowed)
     start: Pricing | None = None

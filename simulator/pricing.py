@@ -1,10 +1,11 @@
-"""What tokens cost, and how a provider counts them: one preset per model, and your own
-prices from a JSON file.
+"""What tokens cost, and how a provider counts them: one preset per model, and the
+fields your own prices may set.
 
 A :class:`Pricing` holds list prices (cache reads and writes, a long-context tier), the
 tokenizer and the framing the provider counts with; :data:`PRESETS` are the providers'
 list prices on :data:`PRICES_AS_OF`. Output is priced but never part of a replay's
-cost: every config sends the same recorded replies.
+cost: every config sends the same recorded replies. A price's JSON form (a price file,
+the app's price table) is :mod:`simulator.price_file`'s.
 """
 
 from __future__ import annotations
@@ -190,20 +191,6 @@ class Pricing:
     def is_long(self, prompt_tokens: int) -> bool:
         """A request of ``prompt_tokens`` is billed at the long-context rates."""
         return self.long_context is not None and prompt_tokens > self.long_context.above
-
-    @classmethod
-    def from_json(cls, data: object, *, where: str) -> Pricing:
-        """A price from its JSON form (:data:`PRICE_FIELDS`); ``where`` (a file name, a
-        form) starts every error message. Raises :class:`PriceError`."""
-        from simulator.price_file import pricing_from_json
-
-        return pricing_from_json(data, where=where)
-
-    def to_json(self) -> dict[str, Any]:
-        """The JSON form :meth:`from_json` reads back to an equal price."""
-        from simulator.price_file import pricing_to_json
-
-        return pricing_to_json(self)
 
 
 class PriceError(ValueError):

@@ -28,11 +28,11 @@ SETTINGS = {
         "worker timeout (30 s)",  # gunicorn's --timeout
         "gunicorn's 30 s timeout",
         "30 seconds by default",
-        "`21600` (6 h)",  # REDUCTION_SIMULATION_QUEUE_TIMEOUT_SECONDS
+        "`21600` (6 h)",  # REDUCTION_JOB_QUEUE_TIMEOUT_SECONDS
     ),
     "simulator.md": (
-        "no heartbeat for 60 s",  # an error at the default REDUCTION_SWEEP_LEASE_SECONDS
-        "no worker took it in 6 h",  # the same, of REDUCTION_SIMULATION_QUEUE_TIMEOUT_SECONDS
+        "no heartbeat for 60 s",  # an error at the default REDUCTION_JOB_LEASE_SECONDS
+        "no worker took it in 6 h",  # the same, of REDUCTION_JOB_QUEUE_TIMEOUT_SECONDS
     ),
 }
 """Per page, the durations that are settings: each snippet holds one, with its context."""

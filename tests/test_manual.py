@@ -66,8 +66,10 @@ def test_engine_page_config_table_defaults_are_the_dataclass_defaults() -> None:
 
 
 _ENV_READ = re.compile(
-    r"""(?:(?:os\.)?environ(?:\.get)?[\[(]|getenv\(|_env_(?:bool|int)\()\s*"([A-Z][A-Z0-9_]*)\""""
+    r"""(?:(?:os\.)?environ(?:\.get)?[\[(]|getenv\(|_env_(?:bool|int)\(|_env_name\(\s*environ,)\s*"([A-Z][A-Z0-9_]*)\""""
     r"""|"([A-Z][A-Z0-9_]*)" in (?:os\.)?environ\b"""
+    # A setting's former name, still read (config.settings._env_name):
+    r"""|\bformer="([A-Z][A-Z0-9_]*)\""""
 )
 _AWS_NAME = re.compile(r'"(AWS_[A-Z0-9_]+)"')
 _VARIABLE_NAME = re.compile(r'^[A-Z_]*VARIABLE = "([A-Z][A-Z0-9_]*)"', re.M)
@@ -83,7 +85,7 @@ def environment_variables_read() -> set[str]:
     for folder in _ENV_CODE:
         for path in sorted((ROOT / folder).rglob("*.py")):
             text = path.read_text(encoding="utf-8")
-            names |= {a or b for a, b in _ENV_READ.findall(text)}
+            names |= {a or b or c for a, b, c in _ENV_READ.findall(text)}
             if path == ROOT / "config" / "settings.py":
                 # The S3 options are read in a loop over (option, "AWS_...") pairs.
                 names |= set(_AWS_NAME.findall(text))

@@ -1,5 +1,5 @@
-"""config/settings.py: the offload storage, the sweep lease and the recordings folder chosen
-from the environment."""
+"""config/settings.py: the offload storage, the job lease and queue timeout and the
+recordings folder chosen from the environment."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from config.settings import MEDIA_ROOT, _offload_storage, _sweep_lease
+from config.settings import MEDIA_ROOT, _env_int, _job_lease, _offload_storage
 
 ROOT = Path(__file__).resolve().parent.parent
 LOCAL = {
@@ -97,9 +97,43 @@ def test_offload_storage_s3_without_a_bucket_stops_the_server_starting() -> None
 
 
 def test_sweep_lease_is_a_minute_and_three_runs_by_default() -> None:
-    assert _sweep_lease({}) == (60.0, 3)
+    assert _job_lease({}) == (60.0, 3)
     environ = {"REDUCTION_SWEEP_LEASE_SECONDS": "2.5", "REDUCTION_SWEEP_MAX_RUNS": "1"}
-    assert _sweep_lease(environ) == (2.5, 1)
+    assert _job_lease(environ) == (2.5, 1)
+
+
+def test_job_lease_is_read_under_its_name_before_its_former_name() -> None:
+    assert _job_lease({"REDUCTION_JOB_LEASE_SECONDS": "7"}) == (7.0, 3)
+    both = {"REDUCTION_JOB_LEASE_SECONDS": "7", "REDUCTION_SWEEP_LEASE_SECONDS": "2.5"}
+    assert _job_lease(both) == (7.0, 3)
+    with pytest.raises(ImproperlyConfigured) as caught:
+        _job_lease({"REDUCTION_JOB_LEASE_SECONDS": "0", "REDUCTION_SWEEP_LEASE_SECONDS": "2"})
+    assert str(caught.value) == (
+        "REDUCTION_JOB_LEASE_SECONDS must be a number of seconds above 0, not '0'"
+    )
+
+
+def test_job_queue_timeout_is_read_under_its_name_before_its_former_name(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    name, former = (
+        "REDUCTION_JOB_QUEUE_TIMEOUT_SECONDS",
+        "REDUCTION_SIMULATION_QUEUE_TIMEOUT_SECONDS",
+    )
+    monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv(former, raising=False)
+    assert _env_int(name, 21600, former=former) == 21600
+    monkeypatch.setenv(former, "600")
+    assert _env_int(name, 21600, former=former) == 600
+    monkeypatch.setenv(name, "90")
+    assert _env_int(name, 21600, former=former) == 90
+    monkeypatch.delenv(name)
+    monkeypatch.setenv(former, "soon")
+    with pytest.raises(ImproperlyConfigured) as caught:
+        _env_int(name, 21600, former=former)
+    assert str(caught.value) == (
+        "REDUCTION_SIMULATION_QUEUE_TIMEOUT_SECONDS must be a whole number from 0, not 'soon'"
+    )
 
 
 @pytest.mark.parametrize(
@@ -129,7 +163,7 @@ def test_sweep_lease_is_a_minute_and_three_runs_by_default() -> None:
 )
 def test_sweep_lease_refuses_what_cannot_be_a_lease(environ: dict[str, str], message: str) -> None:
     with pytest.raises(ImproperlyConfigured) as caught:
-        _sweep_lease(environ)
+        _job_lease(environ)
     assert str(caught.value) == message
 
 

@@ -25,7 +25,13 @@ from reduction_app.conversations.services import conversation_create, conversati
 from reduction_app.engine import formats
 from reduction_app.errors import LimitExceeded, ServiceError
 from reduction_app.jobs.lease import claim_fields, heartbeat, lease_seconds
-from reduction_app.jobs.watch import JobKind, job_check, register, watch_enqueue
+from reduction_app.jobs.watch import (
+    JobKind,
+    job_check,
+    register,
+    untaken_reason,
+    watch_enqueue,
+)
 from reduction_app.models import (
     Conversation,
     JobStatus,
@@ -52,6 +58,7 @@ __all__ = [
     "recordings_import",
     "run_recording_import",
     "runs_inline",
+    "untaken_error",
 ]
 
 logger = logging.getLogger(__name__)
@@ -305,7 +312,7 @@ def recording_import_create(
 
 def recording_import_enqueue(*, recording_import: RecordingImport) -> None:
     """Hand a queued import to the task workers; the watcher fails it if its worker stops
-    answering (:data:`IMPORTS`)."""
+    answering or no worker takes it in time (:data:`IMPORTS`)."""
     run_recording_import.enqueue(recording_import.pk)
     watch_enqueue()
 
@@ -412,6 +419,11 @@ def lost_worker_error() -> str:
     )
 
 
+def untaken_error() -> str:
+    """Why an import no worker took failed."""
+    return untaken_reason("import the files again")
+
+
 def _drop_uploads(import_ids: list[int]) -> None:
     """The uploads of the imports the watcher failed: nothing will read them."""
     RecordingUpload.objects.filter(
@@ -424,6 +436,7 @@ IMPORTS = register(
         name="import",
         rows=RecordingImport.objects.all,
         lost_error=lost_worker_error,
+        untaken_error=untaken_error,
         ended=_drop_uploads,
     )
 )
@@ -431,6 +444,6 @@ IMPORTS = register(
 
 def recording_import_check(*, recording_import: RecordingImport) -> RecordingImport:
     """The import someone looks at, failed first (and read again) when its worker stopped
-    answering."""
+    answering or no worker took it."""
     job_check(IMPORTS, recording_import)
     return recording_import

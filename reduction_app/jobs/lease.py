@@ -2,10 +2,11 @@
 and end it once, unless the watcher took it back meanwhile.
 
 A worker holds a job's lease while it runs it: :func:`heartbeat` writes the job's
-``heartbeat_at`` :data:`BEATS_PER_LEASE` times a lease (``REDUCTION_SWEEP_LEASE_SECONDS``)
+``heartbeat_at`` :data:`BEATS_PER_LEASE` times a lease (``REDUCTION_JOB_LEASE_SECONDS``)
 from a daemon thread with a database connection of its own. A job running with no
 heartbeat for a lease has lost its worker (killed, out of memory, its machine gone); one
-queued past its kind's queue timeout was taken by no worker (:mod:`.watch`). A worker
+queued past the queue timeout (``REDUCTION_JOB_QUEUE_TIMEOUT_SECONDS``) was taken by no
+worker (:mod:`.watch`). A worker
 presumed dead that was only slow does no harm: its heartbeat stops at the first beat that
 finds the job no longer in the run it claimed, and :func:`job_end` ends only a job still
 running.
@@ -38,6 +39,7 @@ __all__ = [
     "job_end",
     "lease_seconds",
     "lost",
+    "queue_timeout",
     "untaken",
     "worker_name",
 ]
@@ -53,8 +55,15 @@ _J = TypeVar("_J", bound=Job)
 
 def lease_seconds() -> float:
     """How long a running job may go without a heartbeat before its worker is presumed
-    dead (``REDUCTION_SWEEP_LEASE_SECONDS``, every kind of job alike)."""
-    return float(settings.REDUCTION_SWEEP_LEASE_SECONDS)
+    dead (``REDUCTION_JOB_LEASE_SECONDS``, every kind of job alike)."""
+    return float(settings.REDUCTION_JOB_LEASE_SECONDS)
+
+
+def queue_timeout() -> float:
+    """How long a job may wait in the queue before it is taken for one no worker will run
+    (``REDUCTION_JOB_QUEUE_TIMEOUT_SECONDS``, every kind that waits alike); 0 waits
+    however long."""
+    return float(settings.REDUCTION_JOB_QUEUE_TIMEOUT_SECONDS)
 
 
 def worker_name() -> str:

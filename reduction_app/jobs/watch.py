@@ -24,7 +24,7 @@ from django.utils import timezone
 from django_tasks import task
 from django_tasks_db.models import DBTaskResult
 
-from reduction_app.jobs.lease import lease_seconds, lost, untaken
+from reduction_app.jobs.lease import lease_seconds, lost, queue_timeout, untaken
 from reduction_app.models import UNFINISHED, Job, JobStatus
 
 __all__ = [
@@ -35,6 +35,7 @@ __all__ = [
     "kinds",
     "register",
     "span",
+    "untaken_reason",
     "watch_enqueue",
     "watch_jobs",
 ]
@@ -42,12 +43,30 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 
-def _never() -> float:
-    return 0.0
-
-
 def _nothing(_: list[int]) -> None:
     return None
+
+
+def span(seconds: float) -> str:
+    """``seconds`` as a person reads them: 6 h, 15 min, 90 s."""
+    if seconds >= 3600 and seconds % 3600 == 0:
+        return f"{seconds / 3600:g} h"
+    if seconds >= 60 and seconds % 60 == 0:
+        return f"{seconds / 60:g} min"
+    return f"{seconds:g} s"
+
+
+def untaken_reason(then: str) -> str:
+    """Why a job no worker took failed, and what to do: start the workers, ``then``
+    (start it again, import the files again, ...)."""
+    return (
+        f"no worker took it in {span(queue_timeout())} (REDUCTION_JOB_QUEUE_TIMEOUT_SECONDS): "
+        f"start the task workers (manage.py db_worker), then {then}"
+    )
+
+
+def _start_it_again() -> str:
+    return untaken_reason("start it again")
 
 
 @dataclass(frozen=True)
@@ -61,10 +80,11 @@ class JobKind:
     lost_error: Callable[[], str] = str
     """Why a job whose worker stopped answering failed (unless :attr:`recover` takes it
     back)."""
-    untaken_error: Callable[[], str] = str
+    untaken_error: Callable[[], str] = _start_it_again
     """Why a job no worker took failed."""
-    queue_timeout: Callable[[], float] = _never
-    """Seconds a job may wait for a worker; 0 waits however long."""
+    queue_timeout: Callable[[], float] = queue_timeout
+    """Seconds a job may wait for a worker (by default the one queue timeout every kind
+    shares); 0 waits however long."""
     recover: Callable[[QuerySet[Any]], int] | None = None
     """Takes back the lost jobs it is given itself (instead of failing them); how many."""
     ended: Callable[[list[int]], None] = _nothing
@@ -83,15 +103,6 @@ def register(kind: JobKind) -> JobKind:
 def kinds() -> tuple[JobKind, ...]:
     """Every kind of job registered, in the order registered."""
     return tuple(_kinds.values())
-
-
-def span(seconds: float) -> str:
-    """``seconds`` as a person reads them: 6 h, 15 min, 90 s."""
-    if seconds >= 3600 and seconds % 3600 == 0:
-        return f"{seconds / 3600:g} h"
-    if seconds >= 60 and seconds % 60 == 0:
-        return f"{seconds / 60:g} min"
-    return f"{seconds:g} s"
 
 
 def give_up(kind: JobKind, rows: QuerySet[Any] | None = None) -> int:

@@ -38,7 +38,7 @@ class Migration(migrations.Migration):
                 ('error', models.TextField(blank=True)),
                 ('created_at', models.DateTimeField(auto_now_add=True)),
                 ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('heartbeat_at', models.DateTimeField(blank=True, help_text="The running worker's last sign of life, written every sixth of the lease (REDUCTION_SWEEP_LEASE_SECONDS); older than the lease, its worker stopped answering.", null=True)),
+                ('heartbeat_at', models.DateTimeField(blank=True, help_text="The running worker's last sign of life, written every sixth of the lease (REDUCTION_JOB_LEASE_SECONDS); older than the lease, its worker stopped answering.", null=True)),
                 ('finished_at', models.DateTimeField(blank=True, null=True)),
                 ('removed_bytes', models.PositiveBigIntegerField(default=0, help_text='Bytes of stored content it removed.')),
             ],
@@ -49,7 +49,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='recordingimport',
             name='heartbeat_at',
-            field=models.DateTimeField(blank=True, help_text="The running worker's last sign of life, written every sixth of the lease (REDUCTION_SWEEP_LEASE_SECONDS); older than the lease, its worker stopped answering.", null=True),
+            field=models.DateTimeField(blank=True, help_text="The running worker's last sign of life, written every sixth of the lease (REDUCTION_JOB_LEASE_SECONDS); older than the lease, its worker stopped answering.", null=True),
         ),
         migrations.AddField(
             model_name='recordingimport',
@@ -100,12 +100,12 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='simulation',
             name='heartbeat_at',
-            field=models.DateTimeField(blank=True, help_text="The running worker's last sign of life, written every sixth of the lease (REDUCTION_SWEEP_LEASE_SECONDS); older than the lease, its worker stopped answering.", null=True),
+            field=models.DateTimeField(blank=True, help_text="The running worker's last sign of life, written every sixth of the lease (REDUCTION_JOB_LEASE_SECONDS); older than the lease, its worker stopped answering.", null=True),
         ),
         migrations.AlterField(
             model_name='simulationpart',
             name='heartbeat_at',
-            field=models.DateTimeField(blank=True, help_text="The running worker's last sign of life, written every sixth of the lease (REDUCTION_SWEEP_LEASE_SECONDS); older than the lease, its worker stopped answering.", null=True),
+            field=models.DateTimeField(blank=True, help_text="The running worker's last sign of life, written every sixth of the lease (REDUCTION_JOB_LEASE_SECONDS); older than the lease, its worker stopped answering.", null=True),
         ),
         migrations.AlterField(
             model_name='simulationpart',

@@ -9,6 +9,7 @@ from typing import Any
 
 from django import forms
 
+from simulator.price_file import pricing_from_json, pricing_to_json
 from simulator.pricing import (
     FRAMINGS,
     LONG_CONTEXT_FIELDS,
@@ -16,7 +17,6 @@ from simulator.pricing import (
     TOKENIZERS,
     PriceError,
     PriceField,
-    Pricing,
 )
 
 __all__ = ["LONG_PREFIX", "PriceForm", "initial_from_data"]
@@ -78,7 +78,7 @@ class PriceForm(forms.Form):
         }
         data["long_context"] = tier or None
         try:
-            self.price_data = Pricing.from_json(data, where="price").to_json()
+            self.price_data = pricing_to_json(pricing_from_json(data, where="price"))
         except PriceError as exc:
             self.add_error(None, str(exc))
         return cleaned

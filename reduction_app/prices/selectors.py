@@ -15,6 +15,7 @@ from typing import Any
 from django.db.models import QuerySet
 
 from reduction_app.models import Workspace, WorkspacePrice
+from simulator.price_file import pricing_from_json, pricing_to_json
 from simulator.pricing import DEFAULT_PRICING, PRESETS, PriceError, Pricing
 
 __all__ = [
@@ -50,7 +51,7 @@ def _own(workspace: Workspace, name: str) -> Pricing | None:
     price = WorkspacePrice.objects.filter(workspace=workspace, name=name).first()
     if price is None:
         return None
-    return Pricing.from_json(price.data, where=f"price {name!r}")
+    return pricing_from_json(price.data, where=f"price {name!r}")
 
 
 def pricing_for(*, workspace: Workspace, name: str) -> Pricing:
@@ -72,7 +73,7 @@ def pricing_options(*, workspace: Workspace, name: str) -> dict[str, Any]:
     pricing = pricing_for(workspace=workspace, name=name)
     if name in PRESETS:
         return {"pricing": name}
-    return {"pricing": name, "price": pricing.to_json()}
+    return {"pricing": name, "price": pricing_to_json(pricing)}
 
 
 def stored_pricing(options: Mapping[str, Any]) -> Pricing:
@@ -80,7 +81,7 @@ def stored_pricing(options: Mapping[str, Any]) -> Pricing:
     price = options.get("price")
     if price is not None:
         try:
-            return Pricing.from_json(price, where="the simulation's price")
+            return pricing_from_json(price, where="the simulation's price")
         except PriceError as exc:  # stored by pricing_options, so read back whole
             raise ValueError(str(exc)) from exc
     return PRESETS.get(options.get("pricing", DEFAULT_PRICING.name), DEFAULT_PRICING)

@@ -1,5 +1,5 @@
 """Writes of a workspace's own prices: every one is read by the simulator's parser
-(``Pricing.from_json``) first and stored in full as its JSON form."""
+(``simulator.price_file.pricing_from_json``) first and stored in full as its JSON form."""
 
 from __future__ import annotations
 
@@ -10,17 +10,18 @@ from django.db import transaction
 
 from reduction_app.errors import ServiceError
 from reduction_app.models import Workspace, WorkspacePrice
-from simulator.pricing import PRESETS, Pricing
+from simulator.price_file import pricing_from_json, pricing_to_json
+from simulator.pricing import PRESETS
 
 __all__ = ["price_create", "price_delete", "price_update"]
 
 
 def _validated(data: Mapping[str, Any]) -> dict[str, Any]:
     """``data`` read as a price (``PriceError`` names the field) and written out in full."""
-    pricing = Pricing.from_json(dict(data), where="price")
+    pricing = pricing_from_json(dict(data), where="price")
     if pricing.name in PRESETS:
         raise ServiceError(f"{pricing.name!r} is a built-in preset; give your price another name")
-    return pricing.to_json()
+    return pricing_to_json(pricing)
 
 
 def _check_free(workspace: Workspace, name: str, *, but: int | None = None) -> None:

@@ -19,6 +19,7 @@ from reduction_app.prices.forms import PriceForm, initial_from_data
 from reduction_app.prices.selectors import UnknownPricing, price_get, price_list, pricing_for
 from reduction_app.prices.services import price_create, price_update
 from reduction_app.prices.services import price_delete as price_remove
+from simulator.price_file import pricing_to_json
 from simulator.pricing import LONG_CONTEXT_FIELDS, PRESETS, PRICE_FIELDS, PRICES_AS_OF, Pricing
 
 
@@ -65,7 +66,7 @@ def price_list_view(request: PageRequest) -> HttpResponse:
         {"pk": p.pk, "name": p.name, "updated_at": p.updated_at, "values": _values(p.data)}
         for p in price_list(workspace=request.workspace)
     ]
-    presets = [{"name": p.name, "values": _values(p.to_json())} for p in PRESETS.values()]
+    presets = [{"name": p.name, "values": _values(pricing_to_json(p))} for p in PRESETS.values()]
     context = {"own": own, "presets": presets, "fields": PRICE_FIELDS, "as_of": PRICES_AS_OF}
     return render_page(request, "reduction_app/prices.html", context)
 
@@ -101,7 +102,7 @@ def price_new(request: PageRequest) -> HttpResponse:
         base = PRESETS.get(request.GET.get("base", ""))
         initial: dict[str, Any] = {"prompt_cache": True}
         if base:
-            initial = initial_from_data(base.to_json())
+            initial = initial_from_data(pricing_to_json(base))
         if base:
             initial["name"] = f"{base.name}-mine"
         form = PriceForm(initial=initial)

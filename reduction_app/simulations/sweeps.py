@@ -302,5 +302,8 @@ PARTS = register(
         name="sweep part",
         rows=SimulationPart.objects.all,
         recover=lambda abandoned: len(_recover(abandoned)),
+        # A part waits behind the other parts of its sweep, however many there are: how
+        # long it waits says nothing of whether any worker runs.
+        queue_timeout=lambda: 0.0,
     )
 )

@@ -4,8 +4,8 @@ A replay too big to answer inline, and a sweep or recommendation over several
 conversations (the Sweep page), each run as one task (``services.run_simulation``) under
 the lease every job has (``reduction_app.jobs``). One running with no heartbeat for a
 lease has lost its worker: it is failed, saying its worker stopped answering. One still
-queued ``REDUCTION_SIMULATION_QUEUE_TIMEOUT_SECONDS`` after it was created was taken by
-no worker (none runs): it is failed too, saying so (0 waits forever). Nothing is run
+queued ``REDUCTION_JOB_QUEUE_TIMEOUT_SECONDS`` after it was created was taken by no
+worker (none runs): it is failed too, saying so (0 waits forever). Nothing is run
 again: starting it again is the user's choice. A sweep of one conversation runs in parts
 (:mod:`.sweeps`), each a job of its own: its own row has no heartbeat and is left to them.
 """
@@ -14,11 +14,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
 from django.db.models import Q, QuerySet
 
 from reduction_app.jobs.lease import lease_seconds
-from reduction_app.jobs.watch import JobKind, job_check, register, span
+from reduction_app.jobs.watch import JobKind, job_check, register, untaken_reason
 from reduction_app.models import UNFINISHED, Simulation
 from reduction_app.simulations.sweeps import sweep_parts_recover
 
@@ -52,15 +51,7 @@ def lost_worker_error() -> str:
 
 def untaken_error() -> str:
     """Why a simulation no worker took failed."""
-    timeout = span(settings.REDUCTION_SIMULATION_QUEUE_TIMEOUT_SECONDS)
-    return (
-        f"no worker took it in {timeout} (REDUCTION_SIMULATION_QUEUE_TIMEOUT_SECONDS): "
-        "start the task workers (manage.py db_worker), then start it again"
-    )
-
-
-def _queue_timeout() -> float:
-    return float(settings.REDUCTION_SIMULATION_QUEUE_TIMEOUT_SECONDS)
+    return untaken_reason("start it again")
 
 
 SIMULATIONS = register(
@@ -69,7 +60,6 @@ SIMULATIONS = register(
         rows=_one_task_rows,
         lost_error=lost_worker_error,
         untaken_error=untaken_error,
-        queue_timeout=_queue_timeout,
     )
 )
 

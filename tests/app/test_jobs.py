@@ -149,6 +149,44 @@ def test_one_look_of_the_watcher_handles_every_kind(workspace: Any) -> None:
     assert unfinished == 3
 
 
+@pytest.mark.django_db
+def test_every_kind_that_waits_fails_after_the_one_queue_timeout(
+    workspace: Any, settings: Any
+) -> None:
+    """An import and a simulation queued past ``REDUCTION_JOB_QUEUE_TIMEOUT_SECONDS``
+    fail, each saying so; a sweep's part queued as long waits on behind its siblings."""
+    settings.REDUCTION_JOB_QUEUE_TIMEOUT_SECONDS = 3600
+    old = timezone.now() - timedelta(seconds=3601)
+    listing = cut_listing_conversation(workspace_get_or_create(name="Beta"))
+    waiting_import = imports.recording_import_create(
+        workspace=workspace, files=[("a.json", b"{}")], fmt=None, replace=False
+    )
+    replay = simulation_create(
+        workspace=listing.workspace, conversation=listing, configs=[{"config": None}]
+    )
+    sweep = queued(listing, {"max_tokens_for_clear": [4000]})
+    RecordingImport.objects.update(created_at=old)
+    Simulation.objects.update(created_at=old)
+    SimulationPart.objects.update(created_at=old)
+
+    run_the_watch()
+
+    def status(model: type[Job], pk: int) -> tuple[str, str]:
+        row = model._default_manager.get(pk=pk)
+        return row.status, row.error
+
+    in_an_hour = "no worker took it in 1 h (REDUCTION_JOB_QUEUE_TIMEOUT_SECONDS): "
+    workers = "start the task workers (manage.py db_worker), then "
+    assert status(RecordingImport, waiting_import.pk) == (
+        "failed",
+        in_an_hour + workers + "import the files again",
+    )
+    assert not RecordingUpload.objects.exists()
+    assert status(Simulation, replay.pk) == ("failed", in_an_hour + workers + "start it again")
+    assert status(Simulation, sweep.pk) == ("queued", "")
+    assert set(SimulationPart.objects.values_list("status", flat=True)) == {"queued"}
+
+
 @pytest.mark.django_db(transaction=True)
 def test_rows_from_before_the_job_model_keep_their_data() -> None:
     """A part gets its sweep's creation; a simulation or an import that started had one

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from simulator.importers import load_conversations
-from simulator.price_file import load_price_file, resolve
+from simulator.price_file import load_price_file, pricing_from_json, pricing_to_json, resolve
 from simulator.pricing import (
     LONG_CONTEXT_FIELDS,
     OPENAI_CHAT_FRAMING,
@@ -36,7 +36,7 @@ MY_MODEL = {
 
 
 def test_pricing_from_json_reads_every_field() -> None:
-    pricing = Pricing.from_json(MY_MODEL, where="prices.json")
+    pricing = pricing_from_json(MY_MODEL, where="prices.json")
     assert pricing == Pricing(
         name="my-model",
         input_per_mtok=1.25,
@@ -54,7 +54,7 @@ def test_pricing_from_json_reads_every_field() -> None:
 
 def test_pricing_from_json_defaults() -> None:
     """Only ``input`` is required: a cache read costs the input price, no tokenizer."""
-    pricing = Pricing.from_json({"input": 3}, where="p.json")
+    pricing = pricing_from_json({"input": 3}, where="p.json")
     assert (pricing.name, pricing.cached_input_per_mtok, pricing.cache_write_per_mtok) == (
         "custom",
         3.0,
@@ -64,7 +64,7 @@ def test_pricing_from_json_defaults() -> None:
 
 
 def test_pricing_from_json_base_overrides_a_preset() -> None:
-    pricing = Pricing.from_json(
+    pricing = pricing_from_json(
         {"base": "gemini-2.5-pro", "name": "ours", "input": 1.0}, where="p.json"
     )
     gemini = PRESETS["gemini-2.5-pro"]
@@ -75,15 +75,15 @@ def test_pricing_from_json_base_overrides_a_preset() -> None:
         gemini.framing,
         True,
     )
-    flat = Pricing.from_json({"base": "gemini-2.5-pro", "long_context": None}, where="p.json")
+    flat = pricing_from_json({"base": "gemini-2.5-pro", "long_context": None}, where="p.json")
     assert (flat.name, flat.long_context) == ("gemini-2.5-pro", None)
 
 
 @pytest.mark.parametrize("name", sorted(PRESETS))
 def test_pricing_to_json_reads_back_every_preset(name: str) -> None:
-    data = PRESETS[name].to_json()
+    data = pricing_to_json(PRESETS[name])
     assert list(data) == ["name", *(f.key for f in PRICE_FIELDS), "long_context"]
-    assert Pricing.from_json(json.loads(json.dumps(data)), where="x") == PRESETS[name]
+    assert pricing_from_json(json.loads(json.dumps(data)), where="x") == PRESETS[name]
 
 
 @pytest.mark.parametrize(
@@ -122,7 +122,7 @@ def test_pricing_to_json_reads_back_every_preset(name: str) -> None:
 )  # fmt: skip
 def test_pricing_from_json_refuses_by_field(data: object, message: str) -> None:
     with pytest.raises(PriceError) as info:
-        Pricing.from_json(data, where="prices.json")
+        pricing_from_json(data, where="prices.json")
     assert str(info.value).startswith(message)
     assert "\n" not in str(info.value)
 

@@ -14,7 +14,7 @@ from reduction_app.simulations.sweeps import sweep_parts_recover
 class Command(BaseCommand):
     help = (
         "Queue again the sweep parts whose worker stopped answering for longer than "
-        "REDUCTION_SWEEP_LEASE_SECONDS, or fail them after REDUCTION_SWEEP_MAX_RUNS runs."
+        "REDUCTION_JOB_LEASE_SECONDS, or fail them after REDUCTION_SWEEP_MAX_RUNS runs."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:

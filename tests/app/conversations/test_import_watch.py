@@ -1,7 +1,7 @@
 """Imports on the task workers are jobs: the worker keeps an import's lease with a
 heartbeat for as long as it works on it, however long that is; one whose worker stopped
-answering is failed by the watcher, with nothing written and its uploads gone; an import
-given up while it ran writes nothing."""
+answering, or that no worker took in the queue timeout, is failed by the watcher, with
+nothing written and its uploads gone; an import given up while it ran writes nothing."""
 
 from __future__ import annotations
 
@@ -24,6 +24,11 @@ pytestmark = pytest.mark.django_db
 LOST = (
     "the worker importing it stopped answering (no heartbeat for 60 s); nothing was "
     "imported: import the files again"
+)
+
+UNTAKEN = (
+    "no worker took it in 6 h (REDUCTION_JOB_QUEUE_TIMEOUT_SECONDS): start the task "
+    "workers (manage.py db_worker), then import the files again"
 )
 
 
@@ -82,7 +87,7 @@ def test_watch_gives_up_an_import_whose_worker_stopped_answering(workspace: Work
 def test_watch_leaves_a_long_import_whose_worker_beats(workspace: Workspace) -> None:
     """Running for hours, its heartbeat recent: left running, and looked at again."""
     job = _queued(workspace)
-    assert run_the_watch() == 1  # queued: waits for a worker however long
+    assert run_the_watch() == 1  # queued just now: waits for a worker
     _running(job, silent_for=30)
     assert run_the_watch() == 1
     job.refresh_from_db()
@@ -94,12 +99,54 @@ def test_watch_leaves_a_long_import_whose_worker_beats(workspace: Workspace) -> 
 def test_a_look_at_an_import_fails_it_once_its_worker_stopped_answering(
     workspace: Workspace, settings: Any
 ) -> None:
-    settings.REDUCTION_SWEEP_LEASE_SECONDS = 30
+    settings.REDUCTION_JOB_LEASE_SECONDS = 30
     job = _queued(workspace)
     answering = _running(job, silent_for=29)
     assert imports.recording_import_check(recording_import=answering).status == "running"
     looked = imports.recording_import_check(recording_import=_running(job, silent_for=31))
     assert (looked.status, looked.error) == ("failed", LOST.replace("60 s", "30 s"))
+
+
+def _waiting(job: RecordingImport, *, for_seconds: float) -> RecordingImport:
+    """``job`` queued ``for_seconds`` ago, taken by no worker since."""
+    then = timezone.now() - timedelta(seconds=for_seconds)
+    RecordingImport.objects.filter(pk=job.pk).update(created_at=then)
+    return RecordingImport.objects.get(pk=job.pk)
+
+
+def test_watch_fails_an_import_no_worker_took_in_the_queue_timeout(
+    workspace: Workspace,
+) -> None:
+    """Queued past the timeout: failed naming the setting and the workers to start, its
+    uploads deleted; one queued a second less waits on, its uploads kept."""
+    waiting = _waiting(_queued(workspace), for_seconds=6 * 3600 - 1)
+    untaken = _waiting(_queued(workspace), for_seconds=6 * 3600 + 1)
+    assert run_the_watch() == 1
+    untaken.refresh_from_db()
+    assert (untaken.status, untaken.error) == ("failed", UNTAKEN)
+    assert untaken.finished_at is not None
+    assert not RecordingUpload.objects.filter(recording_import=untaken).exists()
+    waiting.refresh_from_db()
+    assert waiting.status == "queued"
+    assert RecordingUpload.objects.filter(recording_import=waiting).count() == 2
+    # A worker taking it afterwards imports nothing.
+    assert imports.recording_import_run(import_id=untaken.pk).status == "failed"
+    assert not Conversation.objects.exists()
+
+
+def test_a_look_at_an_import_fails_it_once_no_worker_took_it_in_the_setting(
+    workspace: Workspace, settings: Any
+) -> None:
+    settings.REDUCTION_JOB_QUEUE_TIMEOUT_SECONDS = 600
+    job = _queued(workspace)
+    waiting = imports.recording_import_check(recording_import=_waiting(job, for_seconds=599))
+    assert waiting.status == "queued"
+    looked = imports.recording_import_check(recording_import=_waiting(job, for_seconds=601))
+    assert (looked.status, looked.error) == ("failed", UNTAKEN.replace("6 h", "10 min"))
+    assert not RecordingUpload.objects.exists()
+    settings.REDUCTION_JOB_QUEUE_TIMEOUT_SECONDS = 0  # waits forever
+    forever = _waiting(_queued(workspace), for_seconds=365 * 86400)
+    assert imports.recording_import_check(recording_import=forever).status == "queued"
 
 
 def test_watch_leaves_a_finished_import_alone(workspace: Workspace) -> None:
@@ -144,7 +191,7 @@ def test_import_keeps_its_lease_while_its_worker_works_past_several_leases(
 ) -> None:
     """A lease of 0.3 s and an import that reads for over a second: its heartbeat keeps it
     alive, every look meanwhile leaves it running, and it ends done."""
-    settings.REDUCTION_SWEEP_LEASE_SECONDS = 0.3
+    settings.REDUCTION_JOB_LEASE_SECONDS = 0.3
     job = _queued(workspace)
     read = imports.read_recording
     looks: list[str] = []

@@ -16,7 +16,8 @@ from reduction_app.prices.selectors import (
 )
 from reduction_app.prices.services import price_create, price_delete, price_update
 from reduction_app.workspaces.services import workspace_get_or_create
-from simulator.pricing import PRESETS, PriceError, Pricing
+from simulator.price_file import pricing_from_json, pricing_to_json
+from simulator.pricing import PRESETS, PriceError
 
 pytestmark = pytest.mark.django_db
 
@@ -32,7 +33,7 @@ def test_price_create_stores_the_full_json_form(two: tuple[Workspace, Workspace]
     alpha, _ = two
     price = price_create(workspace=alpha, data=OURS)
     assert price.name == "ours"
-    assert price.data == Pricing.from_json(OURS, where="x").to_json()
+    assert price.data == pricing_to_json(pricing_from_json(OURS, where="x"))
     assert price.data["cache_write"] is None and price.data["framing"] == "none"
 
 
@@ -65,7 +66,7 @@ def test_pricing_for_resolves_presets_and_only_the_workspaces_own(
     alpha, beta = two
     price_create(workspace=alpha, data=OURS)
     assert pricing_for(workspace=beta, name="gpt-4o") is PRESETS["gpt-4o"]
-    assert pricing_for(workspace=alpha, name="ours") == Pricing.from_json(OURS, where="x")
+    assert pricing_for(workspace=alpha, name="ours") == pricing_from_json(OURS, where="x")
     with pytest.raises(UnknownPricing) as info:
         pricing_for(workspace=beta, name="ours")
     assert str(info.value).startswith("unknown price 'ours'; known: gpt-4o, ")

@@ -17,6 +17,7 @@ from reduction_app.prices.forms import PriceForm
 from reduction_app.prices.services import price_create, price_update
 from reduction_app.simulations import services
 from simulator.compare import compare
+from simulator.price_file import pricing_from_json, pricing_to_json
 from simulator.pricing import LONG_CONTEXT_FIELDS, PRESETS, PRICE_FIELDS, Pricing
 from tests.app.pages_support import (
     elements,
@@ -86,7 +87,7 @@ def test_price_new_creates_through_the_parser() -> None:
     response = client.post("/prices/new/", _form())
     assert (response.status_code, response["Location"]) == (HTTPStatus.FOUND, "/prices/")
     price = WorkspacePrice.objects.get(workspace=ws)
-    assert Pricing.from_json(price.data, where="x") == Pricing(
+    assert pricing_from_json(price.data, where="x") == Pricing(
         name="mine",
         input_per_mtok=2.0,
         output_per_mtok=8.0,
@@ -205,11 +206,11 @@ def test_background_compare_keeps_the_price_it_ran_with(
     body = {"conversation": conversation.pk, "config": [pk, "none"], "pricing": "ours"}
     started = client.post("/compare/", body)
     simulation = Simulation.objects.get()
-    ours = Pricing.from_json(OURS, where="x")
+    ours = pricing_from_json(OURS, where="x")
     assert simulation.options == {
         "baseline": "first",
         "pricing": "ours",
-        "price": ours.to_json(),
+        "price": pricing_to_json(ours),
         "min_cacheable_prefix": 1024,
     }
     price_update(price=WorkspacePrice.objects.get(), data={**OURS, "input": 100})

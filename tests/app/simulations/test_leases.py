@@ -193,7 +193,7 @@ def test_sweep_part_lost_on_its_last_run_fails_with_its_sweep(stored: Conversati
 
 
 def test_sweep_lease_and_runs_follow_the_settings(stored: Conversation, settings: Any) -> None:
-    settings.REDUCTION_SWEEP_LEASE_SECONDS = 30
+    settings.REDUCTION_JOB_LEASE_SECONDS = 30
     settings.REDUCTION_SWEEP_MAX_RUNS = 2
     simulation = queued(stored)
     answering = _taken(simulation, 0, silent_for=29)
@@ -273,7 +273,7 @@ def test_sweep_run_taken_back_that_finishes_first_is_kept(stored: Conversation) 
 def test_heartbeat_keeps_the_lease_and_stops_once_the_part_is_taken_back(
     stored: Conversation, settings: Any
 ) -> None:
-    settings.REDUCTION_SWEEP_LEASE_SECONDS = 0.3  # a heartbeat every 0.05 s
+    settings.REDUCTION_JOB_LEASE_SECONDS = 0.3  # a heartbeat every 0.05 s
     simulation = queued(stored)
     part = sweeps._claim(SimulationPart.objects.get(simulation=simulation, position=0).pk)
     assert part is not None and part.heartbeat_at is not None
@@ -415,7 +415,7 @@ def test_sweep_completes_after_its_worker_is_killed_in_a_part(
     from benchmarks.taskworkers import Site
     from simulator.corpus import TOOLS_OPENAI, build_conversation, dump_openai
 
-    site = Site(site_url, tmp_path / "media", environ={"REDUCTION_SWEEP_LEASE_SECONDS": "2"})
+    site = Site(site_url, tmp_path / "media", environ={"REDUCTION_JOB_LEASE_SECONDS": "2"})
     site.migrate()
     # The scripted agent's corpus (1,010 messages, 4.2 M characters): a worker prepares
     # it for over a second before its first replay, time enough to be killed in a part.

@@ -43,7 +43,7 @@ pytestmark = pytest.mark.django_db
 
 LOST = "the worker running it stopped answering (no heartbeat for 60 s); start it again"
 UNTAKEN = (
-    "no worker took it in 6 h (REDUCTION_SIMULATION_QUEUE_TIMEOUT_SECONDS): start the task "
+    "no worker took it in 6 h (REDUCTION_JOB_QUEUE_TIMEOUT_SECONDS): start the task "
     "workers (manage.py db_worker), then start it again"
 )
 CONFIGS = [
@@ -113,7 +113,7 @@ def test_simulation_within_its_lease_is_left_running(listing: Conversation) -> N
 
 
 def test_simulation_lease_follows_the_setting(listing: Conversation, settings: Any) -> None:
-    settings.REDUCTION_SWEEP_LEASE_SECONDS = 30
+    settings.REDUCTION_JOB_LEASE_SECONDS = 30
     answering = _running(_replay(listing), silent_for=29)
     lost = _running(_replay(listing), silent_for=31)
     assert simulation_check(simulation=answering).status == "running"
@@ -208,13 +208,13 @@ def test_simulation_no_worker_took_fails_after_the_timeout(listing: Conversation
 
 
 def test_simulation_queue_timeout_follows_the_setting(listing: Conversation, settings: Any) -> None:
-    settings.REDUCTION_SIMULATION_QUEUE_TIMEOUT_SECONDS = 600
+    settings.REDUCTION_JOB_QUEUE_TIMEOUT_SECONDS = 600
     simulation = _waiting(_replay(listing), for_seconds=601)
     assert simulation_check(simulation=simulation).error == (
-        "no worker took it in 10 min (REDUCTION_SIMULATION_QUEUE_TIMEOUT_SECONDS): start the "
+        "no worker took it in 10 min (REDUCTION_JOB_QUEUE_TIMEOUT_SECONDS): start the "
         "task workers (manage.py db_worker), then start it again"
     )
-    settings.REDUCTION_SIMULATION_QUEUE_TIMEOUT_SECONDS = 0  # waits forever
+    settings.REDUCTION_JOB_QUEUE_TIMEOUT_SECONDS = 0  # waits forever
     forever = _waiting(_replay(listing), for_seconds=365 * 86400)
     assert simulation_check(simulation=forever).status == "queued"
 
@@ -299,7 +299,7 @@ def test_outcome_of_a_simulation_given_up_while_it_ran_is_dropped(
 ) -> None:
     """Presumed dead while only slow, it is failed; its worker's outcome changes nothing,
     and its heartbeat stops."""
-    settings.REDUCTION_SWEEP_LEASE_SECONDS = 0.3
+    settings.REDUCTION_JOB_LEASE_SECONDS = 0.3
     simulation = _replay(big)
     thread = _in_thread(simulation)
     _wait_for(lambda: _ended(simulation)[0] == "running")
@@ -338,7 +338,7 @@ print(simulation_check(simulation=Simulation.objects.get(pk={simulation_id})).st
 def _site(site_url: str, tmp_path: Path, lease: str) -> Any:
     from benchmarks.taskworkers import Site
 
-    site = Site(site_url, tmp_path / "media", environ={"REDUCTION_SWEEP_LEASE_SECONDS": lease})
+    site = Site(site_url, tmp_path / "media", environ={"REDUCTION_JOB_LEASE_SECONDS": lease})
     site.migrate()
     return site
 
