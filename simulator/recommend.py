@@ -16,6 +16,7 @@ import math
 import time
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -354,9 +355,14 @@ class Recommendation:
         cost = self.configs[index].cost_with_recovery_usd
         return (base - cost) / room if room > 0 else None
 
+    @cached_property
+    def _measures(self) -> tuple[Measure, ...]:
+        runs = range(len(self.runs))
+        return tuple(measure(totals, self.baseline, runs) for totals in self.configs)
+
     def measure(self, index: int) -> Measure:
-        """Config ``index`` over the whole corpus."""
-        return measure(self.configs[index], self.baseline, range(len(self.runs)))
+        """Config ``index`` over the whole corpus (measured once per recommendation)."""
+        return self._measures[index]
 
     def runs_worse(self, index: int) -> int:
         """On how many runs config ``index`` costs more, with recovery, than no reduction."""
