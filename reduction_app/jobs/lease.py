@@ -1,15 +1,10 @@
 """What a worker does while it holds a job: claim it, keep its lease with a heartbeat,
 and end it once, unless the watcher took it back meanwhile.
 
-A worker holds a job's lease while it runs it: :func:`heartbeat` writes the job's
-``heartbeat_at`` :data:`BEATS_PER_LEASE` times a lease (``REDUCTION_JOB_LEASE_SECONDS``)
-from a daemon thread with a database connection of its own. A job running with no
-heartbeat for a lease has lost its worker (killed, out of memory, its machine gone); one
-queued past the queue timeout (``REDUCTION_JOB_QUEUE_TIMEOUT_SECONDS``) was taken by no
-worker (:mod:`.watch`). A worker
+The heartbeat runs on a daemon thread with a database connection of its own. A worker
 presumed dead that was only slow does no harm: its heartbeat stops at the first beat that
 finds the job no longer in the run it claimed, and :func:`job_end` ends only a job still
-running.
+running. The lifecycle is in docs/deploying.md, "The task workers".
 """
 
 from __future__ import annotations
