@@ -154,9 +154,10 @@ class ManageError(RuntimeError):
 
 
 @contextmanager
-def fresh_postgres(server_url: str) -> Iterator[str]:
+def fresh_postgres(server_url: str, *, template: str | None = None) -> Iterator[str]:
     """The URL of a new, empty database on the PostgreSQL server of ``server_url``
-    (``postgres://user@host:port/any``; the user needs CREATEDB), dropped on exit."""
+    (``postgres://user@host:port/any``; the user needs CREATEDB), dropped on exit; with
+    ``template``, a copy of that database (which nobody may be connected to) instead."""
     import psycopg
 
     parts = urlsplit(server_url)
@@ -165,7 +166,8 @@ def fresh_postgres(server_url: str) -> Iterator[str]:
     name = f"reduction_bench_{uuid.uuid4().hex[:12]}"
     admin = urlunsplit(parts._replace(scheme="postgresql", path="/postgres"))
     with psycopg.connect(admin, autocommit=True) as connection:
-        connection.execute(f'CREATE DATABASE "{name}"')
+        copy = "" if template is None else f' TEMPLATE "{template}"'
+        connection.execute(f'CREATE DATABASE "{name}"{copy}')
     try:
         yield urlunsplit(parts._replace(path=f"/{name}"))
     finally:
@@ -182,17 +184,21 @@ def production_server(
     settings: str | None = None,
     ready_path: str = "/accounts/login/",
     env: dict[str, str] | None = None,
+    migrated: bool = False,
 ) -> Iterator[Server]:
     """Migrate, collect static files, make an API key, start gunicorn; stop it on exit.
 
     The database is a SQLite file in ``folder`` unless ``database_url`` names another
-    (empty) one; ``settings`` names another settings module (the benchmark's floor),
-    whose ``ready_path`` answers 200 once it serves; ``env`` adds to its environment."""
+    (empty) one; ``migrated`` says it holds a migrated database already (a copy of one),
+    which is not migrated again. ``settings`` names another settings module (the
+    benchmark's floor), whose ``ready_path`` answers 200 once it serves; ``env`` adds to
+    its environment."""
     folder.mkdir(parents=True, exist_ok=True)
     env = server_env(
         folder, workers=workers, database_url=database_url, settings=settings, extra=env
     )
-    manage(env, "migrate", "--noinput")
+    if not migrated:
+        manage(env, "migrate", "--noinput")
     manage(env, "collectstatic", "--noinput", "--verbosity", "0")
     api_key = manage(env, "create_api_key", "load", "--workspace", "bench").splitlines()[-1]
     log = folder / "gunicorn.log"

@@ -23,6 +23,7 @@ import pytest
 from hypothesis import settings as hypothesis_settings
 
 from simulator.recordings_folder import RecordingsNotFound, recordings_dir
+from tests.migrated_databases import migrated_postgres, migrated_sqlite
 from tests.offload_stores import S3Server, running_s3_server
 
 REPO = Path(__file__).resolve().parent.parent
@@ -62,6 +63,24 @@ def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
     the first time a test asks for it and stopped at the end of the run."""
     with running_s3_server(tmp_path_factory.mktemp("aws")) as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SQLite database migrated the first time a test asks for it, for the servers and
+    workers tests start to copy (:func:`tests.migrated_databases.copy_sqlite`)."""
+    return migrated_sqlite(tmp_path_factory.mktemp("sqlite-template"))
+
+
+@pytest.fixture(scope="session")
+def postgres_template(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The name of a database on TEST_DATABASE_URL's server, migrated the first time a
+    test asks for it and dropped at the end of the run: ``fresh_postgres(url,
+    template=...)`` copies it."""
+    with migrated_postgres(
+        os.environ["TEST_DATABASE_URL"], tmp_path_factory.mktemp("postgres-template")
+    ) as name:
+        yield name
 
 
 # Hypothesis examples per property: a few locally, where `make check` should be quick,

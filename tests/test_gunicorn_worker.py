@@ -13,6 +13,7 @@ import socket
 import urllib.parse
 from collections.abc import Iterator
 from http import HTTPStatus
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,6 +23,7 @@ from gunicorn.http.errors import InvalidResponseHeader, LimitRequestLine
 
 from benchmarks.server import Server, production_server
 from config.gunicorn_worker import JSONSyncWorker
+from tests.migrated_databases import copy_sqlite
 
 TIMEOUT = 30
 """Seconds any one request may take."""
@@ -33,8 +35,9 @@ FIELDS_LIMIT = 100
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    with production_server(tmp_path_factory.mktemp("protocol"), workers=2) as running:
+def server(tmp_path_factory: pytest.TempPathFactory, sqlite_template: Path) -> Iterator[Server]:
+    folder = copy_sqlite(sqlite_template, tmp_path_factory.mktemp("protocol")).parent
+    with production_server(folder, workers=2, migrated=True) as running:
         yield running
 
 

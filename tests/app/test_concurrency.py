@@ -28,6 +28,7 @@ from typing import Any
 import pytest
 
 from benchmarks.server import Server, fresh_postgres, production_server
+from tests.migrated_databases import copy_sqlite
 
 pytestmark = pytest.mark.slow  # the production server under 1,600 requests
 CLIENTS = 8
@@ -55,9 +56,16 @@ def server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Server]:
     with ExitStack() as stack:
         database_url = None
         if request.param == "postgresql":
-            database_url = stack.enter_context(fresh_postgres(os.environ["TEST_DATABASE_URL"]))
+            template = request.getfixturevalue("postgres_template")
+            database_url = stack.enter_context(
+                fresh_postgres(os.environ["TEST_DATABASE_URL"], template=template)
+            )
+        else:
+            copy_sqlite(request.getfixturevalue("sqlite_template"), tmp_path / "server")
         yield stack.enter_context(
-            production_server(tmp_path / "server", workers=2, database_url=database_url)
+            production_server(
+                tmp_path / "server", workers=2, database_url=database_url, migrated=True
+            )
         )
 
 

@@ -35,6 +35,7 @@ import pytest
 
 from benchmarks.server import Server, fresh_postgres, production_server
 from tests.app.support import grep_rounds
+from tests.migrated_databases import copy_sqlite
 
 pytestmark = pytest.mark.slow  # production servers whose workers are killed midway
 ROUNDS = 4000
@@ -169,9 +170,14 @@ def server(
 ) -> Iterator[Server]:
     with ExitStack() as stack:
         database_url = None
-        if request.param == "postgres":
-            database_url = stack.enter_context(fresh_postgres(os.environ["TEST_DATABASE_URL"]))
         folder = tmp_path_factory.mktemp(f"killed-{request.param}")
+        if request.param == "postgres":
+            template = request.getfixturevalue("postgres_template")
+            database_url = stack.enter_context(
+                fresh_postgres(os.environ["TEST_DATABASE_URL"], template=template)
+            )
+        else:
+            copy_sqlite(request.getfixturevalue("sqlite_template"), folder)
         hooks = folder / "hooks"
         hooks.mkdir()
         (hooks / "sitecustomize.py").write_text(KILL_HOOK)
@@ -183,7 +189,9 @@ def server(
             "PYTHONPATH": path,
             "REDUCTION_TEST_KILL_FILE": str(folder / "kill-at"),
         }
-        yield stack.enter_context(production_server(folder, database_url=database_url, env=env))
+        yield stack.enter_context(
+            production_server(folder, database_url=database_url, env=env, migrated=True)
+        )
 
 
 def _body(rounds: int, conversation_id: str) -> bytes:

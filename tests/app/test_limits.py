@@ -24,6 +24,7 @@ import pytest
 
 from benchmarks.server import ROOT, Server, production_server, server_env
 from reduction_app.client import ReductionAPIError, ReductionClient
+from tests.migrated_databases import copy_sqlite
 
 pytestmark = pytest.mark.slow  # gunicorn and the development server
 TIMEOUT = 60
@@ -37,14 +38,15 @@ MESSAGES = [{"role": "user", "content": "hi"}]
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+def server(tmp_path_factory: pytest.TempPathFactory, sqlite_template: Path) -> Iterator[Server]:
     env = {
         "REDUCTION_MAX_REQUEST_BYTES": str(LIMIT),
         "REDUCTION_MAX_DISCARD_BYTES": str(DISCARD),
         # The access log, to see what the server answered a client that went away.
         "GUNICORN_CMD_ARGS": "--access-logfile -",
     }
-    with production_server(tmp_path_factory.mktemp("limits"), workers=2, env=env) as running:
+    folder = copy_sqlite(sqlite_template, tmp_path_factory.mktemp("limits")).parent
+    with production_server(folder, workers=2, env=env, migrated=True) as running:
         yield running
 
 

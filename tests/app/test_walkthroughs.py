@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks.server import ROOT, Server, production_server
+from tests.migrated_databases import copy_sqlite
 
 pytestmark = pytest.mark.slow  # a production server seeded as `make run` seeds it
 PASSWORD = "demo-password"
@@ -30,8 +31,10 @@ SH_BLOCK = re.compile(r"```sh\n(.*?)```", re.S)
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    with production_server(tmp_path_factory.mktemp("walkthrough")) as running:
+def server(tmp_path_factory: pytest.TempPathFactory, sqlite_template: Path) -> Iterator[Server]:
+    folder = tmp_path_factory.mktemp("walkthrough")
+    copy_sqlite(sqlite_template, folder)
+    with production_server(folder, migrated=True) as running:
         running.manage("seed_demo", "--user", "demo", "--password", PASSWORD, "--site", running.url)
         yield running
 

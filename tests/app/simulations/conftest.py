@@ -14,6 +14,7 @@ from reduction_app.conversations.services import conversation_upsert
 from reduction_app.models import Conversation
 from reduction_app.workspaces.services import workspace_get_or_create
 from tests.app.simulations.sweep_support import openhands_run
+from tests.migrated_databases import copy_sqlite
 
 
 @pytest.fixture
@@ -31,11 +32,14 @@ def stored(db: None) -> Conversation:
 
 @pytest.fixture
 def site_url(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
-    """A database of its own for the workers: a SQLite file, or a new PostgreSQL
-    database beside the test one, dropped afterwards (parametrize with
-    ``sweep_support.databases()``, indirect)."""
+    """A migrated database of its own for the workers: a SQLite file, or a new
+    PostgreSQL database beside the test one, dropped afterwards (parametrize with
+    ``sweep_support.databases()``, indirect). Both are copies of a database migrated
+    once per run."""
     if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'workers.sqlite3'}"
+        path = copy_sqlite(request.getfixturevalue("sqlite_template"), tmp_path / "workers.sqlite3")
+        yield f"sqlite:///{path}"
         return
-    with fresh_postgres(os.environ["TEST_DATABASE_URL"]) as url:
+    template = request.getfixturevalue("postgres_template")
+    with fresh_postgres(os.environ["TEST_DATABASE_URL"], template=template) as url:
         yield url

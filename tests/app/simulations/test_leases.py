@@ -377,7 +377,6 @@ def test_sweep_parts_recover_in_two_processes_at_once_queues_a_part_once(
     from benchmarks.taskworkers import Site
 
     site = Site(site_url, tmp_path / "media")
-    site.migrate()
     run = openhands_run()
     conversation_id = site.store_conversation(run["messages"], run["tools"], "ponyc-4595")
     simulation_id = site.queue_sweep(conversation_id, {"max_tokens_for_clear": [4000]}, "gpt-4o")
@@ -416,7 +415,6 @@ def test_sweep_completes_after_its_worker_is_killed_in_a_part(
     from simulator.corpus import TOOLS_OPENAI, build_conversation, dump_openai
 
     site = Site(site_url, tmp_path / "media", environ={"REDUCTION_JOB_LEASE_SECONDS": "2"})
-    site.migrate()
     # The scripted agent's corpus (1,010 messages, 4.2 M characters): a worker prepares
     # it for over a second before its first replay, time enough to be killed in a part.
     messages = dump_openai(build_conversation())

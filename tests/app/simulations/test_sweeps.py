@@ -137,7 +137,6 @@ def test_sweep_on_two_db_worker_processes(site_url: str, tmp_path: Path) -> None
     from benchmarks.taskworkers import Site
 
     site = Site(site_url, tmp_path / "media")
-    site.migrate()
     run = openhands_run(2)  # ponyc-4588: 49 calls
     conversation_id = site.store_conversation(run["messages"], run["tools"], "ponyc-4588")
     grid = {

@@ -339,7 +339,6 @@ def _site(site_url: str, tmp_path: Path, lease: str) -> Any:
     from benchmarks.taskworkers import Site
 
     site = Site(site_url, tmp_path / "media", environ={"REDUCTION_JOB_LEASE_SECONDS": lease})
-    site.migrate()
     return site
 
 
