@@ -233,12 +233,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if on_s3 or "s3_server" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.s3)
     if config.getoption("db_only"):
-        kept = [item for item in items if item.get_closest_marker("db")]
-        deselected = [item for item in items if not item.get_closest_marker("db")]
+        kept = [item for item in items if _on_postgresql(item)]
+        deselected = [item for item in items if not _on_postgresql(item)]
         if deselected:
             config.hook.pytest_deselected(items=deselected)
             items[:] = kept
             config.stash[NOTHING_USES_THE_DATABASE] = not kept
+
+
+def _on_postgresql(item: pytest.Item) -> bool:
+    """Whether the PostgreSQL pass runs ``item``: it uses the database, and is not the
+    SQLite half of a test whose servers run on each database in turn."""
+    return bool(item.get_closest_marker("db")) and not item.get_closest_marker("sqlite_only")
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

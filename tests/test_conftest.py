@@ -72,8 +72,12 @@ KNOWN = {
     # `report` takes `transactional_db` two fixtures down.
     "tests/app/test_agent_loop.py::test_agent_loop_records_truncation_events": {"db"},
     # The server's own SQLite file, then a database on the run's PostgreSQL server.
-    "tests/app/test_concurrency.py::test_concurrent_clients_lose_nothing[sqlite]": set(),
+    "tests/app/test_concurrency.py::test_concurrent_clients_lose_nothing[sqlite]": {"sqlite_only"},
     "tests/app/test_concurrency.py::test_concurrent_clients_lose_nothing[postgresql]": {"db"},
+    # Workers on a SQLite file of their own, the test on the test database: the SQLite
+    # pass runs it, the PostgreSQL pass runs its `[postgresql]` twin instead.
+    "tests/app/simulations/test_watch.py::"
+    "test_slow_simulation_on_real_workers_is_never_failed[sqlite]": {"db", "sqlite_only"},
     # `live_server` (and so the database), in tests/browser.
     "tests/browser/test_sign_in.py::test_wrong_password_is_refused": {"db", "browser"},
 }
@@ -98,13 +102,15 @@ def _collected(*args: str) -> set[str]:
 
 @pytest.mark.slow
 def test_conftest_marks_the_tests_that_use_the_database_and_the_browser() -> None:
-    for mark in ("db", "browser"):
+    for mark in ("db", "browser", "sqlite_only"):
         assert _collected("-m", mark) == {test for test, marks in KNOWN.items() if mark in marks}
 
 
 @pytest.mark.slow
 def test_conftest_db_only_keeps_the_tests_that_use_the_database() -> None:
-    assert _collected("--db-only") == {test for test, marks in KNOWN.items() if "db" in marks}
+    assert _collected("--db-only") == {
+        test for test, marks in KNOWN.items() if "db" in marks and "sqlite_only" not in marks
+    }
 
 
 def test_conftest_hypothesis_profile_is_quick_locally_and_thorough_under_ci() -> None:

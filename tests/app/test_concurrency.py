@@ -48,7 +48,10 @@ def _databases() -> list[Any]:
     marks = [pytest.mark.db]
     if not url.startswith(("postgres://", "postgresql://")):
         marks.append(pytest.mark.skip("no TEST_DATABASE_URL"))
-    return ["sqlite", pytest.param("postgresql", marks=marks)]
+    return [
+        pytest.param("sqlite", marks=pytest.mark.sqlite_only),
+        pytest.param("postgresql", marks=marks),
+    ]
 
 
 @pytest.fixture(params=_databases())
