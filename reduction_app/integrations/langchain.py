@@ -62,6 +62,7 @@ from reduction_app.engine import (
     new,
     truncate_output,
 )
+from reduction_app.integrations import adapter_config
 
 __all__ = ["ReductionMiddleware"]
 
@@ -251,10 +252,7 @@ class ReductionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         backend: Backend | None = None,
         on_event: Callable[[ReductionEvent], Any] | None = None,
     ) -> None:
-        base = config if config is not None else ReductionConfig()
-        if backend is not None:
-            base = replace(base, backend=backend)
-        listeners = [f for f in (base.on_event, on_event) if f is not None]
+        base, listeners = adapter_config(config, backend=backend, on_event=on_event)
         self.events: list[ReductionEvent] = []
         """Every event the engine gave, in order."""
 

@@ -42,6 +42,7 @@ from reduction_app.engine import (
     new,
 )
 from reduction_app.engine.formats import messages_from_responses, messages_to_responses
+from reduction_app.integrations import adapter_config
 
 __all__ = ["ReducedAgent", "Reduction"]
 
@@ -76,11 +77,8 @@ class Reduction:
         backend: Backend | None = None,
         on_event: Callable[[ReductionEvent], Any] | None = None,
     ) -> None:
-        base = config if config is not None else ReductionConfig()
-        if backend is not None:
-            base = dataclasses.replace(base, backend=backend)
+        base, listeners = adapter_config(config, backend=backend, on_event=on_event)
         self.events: list[ReductionEvent] = []
-        listeners = [f for f in (base.on_event, on_event) if f is not None]
 
         def record(event: ReductionEvent) -> Any:
             self.events.append(event)

@@ -54,6 +54,7 @@ from reduction_app.engine import (
     atruncate_output,
     new,
 )
+from reduction_app.integrations import adapter_config
 
 __all__ = [
     "ReducedToolset",
@@ -117,9 +118,7 @@ class Reduction(AbstractCapability[Any]):
         backend: Backend | None = None,
         on_event: Callable[[ReductionEvent], Any] | None = None,
     ) -> None:
-        base = config if config is not None else ReductionConfig()
-        if backend is not None:
-            base = dataclasses.replace(base, backend=backend)
+        base, callbacks = adapter_config(config, backend=backend, on_event=on_event)
         self._base = base
         self._on_event = on_event
         self._parent: Reduction | None = None
@@ -127,7 +126,6 @@ class Reduction(AbstractCapability[Any]):
         self.events: list[ReductionEvent] = []
         """Every event so far, in the order the engine gave them (of every conversation,
         on the capability given to the agent)."""
-        callbacks = [cb for cb in (base.on_event, on_event) if cb is not None]
 
         def record(event: ReductionEvent) -> None:
             self.events.append(event)
