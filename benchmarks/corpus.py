@@ -1,11 +1,9 @@
-"""The benchmark corpus: a long, realistic agent conversation, made by running real tools
-over a real tree (the installed Django package).
+"""The benchmark corpus: a long, realistic agent conversation, made by running real tools.
 
 The scripted agent and its tools live in :mod:`simulator.corpus`, shared with the app's
-demo data; this module picks the benchmark's size and seed and dumps the result. It does
-not time anything; :mod:`benchmarks.replay` does.
-
-Run ``python -m benchmarks.corpus --out corpus.json`` to dump it as OpenAI chat JSON.
+demo data; this module picks the benchmark's size and seed and dumps the result
+(``python -m benchmarks.corpus --out corpus.json``). It does not time anything;
+:mod:`benchmarks.replay` does.
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
 """Timing a simulator command over a corpus in a fresh process, as the corpus benchmarks
 (:mod:`benchmarks.corpus_sweep`, :mod:`benchmarks.recommend`) do.
 
-A benchmark hands :func:`run_fresh` the code of its child and a job (JSON); the child
-times its work with a :class:`Timer` and prints its figures as one JSON line, which
-:func:`run_fresh` reads back with the 1-minute load average as the child started. A fresh
-process per measurement means none profits from an earlier one's token counts.
-
 What is timed, and what the block says about it, stays in each benchmark; this module
 only starts the child, times it and names the files it read.
 """
@@ -74,7 +69,12 @@ def run_fresh(code: str, job: Mapping[str, Any], what: str) -> dict[str, Any]:
     """Run ``code`` in a fresh Python in the repository, with ``job`` as JSON in its
     ``sys.argv[1]``; the JSON object on its last line of output, with ``load``, the
     1-minute load average as it started. A child that fails stops the benchmark, naming
-    ``what`` failed and quoting the end of its stderr."""
+    ``what`` failed and quoting the end of its stderr.
+
+    The child times its work with a :class:`Timer` and prints its figures as that JSON
+    line. A fresh process per measurement means none profits from an earlier one's token
+    counts.
+    """
     load = round(os.getloadavg()[0], 2)
     done = subprocess.run(
         [sys.executable, "-c", code, json.dumps(job)],

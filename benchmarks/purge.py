@@ -1,9 +1,8 @@
-"""How long ``manage.py purge`` takes on a large database: a fresh SQLite file and offload
-folder are filled with old conversations (transcripts, events, files with their stored
-content) beside newer ones, then ``purge --older-than 30 --dry-run`` and ``purge
---older-than 30`` run through ``call_command``, as cron runs them (each batch commits and
-its content goes at once). Afterwards it checks that exactly the newer records and their
-content are left.
+"""How long ``manage.py purge`` takes on a large database, and that it keeps what it should.
+
+A fresh SQLite file and offload folder are filled with old conversations beside newer
+ones, both purge commands run as cron runs them, and exactly the newer records and
+their content must be left (``benchmarks/README.md`` says what is filled and run).
 
     python -m benchmarks.purge [--conversations 2000] [--kept 500] [--readme]
 """
@@ -123,6 +122,8 @@ def _fill(conversations: int, kept: int) -> None:
 
 
 def _purge(*args: str) -> tuple[float, list[str]]:
+    """``purge --older-than 30`` (and ``args``: ``--dry-run``) through ``call_command``, as
+    cron runs it: each batch commits and its content goes at once. Seconds, and its lines."""
     from django.core.management import call_command
 
     out = io.StringIO()

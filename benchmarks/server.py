@@ -1,7 +1,4 @@
-"""A production server in a temporary folder, as ``make serve`` runs it: DEBUG off, a
-secret key of its own, a migrated SQLite database (or a fresh PostgreSQL database, made
-for the server and dropped after it), static files collected for whitenoise, an offload
-folder, and gunicorn with ``config/gunicorn_conf.py`` on a free loopback port.
+"""A production server in a temporary folder, as ``make serve`` runs it.
 
 :mod:`benchmarks.api_load` measures this server and ``tests/app/test_production_server.py``
 checks it, so the figures are those of the server the test vouches for. Every process
@@ -187,6 +184,9 @@ def production_server(
     migrated: bool = False,
 ) -> Iterator[Server]:
     """Migrate, collect static files, make an API key, start gunicorn; stop it on exit.
+
+    DEBUG off, a secret key of its own, static files collected for whitenoise, an offload
+    folder, and gunicorn with ``config/gunicorn_conf.py`` on a free loopback port.
 
     The database is a SQLite file in ``folder`` unless ``database_url`` names another
     (empty) one; ``migrated`` says it holds a migrated database already (a copy of one),

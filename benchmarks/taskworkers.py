@@ -1,11 +1,8 @@
-"""Several ``manage.py db_worker`` processes against one database, driven from outside.
+"""Several ``manage.py db_worker`` processes against one database, driven from outside, for
+the sweep benchmark (``python -m benchmarks.sweep --tasks``) and the multi-worker test.
 
-For the sweep benchmark (``python -m benchmarks.sweep --tasks``) and the multi-worker
-test: a database (a SQLite file, or a PostgreSQL database named by URL) is migrated; a
-conversation is stored and sweeps are queued through the app's own services, in a
-``manage.py shell`` process; workers are started and stopped as processes of their own,
-as on separate machines; and the sweep's rows are read back with plain SQL while the
-workers run. Nothing here imports Django: every process that does is a ``manage.py`` one.
+Workers are processes of their own, as on separate machines. Nothing here imports
+Django: every process that does is a ``manage.py`` one.
 """
 
 from __future__ import annotations
@@ -61,7 +58,13 @@ class WorkerError(RuntimeError):
 
 @dataclass
 class Site:
-    """One database and the media folder the app's processes share."""
+    """One database and the media folder the app's processes share.
+
+    The database (a SQLite file, or a PostgreSQL database named by URL) is migrated; a
+    conversation is stored and sweeps are queued through the app's own services, in a
+    ``manage.py shell`` process; workers are started and stopped as processes; and the
+    sweep's rows are read back with plain SQL while the workers run.
+    """
 
     database_url: str
     media_root: Path

@@ -1,11 +1,7 @@
 """The REST API under ``/api/v1/``: the engine for agents, and the records for people.
 
-Operations parse input, call one service or selector, and answer. Every error is
-JSON ``{"detail": ..., "field": ...}``: a 4xx for what the request got wrong (422 too for
-more work than one request may ask for), 429 over a workspace's quota or rate, 503 when
-the offload storage or the database fails; engine and database errors are mapped once
-here. Authentication is ``Authorization: Bearer <key>``; a key sees only its own
-workspace, and another workspace's records are answered with 404.
+Operations parse input, call one service or selector, and answer. Engine and database
+errors are mapped here, once, to one JSON error shape (the codes: ``docs/api.md``).
 """
 
 from __future__ import annotations
@@ -104,6 +100,8 @@ api = ReductionLabAPI(
 def _error(
     request: HttpRequest, status: int, detail: str, field: str | None = None
 ) -> HttpResponse:
+    """The one error shape, ``{"detail": ..., "field": ...}``: a 4xx for what the request
+    got wrong, 429 over a workspace's quota or rate, 503 when storage or the database fails."""
     return api.create_response(request, {"detail": detail, "field": field}, status=status)
 
 

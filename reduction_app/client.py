@@ -1,14 +1,6 @@
 """A small client for the Reduction Lab REST API: plain HTTP, standard library only.
 
-Importing it loads neither Django nor the engine, so any agent can vendor it::
-
-    from reduction_app.client import ReductionClient
-
-    client = ReductionClient("http://127.0.0.1:8000", api_key="rl_...")
-    out = client.truncate(tool_name="grep", tool_call_id="call_1", result=big_text,
-                          conversation_id="run-42")
-    cleared = client.clear(messages, conversation_id="run-42", tools=tools)
-    text = client.read_file("/tmp/trunc/call_1", offset=0, limit=200)
+Importing it loads neither Django nor the engine, so any agent can vendor it.
 """
 
 from __future__ import annotations
@@ -33,7 +25,16 @@ class ReductionAPIError(Exception):
 
 
 class ReductionClient:
-    """Calls ``/api/v1/`` of a Reduction Lab server with a bearer key."""
+    """Calls ``/api/v1/`` of a Reduction Lab server with a bearer key.
+
+    For example::
+
+        client = ReductionClient("http://127.0.0.1:8000", api_key="rl_...")
+        out = client.truncate(tool_name="grep", tool_call_id="call_1", result=big_text,
+                              conversation_id="run-42")
+        cleared = client.clear(messages, conversation_id="run-42", tools=tools)
+        text = client.read_file("/tmp/trunc/call_1", offset=0, limit=200)
+    """
 
     def __init__(self, base_url: str, api_key: str, *, timeout: float = 60.0) -> None:
         self.base_url = base_url.rstrip("/") + "/api/v1"

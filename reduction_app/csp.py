@@ -1,11 +1,8 @@
 """The Content-Security-Policy header, on every response, as Django middleware.
 
-Django 5.2 has no CSP support of its own (6.0 adds it). The pages need nothing beyond
-their own origin: htmx, Chart.js and the dashboard's script are static files served
-locally, charts read their data from ``json_script`` blocks (JSON, never run), and no
-template has an inline script, style or event handler. So scripts and styles come only
-from files of this site, and a tool output that slipped through the escaping could still
-not run a script. A view that sets its own header keeps it.
+Django 5.2 has no CSP support of its own (6.0 adds it). Scripts and styles come only
+from files of this site, so a tool output that slipped through the escaping could still
+not run a script (the policy and why the pages need no more: ``docs/deploying.md``).
 """
 
 from __future__ import annotations
@@ -19,7 +16,13 @@ __all__ = ["ContentSecurityPolicyMiddleware"]
 
 
 class ContentSecurityPolicyMiddleware:
-    """Set ``Content-Security-Policy`` to ``settings.REDUCTION_CONTENT_SECURITY_POLICY``."""
+    """Set ``Content-Security-Policy`` to ``settings.REDUCTION_CONTENT_SECURITY_POLICY``;
+    a view that sets its own header keeps it.
+
+    The pages need nothing beyond their own origin: htmx, Chart.js and the dashboard's
+    script are static files served locally, charts read their data from ``json_script``
+    blocks (JSON, never run), and no template has an inline script, style or event handler.
+    """
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response

@@ -2,11 +2,9 @@
 pages show their message.
 
 - ``ServiceError``: a conflicting write (answered 409)
-  - ``QuotaExceeded``: a workspace over its offload quota or request rate (answered 429,
-    with ``Retry-After`` when waiting helps)
-  - ``LimitExceeded``: a request asking for more work than one request may (answered 422)
-- ``SimulationInputError`` (a ``ValueError``): a simulation asked for that cannot run,
-  naming the field at fault (answered 422)
+  - ``QuotaExceeded``: over a workspace's offload quota or request rate (answered 429)
+  - ``LimitExceeded``: more work than one request may ask for (answered 422)
+- ``SimulationInputError`` (a ``ValueError``): a simulation that cannot run (answered 422)
 """
 
 from __future__ import annotations
@@ -17,7 +15,8 @@ class ServiceError(Exception):
 
 
 class QuotaExceeded(ServiceError):
-    """A request beyond one of its workspace's quotas; nothing of it was recorded."""
+    """A request beyond one of its workspace's quotas (its offload quota or its request
+    rate); nothing of it was recorded. Answered 429, with ``Retry-After`` when waiting helps."""
 
     def __init__(self, message: str, *, retry_after: int | None = None) -> None:
         super().__init__(message)

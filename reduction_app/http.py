@@ -1,11 +1,7 @@
 """What a request carries once the app has looked at it, as types.
 
-A dashboard page gets :class:`PageRequest`: ``workspace`` is set by
-``dashboard.workspace_view`` and ``htmx`` by django-htmx's middleware. A REST API
-operation gets :class:`ApiRequest`: ``auth`` is the API key django-ninja's
-authentication returned, and :func:`api_workspace` is the workspace it opens. The
-attributes are set at run time by those layers; these classes only tell the type
-checker (and the reader) that they are there.
+The attributes are set at run time by the layers each class names; these classes only
+tell the type checker (and the reader) that they are there.
 """
 
 from __future__ import annotations
@@ -19,14 +15,16 @@ __all__ = ["ApiRequest", "PageRequest", "api_workspace"]
 
 
 class PageRequest(HttpRequest):
-    """A signed-in dashboard request, with the workspace shown."""
+    """A signed-in dashboard request, with the workspace shown: ``workspace`` is set by
+    ``dashboard.workspace_view`` and ``htmx`` by django-htmx's middleware."""
 
     workspace: Workspace
     htmx: HtmxDetails
 
 
 class ApiRequest(HttpRequest):
-    """An authenticated REST API request."""
+    """An authenticated REST API request: ``auth`` is the API key django-ninja's
+    authentication returned."""
 
     auth: ApiKey
 

@@ -1,13 +1,10 @@
 """What Reduction Lab records: workspaces and their keys, conversations, config
 profiles, engine events (``EventRecord``, not to be confused with the engine's
-``ReductionEvent`` value it records), offloaded files, and the jobs of the task workers
-(``Job``: imports, simulations, sweep parts, reclaim runs).
+``ReductionEvent`` value it records), offloaded files, and the task workers' ``Job``.
 
 Every record belongs to one workspace, the unit of isolation. Models hold fields,
 constraints and ``__str__``; writes live in the ``services`` and reads in the
-``selectors`` of each noun's package (``configs``, ``conversations``, ``records``,
-``reductions``, ``simulations``, ``workspaces``). Offloaded content lives in a Django
-Storage, not in these rows.
+``selectors`` of each noun's package.
 """
 
 from __future__ import annotations

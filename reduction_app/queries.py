@@ -1,11 +1,8 @@
 """Queries whose cost does not grow with the rows that share a value.
 
 Several conversations of a workspace name the same offload path or the same stored
-content, each with a row of its own (``OffloadedFile``): a plain ``path IN (...)`` then
-reads every conversation's row of each path, and a request grows slower with every
-conversation before it. :func:`one_row_each` reads one row per value instead, each
-found through the index by a ``LIMIT 1`` subquery, for whoever needs a fact all those
-rows share (the content at a path, whether a content is held).
+content, each with a row of its own (``OffloadedFile``); :func:`one_row_each` reads one
+row per value, for whoever needs a fact all those rows share.
 """
 
 from __future__ import annotations
@@ -32,7 +29,10 @@ def one_row_each(rows: QuerySet[_M], field: str, values: Collection[str]) -> Ite
     of ``field`` that some row holds; which of a value's rows is left to the database.
 
     Each value costs one index look-up however many rows hold it (an index on
-    ``rows``' filters and ``field`` serves it), where ``field__in`` reads them all.
+    ``rows``' filters and ``field`` serves it), where ``field__in`` reads them all: a
+    plain ``path IN (...)`` reads every conversation's row of each path, and a request
+    grows slower with every conversation before it. Facts all rows of a value share:
+    the content at a path, whether a content is held.
     """
     # The look-up of one value (``SELECT id ... WHERE <rows' filters> AND field = %s
     # LIMIT 1``) is compiled once by the ORM, and its SQL repeated with each value as

@@ -2,12 +2,8 @@
 
 ``compare`` puts the totals side by side with deltas against a baseline (the first
 config, or "no reduction" when asked). ``sweep`` replays every combination of a grid
-over the engine spec's knobs and strategy switches (:data:`GRID_KNOBS`:
-``max_tokens_for_clear``, ``clear_retention_suffix_limit``, ``clear_superseded``, ...) and
-marks the Pareto front of cache-aware cost against re-fetches, each cost saving against
-the conversation replayed with no reduction. A sweep replays its combinations together
-where they share (:mod:`simulator.branches`) and over a pool of processes
-(:mod:`simulator.parallel`).
+over :data:`GRID_KNOBS` and marks the Pareto front of cache-aware cost against
+re-fetches, each cost saving against the conversation replayed with no reduction.
 """
 
 from __future__ import annotations

@@ -1,14 +1,7 @@
 """What a replay needs of a recorded conversation before any config comes in.
 
 A :class:`Prepared` conversation is worked out once and shared by every config replayed
-on it: the messages with stable ids (:func:`~simulator.transcript.with_stable_ids`),
-which assistant messages are model calls, each tool result's call (name, arguments and
-call key, as the calls seen before it name them), each model call's call keys, and the
-strings misses look for (:class:`~simulator.misses.Strings`), and the prefix the
-recording left out, where one is inferred (:mod:`simulator.prefix`). The
-:class:`~simulator.metering.Meter` of each measure is shared too, so a message the
-configs send alike (every recorded one, and the same object kept by several configs) is
-counted once. Nothing here depends on a config, which is what makes sharing it safe.
+on it. Nothing here depends on a config, which is what makes sharing it safe.
 """
 
 from __future__ import annotations
@@ -64,7 +57,17 @@ class Truncated:
 
 
 class Prepared:
-    """A recorded conversation made ready for replays under any number of configs."""
+    """A recorded conversation made ready for replays under any number of configs.
+
+    It holds the messages with stable ids (:func:`~simulator.transcript.with_stable_ids`),
+    which assistant messages are model calls, each tool result's call (name, arguments and
+    call key, as the calls seen before it name them), each model call's call keys, the
+    strings misses look for (:class:`~simulator.misses.Strings`), and the prefix the
+    recording left out, where one is inferred (:mod:`simulator.prefix`). The
+    :class:`~simulator.metering.Meter` of each measure is shared too, so a message the
+    configs send alike (every recorded one, and the same object kept by several configs)
+    is counted once.
+    """
 
     def __init__(
         self,

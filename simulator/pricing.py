@@ -1,11 +1,8 @@
 """What tokens cost, and how a provider counts them: one preset per model, and the
 fields your own prices may set.
 
-A :class:`Pricing` holds list prices (cache reads and writes, a long-context tier), the
-tokenizer and the framing the provider counts with; :data:`PRESETS` are the providers'
-list prices on :data:`PRICES_AS_OF`. Output is priced but never part of a replay's
-cost: every config sends the same recorded replies. A price's JSON form (a price file,
-the app's price table) is :mod:`simulator.price_file`'s.
+:data:`PRESETS` are the providers' list prices on :data:`PRICES_AS_OF`. A price's JSON
+form (a price file, the app's price table) is :mod:`simulator.price_file`'s.
 """
 
 from __future__ import annotations
@@ -135,7 +132,8 @@ class LongContext:
 
 @dataclass(frozen=True, kw_only=True)
 class Pricing:
-    """A model's prices per million tokens, and how its provider counts tokens."""
+    """A model's prices per million tokens (cache reads and writes, a long-context tier),
+    and how its provider counts tokens (the tokenizer and the framing)."""
 
     name: str = "custom"
     input_per_mtok: float
@@ -143,7 +141,8 @@ class Pricing:
     cache_write_per_mtok: float | None = None
     """A token written to the prompt cache; ``None``: billed as plain input (OpenAI)."""
     output_per_mtok: float | None = None
-    """An output token; shown, not part of a replay's cost (see the module docstring)."""
+    """An output token; shown, never part of a replay's cost: every config sends the same
+    recorded replies."""
     long_context: LongContext | None = None
     """Higher rates for long prompts; ``None``: one rate whatever the prompt's length."""
     tokenizer: str | None = None

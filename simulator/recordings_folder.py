@@ -1,12 +1,9 @@
-"""Where the recorded agent runs are kept: the folder of tau-bench, τ²-bench, OpenHands,
-SWE-agent, mini-swe-agent and Claude Code recordings that ``python -m simulator
-calibrate``, ``manage.py seed_demo`` and the tests read.
+"""Where the recorded agent runs are kept: the folder of recordings from public
+repositories (not part of this one) that ``python -m simulator calibrate``,
+``manage.py seed_demo`` and the tests read.
 
-The recordings come from public repositories and are not part of this repository. The
-folder is ``$REDUCTION_RECORDINGS_DIR`` when that is set, else ``shared/data/conversations``
-beside the checkout (``<checkout>/../shared/data/conversations``). This module only says
-where the folder is and whether it is there; it reads no recording and imports neither
-the engine nor Django (the settings import it).
+This module only says where the folder is and whether it is there; it reads no
+recording and imports neither the engine nor Django (the settings import it).
 """
 
 from __future__ import annotations

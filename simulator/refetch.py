@@ -1,13 +1,7 @@
 """Telling re-fetches from repeated calls.
 
-A call with the same tool and arguments (equal as JSON) as an earlier one whose result
-the context no longer shows whole *may* be a re-fetch: the agent asking again for what
-was hidden from it. It is one only if it got the same output back, or a run of its
-whole lines (a pager showing a page of what was read before); an empty output is never
-one. When the output differs, the world had
-changed (a test run after an edit, ``goto N`` in a pager that moved): the agent would
-have made that call anyway, so it is a *repeated call*, counted apart. A call whose
-result never arrived is a repeated call too: nothing shows it was a re-fetch.
+A re-fetch is the agent asking again for what was hidden from it, and getting it back;
+a repeated call is one it would have made anyway (:class:`Repeats` tells them apart).
 """
 
 from __future__ import annotations
@@ -18,7 +12,16 @@ __all__ = ["Repeats"]
 
 
 class Repeats:
-    """Counts re-fetches and repeated calls over one replay."""
+    """Counts re-fetches and repeated calls over one replay.
+
+    A call with the same tool and arguments (equal as JSON) as an earlier one whose result
+    the context no longer shows whole *may* be a re-fetch. It is one only if it got the
+    same output back, or a run of its whole lines (a pager showing a page of what was read
+    before); an empty output is never one. When the output differs, the world had changed
+    (a test run after an edit, ``goto N`` in a pager that moved): the agent would have made
+    that call anyway, so it is a *repeated call*. A call whose result never arrived is a
+    repeated call too: nothing shows it was a re-fetch.
+    """
 
     def __init__(self) -> None:
         self.refetches = 0

@@ -1,12 +1,8 @@
 """What a replay measured: per model call, in total, and as JSON.
 
-Values only; :mod:`simulator.replay` computes them. ``to_dict`` is the shape the CLI's
-``--json`` prints (one entry of ``results``), and what a stored ``Simulation`` holds.
-
-Two units live side by side: ``context_tokens`` and the totals are the price preset's
-measure (what a provider bills), while :class:`ClearPass` is the engine's own count (the
-config's counter, what the clear phase compares with ``max_tokens_for_clear``). Charts
-of the context against the threshold read the second.
+Values only; :mod:`simulator.replay` computes them. Two units live side by side: the
+price preset's measure (what a provider bills) and, in :class:`ClearPass`, the engine's
+own count (what the clear phase compares with ``max_tokens_for_clear``).
 """
 
 from __future__ import annotations
@@ -34,7 +30,9 @@ __all__ = [
 @dataclass(frozen=True, kw_only=True)
 class ClearPass:
     """What the clear phase's summary event said before one model call, in the config's
-    own counter.
+    own counter: the unit ``max_tokens_for_clear`` is in, which charts of the context
+    against the threshold read (``context_tokens`` and the totals are the price preset's
+    measure, what a provider bills).
 
     When the clear phase is off (``skip_clear``) no pass runs and no event is emitted:
     then ``threshold`` is ``None`` and both counts are the replay's count of the context
@@ -225,6 +223,8 @@ class ReplayResult:
         )
 
     def to_dict(self) -> dict[str, Any]:
+        """The shape the CLI's ``--json`` prints (one entry of ``results``), and what a
+        stored ``Simulation`` holds."""
         return {
             "name": self.name,
             "conversation": self.conversation,

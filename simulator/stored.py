@@ -1,11 +1,6 @@
 """What a simulation hands the dashboard: one typed value per kind of result (replay, sweep,
 corpus sweep, recommendation), with its kind and version, and the one reader (:func:`load`)
-and writer (:func:`dump`) of their JSON.
-
-Rows stored before results carried a kind are read as the kind their simulation says; a
-version not known here is refused, never guessed at. Measures an old row lacks read as
-``None`` (shown as unknown, not 0), and an old call's clear pass is taken from its summary
-event here, so no reader sniffs keys.
+and writer (:func:`dump`) of their JSON, so no reader sniffs keys.
 """
 
 from __future__ import annotations
@@ -64,7 +59,7 @@ class _Value(msgspec.Struct, frozen=True, kw_only=True):
 
 class ReplayTotals(_Value, frozen=True, kw_only=True):
     """A replay summed up (:class:`simulator.results.Totals` as stored). ``None``: not in
-    these results (stored before the measure existed)."""
+    these results (stored before the measure existed), shown as unknown, not 0."""
 
     model_calls: int | None = None
     input_tokens_billed: int | None = None
@@ -313,8 +308,8 @@ def fields(value: SimulationResults) -> dict[str, Any]:
 def load(data: Mapping[str, Any], *, legacy_kind: Kind | None = None) -> SimulationResults:
     """The results :func:`dump` wrote, or that were stored before results carried a kind
     and version: those are read as ``legacy_kind`` (the caller knows it from its
-    simulation). Raises :class:`ResultsError` for a version or kind not known here, or a
-    field of the wrong type."""
+    simulation). Raises :class:`ResultsError` for a version or kind not known here (refused,
+    never guessed at), or a field of the wrong type."""
     if not isinstance(data, Mapping):
         raise ResultsError(f"results: expected a JSON object, got {type(data).__name__}")
     version = data.get("version", 0)

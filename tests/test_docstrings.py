@@ -13,21 +13,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("reduction_app", "simulator", "benchmarks", "scripts", "config")
-MAX_LINES = 12
-"""The most lines a module docstring may take, its quotes included."""
-SHORT_MAX_LINES = 8
-"""The most lines in :data:`SHORT_FOLDERS`, where every module already fits it."""
-SHORT_FOLDERS = ("reduction_app/engine/", "reduction_app/integrations/")
+MAX_LINES = 8
+"""The most lines a module docstring may take, its quotes included, in every package."""
 
 LONGER = {
     "reduction_app/engine/errors.py": "draws the error tree, as httpx's _exceptions.py does",
 }
 """Modules allowed a longer docstring, each with the reason."""
-
-
-def limit(shown: str) -> int:
-    """The most lines the module docstring of ``shown`` (a path from the root) may take."""
-    return SHORT_MAX_LINES if shown.startswith(SHORT_FOLDERS) else MAX_LINES
 
 
 def _modules() -> Iterator[Path]:
@@ -54,21 +46,21 @@ def test_module_docstrings_are_short() -> None:
     for path in _modules():
         shown = str(path.relative_to(ROOT))
         lines = docstring_lines(path.read_text(encoding="utf-8"))
-        if lines > limit(shown) and shown not in LONGER:
-            found.append(f"{shown}: {lines} lines, over {limit(shown)}")
+        if lines > MAX_LINES and shown not in LONGER:
+            found.append(f"{shown}: {lines} lines, over {MAX_LINES}")
     assert found == [], "module docstrings too long:\n" + "\n".join(found)
 
 
 def test_every_module_allowed_longer_still_is() -> None:
     """A module cut back leaves the list, so the list only shrinks."""
     for shown in sorted(LONGER):
-        assert docstring_lines((ROOT / shown).read_text(encoding="utf-8")) > limit(shown), shown
+        assert docstring_lines((ROOT / shown).read_text(encoding="utf-8")) > MAX_LINES, shown
 
 
-def test_limit_is_shorter_in_the_engine_and_the_integrations() -> None:
-    assert limit("reduction_app/engine/formats/jsonio.py") == SHORT_MAX_LINES
-    assert limit("reduction_app/integrations/langchain.py") == SHORT_MAX_LINES
-    assert limit("simulator/corpus.py") == MAX_LINES
+def test_limit_is_the_engines_everywhere() -> None:
+    """One limit for the project, no looser than the engine and the integrations had."""
+    assert MAX_LINES == 8
+    assert set(LONGER) == {"reduction_app/engine/errors.py"}
 
 
 def test_docstring_lines_counts_the_quotes() -> None:

@@ -1,11 +1,6 @@
 """The config form of the dashboard: every JSON field of ``ReductionConfig``, its default
-and its one-line help, validated by the engine.
+and its one-line help, all from the engine's spec, validated by the engine.
 
-The fields, their help and their defaults come from the engine's spec
-(``engine.json_config_fields()``): :class:`ConfigForm` builds one form field per spec
-field, by kind, when it is made, and ``FIELD_HELP`` is the spec's help by name.
-Validation is the engine's own (``config_from_dict``): its ``ConfigError`` names the
-field, and the form shows the message next to that field.
 Writes stay in ``configs.services``.
 """
 
@@ -153,7 +148,12 @@ def _described(field: forms.Field, spec: engine.ConfigField) -> forms.Field:
 
 
 class ConfigForm(forms.Form):
-    """A name and every JSON field of ``ReductionConfig``; ``config_data`` is the JSON."""
+    """A name and every JSON field of ``ReductionConfig``; ``config_data`` is the JSON.
+
+    One form field per field of ``engine.json_config_fields()``, by kind, built when the
+    form is made. Validation is the engine's own (``config_from_dict``): its
+    ``ConfigError`` names the field, and the form shows the message next to that field.
+    """
 
     name = forms.CharField(max_length=100)
 

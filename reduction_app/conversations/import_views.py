@@ -1,12 +1,6 @@
 """Importing recordings from the dashboard (``/imports/``): upload agent runs in any format
-the simulator reads, see what each file became; and one import's page
+the simulator reads and see what each file became; and one import's page
 (``/imports/<id>/``), which follows a big import on the task workers.
-
-Uploads of up to ``REDUCTION_IMPORT_INLINE_BYTES`` in all are imported in the request
-and their result shown at once; bigger ones are handed to the task workers and the
-browser is sent to the import's page, which polls itself every second with htmx (a
-"Refresh" link without JavaScript) until it is done. Any member of the workspace may
-import, as any member may edit its configs.
 """
 
 from __future__ import annotations
@@ -51,6 +45,8 @@ def _form_page(
 
 
 def _upload(request: PageRequest) -> HttpResponse:
+    """Uploads up to ``REDUCTION_IMPORT_INLINE_BYTES`` in all are imported here and shown at
+    once; bigger ones go to the task workers, and the browser to the import's page."""
     fmt = request.POST.get("format", "")
     replace = request.POST.get("replace") == "on"
     chosen = {"format": fmt if fmt in FORMATS else "", "replace": replace}
@@ -88,6 +84,8 @@ def import_page(request: PageRequest) -> HttpResponse:
 @require_GET
 @workspace_view
 def import_detail(request: PageRequest, import_id: int) -> HttpResponse:
+    """One import's progress or result; running, it polls itself every second with htmx
+    (a "Refresh" link without JavaScript) until it is done."""
     job = recording_import_get(workspace=request.workspace, import_id=import_id)
     if job is None:
         raise Http404("no such import")

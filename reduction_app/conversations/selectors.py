@@ -168,7 +168,11 @@ def fits_inline(conversation: Conversation, *, configs: int) -> bool:
 def infers_prefix(conversation: Conversation) -> bool:
     """Whether replays of ``conversation`` infer a prefix: a recording of a kind that
     leaves one out, imported with the provider's per-call counts (not one imported before
-    the app kept them, nor one a client recorded)."""
+    the app kept them, nor one a client recorded). It needs no read of the transcript.
+
+    The imported counts (``Conversation.provider_usage``) are those the simulator's
+    command line reads from the same file, so both infer the same prefix.
+    """
     usage: Mapping[str, Any] | None = conversation.provider_usage
     return conversation.source in OMITS_PREFIX and bool(usage and usage.get("prompt_tokens"))
 

@@ -1,13 +1,6 @@
 """What the conversation page shows: the replayed context window of a conversation
 without recorded clear passes, and the message timeline with its truncated and cleared
-tool results.
-
-The context series comes from the conversation's recorded clear summaries (one per
-``POST /clear``, that is per model call) when it has them (``charts.series_from_events``);
-otherwise the stored transcript is replayed through the simulator (here). The chart
-itself is ``charts.context_chart``. The timeline reads the stored transcript through the
-engine's formats and recognises the engine's own notices in it. Nothing here writes; the
-database reads are in ``conversations.selectors``.
+tool results. Nothing here writes; the database reads are in ``conversations.selectors``.
 """
 
 from __future__ import annotations
@@ -62,7 +55,9 @@ _PLACEHOLDER_PATH = re.compile(r"(?:Tool result saved to|工具结果已保存�
 def series_from_replay(
     conversation: Conversation, config: Mapping[str, Any], *, label: str = CONTEXT_LABEL
 ) -> ContextSeries:
-    """The series of a simulator replay of the stored transcript under ``config``.
+    """The series of a simulator replay of the stored transcript under ``config``, for a
+    conversation without recorded clear summaries (one per ``POST /clear``, that is per
+    model call); those that have them are charted by ``charts.series_from_events``.
 
     Raises ``ValueError`` when the stored transcript cannot be read.
     """
@@ -205,7 +200,9 @@ def timeline_rows(
     messages: Sequence[Any], start: int, stop: int, token_counter: str = "approx"
 ) -> list[TimelineRow]:
     """Rows for ``messages[start:stop]``; only those are counted and read in full (tool
-    names of results come from the calls before them, so the walk starts at 0)."""
+    names of results come from the calls before them, so the walk starts at 0). The
+    stored transcript is read through the engine's formats, and the engine's own
+    notices in it are recognised as truncated and cleared results."""
     counter: Any = get_token_counter(token_counter)
     names: dict[str, str] = {}
     rows = []

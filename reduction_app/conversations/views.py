@@ -1,12 +1,7 @@
 """The conversations list (``/conversations/``), a conversation's page
 (``/conversations/<client_id>/``): its context window call by call, its message timeline
 and its events; and one message whole (``/conversations/<client_id>/messages/<n>/``).
-
-The context window is the recorded clear passes when there are some; otherwise a replay
-of the transcript, under a chosen config or the engine's defaults. An imported recording
-(``Conversation.source``) with none recorded first shows a replay with no reduction
-against one under the engine's defaults. A recording that left out a prefix (a Claude Code
-log's system prompt and tool schemas) says how many tokens its replays count for it."""
+"""
 
 from __future__ import annotations
 
@@ -125,6 +120,9 @@ def _prefix_tokens(conversation: Conversation) -> int | None:
 
 
 def _context_window(request: PageRequest, conversation: Conversation) -> dict[str, Any]:
+    """The recorded clear passes when there are some; otherwise a replay of the transcript
+    under the chosen config, or, for an imported recording with none chosen, a replay with
+    no reduction against one under the engine's defaults (:func:`_comparison`)."""
     workspace: Workspace = request.workspace
     rows = conversation_clear_series(conversation=conversation)
     context: dict[str, Any] = {

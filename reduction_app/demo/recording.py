@@ -1,13 +1,9 @@
 """Recording the demo agent's conversations, and importing the shared recordings.
 
-:func:`record_live` runs the agent with hooks that send every tool result through the
-truncation phase and every model call through the clear phase, one
-``reductions.services.engine_session`` each, recorded with ``engine_session_record`` under
-the conversation's id, as the REST API's ``/truncate`` and ``/clear`` do. The rows are
-then dated: a conversation starts a fixed number of days before the seeding, and each
-call takes a few seconds drawn from the conversation's own seed. :func:`record_plain`
-records the agent's raw transcript (no engine, no events); :func:`import_recordings`
-stores OpenHands and tau-bench runs of the recordings folder for replay.
+:func:`record_live` records a run through the engine, as the REST API's ``/truncate``
+and ``/clear`` record one; :func:`record_plain` records the agent's raw transcript (no
+engine, no events); :func:`import_recordings` stores OpenHands and tau-bench runs of the
+recordings folder for replay.
 """
 
 from __future__ import annotations
@@ -43,7 +39,11 @@ __all__ = ["import_recordings", "record_live", "record_plain"]
 
 
 class _Clock:
-    """Simulated time of one conversation: a model call takes seconds, a tool less."""
+    """Simulated time of one conversation: a model call takes seconds, a tool less.
+
+    A conversation starts a fixed number of days before the seeding, and each call takes
+    a few seconds drawn from the conversation's own seed.
+    """
 
     def __init__(self, start: datetime, seed: int) -> None:
         self.now = start
@@ -59,7 +59,12 @@ class _Clock:
 
 
 class _Recorder(AgentHooks):
-    """The agent's hooks: each call through the engine and recorded, as over the REST API."""
+    """The agent's hooks: each call through the engine and recorded, as over the REST API.
+
+    Every tool result goes through the truncation phase and every model call through the
+    clear phase, one ``reductions.services.engine_session`` each, recorded with
+    ``engine_session_record`` under the conversation's id.
+    """
 
     def __init__(
         self, workspace: Workspace, version: ConfigVersion, client_id: str, clock: _Clock

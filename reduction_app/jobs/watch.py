@@ -2,13 +2,8 @@
 heartbeat for a lease) or that no worker took (queued past their kind's queue timeout),
 and looks again a lease later while any job is unfinished.
 
-Each kind of job registers what the watcher looks at and says (:class:`JobKind`); a kind
-may take back its lost jobs itself instead of failing them (sweep parts are queued again).
-Nobody has to ask: queueing a job, or a worker starting one, queues the watch task (one
-at a time), and a page or API answer that shows a job looks at it first
-(:func:`job_check`). Lookers
-exclude each other by writing with a condition: a job that started, beat or ended since
-it was read is left alone.
+Each kind of job registers what the watcher looks at and says (:class:`JobKind`).
+Lookers exclude each other by writing with a condition (:func:`_fail`).
 """
 
 from __future__ import annotations
@@ -71,7 +66,8 @@ def _start_it_again() -> str:
 
 @dataclass(frozen=True)
 class JobKind:
-    """A kind of job, as the watcher treats it."""
+    """A kind of job, as the watcher treats it. A kind may take back its lost jobs itself
+    instead of failing them (:attr:`recover`: sweep parts are queued again)."""
 
     name: str
     """What the log calls it: ``import``, ``simulation``, ..."""
@@ -171,7 +167,11 @@ def watch_jobs() -> int:
 
 def watch_enqueue() -> bool:
     """Queue the watch task to run a lease from now, unless one is queued already;
-    whether this queued one."""
+    whether this queued one.
+
+    Nobody has to ask: queueing a job, or a worker starting one, calls this, and a page
+    or API answer that shows a job looks at it first (:func:`job_check`).
+    """
     path = f"{watch_jobs.func.__module__}.{watch_jobs.func.__qualname__}"
     if DBTaskResult.objects.filter(task_path=path, status="READY").exists():
         return False

@@ -1,13 +1,8 @@
 """Retention: deleting the records older than a cutoff (``manage.py purge``), in one
 workspace or all, or by each workspace's own ``retention_days``.
 
-What has expired is defined in :mod:`reduction_app.retention.selectors`. The purge
-deletes it in batches, each its own transaction of at most :data:`BATCH_SIZE` rows of
-the kind it deletes (with what cascades from them), so a purge of a large database
-neither holds its write lock for long nor loads much at once, and one interrupted has
-kept what it did. The offloaded content of the deleted files goes from the storage after
-each batch commits, unless a remaining file row names it (content is stored once per
-digest and workspace): :func:`reduction_app.records.services.file_content_release`.
+What has expired is defined in :mod:`reduction_app.retention.selectors`; this module
+deletes it in batches, with the offloaded content no remaining row names.
 """
 
 from __future__ import annotations
@@ -122,7 +117,13 @@ def _delete_in_batches(
 ) -> None:
     """Delete ``rows`` ``batch_size`` at a time, each batch (with what cascades from it)
     in a transaction of its own; ``files`` gives the file rows a batch deletes, whose
-    content is released."""
+    content is released.
+
+    So a purge of a large database neither holds its write lock for long nor loads much
+    at once, and one interrupted has kept what it did. A batch's content goes from the
+    storage after it commits, unless a remaining file row names it (content is stored
+    once per digest and workspace): :func:`~reduction_app.records.services.file_content_release`.
+    """
     while True:
         with transaction.atomic():
             # Locked, so a write that would make one of them newer waits for the delete.

@@ -1,13 +1,9 @@
 """Sweeps and recommendations over several recorded conversations (the Sweep page).
 
-``corpus_simulation_create`` validates a selection of conversations and a grid and
-records a queued :class:`Simulation` over all of them (``conversation`` is the first,
-``conversations`` every one); ``simulation_enqueue`` hands it to the task workers as one
-task, and ``corpus_run`` carries it out there: a sweep is
-:func:`simulator.corpus_sweep.corpus_sweep` (every combination on every conversation,
-summed), a recommendation :func:`simulator.recommend.recommend` within ``max_seconds``.
-Progress counts replays of a combination on a conversation. A sweep of one conversation
-from the REST API keeps its own way (one task per combination, :mod:`.sweeps`).
+:func:`corpus_simulation_create` validates and records one, queued; ``simulation_enqueue``
+hands it to the task workers as one task, which :func:`corpus_run` carries out. A sweep
+of one conversation from the REST API keeps its own way (one task per combination,
+:mod:`.sweeps`).
 """
 
 from __future__ import annotations
@@ -94,7 +90,8 @@ def corpus_simulation_create(
 ) -> Simulation:
     """Validate and record a sweep (``kind="sweep"``, a grid needed) or a recommendation
     (``"recommend"``, the simulator's coarse grid when ``grid`` is ``None``) over
-    ``conversations``, queued; nothing runs yet."""
+    ``conversations``, queued; nothing runs yet. The :class:`Simulation`'s
+    ``conversation`` is the first of them, its ``conversations`` every one."""
     if kind not in ("sweep", "recommend"):
         raise SimulationInputError("kind", f"must be 'sweep' or 'recommend', got {kind!r}")
     if not conversations:
@@ -146,7 +143,11 @@ def corpus_simulation_create(
 
 def corpus_run(simulation: Simulation, report: Callable[[int, int], None]) -> dict[str, Any]:
     """The results of a sweep or recommendation over several conversations (raises what
-    the simulator raises; the caller records it)."""
+    the simulator raises; the caller records it).
+
+    A sweep is :func:`simulator.corpus_sweep.corpus_sweep` (every combination on every
+    conversation, summed), a recommendation :func:`simulator.recommend.recommend` within
+    ``max_seconds``. Progress counts replays of a combination on a conversation."""
     options = simulation.options
     pricing = stored_pricing(options)
     prefix = options.get("min_cacheable_prefix")

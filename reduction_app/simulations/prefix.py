@@ -1,14 +1,9 @@
 """The prefix a recording left out, as the pages offer and show it.
 
 A Claude Code log keeps the messages, not the system prompt, tool schemas and CLAUDE.md
-files sent before them; the simulator infers that prefix from the provider's per-call
-counts (:mod:`simulator.prefix`, the one rule) and every replay counts it. An imported
-recording keeps those counts (``Conversation.provider_usage``), so the app's replays
-infer the same prefix as the simulator's command line on the same file. Compare and
-Tune let it be left out (``prefix=off`` in their address); the rest of the app counts
-it. What this module owns is that switch; the cheap question of whether a conversation
-has a prefix to infer, without reading its transcript, is the conversations'
-(``conversations.selectors.infers_prefix``).
+files sent before them; every replay counts the prefix :mod:`simulator.prefix` infers.
+What this module owns is the switch Compare and Tune offer to leave it out
+(``prefix=off`` in their address); the rest of the app counts it.
 """
 
 from __future__ import annotations

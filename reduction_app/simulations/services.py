@@ -1,12 +1,9 @@
 """Simulations: replaying recorded conversations through the simulator, from the app.
 
-``simulation_create`` validates everything up front (the configs through the engine,
-the grid through the simulator) and records a queued :class:`Simulation`;
-``simulation_run`` carries it out in this process, reporting progress as it goes. Small
-replays run inline in the request; ``simulation_enqueue`` hands sweeps and big replays to
-the task backend (django-tasks' database backend, run by ``manage.py db_worker``) as
-``run_simulation``, a job under the watcher (:mod:`.watch`), or a sweep of one
-conversation as one task per combination (:mod:`.sweeps`).
+:func:`simulation_create` validates everything up front and records a queued
+:class:`Simulation`; :func:`simulation_run` carries it out, reporting progress as it
+goes. Small replays run inline in the request; :func:`simulation_enqueue` hands the rest
+to the task backend (django-tasks' database backend, run by ``manage.py db_worker``).
 """
 
 from __future__ import annotations
@@ -85,7 +82,8 @@ def simulation_create(
     min_cacheable_prefix: int = 1024,
     inferred_prefix: bool = True,
 ) -> Simulation:
-    """Validate and record a simulation (``queued``); nothing runs yet. ``inferred_prefix``:
+    """Validate and record a simulation (``queued``): the configs through the engine, the
+    grid through the simulator; nothing runs yet. ``inferred_prefix``:
     count the prefix a recording left out, where one is inferred (``simulator.prefix``);
     recorded in the options only when off."""
     try:

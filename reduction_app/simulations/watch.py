@@ -1,13 +1,9 @@
 """Simulations as jobs the watcher looks at, and the look someone's view of one takes.
 
-A replay too big to answer inline, and a sweep or recommendation over several
-conversations (the Sweep page), each run as one task (``services.run_simulation``) under
-the lease every job has (``reduction_app.jobs``). One running with no heartbeat for a
-lease has lost its worker: it is failed, saying its worker stopped answering. One still
-queued ``REDUCTION_JOB_QUEUE_TIMEOUT_SECONDS`` after it was created was taken by no
-worker (none runs): it is failed too, saying so (0 waits forever). Nothing is run
-again: starting it again is the user's choice. A sweep of one conversation runs in parts
-(:mod:`.sweeps`), each a job of its own: its own row has no heartbeat and is left to them.
+A simulation run as one task (:func:`one_task`) is failed when its worker stopped
+answering or no worker took it, saying which; nothing is run again (starting it again is
+the user's choice). A sweep of one conversation runs in parts (:mod:`.sweeps`), each a
+job of its own: its own row has no heartbeat and is left to them.
 """
 
 from __future__ import annotations

@@ -2,10 +2,6 @@
 numbered lines, search and paging, and its exact content (``/files/raw/?path=``). Both
 take a ``conversation`` (client id) too: two conversations may name the same path, each
 with a file of its own (the same content, their own event and reads).
-
-A file may be many megabytes: its page reads the stored content in chunks, line by line,
-keeping only the lines of the page shown (and, for a search, the numbers of the matching
-lines), so no more than one page of lines is ever held or rendered.
 """
 
 from __future__ import annotations
@@ -134,7 +130,11 @@ class FileWindow:
 
 def read_window(handle: Chunks, page: int | None, query: str) -> FileWindow:
     """Scan the file once: keep page ``page`` (or, when ``None``, the page of the first
-    match, else page 1) and the numbers of the lines containing ``query``."""
+    match, else page 1) and the numbers of the lines containing ``query``.
+
+    A file may be many megabytes: it is read in chunks, line by line, and only the lines
+    of one page (and the numbers of the matching lines) are ever held or rendered.
+    """
     needle = query.casefold()
     window = FileWindow(page=page or 0)
     first_page: list[tuple[int, str, bool]] = []

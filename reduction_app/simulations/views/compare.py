@@ -4,11 +4,6 @@ A GET form (``?conversation=ID&config=3&config=none&baseline=first&pricing=gpt-4
 so the page works without JavaScript; htmx swaps only the results. A replay that
 ``simulations.services.fits_inline`` allows runs in the request; a bigger one becomes a
 ``Simulation`` for the task worker, and the results poll it every second.
-``call`` is the 1-based model call whose messages are shown side by side; ``pricing``
-names the price (a preset of ``simulator.pricing.PRESETS`` or one of the workspace's own,
-``prices.selectors.pricing_for``) whose provider counts and prices
-every token on the page. ``prefix=off`` leaves out the prefix an imported Claude Code log
-left out (:mod:`reduction_app.simulations.prefix`), which replays count otherwise.
 """
 
 from __future__ import annotations
@@ -123,7 +118,14 @@ def _results_context(
 @workspace_view
 def compare_page(request: PageRequest) -> HttpResponse:
     """GET shows a comparison; a POST (the form's "replay in the background" button,
-    CSRF-checked) is the only way to queue a big one, so no link can load the worker."""
+    CSRF-checked) is the only way to queue a big one, so no link can load the worker.
+
+    ``call`` is the 1-based model call whose messages are shown side by side; ``pricing``
+    names the price (a preset of ``simulator.pricing.PRESETS`` or one of the workspace's
+    own, ``prices.selectors.pricing_for``) whose provider counts and prices every token on
+    the page. ``prefix=off`` leaves out the prefix an imported Claude Code log left out
+    (:mod:`reduction_app.simulations.prefix`), which replays count otherwise.
+    """
     workspace = request.workspace
     params = request.POST if request.method == "POST" else request.GET
     conversation = conversation_for(workspace=workspace, value=params.get("conversation"))

@@ -1,12 +1,6 @@
 """One point of a sweep or a recommendation (``/simulations/<id>/points/<n>/``): its knobs
-as ``name = value``, its figures, and what to do with it.
-
-"Open in Tune" is a GET form to ``/tune/`` carrying the point's knobs and switches on
-the conversation chosen. Compare compares stored configs, so "Open in Compare" (a POST)
-uses the workspace's config holding exactly the point's settings, saving one named
-after the point when there is none, and goes to ``/compare/`` with no reduction first,
-so every delta is against it. "Save as config" (a POST) saves it under the name given
-and goes to the new config.
+as ``name = value``, its figures, and what to do with it: open it in Tune or Compare,
+or save it as a config.
 """
 
 from __future__ import annotations
@@ -85,6 +79,8 @@ def _context(simulation: Simulation, point: Point, **extra: Any) -> dict[str, An
 @require_GET
 @workspace_view
 def point_page(request: PageRequest, simulation_id: int, number: int) -> HttpResponse:
+    """The point's page; its "Open in Tune" is a GET form to ``/tune/`` carrying the
+    point's knobs and switches (:func:`tune_fields`) on the conversation chosen."""
     simulation, point = _point(request, simulation_id, number)
     return render_page(request, "reduction_app/sweep_point.html", _context(simulation, point))
 
@@ -114,6 +110,10 @@ def _save(workspace: Workspace, name: str, config: dict[str, Any]) -> int:
 @require_POST
 @workspace_view
 def point_compare(request: PageRequest, simulation_id: int, number: int) -> HttpResponse:
+    """The "Open in Compare" button: Compare compares stored configs, so this uses the
+    workspace's config holding exactly the point's settings, saving one named after the
+    point when there is none, and goes to ``/compare/`` with no reduction first, so every
+    delta is against it."""
     simulation, point = _point(request, simulation_id, number)
     wanted = request.POST.get("conversation", "")
     conversations = simulation_conversations(simulation=simulation)
@@ -147,6 +147,7 @@ def point_compare(request: PageRequest, simulation_id: int, number: int) -> Http
 @require_POST
 @workspace_view
 def point_save(request: PageRequest, simulation_id: int, number: int) -> HttpResponse:
+    """The "Save as config" button: save the point under the name given, go to the config."""
     simulation, point = _point(request, simulation_id, number)
     name = request.POST.get("name", "").strip()
     error = ""
