@@ -41,8 +41,13 @@ ONCE = pytest.mark.skipif(
 
 
 def make_env(**extra: str) -> dict[str, str]:
+    """This run's environment without what would steer the Makefile under test (its own
+    variables, such as a TEST_TOGETHER the whole run was started with)."""
     env = {k: v for k, v in os.environ.items() if k not in MAKE_VARIABLES}
-    for name in ("DATABASE_URL", "TEST_DATABASE_URL", "HOST", "PORT"):
+    for name in (
+        *("DATABASE_URL", "TEST_DATABASE_URL", "HOST", "PORT"),
+        *("TEST_TOGETHER", "TEST_POSTGRES", "TEST_BROWSER", "PYTEST_ARGS"),
+    ):
         env.pop(name, None)
     env.update(extra)
     return env
