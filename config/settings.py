@@ -325,6 +325,11 @@ REDUCTION_MAX_OFFLOADS = _env_int("REDUCTION_MAX_OFFLOADS", 1_000)
 # this many bytes in all are imported inside the request; bigger ones by the task workers
 # (`manage.py db_worker`), whose progress the page and `GET /api/v1/imports/{id}` show.
 REDUCTION_IMPORT_INLINE_BYTES = _env_int("REDUCTION_IMPORT_INLINE_BYTES", 2 * 1024 * 1024)
+# The OTLP endpoint (/api/v1/otel): the spans, or log records, one export request may
+# carry (the SDK's batch processor sends 512 at most), and the longest text one attribute
+# (a span's messages, a tool result) may hold; a span over it is refused on its own.
+REDUCTION_OTLP_MAX_RECORDS = _env_int("REDUCTION_OTLP_MAX_RECORDS", 10_000)
+REDUCTION_OTLP_MAX_VALUE_CHARS = _env_int("REDUCTION_OTLP_MAX_VALUE_CHARS", 8 * 1024 * 1024)
 
 
 # Quotas per workspace (a workspace's own fields override both; 0 is no limit).

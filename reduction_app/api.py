@@ -50,6 +50,7 @@ OPERATION_ID_PREFIXES = {
     "reduction_app.conversations.api": "reduction_app_api_records",
     "reduction_app.configs.api": "reduction_app_api_records",
     "reduction_app.simulations.api": "reduction_app_api_simulations",
+    "reduction_app.telemetry.api": "reduction_app_api_telemetry",
 }
 
 
@@ -268,6 +269,7 @@ def _register_routers() -> None:
     from reduction_app.records.api import router as records_router
     from reduction_app.reductions.api import router as reductions_router
     from reduction_app.simulations.api import router as simulations_router
+    from reduction_app.telemetry.api import router as telemetry_router
 
     for router in (
         reductions_router,
@@ -275,6 +277,7 @@ def _register_routers() -> None:
         conversations_router,
         configs_router,
         simulations_router,
+        telemetry_router,
     ):
         api.add_router("", router)
 

@@ -578,3 +578,75 @@ class ReclaimRun(Job):
 
     def __str__(self) -> str:
         return f"reclaim #{self.pk} ({self.status})"
+
+
+class TelemetryRecord(models.Model):
+    """What an agent's OpenTelemetry exporter sent to ``/api/v1/otel``, one span or log
+    record a row, kept as received (OTLP/JSON of its resource, scope and itself), from
+    which the workspace's traced conversations are rebuilt (``telemetry.services``).
+
+    A span is stored once however often it is sent (retries, overlapping batches): its
+    ``key`` is its trace and span id; a log record's is a digest of what it holds."""
+
+    KINDS = (("span", "span"), ("log", "log record"))
+
+    workspace = models.ForeignKey(
+        Workspace, on_delete=models.CASCADE, related_name="telemetry_records"
+    )
+    kind = models.CharField(max_length=4, choices=KINDS)
+    key = models.CharField(
+        max_length=64, help_text="A span's trace and span id; a log record's SHA-256."
+    )
+    trace_id = models.CharField(max_length=32)
+    group = models.CharField(
+        max_length=300,
+        blank=True,
+        help_text="The conversations it belongs to (TelemetryGroup.key); empty until its "
+        "trace is read.",
+    )
+    pending = models.BooleanField(default=True, help_text="Received since its trace was last read.")
+    data = models.TextField(help_text="OTLP/JSON of the record, its resource and its scope.")
+    received_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ("id",)
+        constraints = (
+            models.UniqueConstraint(
+                fields=["workspace", "kind", "key"], name="telemetry_record_unique"
+            ),
+        )
+        indexes = (
+            models.Index(fields=["workspace", "pending"]),
+            models.Index(fields=["workspace", "trace_id"]),
+            models.Index(fields=["workspace", "group"]),
+        )
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.key}"
+
+
+class TelemetryGroup(models.Model):
+    """Traces read together: those of one session (its id), or those whose calls may
+    continue each other (the same opening messages). Each rebuild of a group replaces
+    the conversations it made before."""
+
+    workspace = models.ForeignKey(
+        Workspace, on_delete=models.CASCADE, related_name="telemetry_groups"
+    )
+    key = models.CharField(max_length=300)
+    conversations = models.JSONField(
+        default=list, blank=True, help_text="The ids of the conversations it made."
+    )
+    error = models.TextField(
+        blank=True, help_text="Why its traces could not be read, the last time they were."
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ("-updated_at", "-id")
+        constraints = (
+            models.UniqueConstraint(fields=["workspace", "key"], name="telemetry_group_unique"),
+        )
+
+    def __str__(self) -> str:
+        return self.key

@@ -167,7 +167,7 @@ def _read_all(
     return read
 
 
-def _stored_form(recorded: RecordedConversation, filename: str) -> dict[str, Any]:
+def stored_form(recorded: RecordedConversation, filename: str) -> dict[str, Any]:
     """The conversation as ``conversation_create`` takes it, checked as
     ``POST /conversations`` checks a body (the message limit, what JSON columns hold)."""
     system, messages = formats.dump(recorded.format, recorded.messages)
@@ -217,7 +217,7 @@ def recordings_import(
     for index, item in enumerate(read):
         for recorded in item.conversations:
             client_id = _unique(conversation_slug(recorded.name), taken)
-            planned.append((index, client_id, recorded, _stored_form(recorded, item.filename)))
+            planned.append((index, client_id, recorded, stored_form(recorded, item.filename)))
     results: list[dict[str, Any]] = [
         {"filename": item.filename, "format": "", "conversations": []} for item in read
     ]

@@ -1,0 +1,89 @@
+"""OTLP/HTTP under ``/api/v1/otel``: point an agent's OpenTelemetry exporter at it
+(``OTEL_EXPORTER_OTLP_ENDPOINT=…/api/v1/otel``) and its traces and logs are recorded in
+the key's workspace, then read into conversations by the task workers."""
+
+# No `from __future__ import annotations`: django-ninja reads these signatures at import
+# time.
+
+import logging
+
+from django.conf import settings
+from django.db import DatabaseError
+from django.http import HttpResponse
+from ninja import Router
+
+from reduction_app.http import ApiRequest, api_workspace
+from reduction_app.schemas import AUTH_ERRORS
+from reduction_app.telemetry.otlp import RequestProblem, Signal, answer, error_body, read_request
+from reduction_app.telemetry.services import telemetry_store
+
+logger = logging.getLogger(__name__)
+
+router = Router(tags=["telemetry"])
+
+RETRY_AFTER_SECONDS = 5
+"""What a 503 asks the exporter to wait before sending the batch again."""
+
+_DESCRIPTION = (
+    "An OTLP/HTTP export request, protobuf (`application/x-protobuf`) or JSON "
+    "(`application/json`), gzip allowed (`Content-Encoding: gzip`). Answers an OTLP export "
+    "response in the same encoding; records it refused are counted in its partial success. "
+    "Errors are `google.rpc.Status` bodies; 429 and 503 carry `Retry-After`."
+)
+
+
+def _export(request: ApiRequest, signal: Signal) -> HttpResponse:
+    content_type = request.headers.get("Content-Type", "")
+    try:
+        received = read_request(
+            signal,
+            request.body,
+            content_type=content_type,
+            content_encoding=request.headers.get("Content-Encoding", ""),
+            max_bytes=settings.REDUCTION_MAX_REQUEST_BYTES,
+            max_records=settings.REDUCTION_OTLP_MAX_RECORDS,
+            max_value_chars=settings.REDUCTION_OTLP_MAX_VALUE_CHARS,
+        )
+    except RequestProblem as exc:
+        return _error(content_type, exc.status, str(exc))
+    try:
+        telemetry_store(workspace=api_workspace(request), signal=signal, records=received.records)
+    except DatabaseError as exc:
+        # Nothing was stored: the exporter keeps the batch and sends it again.
+        logger.error("OTLP %s: the database failed (%s)", signal, type(exc).__name__)
+        response = _error(content_type, 503, f"the database failed ({type(exc).__name__})")
+        response["Retry-After"] = str(RETRY_AFTER_SECONDS)
+        return response
+    body = answer(signal, content_type, received.rejected, received.problems)
+    return HttpResponse(body, content_type=_answer_type(content_type))
+
+
+def _answer_type(content_type: str) -> str:
+    return "application/x-protobuf" if "protobuf" in content_type.lower() else "application/json"
+
+
+def _error(content_type: str, status: int, message: str) -> HttpResponse:
+    body, kind = error_body(content_type, status, message)
+    return HttpResponse(body, status=status, content_type=kind)
+
+
+@router.post(
+    "/otel/v1/traces",
+    response={200: None, **AUTH_ERRORS},
+    url_name="otlp_traces",
+    summary="Receive traces (OTLP/HTTP)",
+    description=_DESCRIPTION,
+)
+def otlp_traces(request: ApiRequest) -> HttpResponse:
+    return _export(request, "traces")
+
+
+@router.post(
+    "/otel/v1/logs",
+    response={200: None, **AUTH_ERRORS},
+    url_name="otlp_logs",
+    summary="Receive log records (OTLP/HTTP)",
+    description=_DESCRIPTION,
+)
+def otlp_logs(request: ApiRequest) -> HttpResponse:
+    return _export(request, "logs")

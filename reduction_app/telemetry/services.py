@@ -1,0 +1,281 @@
+"""Live traces in: what an exporter sends is stored at once, then read into conversations
+on the task workers, the traces of one session (or of one opening) together, so that
+spans arriving over many requests, late or twice, make what the whole file would."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from django.db import transaction
+from django_tasks import task
+
+from reduction_app.conversations.imports import conversation_slug, stored_form
+from reduction_app.conversations.services import conversation_delete, conversation_upsert
+from reduction_app.errors import LimitExceeded
+from reduction_app.models import (
+    Conversation,
+    EventRecord,
+    TelemetryGroup,
+    TelemetryRecord,
+    Workspace,
+)
+from reduction_app.schemas import ApiError
+from reduction_app.telemetry.events import reduction_events
+from reduction_app.telemetry.otlp import Record, Signal
+from simulator.importers import ImportError_, conversation_from_json
+from simulator.recording import RecordedConversation
+
+__all__ = ["SOURCE", "process_telemetry", "telemetry_process", "telemetry_store"]
+
+logger = logging.getLogger(__name__)
+
+SOURCE = "otel"
+"""The ``Conversation.source`` of conversations made from traces (as a trace file's)."""
+_NAME = "otel"
+"""What errors about traces call where they came from."""
+_ID_CHARS = 200
+SESSION_KEYS = (
+    "gen_ai.conversation.id",
+    "session.id",
+    "langfuse.session.id",
+    "traceloop.association.properties.session_id",
+)
+
+
+def telemetry_store(*, workspace: Workspace, signal: Signal, records: Sequence[Record]) -> int:
+    """Store what one request carried, each span once (a retried or repeated one is
+    skipped), and have the workers read it; how many records were new."""
+    kind = "span" if signal == "traces" else "log"
+    rows = []
+    for record in records:
+        text = json.dumps(record.data, ensure_ascii=True, separators=(",", ":"))
+        if kind == "span":
+            key = record.trace_id + record.span_id
+        else:
+            key = hashlib.sha256(text.encode()).hexdigest()
+        rows.append(
+            TelemetryRecord(
+                workspace=workspace, kind=kind, key=key, trace_id=record.trace_id, data=text
+            )
+        )
+    with transaction.atomic():
+        before = TelemetryRecord.objects.filter(workspace=workspace).count()
+        TelemetryRecord.objects.bulk_create(rows, ignore_conflicts=True)
+        added = TelemetryRecord.objects.filter(workspace=workspace).count() - before
+    if added:
+        transaction.on_commit(lambda: process_telemetry.enqueue(workspace.pk))
+    return added
+
+
+@task()
+def process_telemetry(workspace_id: int) -> int:
+    """Read what the workspace's exporters sent since the last run into conversations."""
+    workspace = Workspace.objects.filter(pk=workspace_id).first()
+    return 0 if workspace is None else telemetry_process(workspace=workspace)
+
+
+def telemetry_process(*, workspace: Workspace) -> int:
+    """Read the traces that received records into their groups, then rebuild each group
+    touched; how many groups were rebuilt.
+
+    A trace's group is the session its spans name (any of ``SESSION_KEYS``, on any span
+    or resource of the trace), else its opening (the messages up to the first user
+    message of its first call): calls that continue each other open alike, so their
+    traces are read together and chain into one conversation. A trace is grouped again
+    whenever a record of it arrives: the span naming the session often ends last."""
+    pending = (
+        TelemetryRecord.objects.filter(workspace=workspace, pending=True)
+        .values_list("trace_id", flat=True)
+        .distinct()
+    )
+    touched: set[str] = set()
+    for trace_id in list(pending):
+        rows = list(TelemetryRecord.objects.filter(workspace=workspace, trace_id=trace_id))
+        key = _group_key(trace_id, rows)
+        touched |= {r.group for r in rows if r.group} | {key}
+        TelemetryRecord.objects.filter(pk__in=[r.pk for r in rows]).update(group=key, pending=False)
+    for key in sorted(touched):
+        _rebuild(workspace, key)
+    return len(touched)
+
+
+def _group_key(trace_id: str, rows: Sequence[TelemetryRecord]) -> str:
+    items = _items(rows)
+    session = _session(items)
+    if session:
+        return f"session:{session}"
+    if not trace_id:
+        return "logs"
+    try:
+        read = conversation_from_json(items, fmt="otel", name=_NAME, require_calls=False)
+    except (ImportError_, RecursionError):
+        return f"trace:{trace_id}"
+    if not read:
+        return f"trace:{trace_id}"
+    return f"opening:{_opening(read[0])}"
+
+
+def _session(items: Sequence[Mapping[str, Any]]) -> str:
+    for item in items:
+        for entry in item.get("resourceSpans", ()):
+            found = _first_session(entry.get("resource", {}).get("attributes", ()))
+            for scope in entry.get("scopeSpans", ()):
+                for span in scope.get("spans", ()):
+                    found = found or _first_session(span.get("attributes", ()))
+            if found:
+                return found
+    return ""
+
+
+def _first_session(attributes: Iterable[Any]) -> str:
+    for attr in attributes:
+        if isinstance(attr, dict) and attr.get("key") in SESSION_KEYS:
+            value = attr.get("value") or {}
+            text = value.get("stringValue") if isinstance(value, dict) else None
+            if text is None and isinstance(value, dict) and "intValue" in value:
+                text = str(value["intValue"])
+            if text:
+                return str(text)
+    return ""
+
+
+def _opening(conversation: RecordedConversation) -> str:
+    """A digest of the messages up to and including the first user message."""
+    opening = []
+    for message in conversation.messages:
+        opening.append(repr(message))
+        if getattr(message, "role", "") == "user":
+            break
+    return hashlib.sha256("\x00".join(opening).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _items(rows: Iterable[TelemetryRecord]) -> list[dict[str, Any]]:
+    """The rows as the lines of a trace file: one object of spans, one of log records."""
+    spans: list[dict[str, Any]] = []
+    logs: list[dict[str, Any]] = []
+    for row in rows:
+        (spans if row.kind == "span" else logs).append(json.loads(row.data))
+    items = []
+    if spans:
+        items.append({"resourceSpans": spans})
+    if logs:
+        items.append({"resourceLogs": logs})
+    return items
+
+
+def _client_id(label: str) -> str:
+    """A conversation id for a reader's label (``otel#KEY``): the key itself (a session's
+    own id, so a client recording the same session over the REST API meets it), else its
+    slug."""
+    _, _, key = label.partition("#")
+    if key and len(key) <= _ID_CHARS and key.isprintable() and "\\" not in key:
+        segments = key.split("/")
+        if all(s not in (".", "..") for s in segments):
+            return key
+    return conversation_slug(label)
+
+
+def _rebuild(workspace: Workspace, key: str) -> None:
+    """Read the group's records into conversations, replacing those it made before; an
+    error is kept on the group (its conversations stay as they were)."""
+    rows = list(TelemetryRecord.objects.filter(workspace=workspace, group=key).order_by("id"))
+    with transaction.atomic():
+        group, _ = TelemetryGroup.objects.select_for_update().get_or_create(
+            workspace=workspace, key=key
+        )
+        made: list[str] = []
+        try:
+            read = _read(rows)
+            for recorded in read:
+                client_id = _client_id(recorded.name)
+                _save(workspace, client_id, recorded)
+                made.append(client_id)
+        except (ImportError_, LimitExceeded, ApiError) as exc:
+            transaction.set_rollback(True)
+            _failed(workspace, key, _message(exc))
+            return
+        events = reduction_events(rows)
+        if events:
+            made += _record_events(workspace, key, made, events)
+        for client_id in sorted(set(group.conversations) - set(made)):
+            stale = Conversation.objects.filter(
+                workspace=workspace, client_id=client_id, source=SOURCE
+            ).first()
+            if stale is not None:
+                conversation_delete(conversation=stale)
+        group.conversations = list(dict.fromkeys(made))
+        group.error = ""
+        group.save()
+
+
+def _message(exc: Exception) -> str:
+    return exc.message if isinstance(exc, ApiError) else str(exc)
+
+
+def _failed(workspace: Workspace, key: str, error: str) -> None:
+    logger.info("traces of %s in workspace %s not read: %s", key, workspace.pk, error)
+    TelemetryGroup.objects.update_or_create(
+        workspace=workspace, key=key, defaults={"error": error[:10_000]}
+    )
+
+
+def _read(rows: Sequence[TelemetryRecord]) -> list[RecordedConversation]:
+    if not any(r.kind == "span" for r in rows):
+        return []
+    try:
+        return conversation_from_json(_items(rows), fmt="otel", name=_NAME, require_calls=True)
+    except RecursionError as exc:
+        raise ImportError_(f"{_NAME}: nested too deeply to read") from exc
+
+
+def _save(workspace: Workspace, client_id: str, recorded: RecordedConversation) -> Conversation:
+    stored = stored_form(recorded, _NAME)
+    conversation = conversation_upsert(
+        workspace=workspace,
+        client_id=client_id,
+        message_format=stored["message_format"],
+        transcript=stored["transcript"],
+        tools=stored["tools"],
+        system=stored["system"],
+        title=(recorded.name.partition("#")[2] or recorded.name)[:300],
+    )
+    conversation.source = SOURCE
+    conversation.provider_usage = stored["provider_usage"]
+    conversation.save(update_fields=["source", "provider_usage"])
+    return conversation
+
+
+def _record_events(
+    workspace: Workspace,
+    key: str,
+    made: Sequence[str],
+    events: Sequence[tuple[str, dict[str, Any]]],
+) -> list[str]:
+    """Record the reduction events the group's spans carry, once each (their key is the
+    span and the event's place in it), in the conversation each names, else the group's
+    first; the conversations made for events alone."""
+    extra: list[str] = []
+    conversations: dict[str, Conversation] = {}
+    rows = []
+    for event_key, fields in events:
+        client_id = fields.pop("conversation_id", "") or (made[0] if made else "")
+        if not client_id:
+            client_id = _client_id(f"{_NAME}#{key.partition(':')[2] or key}")
+            extra.append(client_id)
+        conversation = conversations.get(client_id)
+        if conversation is None:
+            conversation = conversation_upsert(
+                workspace=workspace, client_id=client_id, message_format="openai_chat"
+            )
+            conversations[client_id] = conversation
+        rows.append(
+            EventRecord(
+                workspace=workspace, conversation=conversation, reduction_key=event_key, **fields
+            )
+        )
+    EventRecord.objects.bulk_create(rows, ignore_conflicts=True)
+    return extra

@@ -1,0 +1,158 @@
+"""The OTLP/HTTP endpoint through the SDK's own exporters against a live server: spans
+sent over many requests, out of order and twice, make the conversation the whole trace
+would, in the key's workspace only."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from opentelemetry.exporter.otlp.json.http.trace_exporter import (
+    OTLPSpanExporter as JsonSpanExporter,
+)
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
+    OTLPSpanExporter as ProtobufSpanExporter,
+)
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SpanExportResult
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from reduction_app.models import Conversation, TelemetryRecord
+from reduction_app.telemetry.services import telemetry_process
+from tests.app.support import ApiClient, make_api
+
+pytestmark = pytest.mark.slow
+
+SYSTEM = "You answer weather questions."
+USER = "What is the weather in Paris?"
+RESULT = "18°C, sunny — “clear skies”"
+ANSWER = "It is 18°C and sunny in Paris."
+CALL = {
+    "id": "call_1",
+    "type": "function",
+    "function": {"name": "get_weather", "arguments": '{"city":"Paris"}'},
+}
+CONVERSATION = [
+    {"role": "system", "content": SYSTEM},
+    {"role": "user", "content": USER},
+    {"role": "assistant", "content": None, "tool_calls": [CALL]},
+    {"role": "tool", "tool_call_id": "call_1", "content": RESULT},
+    {"role": "assistant", "content": ANSWER},
+]
+
+
+def _parts(message: dict[str, Any]) -> dict[str, Any]:
+    """An OpenAI chat message in the current GenAI conventions' shape."""
+    if message["role"] == "tool":
+        part = {
+            "type": "tool_call_response",
+            "id": message["tool_call_id"],
+            "response": message["content"],
+        }
+        return {"role": "tool", "parts": [part]}
+    parts: list[dict[str, Any]] = []
+    if message.get("content"):
+        parts.append({"type": "text", "content": message["content"]})
+    for call in message.get("tool_calls", ()):
+        fn = call["function"]
+        parts.append(
+            {
+                "type": "tool_call",
+                "id": call["id"],
+                "name": fn["name"],
+                "arguments": fn["arguments"],
+            }
+        )
+    return {"role": message["role"], "parts": parts}
+
+
+def chat_attributes(
+    sent: list[dict[str, Any]], answer: dict[str, Any], **extra: Any
+) -> dict[str, Any]:
+    return {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.request.model": "gpt-4o",
+        "gen_ai.system_instructions": json.dumps([{"type": "text", "content": sent[0]["content"]}]),
+        "gen_ai.input.messages": json.dumps([_parts(m) for m in sent[1:]], ensure_ascii=False),
+        "gen_ai.output.messages": json.dumps([_parts(answer)], ensure_ascii=False),
+        "gen_ai.usage.input_tokens": 10 * len(sent),
+        "gen_ai.usage.output_tokens": 7,
+        **extra,
+    }
+
+
+def agent_run(session: str | None = "run-42") -> list[ReadableSpan]:
+    """The spans of one agent run: an enclosing span naming the session, and two chat
+    calls under it; in the order they end (the calls first)."""
+    memory = InMemorySpanExporter()
+    provider = TracerProvider()
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    tracer = provider.get_tracer("tests.app.telemetry")
+    root_attributes = {"session.id": session} if session else {}
+    with tracer.start_as_current_span("invoke_agent", attributes=root_attributes):
+        with tracer.start_as_current_span("chat gpt-4o") as span:
+            span.set_attributes(chat_attributes(CONVERSATION[:2], CONVERSATION[2]))
+        with tracer.start_as_current_span("chat gpt-4o") as span:
+            span.set_attributes(chat_attributes(CONVERSATION[:4], CONVERSATION[4]))
+    return list(memory.get_finished_spans())
+
+
+@pytest.fixture
+def lab(live_server: Any, transactional_db: None) -> Iterator[tuple[str, ApiClient]]:
+    yield live_server.url, make_api("alpha")
+
+
+def _exporter(kind: str, url: str, key: str) -> Any:
+    cls = ProtobufSpanExporter if kind == "protobuf" else JsonSpanExporter
+    return cls(endpoint=f"{url}/api/v1/otel/v1/traces", headers={"Authorization": f"Bearer {key}"})
+
+
+@pytest.mark.parametrize("kind", ["protobuf", "json"])
+def test_spans_over_many_requests_make_the_conversation(
+    kind: str, lab: tuple[str, ApiClient]
+) -> None:
+    url, api = lab
+    spans = agent_run()
+    exporter = _exporter(kind, url, api.raw_key)
+    # One request per span, the last call first, and the first call twice (a retry).
+    for batch in ([spans[1]], [spans[0]], [spans[2]], [spans[0]]):
+        assert exporter.export(batch) == SpanExportResult.SUCCESS
+    assert TelemetryRecord.objects.filter(workspace=api.workspace).count() == 3
+    telemetry_process(workspace=api.workspace)
+    detail = api.get("/conversations/run-42").json()
+    assert detail["messages"] == CONVERSATION
+    assert detail["source"] == "otel"
+
+
+def test_a_conversation_grows_call_by_call(lab: tuple[str, ApiClient]) -> None:
+    url, api = lab
+    spans = agent_run(session=None)
+    exporter = _exporter("protobuf", url, api.raw_key)
+    exporter.export([spans[0]])
+    telemetry_process(workspace=api.workspace)
+    [first] = Conversation.objects.filter(workspace=api.workspace)
+    assert first.message_count == 3
+    exporter.export([spans[1], spans[2]])
+    telemetry_process(workspace=api.workspace)
+    [grown] = Conversation.objects.filter(workspace=api.workspace)
+    assert grown.message_count == 5
+
+
+def test_another_workspace_sees_nothing(lab: tuple[str, ApiClient]) -> None:
+    url, api = lab
+    other = make_api("beta")
+    assert _exporter("protobuf", url, api.raw_key).export(agent_run()) == SpanExportResult.SUCCESS
+    telemetry_process(workspace=api.workspace)
+    telemetry_process(workspace=other.workspace)
+    assert other.get("/conversations/run-42").status_code == 404
+    assert api.get("/conversations/run-42").status_code == 200
+
+
+def test_a_bad_key_is_refused(lab: tuple[str, ApiClient]) -> None:
+    url, _ = lab
+    assert _exporter("protobuf", url, "rl_nope").export(agent_run()) == SpanExportResult.FAILURE
+    assert not TelemetryRecord.objects.exists()
