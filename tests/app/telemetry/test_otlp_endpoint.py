@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from io import StringIO
 from typing import Any
 
 import pytest
+from django.core.management import call_command
 from opentelemetry.exporter.otlp.json.http.trace_exporter import (
     OTLPSpanExporter as JsonSpanExporter,
 )
@@ -16,7 +18,7 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import (
     OTLPSpanExporter as ProtobufSpanExporter,
 )
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SpanExportResult
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from reduction_app.models import Conversation, TelemetryRecord
@@ -88,8 +90,6 @@ def agent_run(session: str | None = "run-42") -> list[ReadableSpan]:
     calls under it; in the order they end (the calls first)."""
     memory = InMemorySpanExporter()
     provider = TracerProvider()
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-
     provider.add_span_processor(SimpleSpanProcessor(memory))
     tracer = provider.get_tracer("tests.app.telemetry")
     root_attributes = {"session.id": session} if session else {}
@@ -156,3 +156,57 @@ def test_a_bad_key_is_refused(lab: tuple[str, ApiClient]) -> None:
     url, _ = lab
     assert _exporter("protobuf", url, "rl_nope").export(agent_run()) == SpanExportResult.FAILURE
     assert not TelemetryRecord.objects.exists()
+
+
+def test_configured_by_the_sdks_own_environment_variables(
+    lab: tuple[str, ApiClient], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``OTEL_EXPORTER_OTLP_ENDPOINT`` and ``OTEL_EXPORTER_OTLP_HEADERS`` as the docs give
+    them, and the task worker reading what arrived."""
+    url, api = lab
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"{url}/api/v1/otel")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", f"Authorization=Bearer%20{api.raw_key}")
+    exporter = ProtobufSpanExporter()
+    assert exporter.export(agent_run()) == SpanExportResult.SUCCESS
+    call_command("db_worker", "--batch", "--no-startup-delay", "--no-reload", stdout=StringIO())
+    assert api.get("/conversations/run-42").json()["messages"] == CONVERSATION
+
+
+def test_reduction_events_on_spans_are_recorded_once(lab: tuple[str, ApiClient]) -> None:
+    url, api = lab
+    memory = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    tracer = provider.get_tracer("tests.app.telemetry")
+    with tracer.start_as_current_span("invoke_agent", attributes={"session.id": "run-7"}):
+        with tracer.start_as_current_span("chat gpt-4o") as span:
+            span.set_attributes(chat_attributes(CONVERSATION[:2], CONVERSATION[2]))
+        with tracer.start_as_current_span("execute_tool get_weather") as span:
+            span.add_event(
+                "reduction.truncation",
+                {
+                    "reduction.phase": "truncation",
+                    "reduction.kind": "tool",
+                    "reduction.tool_name": "get_weather",
+                    "reduction.call_id": "call_1",
+                    "reduction.tokens_before": 5000,
+                    "reduction.tokens_after": 300,
+                    "reduction.tokens_saved": 4700,
+                    "reduction.offload_path": "/tmp/trunc/call_1",
+                    "reduction.streamed": False,
+                },
+            )
+    exporter = _exporter("protobuf", url, api.raw_key)
+    spans = list(memory.get_finished_spans())
+    exporter.export(spans)
+    telemetry_process(workspace=api.workspace)
+    exporter.export(spans)  # sent again: recorded once
+    telemetry_process(workspace=api.workspace)
+    [event] = api.get("/events", {"conversation_id": "run-7"}).json()["results"]
+    assert {k: event[k] for k in ("phase", "kind", "tool_name", "call_id")} == {
+        "phase": "truncation",
+        "kind": "tool",
+        "tool_name": "get_weather",
+        "call_id": "call_1",
+    }
+    assert (event["tokens_saved"], event["offload_path"]) == (4700, "/tmp/trunc/call_1")
