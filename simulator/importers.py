@@ -33,6 +33,7 @@ from simulator.transcript import model_calls
 
 __all__ = [
     "FORMATS",
+    "TRACES_SOURCE",
     "ImportError_",
     "RecordedConversation",
     "conversation_from_json",
@@ -44,6 +45,10 @@ __all__ = [
     "recording_files",
 ]
 
+TRACES_SOURCE = "otel"
+"""The format of OpenTelemetry traces: what ``--format`` names them, and the source of the
+conversations read from them (from files, or live from the app's OTLP endpoint)."""
+
 FORMATS = (
     *formats.FORMAT_NAMES,
     "tau_bench",
@@ -53,7 +58,7 @@ FORMATS = (
     "mini_swe_agent",
     "claude_code",
     "inspect",
-    "otel",
+    TRACES_SOURCE,
 )
 
 """What ``--format`` takes: the engine's wire formats (``engine.formats.FORMATS``), then

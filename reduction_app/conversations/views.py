@@ -5,12 +5,15 @@ and its events; and one message whole (``/conversations/<client_id>/messages/<n>
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from django.http import Http404, HttpResponse
 from django.urls import path
+from django.utils import timezone
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
+from django_htmx.http import HttpResponseClientRefresh
 
 from reduction_app.charts import ContextSeries, context_chart, series_from_events
 from reduction_app.configs.selectors import config_get, config_latest, config_list
@@ -35,6 +38,7 @@ from reduction_app.http import PageRequest
 from reduction_app.models import Conversation, Workspace
 from reduction_app.paging import int_param, pager_for, paginate
 from reduction_app.records.selectors import event_list
+from simulator.importers import TRACES_SOURCE
 from simulator.prefix import inferred_prefix
 from simulator.replay import no_reduction
 
@@ -191,6 +195,23 @@ def _events(request: PageRequest, conversation: Conversation) -> dict[str, Any]:
 _PARTS = {"context-window": _context_window, "timeline": _timeline, "conversation-events": _events}
 
 
+LIVE_SECONDS = 15 * 60
+"""How long after its last update a conversation made from live traces is watched for
+more: its page looks again every few seconds, and reloads when it grew."""
+
+
+def _live_stamp(conversation: Conversation) -> str:
+    """What changes when the conversation does: its length and its last update."""
+    return f"{conversation.message_count}-{conversation.updated_at.timestamp():.6f}"
+
+
+def _live(conversation: Conversation) -> dict[str, Any]:
+    live = conversation.source == TRACES_SOURCE and (
+        timezone.now() - conversation.updated_at
+    ) < timedelta(seconds=LIVE_SECONDS)
+    return {"live": live, "live_stamp": _live_stamp(conversation)}
+
+
 @require_GET
 @vary_on_headers("HX-Request", "HX-Target")
 @workspace_view
@@ -201,6 +222,12 @@ def conversation_detail(request: PageRequest, client_id: str) -> HttpResponse:
         raise Http404("no such conversation")
     context: dict[str, Any] = {"conversation": conversation}
     target = request.htmx.target if request.htmx else None
+    if target == "live":
+        # The page's watch of a live conversation: reload it once it changed.
+        if request.GET.get("since") != _live_stamp(conversation):
+            return HttpResponseClientRefresh()
+        return HttpResponse(status=204)
+    context.update(_live(conversation))
     if target in _PARTS:
         context.update(_PARTS[target](request, conversation))
         return render_page(request, TEMPLATE, context, partial=target.replace("-", "_"))

@@ -26,16 +26,16 @@ from reduction_app.models import (
 from reduction_app.schemas import ApiError
 from reduction_app.telemetry.events import reduction_events
 from reduction_app.telemetry.otlp import Record, Signal
-from simulator.importers import ImportError_, conversation_from_json
+from simulator.importers import TRACES_SOURCE, ImportError_, conversation_from_json
 from simulator.recording import RecordedConversation
 
 __all__ = ["SOURCE", "process_telemetry", "telemetry_process", "telemetry_store"]
 
 logger = logging.getLogger(__name__)
 
-SOURCE = "otel"
+SOURCE = TRACES_SOURCE
 """The ``Conversation.source`` of conversations made from traces (as a trace file's)."""
-_NAME = "otel"
+_NAME = TRACES_SOURCE
 """What errors about traces call where they came from."""
 _ID_CHARS = 200
 SESSION_KEYS = (
@@ -111,7 +111,7 @@ def _group_key(trace_id: str, rows: Sequence[TelemetryRecord]) -> str:
     if not trace_id:
         return "logs"
     try:
-        read = conversation_from_json(items, fmt="otel", name=_NAME, require_calls=False)
+        read = conversation_from_json(items, fmt=TRACES_SOURCE, name=_NAME, require_calls=False)
     except (ImportError_, RecursionError):
         return f"trace:{trace_id}"
     if not read:
@@ -227,7 +227,9 @@ def _read(rows: Sequence[TelemetryRecord]) -> list[RecordedConversation]:
     if not any(r.kind == "span" for r in rows):
         return []
     try:
-        return conversation_from_json(_items(rows), fmt="otel", name=_NAME, require_calls=True)
+        return conversation_from_json(
+            _items(rows), fmt=TRACES_SOURCE, name=_NAME, require_calls=True
+        )
     except RecursionError as exc:
         raise ImportError_(f"{_NAME}: nested too deeply to read") from exc
 
