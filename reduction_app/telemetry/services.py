@@ -13,7 +13,11 @@ from typing import Any
 from django.db import transaction
 from django_tasks import task
 
-from reduction_app.conversations.imports import conversation_slug, stored_form
+from reduction_app.conversations.imports import (
+    RecordingImportError,
+    conversation_slug,
+    stored_form,
+)
 from reduction_app.conversations.services import conversation_delete, conversation_upsert
 from reduction_app.errors import LimitExceeded
 from reduction_app.models import (
@@ -23,7 +27,6 @@ from reduction_app.models import (
     TelemetryRecord,
     Workspace,
 )
-from reduction_app.schemas import ApiError
 from reduction_app.telemetry.events import reduction_events
 from reduction_app.telemetry.otlp import Record, Signal
 from simulator.importers import TRACES_SOURCE, ImportError_, conversation_from_json
@@ -62,13 +65,17 @@ def telemetry_store(*, workspace: Workspace, signal: Signal, records: Sequence[R
                 workspace=workspace, kind=kind, key=key, trace_id=record.trace_id, data=text
             )
         )
-    with transaction.atomic():
-        before = TelemetryRecord.objects.filter(workspace=workspace).count()
-        TelemetryRecord.objects.bulk_create(rows, ignore_conflicts=True)
-        added = TelemetryRecord.objects.filter(workspace=workspace).count() - before
-    if added:
+    known = set(
+        TelemetryRecord.objects.filter(
+            workspace=workspace, kind=kind, key__in=[r.key for r in rows]
+        ).values_list("key", flat=True)
+    )
+    new = [r for r in rows if r.key not in known]
+    if new:
+        # A record another request stored meanwhile is skipped by the unique constraint.
+        TelemetryRecord.objects.bulk_create(new, ignore_conflicts=True)
         transaction.on_commit(lambda: process_telemetry.enqueue(workspace.pk))
-    return added
+    return len(new)
 
 
 @task()
@@ -181,24 +188,23 @@ def _client_id(label: str) -> str:
 
 def _rebuild(workspace: Workspace, key: str) -> None:
     """Read the group's records into conversations, replacing those it made before; an
-    error is kept on the group (its conversations stay as they were)."""
+    error is kept on the group (its conversations stay as they were). The records are
+    read before the write transaction opens, so the database is held only for the writes."""
     rows = list(TelemetryRecord.objects.filter(workspace=workspace, group=key).order_by("id"))
+    try:
+        planned = [
+            (_client_id(recorded.name), recorded, stored_form(recorded, _NAME))
+            for recorded in _read(rows)
+        ]
+    except (ImportError_, LimitExceeded, RecordingImportError) as exc:
+        _failed(workspace, key, str(exc))
+        return
+    events = reduction_events(rows)
     with transaction.atomic():
         group, _ = TelemetryGroup.objects.select_for_update().get_or_create(
             workspace=workspace, key=key
         )
-        made: list[str] = []
-        try:
-            read = _read(rows)
-            for recorded in read:
-                client_id = _client_id(recorded.name)
-                _save(workspace, client_id, recorded)
-                made.append(client_id)
-        except (ImportError_, LimitExceeded, ApiError) as exc:
-            transaction.set_rollback(True)
-            _failed(workspace, key, _message(exc))
-            return
-        events = reduction_events(rows)
+        made = [_save(workspace, *plan) for plan in planned]
         if events:
             made += _record_events(workspace, key, made, events)
         for client_id in sorted(set(group.conversations) - set(made)):
@@ -210,10 +216,6 @@ def _rebuild(workspace: Workspace, key: str) -> None:
         group.conversations = list(dict.fromkeys(made))
         group.error = ""
         group.save()
-
-
-def _message(exc: Exception) -> str:
-    return exc.message if isinstance(exc, ApiError) else str(exc)
 
 
 def _failed(workspace: Workspace, key: str, error: str) -> None:
@@ -234,8 +236,9 @@ def _read(rows: Sequence[TelemetryRecord]) -> list[RecordedConversation]:
         raise ImportError_(f"{_NAME}: nested too deeply to read") from exc
 
 
-def _save(workspace: Workspace, client_id: str, recorded: RecordedConversation) -> Conversation:
-    stored = stored_form(recorded, _NAME)
+def _save(
+    workspace: Workspace, client_id: str, recorded: RecordedConversation, stored: dict[str, Any]
+) -> str:
     conversation = conversation_upsert(
         workspace=workspace,
         client_id=client_id,
@@ -248,7 +251,7 @@ def _save(workspace: Workspace, client_id: str, recorded: RecordedConversation) 
     conversation.source = SOURCE
     conversation.provider_usage = stored["provider_usage"]
     conversation.save(update_fields=["source", "provider_usage"])
-    return conversation
+    return client_id
 
 
 def _record_events(
