@@ -21,6 +21,7 @@ from reduction_app.models import (
     OffloadedFile,
     Simulation,
     SimulationPart,
+    TelemetryRecord,
     TranscriptMessage,
     Workspace,
 )
@@ -39,6 +40,8 @@ class PurgeReport:
     files: int = 0
     simulations: int = 0
     simulation_parts: int = 0
+    trace_records: int = 0
+    """Spans and log records an agent's exporter sent (``/api/v1/otel``)."""
     content: ContentFreed = field(default_factory=ContentFreed)
     """The stored objects no remaining file row names, removed (counted as each batch's
     content goes, after it commits), their bytes, and those the storage failed to remove
@@ -86,6 +89,15 @@ def expired_loose_files(
     return _in(rows, workspace)
 
 
+def expired_trace_records(
+    *, cutoff: datetime, workspace: Workspace | None = None
+) -> QuerySet[TelemetryRecord]:
+    """Spans and log records received before ``cutoff``. The conversations read from them
+    stay (their own age decides); a session whose older spans are gone is read again from
+    its newer ones, whose calls hold the whole conversation so far."""
+    return _in(TelemetryRecord.objects.filter(received_at__lt=cutoff), workspace)
+
+
 def purge_preview(
     *, cutoff: datetime, workspace: Workspace | None = None, storage: Storage | None = None
 ) -> PurgeReport:
@@ -119,6 +131,7 @@ def purge_preview(
         files=files.count(),
         simulations=simulations.count(),
         simulation_parts=SimulationPart.objects.filter(simulation__in=simulations).count(),
+        trace_records=expired_trace_records(cutoff=cutoff, workspace=workspace).count(),
     )
     for name in released.iterator():
         try:

@@ -21,6 +21,7 @@ from reduction_app.models import (
     OffloadedFile,
     Simulation,
     SimulationPart,
+    TelemetryRecord,
     TranscriptMessage,
     Workspace,
 )
@@ -31,6 +32,7 @@ from reduction_app.retention.selectors import (
     expired_loose_events,
     expired_loose_files,
     expired_simulations,
+    expired_trace_records,
     purge_preview,
 )
 from reduction_app.workspaces.quotas import offload_bytes_release
@@ -46,6 +48,7 @@ _COUNTED = {
     OffloadedFile._meta.label: "files",
     Simulation._meta.label: "simulations",
     SimulationPart._meta.label: "simulation_parts",
+    TelemetryRecord._meta.label: "trace_records",
 }
 
 
@@ -79,6 +82,9 @@ def purge(
         files=lambda ids: OffloadedFile.objects.filter(conversation__in=ids),
     )
     _delete_in_batches(expired_loose_events(cutoff=cutoff, workspace=workspace), report, batch_size)
+    _delete_in_batches(
+        expired_trace_records(cutoff=cutoff, workspace=workspace), report, batch_size
+    )
     _delete_in_batches(
         expired_loose_files(cutoff=cutoff, workspace=workspace),
         report,

@@ -86,7 +86,8 @@ class Command(BaseCommand):
         self.stdout.write(
             f"  conversations {report.conversations} ({report.messages} transcript messages), "
             f"events {report.events}, files {report.files}, simulations "
-            f"{report.simulations} ({report.simulation_parts} sweep parts)"
+            f"{report.simulations} ({report.simulation_parts} sweep parts), trace records "
+            f"{report.trace_records}"
         )
         self.stdout.write(
             f"  stored files {content.objects}, {content.bytes} bytes "

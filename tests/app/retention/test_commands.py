@@ -64,7 +64,7 @@ def test_purge_older_than_deletes_in_every_workspace_and_says_what(
     assert [heading(lines[0], 30), *lines[1:]] == [
         "Deleted in all workspaces",
         "  conversations 2 (5 transcript messages), events 4, files 4, "
-        "simulations 0 (0 sweep parts)",
+        "simulations 0 (0 sweep parts), trace records 0",
         "  stored files 4, 120 bytes freed",
     ]
     assert err == ""
@@ -83,7 +83,7 @@ def test_purge_dry_run_of_one_workspace_deletes_nothing(
     assert [heading(lines[0], 30), *lines[1:]] == [
         "Would delete in workspace alpha",
         "  conversations 1 (2 transcript messages), events 2, files 2, "
-        "simulations 0 (0 sweep parts)",
+        "simulations 0 (0 sweep parts), trace records 0",
         "  stored files 2, 30 bytes to free",
     ]
     assert (counts(alpha), counts(beta), stored_files(offload_dir)) == before
@@ -104,11 +104,11 @@ def test_purge_without_older_than_applies_each_workspace_retention(
     assert [heading(lines[0], 30), lines[1], lines[2], heading(lines[3], 365), *lines[4:]] == [
         "Deleted in workspace alpha (30 days)",
         "  conversations 1 (2 transcript messages), events 1, files 1, "
-        "simulations 0 (0 sweep parts)",
+        "simulations 0 (0 sweep parts), trace records 0",
         "  stored files 1, 11 bytes freed",
         "Deleted in workspace year (365 days)",
         "  conversations 0 (0 transcript messages), events 0, files 0, "
-        "simulations 0 (0 sweep parts)",
+        "simulations 0 (0 sweep parts), trace records 0",
         "  stored files 0, 0 bytes freed",
     ]
     assert sorted(Conversation.objects.values_list("workspace__slug", flat=True)) == [

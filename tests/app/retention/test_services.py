@@ -16,6 +16,7 @@ from reduction_app.models import (
     OffloadedFile,
     Simulation,
     SimulationPart,
+    TelemetryRecord,
     TranscriptMessage,
     Workspace,
 )
@@ -218,8 +219,8 @@ def test_purge_works_in_batches_of_a_fixed_number_of_queries(
     assert len(small) == len(large)
     batched = purge_queries(5, 2)
     # Conversations in batches of 2, 2 and 1; one look each for simulations, events and
-    # files of no conversation.
-    assert sum(q.startswith("SAVEPOINT") for q in batched) == 3 + 3
+    # files of no conversation, and trace records.
+    assert sum(q.startswith("SAVEPOINT") for q in batched) == 3 + 4
 
 
 def test_purge_storage_failure_is_logged_and_the_purge_goes_on(
@@ -335,3 +336,16 @@ def test_purge_of_everything_leaves_nothing_behind(
         purge(cutoff=days_ago(-1))
     assert counts(beta) == dict.fromkeys(beta_before, 0)
     assert offloads.names() == []
+
+
+def test_purge_deletes_trace_records_received_before_the_cutoff(workspace: Workspace) -> None:
+    for key, days in (("old", 40), ("new", 10)):
+        row = TelemetryRecord.objects.create(
+            workspace=workspace, kind="span", key=key, trace_id="t", data="{}"
+        )
+        TelemetryRecord.objects.filter(pk=row.pk).update(received_at=days_ago(days))
+    preview = purge(cutoff=days_ago(CUTOFF_DAYS), workspace=workspace, dry_run=True)
+    assert preview.trace_records == 1
+    report = purge(cutoff=days_ago(CUTOFF_DAYS), workspace=workspace)
+    assert report.trace_records == 1
+    assert list(TelemetryRecord.objects.values_list("key", flat=True)) == ["new"]
