@@ -114,7 +114,7 @@ class OpenAIServer:
                     self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
                 self.wfile.write(b"data: [DONE]\n\n")
 
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+            def log_message(self, format: str, *args: Any) -> None:
                 pass  # the test's output stays quiet
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

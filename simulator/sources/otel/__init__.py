@@ -2,9 +2,9 @@
 as OpenAI chat conversations.
 
 Chat spans in the current GenAI conventions, OpenLLMetry's indexed attributes or
-OpenInference are grouped by conversation id (or trace); each call is sent the whole
-history, so the conversation is the last call's, and an earlier call that is not its
-start is refused, naming the span.
+OpenInference, with message contents as attributes or as log records beside the spans;
+calls chain into conversations (:mod:`._grouping`) under a session key or, without one,
+their first call's trace.
 """
 
 from __future__ import annotations
@@ -12,12 +12,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from simulator.recording import ImportError_
 from simulator.sources import Converted, as_int
-from simulator.sources.otel._messages import Call, loads, read_call, read_tools
-from simulator.sources.otel._spans import Span, read_spans
+from simulator.sources.otel._grouping import conversations
+from simulator.sources.otel._logs import joined
+from simulator.sources.otel._messages import Call, read_call, read_tools
+from simulator.sources.otel._spans import Span, read_logs, read_spans, signals
 
-__all__ = ["looks_like", "read"]
+__all__ = ["SESSION_KEYS", "looks_like", "read"]
 
 _STYLES = (
     "gen_ai.input.messages",
@@ -27,26 +28,35 @@ _STYLES = (
     "llm.input_messages.",
     "llm.output_messages.",
 )
-_CONVERSATION_KEYS = ("gen_ai.conversation.id", "session.id")
+SESSION_KEYS = (
+    "gen_ai.conversation.id",
+    "session.id",
+    "langfuse.session.id",
+    "traceloop.association.properties.session_id",
+)
+"""Attributes that name a conversation, on a chat span, an enclosing span or the resource."""
 
 
 def looks_like(data: Any) -> bool:
-    """An OTLP/JSON traces object, or a list of them (the lines of a JSONL file)."""
+    """An OTLP/JSON object of traces or logs, or a list of them (a JSONL file's lines)."""
     items = data if isinstance(data, list) else [data]
-    return bool(items) and all(isinstance(i, Mapping) and "resourceSpans" in i for i in items)
+    return bool(items) and all(signals(i) for i in items)
 
 
 def read(data: Any, *, name: str, lines: Sequence[int] | None = None) -> list[Converted]:
-    """One conversation per conversation id, or per trace without one; ``data`` is one
-    OTLP/JSON object or the list of a JSONL file's, ``lines`` their line numbers."""
+    """Every conversation of ``data`` (one OTLP/JSON object, or the list of a JSONL file's;
+    ``lines`` their line numbers), labelled ``NAME#KEY`` or ``NAME#KEY/side-N``
+    (:func:`._grouping.conversations`)."""
     items = data if isinstance(data, list) else [data]
-    spans = list(read_spans(items, name, lines if isinstance(data, list) else None))
+    numbers = lines if isinstance(data, list) else None
+    spans = joined(list(read_spans(items, name, numbers)), list(read_logs(items, name, numbers)))
     by_id = {s.span_id: s for s in spans}
-    groups: dict[str, list[Span]] = {}
-    for span in sorted(spans, key=lambda s: (s.start, s.order)):
-        if _is_chat(span.attrs):
-            groups.setdefault(_conversation_id(span, by_id) or span.trace_id, []).append(span)
-    return [_conversation(key, group, name) for key, group in groups.items()]
+    calls = [
+        (_session_key(span, by_id), read_call(span))
+        for span in sorted(spans, key=lambda s: (s.start, s.order))
+        if _is_chat(span.attrs)
+    ]
+    return [_conversation(key, chain, name) for key, chain in conversations(calls)]
 
 
 def _is_chat(attrs: Mapping[str, Any]) -> bool:
@@ -55,33 +65,29 @@ def _is_chat(attrs: Mapping[str, Any]) -> bool:
     )
 
 
-def _conversation_id(span: Span, by_id: Mapping[str, Span]) -> str:
+def _session_key(span: Span, by_id: Mapping[str, Span]) -> str:
     seen: set[str] = set()
     current: Span | None = span
     while current is not None and current.span_id not in seen:
-        for key in _CONVERSATION_KEYS:
-            value = current.attrs.get(key)
-            if value not in (None, ""):
-                return str(value)
+        for attrs in (current.attrs, current.resource):
+            for key in SESSION_KEYS:
+                value = attrs.get(key)
+                if value not in (None, ""):
+                    return str(value)
         seen.add(current.span_id)
         current = by_id.get(current.parent_id)
     return ""
 
 
-def _conversation(key: str, spans: Sequence[Span], name: str) -> Converted:
-    calls = [read_call(span) for span in spans]
+def _conversation(key: str, calls: Sequence[Call], name: str) -> Converted:
     last = calls[-1]
     conversation = last.input + last.output
-    whole = [_comparable(m) for _, m in conversation]
     prompt: dict[int, int] = {}
     cached: dict[int, int] = {}
     completion: dict[int, int] = {}
     times: dict[int, float] = {}
     model = ""
     for call in calls:
-        sent = [_comparable(m) for _, m in call.input + call.output]
-        if whole[: len(sent)] != sent:
-            raise ImportError_(_mismatch(call, sent, whole, last))
         attrs = call.span.attrs
         model = str(
             attrs.get("gen_ai.response.model")
@@ -111,7 +117,10 @@ def _conversation(key: str, spans: Sequence[Span], name: str) -> Converted:
     return Converted(
         label=f"{name}#{key}" if key else name,
         fmt="openai_chat",
-        payload={"messages": [m for _, m in conversation], "tools": read_tools(spans)},
+        payload={
+            "messages": [m for _, m in conversation],
+            "tools": read_tools([c.span for c in calls]),
+        },
         model=model,
         prompt_tokens=prompt,
         cached_prompt_tokens=cached,
@@ -135,22 +144,3 @@ def _first(attrs: Mapping[str, Any], *names: str) -> int | None:
             if value is not None:
                 return value
     return None
-
-
-def _mismatch(call: Call, sent: list[Any], whole: list[Any], last: Call) -> str:
-    at = f"{call.span.where}: its messages are not the start of the last call's (span "
-    at += f"{last.span.span_id})"
-    if len(sent) > len(whole):
-        return f"{at}: {len(sent)} messages, the last call's {len(whole)}"
-    k = next(k for k, (a, b) in enumerate(zip(sent, whole, strict=False)) if a != b)
-    field = (call.input + call.output)[k][0].split(": ")[-1]
-    return f"{at}: message {k} ({field}) differs"
-
-
-def _comparable(message: Mapping[str, Any]) -> Any:
-    """``message`` with its calls' arguments parsed, so spacing does not tell calls apart."""
-    calls = [
-        {**c, "function": {**c["function"], "arguments": loads(c["function"]["arguments"])}}
-        for c in message.get("tool_calls", [])
-    ]
-    return {**message, "tool_calls": calls} if calls else dict(message)

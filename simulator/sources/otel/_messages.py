@@ -12,7 +12,7 @@ from typing import Any
 from simulator.recording import ImportError_
 from simulator.sources.otel._spans import Span
 
-__all__ = ["Call", "loads", "read_call", "read_tools"]
+__all__ = ["Call", "dropped_error", "loads", "read_call", "read_tools"]
 
 _SKIPPED_PARTS = frozenset({"reasoning", "blob", "file", "uri"})
 
@@ -36,7 +36,50 @@ def loads(text: str) -> Any:
 
 def read_call(span: Span) -> Call:
     """The messages of ``span`` in whichever style it carries; one without any is an
-    error (content capture off: nothing to replay)."""
+    error (content capture off: nothing to replay), and so is one the SDK dropped
+    attributes of when its messages are incomplete (:func:`dropped_error`)."""
+    if not span.dropped:
+        return _read_call(span)
+    try:
+        call = _read_call(span)
+    except ImportError_ as exc:
+        raise dropped_error(span) from exc
+    if not _complete(span.attrs):
+        raise dropped_error(span)
+    return call
+
+
+def dropped_error(span: Span) -> ImportError_:
+    """The error for a span whose messages went with the attributes the SDK dropped."""
+    return ImportError_(
+        f"{span.where}: its messages are incomplete: the OpenTelemetry SDK dropped "
+        f"{span.dropped} of its attributes, over its limit of attributes per span (128 by "
+        "default). Record the run again with the limit raised: OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT "
+        "(or OTEL_ATTRIBUTE_COUNT_LIMIT) in the environment, or "
+        "TracerProvider(span_limits=SpanLimits(max_span_attributes=...)); Phoenix's "
+        "register() keeps the default"
+    )
+
+
+def _complete(attrs: Mapping[str, Any]) -> bool:
+    """Whether every indexed message from 0 up is there with its role (the SDK drops the
+    oldest attributes first, so the first messages go)."""
+    for prefix, inner in (
+        ("gen_ai.prompt.", ""),
+        ("gen_ai.completion.", ""),
+        ("llm.input_messages.", "message."),
+        ("llm.output_messages.", "message."),
+    ):
+        found = _indexed(attrs, prefix)
+        if [n for n, _ in found] != list(range(len(found))):
+            return False
+        if any(f"{inner}role" not in fields for _, fields in found):
+            return False
+    firsts = ("gen_ai.input.messages", "gen_ai.prompt.0.role", "llm.input_messages.0.message.role")
+    return any(key in attrs for key in firsts)
+
+
+def _read_call(span: Span) -> Call:
     attrs = span.attrs
     if any(k.startswith(("gen_ai.input.messages", "gen_ai.output.messages")) for k in attrs):
         system = _json(attrs, "gen_ai.system_instructions", span)
@@ -64,7 +107,10 @@ def read_call(span: Span) -> Call:
             _indexed_messages(attrs, "llm.output_messages.", span, "message."),
         )
     raise ImportError_(
-        f"{span.where}: a chat span without messages (were message contents recorded?)"
+        f"{span.where}: a chat span without messages (were message contents recorded? "
+        "OpenTelemetry's OpenAI instrumentation records them with "
+        "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY, or EVENT_ONLY with "
+        "its log records in the same file)"
     )
 
 
@@ -143,7 +189,10 @@ def _toolread_call(call_id: Any, name: Any, arguments: Any, where: str) -> dict[
     if not isinstance(name, str) or not name:
         raise ImportError_(f"{where}: a tool call needs a 'name', got {name!r}")
     if not isinstance(arguments, str):
-        arguments = json.dumps({} if arguments is None else arguments)
+        # Only the parsed object was recorded: written back as OpenAI writes arguments.
+        arguments = json.dumps(
+            {} if arguments is None else arguments, separators=(",", ":"), ensure_ascii=False
+        )
     function = {"name": name, "arguments": arguments}
     return {"id": call_id, "type": "function", "function": function}
 
