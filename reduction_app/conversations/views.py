@@ -24,6 +24,7 @@ from reduction_app.conversations.selectors import (
     conversation_list_counted,
     fits_inline,
     infers_prefix,
+    provider_usage,
     recorded_conversation,
 )
 from reduction_app.conversations.timeline import (
@@ -191,6 +192,30 @@ def _events(request: PageRequest, conversation: Conversation) -> dict[str, Any]:
     return {"events": page.object_list, "events_pager": pager_for(request, page, param="events")}
 
 
+def _usage(conversation: Conversation) -> dict[str, Any]:
+    """The provider's figures of each model call an imported recording kept: prompt,
+    cached and completion tokens, by the message the call produced."""
+    try:
+        usage = provider_usage(conversation)
+    except ValueError as exc:
+        return {"usage_rows": [], "usage_error": str(exc)}
+    if usage is None:
+        return {"usage_rows": [], "usage_error": ""}
+    figures = (usage.prompt_tokens, usage.cached_prompt_tokens, usage.completion_tokens)
+    indexes = sorted(set().union(*figures))
+    rows = [
+        {
+            "call": call,
+            "message": index + 1,  # numbered from 1, as the timeline numbers messages
+            "prompt": usage.prompt_tokens.get(index),
+            "cached": usage.cached_prompt_tokens.get(index),
+            "completion": usage.completion_tokens.get(index),
+        }
+        for call, index in enumerate(indexes, start=1)
+    ]
+    return {"usage_rows": rows, "usage_error": ""}
+
+
 # Which part an htmx request swaps (its HX-Target), and what that part needs.
 _PARTS = {"context-window": _context_window, "timeline": _timeline, "conversation-events": _events}
 
@@ -232,7 +257,7 @@ def conversation_detail(request: PageRequest, client_id: str) -> HttpResponse:
         context.update(_PARTS[target](request, conversation))
         return render_page(request, TEMPLATE, context, partial=target.replace("-", "_"))
     event_count, file_count = conversation_counts(conversation=conversation)
-    context.update(event_count=event_count, file_count=file_count)
+    context.update(event_count=event_count, file_count=file_count, **_usage(conversation))
     for part in _PARTS.values():
         context.update(part(request, conversation))
     return render_page(request, TEMPLATE, context)

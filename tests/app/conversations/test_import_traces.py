@@ -19,8 +19,17 @@ from reduction_app.models import Conversation, Workspace
 from simulator.importers import load_conversations
 from tests.app.conversations.recordings import OTEL
 from tests.app.dashboard_data import member_client
+from tests.app.pages_support import elements, parsed, text
+from tests.openai_server import OpenAIServer
 from tests.app.support import ApiClient
 from tests.simulator.inspect_logs import write_log
+from tests.simulator.test_otel_instrumentations import (
+    ROUNDS,
+    Recorder,
+    agent_loop,
+    instrumented,
+    replies,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -101,3 +110,37 @@ def test_import_recordings_imports_a_folder_of_every_style(
     ids = {c.client_id for c in rows}
     assert {i for i, _ in expected} <= ids
     assert {f"{i}-2" for i, fmt in expected if fmt == "inspect"} <= ids
+
+
+def test_imported_trace_keeps_and_shows_per_call_usage(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A loop traced by OpenInference, imported through the Import page: the provider's
+    figures of every call are stored and shown on the conversation page, one row each."""
+    client, ws = member_client()
+    recorder = Recorder()
+    with (
+        OpenAIServer(replies(ROUNDS)) as server,
+        instrumented("openinference", recorder, monkeypatch),
+        recorder.tracer.start_as_current_span("invoke_agent"),
+    ):
+        agent_loop(server.url, ROUNDS)
+    path = recorder.write(tmp_path / "<i>run.jsonl")
+    response = client.post(
+        "/imports/", {"file": [SimpleUploadedFile(path.name, path.read_bytes())]}
+    )
+    assert response.status_code == HTTPStatus.OK
+    [conversation] = Conversation.objects.filter(workspace=ws)
+    # Call K (from 1) produced message 2K (from 0): 100 + K prompt tokens, K cached, K out.
+    calls = [(k, 2 * k) for k in range(1, 5)]
+    assert conversation.provider_usage is not None
+    assert conversation.provider_usage["prompt_tokens"] == {str(i): 100 + k for k, i in calls}
+    assert conversation.provider_usage["cached_prompt_tokens"] == {str(i): k for k, i in calls}
+    assert conversation.provider_usage["completion_tokens"] == {str(i): k for k, i in calls}
+    page = client.get(f"/conversations/{conversation.client_id}/")
+    assert "<i>run" not in page.content.decode()
+    [table] = elements(parsed(page), "table", class_="usage")
+    rows = [[text(td) for td in elements(tr, "td")] for tr in elements(table, "tr")[1:]]
+    assert rows == [[str(k), str(i + 1), str(100 + k), str(k), str(k)] for k, i in calls]
+    links = [dict(a.attributes)["href"] for a in elements(table, "a")]
+    assert links == [f"/conversations/{conversation.client_id}/messages/{i + 1}/" for _, i in calls]
