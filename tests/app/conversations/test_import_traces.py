@@ -20,8 +20,8 @@ from simulator.importers import load_conversations
 from tests.app.conversations.recordings import OTEL
 from tests.app.dashboard_data import member_client
 from tests.app.pages_support import elements, parsed, text
-from tests.openai_server import OpenAIServer
 from tests.app.support import ApiClient
+from tests.openai_server import OpenAIServer
 from tests.simulator.inspect_logs import write_log
 from tests.simulator.test_otel_instrumentations import (
     ROUNDS,
@@ -112,6 +112,7 @@ def test_import_recordings_imports_a_folder_of_every_style(
     assert {f"{i}-2" for i, fmt in expected if fmt == "inspect"} <= ids
 
 
+@pytest.mark.slow
 def test_imported_trace_keeps_and_shows_per_call_usage(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
