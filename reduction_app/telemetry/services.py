@@ -31,6 +31,7 @@ from reduction_app.telemetry.events import reduction_events
 from reduction_app.telemetry.otlp import Record, Signal
 from simulator.importers import TRACES_SOURCE, ImportError_, conversation_from_json
 from simulator.recording import RecordedConversation
+from simulator.sources.otel import SESSION_KEYS
 
 __all__ = ["SOURCE", "process_telemetry", "telemetry_process", "telemetry_store"]
 
@@ -41,12 +42,6 @@ SOURCE = TRACES_SOURCE
 _NAME = TRACES_SOURCE
 """What errors about traces call where they came from."""
 _ID_CHARS = 200
-SESSION_KEYS = (
-    "gen_ai.conversation.id",
-    "session.id",
-    "langfuse.session.id",
-    "traceloop.association.properties.session_id",
-)
 
 
 def telemetry_store(*, workspace: Workspace, signal: Signal, records: Sequence[Record]) -> int:
