@@ -95,7 +95,7 @@ def test_span_attributes_name_every_event_field_once() -> None:
         "reduction.config",
         "reduction.conversation_id",
     )
-    assert (CONFIG_ATTRIBUTE, CONVERSATION_ATTRIBUTE) == SPAN_ATTRIBUTES[-2:]
+    assert SPAN_ATTRIBUTES[-2:] == (CONFIG_ATTRIBUTE, CONVERSATION_ATTRIBUTE)
     assert set(EVENT_ATTRIBUTES.values()) == set(TRUNCATION)
 
 
