@@ -33,15 +33,15 @@ try:
 except ImportError:  # the optional ``otel`` extra is not installed
     _trace = None  # type: ignore[assignment]
 
-PREFIX = "reduction."
+_PREFIX = "reduction."
 
-EVENT_ATTRIBUTES: dict[str, str] = {f.name: f"{PREFIX}{f.name}" for f in fields(ReductionEvent)}
+EVENT_ATTRIBUTES: dict[str, str] = {f.name: f"{_PREFIX}{f.name}" for f in fields(ReductionEvent)}
 """Each :class:`ReductionEvent` field, by name, and the attribute that carries it."""
 
-CONFIG_ATTRIBUTE = f"{PREFIX}config"
+CONFIG_ATTRIBUTE = f"{_PREFIX}config"
 """The config's name, when one was given (``ReductionMiddleware.set_telemetry``)."""
 
-CONVERSATION_ATTRIBUTE = f"{PREFIX}conversation_id"
+CONVERSATION_ATTRIBUTE = f"{_PREFIX}conversation_id"
 """The conversation's id, when the caller knows it."""
 
 SPAN_ATTRIBUTES: tuple[str, ...] = (
