@@ -1,4 +1,5 @@
-"""A small client for the Reduction Lab REST API: plain HTTP, standard library only.
+"""A small client for the Reduction Lab REST API: plain HTTP, standard library only, and
+:class:`LabBackend`, the engine's storage backend on it (offloads stored in the Lab).
 
 Importing it loads neither Django nor the engine, so any agent can vendor it.
 """
@@ -11,7 +12,7 @@ import urllib.parse
 import urllib.request
 from typing import Any, NoReturn, cast
 
-__all__ = ["ReductionAPIError", "ReductionClient"]
+__all__ = ["LabBackend", "ReductionAPIError", "ReductionClient"]
 
 
 class ReductionAPIError(Exception):
@@ -156,6 +157,14 @@ class ReductionClient:
         """The exact content of an offloaded file."""
         return cast(str, self._request("GET", "/files/raw", query={"path": path}))
 
+    def write_file(
+        self, path: str, content: str, *, conversation_id: str | None = None
+    ) -> dict[str, Any]:
+        """Store ``content`` at ``path`` (the same content again is a no-op; other content
+        at a taken path is an error, 409); the file as ``files()`` lists it."""
+        body = {"path": path, "content": content, "conversation_id": conversation_id}
+        return self._object("POST", "/files", body)
+
     def read_file_tool(self) -> dict[str, Any]:
         """The read_file tool definitions (``openai``, ``anthropic``, ``responses``)."""
         return self._object("GET", "/tools/read_file")
@@ -165,3 +174,42 @@ class ReductionClient:
 
     def files(self, **filters: Any) -> dict[str, Any]:
         return self._object("GET", "/files", query=filters)
+
+
+class LabBackend:
+    """The engine's storage backend (``write``, ``read``) on a Reduction Lab server: what
+    an agent running the engine in its own process offloads is stored in the Lab, listed
+    in its file browser under ``conversation_id``, and read back from there.
+
+    For example::
+
+        client = ReductionClient("http://127.0.0.1:8000", api_key="rl_...")
+        config = ReductionConfig(backend=LabBackend(client, conversation_id="run-42"))
+
+    A failed write raises :class:`ReductionAPIError` (the engine reports it as its
+    ``OffloadError``, caused by it); a read of a path the Lab does not hold raises
+    ``FileNotFoundError``, any other failure :class:`ReductionAPIError`.
+    """
+
+    max_path_chars = 500
+    """The longest path the Lab stores: the engine's config check refuses a longer root."""
+
+    def __init__(self, client: ReductionClient, *, conversation_id: str | None = None) -> None:
+        self.client = client
+        self.conversation_id = conversation_id
+
+    def write(self, request: Any) -> None:
+        """Store ``request.content`` at ``request.file_path`` (an engine ``WriteRequest``)."""
+        self.client.write_file(
+            request.file_path, request.content, conversation_id=self.conversation_id
+        )
+
+    def read(self, path: str) -> str:
+        """The content stored at ``path``, in any conversation of the key's workspace (a
+        path holds one content across them)."""
+        try:
+            return self.client.raw_file(path)
+        except ReductionAPIError as exc:
+            if exc.status == 404:
+                raise FileNotFoundError(f"file not found: {path}") from exc
+            raise

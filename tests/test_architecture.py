@@ -1,9 +1,10 @@
 """The engine's public surface: outside code imports only the public engine modules.
 
 The public modules are ``reduction_app.engine`` (reducing conversations),
-``reduction_app.engine.inspect`` (read-only helpers) and ``reduction_app.engine.formats``
-(the wire formats). Every other engine module is private: the engine may move code
-between them freely. Tests are exempt (they test units).
+``reduction_app.engine.inspect`` (read-only helpers), ``reduction_app.engine.formats``
+(the wire formats) and ``reduction_app.engine.telemetry`` (events in traces). Every other
+engine module is private: the engine may move code between them freely. Tests are
+exempt (they test units).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 ENGINE = "reduction_app.engine"
-PUBLIC = (ENGINE, f"{ENGINE}.formats", f"{ENGINE}.inspect")
+PUBLIC = (ENGINE, f"{ENGINE}.formats", f"{ENGINE}.inspect", f"{ENGINE}.telemetry")
 _SKIPPED_DIRS = {"tests", "node_modules", "__pycache__", "screenshots"}
 
 

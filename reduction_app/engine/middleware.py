@@ -71,6 +71,19 @@ class ReductionMiddleware:
         """The config in force, with defaults filled in."""
         return self._rt.config
 
+    def set_telemetry(
+        self, *, config_name: str | None = None, conversation_id: str | None = None
+    ) -> None:
+        """Name the config (``reduction.config``) and the conversation
+        (``reduction.conversation_id``) on the span events of this middleware's events;
+        ``None`` leaves a name as it is, ``""`` removes it (docs/engine.md, "Reductions
+        in your traces")."""
+        labels = self._rt.telemetry
+        if config_name is not None:
+            labels.config_name = config_name
+        if conversation_id is not None:
+            labels.conversation_id = conversation_id
+
     def _sync_trunc_for(self, ctx: ToolContext, twin: str) -> Resolved | None:
         """The tool's truncation config, refusing (before the tool runs, so nothing it
         returns is lost) an async handler or backend in a synchronous wrapper."""

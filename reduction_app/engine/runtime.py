@@ -25,6 +25,7 @@ from reduction_app.engine.errors import NoBackendError, OffloadError
 from reduction_app.engine.events import ReductionEvent
 from reduction_app.engine.messages import Message
 from reduction_app.engine.parts import stringify
+from reduction_app.engine.telemetry import TelemetryLabels, add_span_event, recording
 from reduction_app.engine.tool_io import ToolDetail
 
 __all__ = ["Resolved", "Runtime"]
@@ -62,6 +63,8 @@ class Runtime:
         self._trunc: dict[str, Resolved] = {}
         self._clear: dict[str, Resolved] = {}
         self.default_trunc, self.default_clear = self._default_pair(config.backend)
+        self.telemetry = TelemetryLabels()
+        """The config's name and conversation id its span events carry (``telemetry.py``)."""
         self.clear_enabled = not config.skip_clear or any(
             entry.clear_handler is not None for entry in config.tool_config.values()
         )
@@ -186,7 +189,15 @@ class Runtime:
         counted: int = yield call(self.counter, [message], [])
         return counted
 
+    def listening(self) -> bool:
+        """Whether an event made now goes anywhere: to ``on_event``, or to a recording
+        span. Events cost counting, so the phases build them only then."""
+        return self.config.on_event is not None or recording()
+
     def emit(self, event: ReductionEvent) -> Steps[None]:
+        """Hand ``event`` to the current span (when it records) and to ``on_event``: the
+        one place every event goes through."""
+        add_span_event(event, self.telemetry)
         if self.config.on_event is not None:
             yield call(self.config.on_event, event)
 

@@ -240,9 +240,11 @@ class ReductionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     ``config`` is the engine's :class:`~reduction_app.engine.ReductionConfig`;
     ``backend`` (when given) replaces its ``backend``, and ``on_event`` is called with
     every event after the config's own ``on_event``. Every event is also appended to
-    :attr:`events`. Give each conversation a middleware of its own: the engine's state
-    is kept per middleware (one shared by several conversations still reduces each
-    correctly, but reads each again from where it differs from the last it saw).
+    :attr:`events`, and added to the current OpenTelemetry span (labelled with
+    ``config_name`` and ``conversation_id`` when given). Give each conversation a
+    middleware of its own: the engine's state is kept per middleware (one shared by
+    several conversations still reduces each correctly, but reads each again from where
+    it differs from the last it saw).
     """
 
     def __init__(
@@ -251,6 +253,8 @@ class ReductionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         *,
         backend: Backend | None = None,
         on_event: Callable[[ReductionEvent], Any] | None = None,
+        config_name: str = "",
+        conversation_id: str = "",
     ) -> None:
         base, listeners = adapter_config(config, backend=backend, on_event=on_event)
         self.events: list[ReductionEvent] = []
@@ -263,6 +267,7 @@ class ReductionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             return _gather(awaited) if awaited else None
 
         self._engine = new(replace(base, on_event=record))
+        self._engine.set_telemetry(config_name=config_name, conversation_id=conversation_id)
         # Tools run in threads under a sync agent; the engine's path registry and
         # landmarks are one run's, so its calls take turns (the tools themselves do not).
         self._lock = threading.Lock()

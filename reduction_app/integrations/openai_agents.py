@@ -67,7 +67,8 @@ class Reduction:
     ``config`` is the engine's :class:`~reduction_app.engine.ReductionConfig` (the
     defaults when ``None``); ``backend``, when given, replaces its ``backend``;
     ``on_event`` is called with every event after the config's own ``on_event``. Every
-    event is also appended to :attr:`events`.
+    event is also appended to :attr:`events`, and added to the current OpenTelemetry span
+    (labelled with ``config_name`` and ``conversation_id`` when given).
     """
 
     def __init__(
@@ -76,6 +77,8 @@ class Reduction:
         *,
         backend: Backend | None = None,
         on_event: Callable[[ReductionEvent], Any] | None = None,
+        config_name: str = "",
+        conversation_id: str = "",
     ) -> None:
         base, listeners = adapter_config(config, backend=backend, on_event=on_event)
         self.events: list[ReductionEvent] = []
@@ -86,6 +89,7 @@ class Reduction:
                 listener(event)
 
         self.middleware: ReductionMiddleware = new(dataclasses.replace(base, on_event=record))
+        self.middleware.set_telemetry(config_name=config_name, conversation_id=conversation_id)
         # The tools the agent got last (wrap_agent), counted with the messages.
         self._tools: list[Tool] | None = None
         # The last input the SDK gave (copied, to compare the next one with), the items

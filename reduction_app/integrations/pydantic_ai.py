@@ -104,7 +104,8 @@ class Reduction(AbstractCapability[Any]):
     ``config`` is the engine's :class:`~reduction_app.engine.ReductionConfig` (the
     defaults when ``None``); ``backend``, when given, replaces its ``backend``; ``on_event``
     is called with every event after the config's own ``on_event``. Every event is also
-    appended to :attr:`events`.
+    appended to :attr:`events`, and added to the current OpenTelemetry span (labelled with
+    ``config_name`` when given, and with the run's conversation id).
 
     Give it to an agent (``capabilities=[reduction]``): each run gets the engine state of
     its conversation. Its methods used directly (:meth:`history_processor`,
@@ -117,10 +118,12 @@ class Reduction(AbstractCapability[Any]):
         *,
         backend: Backend | None = None,
         on_event: Callable[[ReductionEvent], Any] | None = None,
+        config_name: str = "",
     ) -> None:
         base, callbacks = adapter_config(config, backend=backend, on_event=on_event)
         self._base = base
         self._on_event = on_event
+        self._config_name = config_name
         self._parent: Reduction | None = None
         self._conversations: OrderedDict[str, Reduction] = OrderedDict()
         self.events: list[ReductionEvent] = []
@@ -135,6 +138,7 @@ class Reduction(AbstractCapability[Any]):
                 callback(event)
 
         self.middleware: ReductionMiddleware = new(dataclasses.replace(base, on_event=record))
+        self.middleware.set_telemetry(config_name=config_name)
         self._seen: dict[int, _Seen] = {}
         self._keys = itertools.count(1)
 
@@ -146,7 +150,8 @@ class Reduction(AbstractCapability[Any]):
         if known is not None:
             self._conversations.move_to_end(conversation_id)
             return known
-        child = Reduction(self._base, on_event=self._on_event)
+        child = Reduction(self._base, on_event=self._on_event, config_name=self._config_name)
+        child.middleware.set_telemetry(conversation_id=conversation_id)
         child._parent = self
         self._conversations[conversation_id] = child
         while len(self._conversations) > MAX_CONVERSATIONS:
@@ -157,7 +162,7 @@ class Reduction(AbstractCapability[Any]):
         if self._parent is not None:
             return self
         if ctx.conversation_id is None:
-            child = Reduction(self._base, on_event=self._on_event)
+            child = Reduction(self._base, on_event=self._on_event, config_name=self._config_name)
             child._parent = self
             return child
         return self.conversation(ctx.conversation_id)

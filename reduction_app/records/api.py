@@ -20,10 +20,10 @@ from reduction_app.engine import read_page
 from reduction_app.http import ApiRequest, api_workspace
 from reduction_app.models import OffloadedFile
 from reduction_app.records import services
-from reduction_app.records.schemas import EventOut, FileOut, FileReadOut
+from reduction_app.records.schemas import EventOut, FileOut, FileReadOut, FileWriteIn
 from reduction_app.records.selectors import event_list, file_get, file_list
 from reduction_app.records.storage import DamagedContent, offload_storage, read_verified
-from reduction_app.schemas import PARAM_ERRORS, ApiError, ErrorOut
+from reduction_app.schemas import BODY_ERRORS, PARAM_ERRORS, ApiError, ErrorOut
 
 router = Router()
 logger = logging.getLogger(__name__)
@@ -70,6 +70,33 @@ def list_files(request: ApiRequest, filters: Query[FileFilter]) -> Any:
         tool=filters.tool,
     )
     return rows
+
+
+@router.post(
+    "/files",
+    response={
+        200: FileOut,
+        201: FileOut,
+        **BODY_ERRORS,
+        409: ErrorOut,
+        429: ErrorOut,
+        503: ErrorOut,
+    },
+    tags=["files"],
+    url_name="file_write",
+)
+def write_file(request: ApiRequest, payload: FileWriteIn) -> Status[OffloadedFile]:
+    """Store a file an agent offloaded itself (the engine in its own process, with the
+    Lab as its storage): 201 with the new file, 200 with the same file when this path
+    already holds this content, 409 when it holds other content (files are never
+    overwritten), 429 over the workspace's offload quota; nothing is stored on failure."""
+    row, created = services.file_write(
+        workspace=api_workspace(request),
+        path=payload.path,
+        content=payload.content,
+        conversation_id=payload.conversation_id,
+    )
+    return Status(HTTPStatus.CREATED if created else HTTPStatus.OK, row)
 
 
 def _file_or_404(request: ApiRequest, path: str, conversation_id: str | None) -> OffloadedFile:

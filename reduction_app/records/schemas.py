@@ -11,7 +11,8 @@ from ninja import Field, Schema
 from ninja.schema import DjangoGetter
 from pydantic import ModelWrapValidatorHandler, ValidationInfo, create_model, model_validator
 
-from reduction_app.models import EventRecord
+from reduction_app.models import OFFLOAD_PATH_CHARS, EventRecord
+from reduction_app.schemas import ConversationId, StrictIn, Text
 
 
 def _python_type(field: models.Field[Any, Any]) -> type:
@@ -118,3 +119,16 @@ class FileReadOut(Schema):
     limit: int
     total_lines: int
     content: str = Field(..., description="The lines, each as '<line number>\\t<text>'.")
+
+
+class FileWriteIn(StrictIn):
+    path: Text = Field(
+        ...,
+        min_length=1,
+        max_length=OFFLOAD_PATH_CHARS,
+        description="Where the file is read back from; no '..' piece.",
+    )
+    content: str = Field(..., description="The whole file, as text.")
+    conversation_id: ConversationId | None = Field(
+        None, max_length=200, description="Your conversation id; the file is filed under it."
+    )

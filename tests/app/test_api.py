@@ -147,6 +147,7 @@ PUBLISHED_OPERATIONS = [
     ("POST", "/api/v1/clear", "reduction_app_api_engine_clear"),
     ("GET", "/api/v1/tools/read_file", "reduction_app_api_engine_read_file_tool"),
     ("GET", "/api/v1/files", "reduction_app_api_records_list_files"),
+    ("POST", "/api/v1/files", "reduction_app_api_records_write_file"),
     ("GET", "/api/v1/files/read", "reduction_app_api_records_read_file"),
     ("GET", "/api/v1/files/raw", "reduction_app_api_records_raw_file"),
     ("GET", "/api/v1/events", "reduction_app_api_records_list_events"),

@@ -8,7 +8,16 @@ from typing import Any
 
 import pytest
 
-from reduction_app.client import ReductionAPIError, ReductionClient
+from reduction_app.client import LabBackend, ReductionAPIError, ReductionClient
+from reduction_app.engine import (
+    OffloadError,
+    ReductionConfig,
+    ToolContext,
+    WriteRequest,
+    new,
+    truncate_output,
+)
+from reduction_app.models import Workspace
 from reduction_app.workspaces.services import (
     api_key_create,
     api_key_revoke,
@@ -160,3 +169,108 @@ def test_client_raw_file_round_trips_lone_surrogates(client: ReductionClient) ->
     )
     assert out["truncated"] is True
     assert client.raw_file(out["offload_path"]) == text
+
+
+# LabBackend: the engine in this process, its offloads stored in the Lab ---------------
+
+NON_ASCII = "".join(f'ligne {n}: café ✓ 漢字 🚀 \\ "q"\r\n' for n in range(400)) + "\udcff end"
+
+
+def _lab_engine(client: ReductionClient, conversation_id: str = "lab-1") -> Any:
+    backend = LabBackend(client, conversation_id=conversation_id)
+    return new(ReductionConfig(backend=backend, max_length_for_trunc=100))
+
+
+def test_lab_backend_stores_a_truncation_in_the_lab(client: ReductionClient) -> None:
+    """A truncation of the engine run here offloads into the Lab: listed, read back whole."""
+    out = truncate_output(
+        _lab_engine(client), NON_ASCII, ToolContext(name="grep", call_id="call_9")
+    )
+    assert "/tmp/trunc/call_9" in out
+    [row] = client.files(conversation_id="lab-1")["results"]
+    data = NON_ASCII.encode("utf-8", "surrogatepass")
+    assert (row["path"], row["size_chars"], row["sha256"], row["phase"]) == (
+        "/tmp/trunc/call_9",
+        len(NON_ASCII),
+        hashlib.sha256(data).hexdigest(),
+        "",
+    )
+    assert client.raw_file("/tmp/trunc/call_9") == NON_ASCII
+    backend = LabBackend(client, conversation_id="lab-1")
+    assert backend.read("/tmp/trunc/call_9") == NON_ASCII
+    with pytest.raises(FileNotFoundError, match=r"^file not found: /tmp/trunc/none$"):
+        backend.read("/tmp/trunc/none")
+
+
+def test_lab_backend_same_output_again_reuses_its_file(client: ReductionClient) -> None:
+    """The engine finds the path it would take holding this content, and writes it again:
+    the Lab answers the same file, and lists it once."""
+    engine = _lab_engine(client)
+    for _ in range(2):
+        truncate_output(engine, NON_ASCII, ToolContext(name="grep", call_id="call_1"))
+    other = _lab_engine(client)
+    truncate_output(other, NON_ASCII + "!", ToolContext(name="grep", call_id="call_1"))
+    paths = sorted(row["path"] for row in client.files(conversation_id="lab-1")["results"])
+    assert paths[0] == "/tmp/trunc/call_1"
+    assert len(paths) == 2 and paths[1].startswith("/tmp/trunc/call_1-")
+    assert client.raw_file(paths[1]) == NON_ASCII + "!"
+
+
+def test_write_file_is_idempotent_and_never_overwrites(client: ReductionClient) -> None:
+    first = client.write_file("/notes/a.txt", "é", conversation_id="w-1")
+    again = client.write_file("/notes/a.txt", "é", conversation_id="w-1")
+    assert first == again
+    assert (first["path"], first["size_chars"], first["conversation_id"]) == (
+        "/notes/a.txt",
+        1,
+        "w-1",
+    )
+    # Another conversation may name the path for the same content, never for other content.
+    assert client.write_file("/notes/a.txt", "é", conversation_id="w-2")["conversation_id"] == "w-2"
+    error = _error(lambda: client.write_file("/notes/a.txt", "e", conversation_id="w-3"))
+    assert error.status == HTTPStatus.CONFLICT
+    assert error.detail.startswith("/notes/a.txt already holds other content (SHA-256 ")
+    assert client.raw_file("/notes/a.txt") == "é"
+    assert [r["conversation_id"] for r in client.files(path_prefix="/notes/")["results"]] == [
+        "w-2",
+        "w-1",
+    ]
+
+
+def test_write_file_refuses_paths_that_would_leave_the_root(client: ReductionClient) -> None:
+    for path in ("/tmp/../../etc/passwd", "a/..", "x\x00y"):
+        error = _error(lambda path=path: client.write_file(path, "x"))
+        assert error.status in (HTTPStatus.BAD_REQUEST, HTTPStatus.UNPROCESSABLE_ENTITY), path
+    assert client.files()["results"] == []
+
+
+def test_lab_backend_bad_key_is_a_401(live_server: Any, transactional_db: None) -> None:
+    """The engine reads the path it would take first: that read is refused, as it is."""
+    engine = _lab_engine(ReductionClient(live_server.url, api_key="rl_nope"))
+    with pytest.raises(ReductionAPIError) as caught:
+        truncate_output(engine, NON_ASCII, ToolContext(name="grep", call_id="c"))
+    assert (caught.value.status, caught.value.detail) == (
+        HTTPStatus.UNAUTHORIZED,
+        "missing or invalid API key",
+    )
+    with pytest.raises(ReductionAPIError, match=r"^HTTP 401: missing or invalid API key$"):
+        LabBackend(ReductionClient(live_server.url, api_key="rl_nope")).write(
+            WriteRequest(file_path="/a", content="x")
+        )
+
+
+def test_lab_backend_over_quota_is_an_offload_error_caused_by_429(
+    client: ReductionClient,
+) -> None:
+    Workspace.objects.filter(name="client").update(offload_quota_bytes=100)
+    with pytest.raises(OffloadError) as caught:
+        truncate_output(_lab_engine(client), NON_ASCII, ToolContext(name="grep", call_id="q"))
+    cause = caught.value.__cause__
+    assert isinstance(cause, ReductionAPIError)
+    size = len(NON_ASCII.encode("utf-8", "surrogatepass"))
+    assert (cause.status, cause.detail) == (
+        HTTPStatus.TOO_MANY_REQUESTS,
+        "offload quota exceeded: the workspace holds 0 bytes of offloaded content and this "
+        f"request would add {size}, over its quota of 100 bytes; nothing was recorded",
+    )
+    assert client.files()["results"] == []

@@ -51,6 +51,7 @@ from reduction_app.engine import (
 )
 from reduction_app.engine.inspect import is_clear_placeholder
 from reduction_app.integrations.langchain import ReductionMiddleware
+from tests.otel_support import expected_span_events, reduction_span_events, tracing
 
 REPO = Path(__file__).resolve().parents[2]
 SYSTEM = "You are a coding agent working in the Reduction Lab repository."
@@ -546,3 +547,32 @@ def test_reduction_middleware_read_file_tool_pages_and_reports_missing_files() -
     assert read_file.invoke(args) == "2\tb\n[1 more lines; read on with offset=2]\n"
     assert asyncio.run(read_file.ainvoke({"path": "/tmp/trunc/call_2"})) == "1\tx\n2\ty\n"
     assert read_file.invoke({"path": "/tmp/trunc/call_3"}) == "file not found: /tmp/trunc/call_3"
+
+
+def test_reduction_middleware_events_are_span_events(tmp_path: Path) -> None:
+    """Each event of the run is a span event on the span around it, named and labelled."""
+    with tracing() as (provider, exporter):
+        model = ScriptedChatModel()
+        middleware = ReductionMiddleware(
+            ReductionConfig(**CONFIG),
+            backend=LocalFileBackend(tmp_path),
+            config_name="coding",
+            conversation_id="thread-1",
+        )
+        agent = create_agent(model, TOOLS, system_prompt=SYSTEM, middleware=[middleware])
+        with provider.get_tracer("tests").start_as_current_span("agent run"):
+            agent.invoke({"messages": [HumanMessage(QUESTION)]})
+        spans = exporter.get_finished_spans()
+    found = reduction_span_events(spans)
+    assert found == expected_span_events(
+        middleware.events, config_name="coding", conversation_id="thread-1"
+    )
+    assert {name for name, _ in found} == {"reduction.truncation", "reduction.clear"}
+    # The first model call is below the threshold: its summary comes first.
+    assert found[0][1]["reduction.reason"] == "below_threshold"
+    first = next(a for name, a in found if name == "reduction.truncation")
+    assert (first["reduction.call_id"], first["reduction.tool_name"]) == ("call_1_0", "read_source")
+    assert first["reduction.chars_before"] == len(
+        (REPO / "docs/behaviour.md").read_text(encoding="utf-8")
+    )
+    assert (first["reduction.config"], first["reduction.conversation_id"]) == ("coding", "thread-1")

@@ -42,6 +42,7 @@ from reduction_app.engine import (
 from reduction_app.engine.formats import messages_from_responses, messages_to_responses
 from reduction_app.integrations.openai_agents import Reduction
 from tests.integrations.mcp_build_log_server import build_log
+from tests.otel_support import expected_span_events, span_events, tracing
 
 ROOT = Path(__file__).resolve().parents[2]
 INSTRUCTIONS = "You are a coding agent. Read what you need, then answer."
@@ -554,3 +555,39 @@ def test_reduction_takes_on_event(tmp_path: Path) -> None:
     asyncio.run(Runner.run(agent, "go", run_config=reduction.run_config(tracing_disabled=True)))
     assert seen == reduction.events
     assert [(e.phase, e.call_id) for e in seen if e.kind == "tool"] == [("truncation", "t1")]
+
+
+def test_events_are_span_events_on_the_span_around_the_run(tmp_path: Path) -> None:
+    """The SDK's own tracing is not OpenTelemetry: the events land on the span the caller
+    has open around ``Runner.run``, labelled with the config and the conversation."""
+    reduction = Reduction(
+        _config(),
+        backend=LocalFileBackend(tmp_path),
+        config_name="coder",
+        conversation_id="conv-9",
+    )
+    tool = reduction.wrap_tool(function_tool(read_source))
+    model = ScriptedModel([call("c1", "read_source", path=BIG_FILES[0]), answer("ok")])
+    agent = Agent(name="a", model=model, tools=[tool])
+    with tracing() as (provider, exporter):
+        with provider.get_tracer("tests").start_as_current_span("agent run"):
+            run_config = reduction.run_config(tracing_disabled=True)
+            asyncio.run(Runner.run(agent, "go", run_config=run_config))
+        [span] = exporter.get_finished_spans()
+    found = span_events(span)
+    assert found == expected_span_events(
+        reduction.events, config_name="coder", conversation_id="conv-9"
+    )
+    assert [name for name, _ in found] == [
+        "reduction.clear",
+        "reduction.truncation",
+        "reduction.clear",
+    ]
+    truncation = found[1][1]
+    assert (truncation["reduction.call_id"], truncation["reduction.tool_name"]) == (
+        "c1",
+        "read_source",
+    )
+    assert truncation["reduction.chars_before"] == len(
+        (ROOT / BIG_FILES[0]).read_text(encoding="utf-8")
+    )

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 from pydantic_ai import Agent, RunContext
+from pydantic_ai.capabilities import Instrumentation
 from pydantic_ai.messages import (
     ModelMessage,
     ModelMessagesTypeAdapter,
@@ -31,6 +32,7 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.models.instrumented import InstrumentationSettings
 from pydantic_ai.models.test import TestModel
 
 from reduction_app.engine import (
@@ -47,6 +49,11 @@ from reduction_app.engine import (
 )
 from reduction_app.engine.inspect import is_clear_placeholder, truncation_file_path
 from reduction_app.integrations.pydantic_ai import Reduction
+from tests.otel_support import (
+    expected_span_events,
+    reduction_span_events,
+    tracing,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 SYSTEM = "You are a coding agent working in the Reduction Lab repository."
@@ -504,3 +511,37 @@ def test_reduction_takes_backend_and_on_event() -> None:
     assert reduction.config.max_length_for_trunc == ReductionConfig().max_length_for_trunc
     asyncio.run(reduction.truncate("x" * 60_000, tool_name="grep", call_id="c1", arguments="{}"))
     assert seen == reduction.events and [e.call_id for e in seen] == ["c1"]
+
+
+def test_events_are_span_events_on_pydantic_ais_own_spans() -> None:
+    """With the agent instrumented, each event lands on the span pydantic-ai has open (the
+    tool's for a truncation, the run's for a clear pass), labelled with the conversation."""
+    with tracing() as (provider, exporter):
+        reduction = Reduction(
+            ReductionConfig(max_length_for_trunc=20_000, max_tokens_for_clear=100),
+            backend=InMemoryBackend(),
+            config_name="grep-heavy",
+        )
+        agent = Agent(
+            TestModel(call_tools=["grep"]),
+            tools=[grep],
+            capabilities=[
+                Instrumentation(InstrumentationSettings(tracer_provider=provider)),
+                reduction,
+            ],
+        )
+        result = agent.run_sync("Find TODOs")
+        spans = exporter.get_finished_spans()
+    found = reduction_span_events(spans)
+    assert found == expected_span_events(
+        reduction.events, config_name="grep-heavy", conversation_id=result.conversation_id
+    )
+    names = [name for name, _ in found]
+    assert "reduction.truncation" in names and "reduction.clear" in names
+    [truncation] = [a for name, a in found if name == "reduction.truncation"]
+    assert (truncation["reduction.tool_name"], truncation["reduction.chars_before"]) == (
+        "grep",
+        176_670,
+    )
+    [tool_span] = [s for s in spans if any(e.name == "reduction.truncation" for e in s.events)]
+    assert "grep" in tool_span.name

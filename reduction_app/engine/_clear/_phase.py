@@ -136,7 +136,7 @@ def clear_steps(
         if returned != returned_before_hook:
             conversation_kind(returned)
             check_edit("clear_post_process", returned_before_hook, returned)
-    if cfg.on_event is not None:
+    if rt.listening():
         for item in ps.cleared:
             event = yield from figures(rt, item, marks.kind or "chat")
             yield from rt.emit(event)

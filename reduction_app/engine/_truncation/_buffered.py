@@ -62,8 +62,9 @@ def event_steps(
 ) -> Steps[None]:
     """Emit the truncation event of one call, with figures for ``before`` → ``after``.
 
-    Counting costs a pass over the output, so nothing is counted without a listener."""
-    if rt.config.on_event is None:
+    Counting costs a pass over the output, so nothing is counted without a listener or a
+    recording span."""
+    if not rt.listening():
         return
     event = ReductionEvent(
         phase="truncation",

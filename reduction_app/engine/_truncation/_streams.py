@@ -199,7 +199,7 @@ def finish_stream_steps(
     else:
         last = cut.prefix + notice
     # The event's texts are the whole output again: made only for a listener.
-    if cfg.on_event is not None:
+    if rt.listening():
         if cut.enhanced:
             seen = chunks_text(cut.chunks[: cut.trigger], enhanced=True) + text_of(last.parts)
             before = chunks_text(cut.chunks, enhanced=True)
