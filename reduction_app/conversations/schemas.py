@@ -50,6 +50,13 @@ class ConversationDetailOut(ConversationOut):
     tools: list[Any]
     event_count: int
     file_count: int
+    provider_usage: dict[str, Any] | None = Field(
+        description="What the provider reported of an imported or traced run: per model "
+        "call, keyed by the index of the message the call produced, `prompt_tokens`, "
+        "`cached_prompt_tokens`, `completion_tokens` and `call_times` (Unix seconds), with "
+        "the run's own `total_prompt_tokens`, `api_calls` and `cost` where it said; null "
+        "for conversations a client recorded."
+    )
 
     @staticmethod
     def resolve_messages(obj: Any) -> list[Any]:

@@ -177,6 +177,8 @@ PUBLISHED_OPERATIONS = [
         "/api/v1/simulations/{simulation_id}",
         "reduction_app_api_simulations_get_simulation",
     ),
+    ("POST", "/api/v1/otel/v1/traces", "reduction_app_api_telemetry_otlp_traces"),
+    ("POST", "/api/v1/otel/v1/logs", "reduction_app_api_telemetry_otlp_logs"),
 ]
 """Every operation of v1 with the id generated clients name their methods after."""
 
