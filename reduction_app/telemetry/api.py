@@ -6,13 +6,18 @@ the key's workspace, then read into conversations by the task workers."""
 # time.
 
 import logging
+from datetime import datetime
+from typing import Any
 
 from django.conf import settings
 from django.db import DatabaseError
 from django.http import HttpResponse
-from ninja import Router
+from ninja import Field, Router, Schema
+from ninja.pagination import paginate
 
+from reduction_app.cursors import LIST_ERRORS, PAGE, IdCursorPagination
 from reduction_app.http import ApiRequest, api_workspace
+from reduction_app.models import TelemetryGroup
 from reduction_app.schemas import AUTH_ERRORS
 from reduction_app.telemetry.otlp import RequestProblem, Signal, answer, error_body, read_request
 from reduction_app.telemetry.services import telemetry_store
@@ -87,3 +92,34 @@ def otlp_traces(request: ApiRequest) -> HttpResponse:
 )
 def otlp_logs(request: ApiRequest) -> HttpResponse:
     return _export(request, "logs")
+
+
+class TracedSessionOut(Schema):
+    session: str = Field(
+        description="What the traces were grouped by: `session:ID` (a session id they "
+        "carry), `opening:DIGEST` (calls without one that open alike), or `trace:ID`."
+    )
+    conversations: list[str] = Field(description="The ids of the conversations read from them.")
+    error: str = Field(
+        description="Why they could not be read the last time (their conversations are left "
+        "as they were); empty when they were."
+    )
+    updated_at: datetime
+
+    @staticmethod
+    def resolve_session(obj: Any) -> str:
+        return str(obj.key)
+
+
+@router.get(
+    "/otel/sessions",
+    response={200: list[TracedSessionOut], **LIST_ERRORS},
+    url_name="otlp_sessions",
+    summary="Traced sessions and how they were read",
+)
+@paginate(IdCursorPagination, **PAGE)
+def otlp_sessions(request: ApiRequest, failed: bool = False) -> Any:
+    """The sessions read from traces sent to `/otel`, newest first: the conversations
+    each made, and why one could not be read (`failed=true`: only those)."""
+    rows = TelemetryGroup.objects.filter(workspace=api_workspace(request))
+    return rows.exclude(error="") if failed else rows

@@ -179,6 +179,7 @@ PUBLISHED_OPERATIONS = [
     ),
     ("POST", "/api/v1/otel/v1/traces", "reduction_app_api_telemetry_otlp_traces"),
     ("POST", "/api/v1/otel/v1/logs", "reduction_app_api_telemetry_otlp_logs"),
+    ("GET", "/api/v1/otel/sessions", "reduction_app_api_telemetry_otlp_sessions"),
 ]
 """Every operation of v1 with the id generated clients name their methods after."""
 

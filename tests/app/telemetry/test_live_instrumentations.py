@@ -35,6 +35,7 @@ from tests.simulator.test_otel_instrumentations import (
     ROUNDS,
     SYSTEM,
     TOOLS,
+    _long_run,
     agent_loop,
     instrumented,
     replies,
@@ -151,3 +152,22 @@ def test_a_conversation_grows_while_the_agent_runs(
                     {"role": "tool", "tool_call_id": call.id, "content": RESULTS[call.id]}
                 )
     assert counts == [3, 5, 7, 9]
+
+
+def test_a_run_over_the_attribute_limit_is_named_on_the_api(
+    lab: tuple[str, ApiClient], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """OpenInference past the SDK's 128 attributes per span: no conversation is made, and
+    the traced session says why, naming the setting that fixes it."""
+    url, api = lab
+    with recorder(url, api.raw_key, "protobuf") as live:
+        _long_run(live, monkeypatch)  # type: ignore[arg-type]
+        live.flush()
+    _work()
+    [session] = api.get("/otel/sessions", {"failed": "true"}).json()["results"]
+    assert session["session"].startswith("trace:")
+    assert session["conversations"] == []
+    assert "the OpenTelemetry SDK dropped" in session["error"]
+    assert "OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT" in session["error"]
+    assert api.get("/conversations").json()["results"] == []
+    assert api.get("/otel/sessions").json()["results"] == [session]
