@@ -43,6 +43,7 @@ TASKS = {
     "reduction_app.records.reclaim.reclaim_offloads",
     "reduction_app.simulations.services.run_simulation",
     "reduction_app.simulations.sweeps.run_sweep_part",
+    "reduction_app.telemetry.services.process_telemetry",
 }
 
 

@@ -171,3 +171,24 @@ def test_a_run_over_the_attribute_limit_is_named_on_the_api(
     assert "OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT" in session["error"]
     assert api.get("/conversations").json()["results"] == []
     assert api.get("/otel/sessions").json()["results"] == [session]
+
+
+def test_openinference_sessions_name_the_conversation(
+    lab: tuple[str, ApiClient], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``using_session``, as docs/integrations.md shows it, with no span of the agent's
+    own: the calls make one conversation named by the session."""
+    from openinference.instrumentation import using_session
+
+    url, api = lab
+    with recorder(url, api.raw_key, "protobuf") as live:
+        with (
+            OpenAIServer(replies(ROUNDS)) as server,
+            instrumented("openinference", live, monkeypatch),  # type: ignore[arg-type]
+            using_session("run-9"),
+        ):
+            sent = agent_loop(server.url, ROUNDS)
+        live.flush()
+    _work()
+    assert api.get("/conversations/run-9").json()["messages"] == sent
+    assert len(api.get("/conversations").json()["results"]) == 1
