@@ -221,11 +221,13 @@ def _failed(workspace: Workspace, key: str, error: str) -> None:
 
 
 def _read(rows: Sequence[TelemetryRecord]) -> list[RecordedConversation]:
+    """The conversations of the group's records: none while they hold no model call yet
+    (a trace of tool spans only, log records whose spans are still to come)."""
     if not any(r.kind == "span" for r in rows):
         return []
     try:
         return conversation_from_json(
-            _items(rows), fmt=TRACES_SOURCE, name=_NAME, require_calls=True
+            _items(rows), fmt=TRACES_SOURCE, name=_NAME, require_calls=False
         )
     except RecursionError as exc:
         raise ImportError_(f"{_NAME}: nested too deeply to read") from exc

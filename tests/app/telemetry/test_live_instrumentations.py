@@ -12,6 +12,7 @@ from typing import Any
 import openai
 import pytest
 from django.core.management import call_command
+from openinference.instrumentation import using_session
 from opentelemetry.exporter.otlp.json.http._log_exporter import (
     OTLPLogExporter as JsonLogExporter,
 )
@@ -26,6 +27,8 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
+from reduction_app.client import LabBackend, ReductionClient
+from reduction_app.engine import ReductionConfig, ToolContext, new, truncate_output
 from tests.app.support import ApiClient, make_api
 from tests.openai_server import OpenAIServer
 from tests.simulator.test_otel_instrumentations import (
@@ -178,8 +181,6 @@ def test_openinference_sessions_name_the_conversation(
 ) -> None:
     """``using_session``, as docs/integrations.md shows it, with no span of the agent's
     own: the calls make one conversation named by the session."""
-    from openinference.instrumentation import using_session
-
     url, api = lab
     with recorder(url, api.raw_key, "protobuf") as live:
         with (
@@ -192,3 +193,68 @@ def test_openinference_sessions_name_the_conversation(
     _work()
     assert api.get("/conversations/run-9").json()["messages"] == sent
     assert len(api.get("/conversations").json()["results"]) == 1
+
+
+def test_an_agent_with_the_engine_in_process_shows_its_reductions_and_files(
+    lab: tuple[str, ApiClient], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The whole picture of an agent that runs the engine itself: its conversation from
+    its traces, the truncation as an event with the tokens it saved, and the offloaded
+    output in the Lab's files under the same conversation, read back exactly."""
+    url, api = lab
+    lab_client = ReductionClient(url, api_key=api.raw_key)
+    middleware = new(
+        ReductionConfig(
+            backend=LabBackend(lab_client, conversation_id="run-5"), max_length_for_trunc=2_000
+        )
+    )
+    middleware.set_telemetry(config_name="tight", conversation_id="run-5")
+    with recorder(url, api.raw_key, "protobuf") as live:
+        with (
+            OpenAIServer(replies(ROUNDS)) as server,
+            instrumented("openinference", live, monkeypatch),  # type: ignore[arg-type]
+            using_session("run-5"),
+        ):
+            client = openai.OpenAI(base_url=server.url, api_key="x", max_retries=0)
+            messages: list[dict[str, Any]] = [
+                {"role": "system", "content": SYSTEM},
+                {"role": "user", "content": QUESTION},
+            ]
+            while True:
+                reply = client.chat.completions.create(
+                    model="gpt-4o", messages=messages, tools=TOOLS
+                )
+                message = reply.choices[0].message
+                messages.append(message.model_dump(include={"role", "content", "tool_calls"}))
+                if not message.tool_calls:
+                    break
+                for call in message.tool_calls:
+                    with live.tracer.start_as_current_span(f"execute_tool {call.id}"):
+                        seen = truncate_output(
+                            middleware,
+                            RESULTS[call.id],
+                            ToolContext(name=call.function.name, call_id=call.id),
+                        )
+                    messages.append({"role": "tool", "tool_call_id": call.id, "content": seen})
+        live.flush()
+    _work()
+    detail = api.get("/conversations/run-5").json()
+    assert detail["messages"] == [
+        {k: v for k, v in m.items() if v is not None or k == "content"} for m in messages
+    ]
+    [truncated] = [
+        m
+        for m in detail["messages"]
+        if m["role"] == "tool" and m["content"] != RESULTS.get(m["tool_call_id"])
+    ]
+    assert truncated["tool_call_id"] == "call_3"  # the 40 KB result
+    [event] = api.get("/events", {"conversation_id": "run-5"}).json()["results"]
+    assert (event["phase"], event["tool_name"], event["call_id"]) == (
+        "truncation",
+        "weather",
+        "call_3",
+    )
+    assert event["tokens_saved"] > 0
+    [stored] = api.get("/files", {"conversation_id": "run-5"}).json()["results"]
+    assert stored["path"] == event["offload_path"]
+    assert lab_client.raw_file(stored["path"]) == RESULTS["call_3"]
