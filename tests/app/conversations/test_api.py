@@ -43,6 +43,7 @@ def test_conversation_create_and_get(api: ApiClient) -> None:
         "tools": [],
         "event_count": 0,
         "file_count": 0,
+        "provider_usage": None,
     }
     got = api.get("/conversations/run-1")
     assert got.status_code == HTTPStatus.OK
