@@ -26,7 +26,10 @@ def test_the_page_of_a_live_conversation_follows_the_agent(signed_in: Any, shoot
     telemetry_process(workspace=workspace)
     page.locator("#timeline tbody tr").nth(4).wait_for()
     assert page.locator("#timeline tbody tr").count() == 5
-    assert page.locator("#timeline tbody tr").nth(4).inner_text().endswith(
-        "It is 18°C and sunny in Paris."
+    assert (
+        page.locator("#timeline tbody tr")
+        .nth(4)
+        .inner_text()
+        .endswith("It is 18°C and sunny in Paris.")
     )
     shoot(page, "live-conversation")
