@@ -208,6 +208,9 @@ def _rebuild(workspace: Workspace, key: str) -> None:
             ).first()
             if stale is not None:
                 conversation_delete(conversation=stale)
+        if not rows:  # its traces moved to another group
+            group.delete()
+            return
         group.conversations = list(dict.fromkeys(made))
         group.error = ""
         group.save()

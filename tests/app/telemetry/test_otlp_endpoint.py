@@ -210,3 +210,21 @@ def test_reduction_events_on_spans_are_recorded_once(lab: tuple[str, ApiClient])
         "call_id": "call_1",
     }
     assert (event["tokens_saved"], event["offload_path"]) == (4700, "/tmp/trunc/call_1")
+
+
+def test_a_trace_that_learns_its_session_moves_to_it(lab: tuple[str, ApiClient]) -> None:
+    """The calls end before the span naming the session: read first as a conversation of
+    their own, they move to the session's once it arrives, leaving nothing behind."""
+    url, api = lab
+    spans = agent_run()
+    exporter = _exporter("protobuf", url, api.raw_key)
+    exporter.export(spans[:2])
+    telemetry_process(workspace=api.workspace)
+    [early] = Conversation.objects.filter(workspace=api.workspace)
+    assert early.client_id != "run-42" and early.message_count == 5
+    exporter.export(spans[2:])
+    telemetry_process(workspace=api.workspace)
+    [moved] = Conversation.objects.filter(workspace=api.workspace)
+    assert moved.client_id == "run-42" and moved.message_count == 5
+    [session] = api.get("/otel/sessions").json()["results"]
+    assert (session["session"], session["conversations"]) == ("session:run-42", ["run-42"])
