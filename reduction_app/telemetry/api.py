@@ -19,7 +19,16 @@ from reduction_app.cursors import LIST_ERRORS, PAGE, IdCursorPagination
 from reduction_app.http import ApiRequest, api_workspace
 from reduction_app.models import TelemetryGroup
 from reduction_app.schemas import AUTH_ERRORS
-from reduction_app.telemetry.otlp import RequestProblem, Signal, answer, error_body, read_request
+from reduction_app.telemetry.otlp import (
+    JSON,
+    PROTOBUF,
+    RequestProblem,
+    Signal,
+    answer,
+    error_body,
+    media_type,
+    read_request,
+)
 from reduction_app.telemetry.services import telemetry_store
 
 logger = logging.getLogger(__name__)
@@ -35,6 +44,44 @@ _DESCRIPTION = (
     "response in the same encoding; records it refused are counted in its partial success. "
     "Errors are `google.rpc.Status` bodies; 429 and 503 carry `Retry-After`."
 )
+
+
+_BINARY = {"type": "string", "format": "binary"}
+_STATUS = {
+    "type": "object",
+    "description": "A google.rpc.Status: the gRPC code and what went wrong.",
+    "properties": {"code": {"type": "integer"}, "message": {"type": "string"}},
+    "required": ["code", "message"],
+}
+
+
+def _openapi(signal: Signal) -> dict[str, Any]:
+    """The request and answers in both encodings, which django-ninja cannot describe."""
+    answer = {
+        "type": "object",
+        "description": f"An OTLP {signal} export response; `partialSuccess` counts the "
+        "records refused, with why.",
+    }
+    status = {"content": {PROTOBUF: {"schema": _BINARY}, JSON: {"schema": _STATUS}}}
+    return {
+        "requestBody": {
+            "required": True,
+            "content": {
+                PROTOBUF: {"schema": _BINARY},
+                JSON: {"schema": {"type": "object", "description": f"OTLP/JSON {signal}"}},
+            },
+        },
+        "responses": {
+            200: {
+                "description": "Stored (the records it refused are counted in it).",
+                "content": {PROTOBUF: {"schema": _BINARY}, JSON: {"schema": answer}},
+            },
+            400: {"description": "The body cannot be read.", **status},
+            413: {"description": "Too large, or too many records.", **status},
+            415: {"description": "Another content type or encoding.", **status},
+            503: {"description": "The database failed: send it again.", **status},
+        },
+    }
 
 
 def _export(request: ApiRequest, signal: Signal) -> HttpResponse:
@@ -64,7 +111,7 @@ def _export(request: ApiRequest, signal: Signal) -> HttpResponse:
 
 
 def _answer_type(content_type: str) -> str:
-    return "application/x-protobuf" if "protobuf" in content_type.lower() else "application/json"
+    return PROTOBUF if media_type(content_type) == PROTOBUF else JSON
 
 
 def _error(content_type: str, status: int, message: str) -> HttpResponse:
@@ -78,6 +125,7 @@ def _error(content_type: str, status: int, message: str) -> HttpResponse:
     url_name="otlp_traces",
     summary="Receive traces (OTLP/HTTP)",
     description=_DESCRIPTION,
+    openapi_extra=_openapi("traces"),
 )
 def otlp_traces(request: ApiRequest) -> HttpResponse:
     return _export(request, "traces")
@@ -89,6 +137,7 @@ def otlp_traces(request: ApiRequest) -> HttpResponse:
     url_name="otlp_logs",
     summary="Receive log records (OTLP/HTTP)",
     description=_DESCRIPTION,
+    openapi_extra=_openapi("logs"),
 )
 def otlp_logs(request: ApiRequest) -> HttpResponse:
     return _export(request, "logs")

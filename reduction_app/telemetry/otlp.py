@@ -31,6 +31,7 @@ __all__ = [
     "Signal",
     "answer",
     "error_body",
+    "media_type",
     "read_request",
 ]
 
