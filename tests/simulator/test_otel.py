@@ -468,6 +468,41 @@ def test_otel_openinference_chain_spans_are_not_calls(tmp_path: Path) -> None:
     assert transcript(conv) == [EXPECTED[0], EXPECTED[1], EXPECTED[-1]]
 
 
+def test_otel_a_tool_result_replaced_since_still_continues_the_conversation(
+    tmp_path: Path,
+) -> None:
+    """A clear pass replaced a result the model saw before (a placeholder now): the next
+    call still continues the conversation, which ends as that call saw it."""
+    traces = Traces()
+    placeholder = "<persisted-output>Tool result saved to: /tmp/clear/call_1</persisted-output>"
+    second_call = {**CALL, "id": "call_2"}
+    cleared = [
+        *INPUT_1,
+        {"role": "assistant", "parts": [CALL]},
+        {"role": "tool", "parts": [{**RESULT, "response": placeholder}]},
+    ]
+    calls = [
+        (INPUT_1, OUTPUT_1),
+        (INPUT_2, [{"role": "assistant", "parts": [second_call]}]),
+        (
+            [
+                *cleared,
+                {"role": "assistant", "parts": [second_call]},
+                {"role": "tool", "parts": [{**RESULT, "id": "call_2"}]},
+            ],
+            OUTPUT_2,
+        ),
+    ]
+    for n, (inputs, outputs) in enumerate(calls):
+        attributes = current(inputs, outputs, (100, 0, 10), **{"gen_ai.conversation.id": "c"})
+        traces.span("chat gpt-4o", T0 + n * SECOND, attributes).end(T0 + n * SECOND + 1)
+    [conv] = load_conversations(write(tmp_path / "cleared.jsonl", traces.finished()))
+    messages = transcript(conv)
+    assert len(messages) == 7
+    assert messages[3] == {"role": "tool", "tool_call_id": "call_1", "content": placeholder}
+    assert messages[-1] == EXPECTED[-1]
+
+
 def test_otel_one_object_file_is_detected(tmp_path: Path) -> None:
     """A file holding one OTLP/JSON object (not JSONL): errors name no line."""
     traces = Traces()
