@@ -58,6 +58,9 @@ _WRAPPED_CALLABLE = getattr(
 )
 _PREPARE_ARGUMENTS = "__agents_prepare_arguments__"
 _ITEM_INDEX = "reduction_openai_agents_item"
+# Fields the SDK keeps on input items for its own models, left out of what the engine
+# reads and put back with the unchanged items themselves (``_reuse_unchanged``).
+_SDK_FIELDS = frozenset({"provider_data"})
 """Key of the ``extra`` of a part standing for a list item the engine has no part for."""
 
 
@@ -129,9 +132,9 @@ class Reduction:
         if n and len(given) >= n and given[:n] == self._given:
             added = given[n:]
             items = [*self._sent, *added]
-            history = [*self._messages, *messages_from_responses(added)]
+            history = [*self._messages, *messages_from_responses(_wire(added))]
         else:
-            items, history = given, messages_from_responses(given)
+            items, history = given, messages_from_responses(_wire(given))
         # The instructions count towards the context as a leading system message, which no
         # clear pass changes; it is not sent back.
         system = (
@@ -319,6 +322,17 @@ def _tool_infos(tools: Iterable[Tool]) -> list[ToolInfo]:
     ]
 
 
+def _wire(items: Sequence[Item]) -> list[Item]:
+    """``items`` without the fields the SDK adds for itself and sends to no API (the
+    chat-completions model's ``provider_data``), as the Responses format reads them."""
+    return [
+        {k: v for k, v in item.items() if k not in _SDK_FIELDS}
+        if isinstance(item, Mapping) and not _SDK_FIELDS.isdisjoint(item)
+        else item
+        for item in items
+    ]
+
+
 def _reuse_unchanged(dumped: Sequence[Mapping[str, Any]], items: Sequence[Item]) -> list[Item]:
     """``dumped``, with every item equal to one of ``items`` (in order) replaced by that
     very item, so what the pass did not change is sent exactly as it was."""
@@ -326,7 +340,7 @@ def _reuse_unchanged(dumped: Sequence[Mapping[str, Any]], items: Sequence[Item])
     j = 0
     for item in dumped:
         k = j
-        while k < len(items) and items[k] != item:
+        while k < len(items) and _wire([items[k]])[0] != item:
             k += 1
         if k < len(items):
             out.append(items[k])

@@ -413,6 +413,96 @@ def test_otel_openinference_from_the_sdk(tmp_path: Path) -> None:
     assert conv.usage.call_times == {2: T0 / SECOND, 4: T0 / SECOND + 2}
 
 
+def test_otel_pydantic_ai_tool_results_in_a_user_message(tmp_path: Path) -> None:
+    """pydantic-ai's shape of the current conventions: the system prompt among the input
+    messages and each tool result a ``tool_call_response`` part with its ``result`` in a
+    user message, which leaves no empty user message behind."""
+    traces = Traces()
+    system = [{"role": "system", "parts": [{"type": "text", "content": SYSTEM}]}]
+    answered = {"type": "tool_call_response", "id": "call_1", "name": "get_weather"}
+    inputs = [
+        *system,
+        *INPUT_1,
+        {"role": "assistant", "parts": [CALL]},
+        {"role": "user", "parts": [{**answered, "result": "18°C, sunny"}]},
+    ]
+    attributes = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.conversation.id": "run-1",
+        "gen_ai.input.messages": json.dumps(inputs, ensure_ascii=False),
+        "gen_ai.output.messages": json.dumps(OUTPUT_2, ensure_ascii=False),
+    }
+    traces.span("chat test", T0, attributes).end(T0 + SECOND)
+    [conv] = load_conversations(write(tmp_path / "pydantic_ai.jsonl", traces.finished()))
+    assert transcript(conv) == EXPECTED
+
+
+def test_otel_openinference_chain_spans_are_not_calls(tmp_path: Path) -> None:
+    """OpenInference's LangChain instrumentation puts input messages on the chain span
+    around a call too: only the LLM span is read, so no side conversation appears."""
+    traces = Traces()
+    chain = traces.span(
+        "model",
+        T0,
+        {
+            "openinference.span.kind": "CHAIN",
+            "session.id": "thread-1",
+            **_openinference("llm.input_messages", 0, "user", content=USER),
+        },
+    )
+    llm = traces.span(
+        "ChatModel",
+        T0 + 1,
+        {
+            "openinference.span.kind": "LLM",
+            **_openinference("llm.input_messages", 0, "system", content=SYSTEM),
+            **_openinference("llm.input_messages", 1, "user", content=USER),
+            **_openinference("llm.output_messages", 0, "assistant", content=ANSWER),
+        },
+        chain,
+    )
+    llm.end(T0 + SECOND)
+    chain.end(T0 + 2 * SECOND)
+    [conv] = load_conversations(write(tmp_path / "langchain.jsonl", traces.finished()))
+    assert conv.name == "langchain.jsonl#thread-1"
+    assert transcript(conv) == [EXPECTED[0], EXPECTED[1], EXPECTED[-1]]
+
+
+def test_otel_a_tool_result_replaced_since_still_continues_the_conversation(
+    tmp_path: Path,
+) -> None:
+    """A clear pass replaced a result the model saw before (a placeholder now): the next
+    call still continues the conversation, which ends as that call saw it."""
+    traces = Traces()
+    placeholder = "<persisted-output>Tool result saved to: /tmp/clear/call_1</persisted-output>"
+    second_call = {**CALL, "id": "call_2"}
+    cleared = [
+        *INPUT_1,
+        {"role": "assistant", "parts": [CALL]},
+        {"role": "tool", "parts": [{**RESULT, "response": placeholder}]},
+    ]
+    calls = [
+        (INPUT_1, OUTPUT_1),
+        (INPUT_2, [{"role": "assistant", "parts": [second_call]}]),
+        (
+            [
+                *cleared,
+                {"role": "assistant", "parts": [second_call]},
+                {"role": "tool", "parts": [{**RESULT, "id": "call_2"}]},
+            ],
+            OUTPUT_2,
+        ),
+    ]
+    for n, (inputs, outputs) in enumerate(calls):
+        attributes = current(inputs, outputs, (100, 0, 10), **{"gen_ai.conversation.id": "c"})
+        traces.span("chat gpt-4o", T0 + n * SECOND, attributes).end(T0 + n * SECOND + 1)
+    [conv] = load_conversations(write(tmp_path / "cleared.jsonl", traces.finished()))
+    messages = transcript(conv)
+    assert len(messages) == 7
+    assert messages[3] == {"role": "tool", "tool_call_id": "call_1", "content": placeholder}
+    assert messages[-1] == EXPECTED[-1]
+
+
 def test_otel_one_object_file_is_detected(tmp_path: Path) -> None:
     """A file holding one OTLP/JSON object (not JSONL): errors name no line."""
     traces = Traces()

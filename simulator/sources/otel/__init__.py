@@ -60,6 +60,10 @@ def read(data: Any, *, name: str, lines: Sequence[int] | None = None) -> list[Co
 
 
 def _is_chat(attrs: Mapping[str, Any]) -> bool:
+    # OpenInference's LangChain instrumentation puts the input messages on the chain
+    # spans around a call as well: only its LLM spans are calls.
+    if attrs.get("openinference.span.kind", "LLM") != "LLM":
+        return False
     return attrs.get("gen_ai.operation.name") == "chat" or any(
         key.startswith(_STYLES) for key in attrs
     )

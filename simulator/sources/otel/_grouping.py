@@ -48,7 +48,8 @@ def _started(chain: Sequence[Call]) -> tuple[int, int]:
 
 def _chains(calls: Sequence[Call]) -> list[list[Call]]:
     """``calls`` as chains: a call joins the chain whose last call's input and output
-    its own input starts with (each call is sent the whole history), preferring a chain
+    its own input starts with (each call is sent the whole history, its tool results
+    perhaps replaced since: :func:`_comparable`), preferring a chain
     of its own trace, then the longest such history, then the latest; a call that
     continues none starts a chain. A retried call, sent what the failed one was (which
     answered nothing), continues it too."""
@@ -74,7 +75,11 @@ def _chains(calls: Sequence[Call]) -> list[list[Call]]:
 
 def _comparable(message: Mapping[str, Any]) -> str:
     """``message`` as a key with its calls' arguments parsed, so spacing does not tell
-    calls apart."""
+    calls apart. A tool result is known by its call id alone: context management (the
+    engine's clear pass, for one) replaces results already sent, and the call that sees
+    the placeholder still continues the conversation."""
+    if message.get("role") == "tool" and message.get("tool_call_id"):
+        return json.dumps({"role": "tool", "tool_call_id": message["tool_call_id"]})
     calls = [
         {**c, "function": {**c["function"], "arguments": loads(c["function"]["arguments"])}}
         for c in message.get("tool_calls", [])

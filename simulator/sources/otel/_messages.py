@@ -141,6 +141,7 @@ def _current(attrs: Mapping[str, Any], key: str, span: Span) -> list[tuple[str, 
         role = msg.get("role")
         texts: list[str] = []
         calls: list[dict[str, Any]] = []
+        answered = False  # tool results, which pydantic-ai sends in a user message
         for j, part in enumerate(msg["parts"]):
             at = f"{where}.parts[{j}]"
             kind = part.get("type") if isinstance(part, Mapping) else None
@@ -151,10 +152,12 @@ def _current(attrs: Mapping[str, Any], key: str, span: Span) -> list[tuple[str, 
                     _toolread_call(part.get("id"), part.get("name"), part.get("arguments"), at)
                 )
             elif kind == "tool_call_response":
-                response = part.get("response")
+                # The conventions' ``response``; pydantic-ai writes ``result``.
+                response = part["response"] if "response" in part else part.get("result")
                 content = response if isinstance(response, str) else json.dumps(response)
                 result = {"role": "tool", "tool_call_id": part.get("id"), "content": content}
                 out.append((at, result))
+                answered = True
             elif kind not in _SKIPPED_PARTS:
                 raise ImportError_(f"{at}.type: unknown part type {kind!r}")
         if role == "assistant":
@@ -163,7 +166,7 @@ def _current(attrs: Mapping[str, Any], key: str, span: Span) -> list[tuple[str, 
                 if calls:
                     reply["tool_calls"] = calls
                 out.append((where, reply))
-        elif role != "tool" or texts:
+        elif texts or not (role == "tool" or answered):
             out.append((where, {"role": role, "content": "".join(texts)}))
     return out
 
