@@ -12,6 +12,7 @@ from reduction_app.dashboard import workspace_switch
 from reduction_app.prices import views as prices
 from reduction_app.records.views import events, files, overview
 from reduction_app.simulations.views import compare, points, simulations, sweep, tune
+from reduction_app.telemetry import views as traces
 
 urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
@@ -29,4 +30,5 @@ urlpatterns = [
     *simulations.urlpatterns,
     *points.urlpatterns,
     *sweep.urlpatterns,
+    *traces.urlpatterns,
 ]
