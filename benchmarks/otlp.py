@@ -112,7 +112,12 @@ def _parts(message: dict[str, Any]) -> dict[str, Any]:
     for call in message.get("tool_calls", ()):
         fn = call["function"]
         parts.append(
-            {"type": "tool_call", "id": call["id"], "name": fn["name"], "arguments": fn["arguments"]}
+            {
+                "type": "tool_call",
+                "id": call["id"],
+                "name": fn["name"],
+                "arguments": fn["arguments"],
+            }
         )
     return {"role": message["role"], "parts": parts}
 
@@ -279,7 +284,11 @@ def sections(report: dict[str, Any]) -> list[str]:
         f"(`session.id` on it) sent in a request of its own, {report['span_bytes']:,} bytes "
         f"of OTLP/protobuf in all (the last call's {report['last_bytes']:,}); SQLite. The "
         f"conversation read from them equals the session's {report['messages']:,} messages"
-        + (f" (the {trailing} after its last call were never sent to a model)." if trailing else ".")
+        + (
+            f" (the {trailing} after its last call were never sent to a model)."
+            if trailing
+            else "."
+        )
     )
     per_call = md_table(
         ["call by call", "median", "p95", "max", "total"],
@@ -307,7 +316,10 @@ def sections(report: dict[str, Any]) -> list[str]:
     batch = md_table(
         ["all spans at the end", "time"],
         [
-            [f"store (one `POST` of {report['batch_bytes']:,} bytes)", _ms(report["batch_store_seconds"])],
+            [
+                f"store (one `POST` of {report['batch_bytes']:,} bytes)",
+                _ms(report["batch_store_seconds"]),
+            ],
             ["rebuild (one `telemetry_process`)", _ms(report["batch_rebuild_seconds"])],
             ["both", _ms(report["batch_store_seconds"] + report["batch_rebuild_seconds"])],
         ],

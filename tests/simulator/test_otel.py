@@ -650,3 +650,37 @@ def test_otel_attribute_not_json_names_line_span_and_attribute(tmp_path: Path) -
         f"traces.jsonl:2: span {hex_id(second)}: gen_ai.input.messages: not JSON: "
         "Unterminated string starting at at column 38"
     )
+
+
+def test_otel_values_equal_in_python_but_not_as_json_do_not_chain() -> None:
+    """A call sent tool call id ``true`` where the last call answered id ``1`` does not
+    continue it (Python holds the two equal), so it is a side conversation."""
+    from simulator.sources.otel import read
+
+    traces = Traces()
+    same = {"gen_ai.conversation.id": "c"}
+    asked = _indexed("gen_ai.prompt", 0, "user", content=USER)
+    first = traces.span(
+        "openai.chat",
+        T0,
+        {
+            **same,
+            **asked,
+            **_indexed("gen_ai.completion", 0, "assistant", tool_calls=[(1, "f", "{}")]),
+        },
+    )
+    first.end(T0 + SECOND)
+    second = traces.span(
+        "openai.chat",
+        T0 + 2 * SECOND,
+        {
+            **same,
+            **asked,
+            **_indexed("gen_ai.prompt", 1, "assistant", tool_calls=[(True, "f", "{}")]),
+            **_indexed("gen_ai.completion", 0, "assistant", content=ANSWER),
+        },
+    )
+    second.end(T0 + 3 * SECOND)
+    converted = read(collector_json(traces.finished()), name="t.json")
+    assert [c.label for c in converted] == ["t.json#c", "t.json#c/side-1"]
+    assert [len(c.payload["messages"]) for c in converted] == [3, 2]

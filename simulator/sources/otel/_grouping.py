@@ -54,16 +54,17 @@ def _chains(calls: Sequence[Call]) -> list[list[Call]]:
     continues none starts a chain. A retried call, sent what the failed one was (which
     answered nothing), continues it too."""
     chains: list[list[Call]] = []
-    tails: list[list[str]] = []  # each chain's last call's input and output, comparable
+    tails: list[_Messages] = []  # each chain's last call's input and output
     for call in calls:
-        sent = [_comparable(m) for _, m in call.input]
+        sent = _Messages([m for _, m in call.input])
         best: tuple[tuple[bool, int, int, int], int] | None = None
         for n, (chain, tail) in enumerate(zip(chains, tails, strict=True)):
-            if tail and sent[: len(tail)] == tail:
+            if tail.messages and sent.starts_with(tail):
                 last = chain[-1].span
-                rank = (last.trace_id == call.span.trace_id, len(tail), last.start, last.order)
+                rank = (last.trace_id == call.span.trace_id, len(tail.messages))
+                rank += (last.start, last.order)
                 best = max(best, (rank, n)) if best is not None else (rank, n)
-        history = sent + [_comparable(m) for _, m in call.output]
+        history = _Messages(sent.messages + [m for _, m in call.output])
         if best is None:
             chains.append([call])
             tails.append(history)
@@ -71,6 +72,45 @@ def _chains(calls: Sequence[Call]) -> list[list[Call]]:
             chains[best[1]].append(call)
             tails[best[1]] = history
     return chains
+
+
+class _Messages:
+    """Messages compared as :func:`_comparable` keys, which are made only when plain
+    equality cannot settle it: a call repeats its chain's history as equal values, and
+    serialising every message of every call again would cost most of a long session's
+    reading."""
+
+    def __init__(self, messages: list[dict[str, Any]]) -> None:
+        self.messages = messages
+        self._keys: list[str] | None = None
+
+    def keys(self, count: int) -> list[str]:
+        if self._keys is None:
+            self._keys = [_comparable(m) for m in self.messages]
+        return self._keys[:count]
+
+    def starts_with(self, other: _Messages) -> bool:
+        count = len(other.messages)
+        if len(self.messages) < count:
+            return False
+        head = self.messages[:count]
+        if head == other.messages and all(map(_alike, head, other.messages)):
+            return True
+        return self.keys(count) == other.keys(count)
+
+
+def _alike(a: Any, b: Any) -> bool:
+    """Whether ``a`` and ``b``, already equal, are so as JSON too: Python holds ``1``,
+    ``1.0`` and ``True`` equal, JSON does not. (Keys are strings: the messages come from
+    JSON and attribute names.) Equal strings are alike, and most values are strings."""
+    kind = type(a)
+    if kind is not type(b):
+        return False
+    if kind is dict:
+        return all(type(v) is str or _alike(v, b[k]) for k, v in a.items())
+    if kind is list:
+        return all(type(v) is str or _alike(v, w) for v, w in zip(a, b, strict=True))
+    return True
 
 
 def _comparable(message: Mapping[str, Any]) -> str:
