@@ -175,7 +175,7 @@ bench-api: $(STAMP)
 # machine. The PostgreSQL runs make a fresh database on BENCH_POSTGRES (a server URL), or
 # else on the server scripts/ensure_postgres.sh finds or starts. BENCHMARKS picks some,
 # e.g. `make bench-readme BENCHMARKS='replay flat'`.
-BENCHMARKS ?= replay flat truncation memory quotas bounds purge soak reused_ids sweep corpus_sweep recommend held_out sweep-tasks api_load
+BENCHMARKS ?= replay flat truncation memory quotas bounds purge soak reused_ids otlp sweep corpus_sweep recommend held_out sweep-tasks api_load
 bench-readme: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
 	@set -e; pg_url="$${BENCH_POSTGRES:-}"; \

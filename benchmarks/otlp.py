@@ -2,8 +2,7 @@
 endpoint one call at a time, each stored and its session rebuilt, as an agent's exporter
 and the task workers do; then the same spans in one request, read once.
 
-The rebuilt conversation must equal the session's messages (benchmarks/README.md, "Live
-traces in").
+The conversation must equal the session's (benchmarks/README.md, "Live traces in").
 
     python -m benchmarks.otlp [--recordings DIR] [--generated N] [--readme]
 """
@@ -31,6 +30,7 @@ from simulator.recordings_folder import recordings_dir
 
 __all__ = ["MARKS", "README_BLOCKS", "Session", "chat_spans", "generated", "longest", "main"]
 
+RESULTS = Path(__file__).parent / "results" / "otlp.json"
 PACKAGES = ("Django", "opentelemetry-sdk")
 README_BLOCKS = ("otlp",)
 """The block of benchmarks/README.md that ``--readme`` writes."""
@@ -229,7 +229,7 @@ def _check(client: Any, session: Session) -> int:
     got = response.json()
     if got["messages"] != expected:
         differ = next(
-            (i for i, (a, b) in enumerate(zip(got["messages"], expected)) if a != b),
+            (i for i, (a, b) in enumerate(zip(got["messages"], expected, strict=False)) if a != b),
             min(len(got["messages"]), len(expected)),
         )
         raise SystemExit(
@@ -348,6 +348,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         metavar="N",
         help="send a generated session of N calls instead (also where there are no recordings)",
     )
+    parser.add_argument("--out", type=Path, default=RESULTS)
     add_readme_arguments(parser)
     args = parser.parse_args(argv)
     if args.generated is not None and args.generated < 2:
@@ -369,6 +370,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     out = sections(report)
     print("\n\n".join(out))
     report["load_at_end"] = load_average()
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    print(f"\nwrote {args.out}")
     if readme is not None:
         write_block(readme, README_BLOCKS[0], stamp.block(out, report["load_at_end"]))
         print(f"wrote its block of {readme}")

@@ -190,6 +190,7 @@ def test_every_benchmark_with_figures_names_its_blocks() -> None:
         "flat",
         "held_out",
         "memory",
+        "otlp",
         "purge",
         "quotas",
         "recommend",

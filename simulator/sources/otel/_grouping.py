@@ -61,8 +61,12 @@ def _chains(calls: Sequence[Call]) -> list[list[Call]]:
         for n, (chain, tail) in enumerate(zip(chains, tails, strict=True)):
             if tail.messages and sent.starts_with(tail):
                 last = chain[-1].span
-                rank = (last.trace_id == call.span.trace_id, len(tail.messages))
-                rank += (last.start, last.order)
+                rank = (
+                    last.trace_id == call.span.trace_id,
+                    len(tail.messages),
+                    last.start,
+                    last.order,
+                )
                 best = max(best, (rank, n)) if best is not None else (rank, n)
         history = _Messages(sent.messages + [m for _, m in call.output])
         if best is None:
