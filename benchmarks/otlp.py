@@ -284,11 +284,7 @@ def sections(report: dict[str, Any]) -> list[str]:
         f"(`session.id` on it) sent in a request of its own, {report['span_bytes']:,} bytes "
         f"of OTLP/protobuf in all (the last call's {report['last_bytes']:,}); SQLite. The "
         f"conversation read from them equals the session's {report['messages']:,} messages"
-        + (
-            f" (the {trailing} after its last call were never sent to a model)."
-            if trailing
-            else "."
-        )
+        + (f" up to its last call, of {report['recorded_messages']:,}." if trailing else ".")
     )
     per_call = md_table(
         ["call by call", "median", "p95", "max", "total"],
