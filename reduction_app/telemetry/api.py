@@ -18,7 +18,7 @@ from ninja.pagination import paginate
 from reduction_app.cursors import LIST_ERRORS, PAGE, IdCursorPagination
 from reduction_app.http import ApiRequest, api_workspace
 from reduction_app.models import TelemetryGroup
-from reduction_app.schemas import AUTH_ERRORS
+from reduction_app.schemas import ErrorOut
 from reduction_app.telemetry.otlp import (
     JSON,
     PROTOBUF,
@@ -49,10 +49,21 @@ _DESCRIPTION = (
 _BINARY = {"type": "string", "format": "binary"}
 _STATUS = {
     "type": "object",
-    "description": "A google.rpc.Status: the gRPC code and what went wrong.",
-    "properties": {"code": {"type": "integer"}, "message": {"type": "string"}},
-    "required": ["code", "message"],
+    "description": "A google.rpc.Status: the gRPC `code` and the `message`. A body over the "
+    "size limit is refused before the endpoint reads it, in the API's own error shape "
+    "(`detail`, `field`).",
+    "properties": {
+        "code": {"type": "integer"},
+        "message": {"type": "string"},
+        "detail": {"type": "string"},
+        "field": {"type": ["string", "null"]},
+    },
 }
+
+
+# What the app answers before the endpoint runs, in its own error shape: no key (401), a
+# chunked body the server cannot read (411), a NUL character in the address (422).
+_BEFORE = {401: ErrorOut, 411: ErrorOut, 422: ErrorOut}
 
 
 def _openapi(signal: Signal) -> dict[str, Any]:
@@ -121,7 +132,7 @@ def _error(content_type: str, status: int, message: str) -> HttpResponse:
 
 @router.post(
     "/otel/v1/traces",
-    response={200: None, **AUTH_ERRORS},
+    response={200: None, **_BEFORE},
     url_name="otlp_traces",
     summary="Receive traces (OTLP/HTTP)",
     description=_DESCRIPTION,
@@ -133,7 +144,7 @@ def otlp_traces(request: ApiRequest) -> HttpResponse:
 
 @router.post(
     "/otel/v1/logs",
-    response={200: None, **AUTH_ERRORS},
+    response={200: None, **_BEFORE},
     url_name="otlp_logs",
     summary="Receive log records (OTLP/HTTP)",
     description=_DESCRIPTION,
