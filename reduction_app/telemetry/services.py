@@ -42,6 +42,7 @@ SOURCE = TRACES_SOURCE
 _NAME = TRACES_SOURCE
 """What errors about traces call where they came from."""
 _ID_CHARS = 200
+_KEY_CHARS = 300
 
 
 def telemetry_store(*, workspace: Workspace, signal: Signal, records: Sequence[Record]) -> int:
@@ -109,7 +110,9 @@ def _group_key(trace_id: str, rows: Sequence[TelemetryRecord]) -> str:
     items = _items(rows)
     session = _session(items)
     if session:
-        return f"session:{session}"
+        key = f"session:{session}"
+        # The column holds 300 characters: a longer id is grouped by its digest.
+        return key if len(key) <= _KEY_CHARS else f"session-sha256:{_digest(session)}"
     if not trace_id:
         return "logs"
     try:
@@ -119,6 +122,10 @@ def _group_key(trace_id: str, rows: Sequence[TelemetryRecord]) -> str:
     if not read:
         return f"trace:{trace_id}"
     return f"opening:{_opening(read[0])}"
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def _session(items: Sequence[Mapping[str, Any]]) -> str:

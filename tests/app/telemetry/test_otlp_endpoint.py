@@ -228,3 +228,18 @@ def test_a_trace_that_learns_its_session_moves_to_it(lab: tuple[str, ApiClient])
     assert moved.client_id == "run-42" and moved.message_count == 5
     [session] = api.get("/otel/sessions").json()["results"]
     assert (session["session"], session["conversations"]) == ("session:run-42", ["run-42"])
+
+
+def test_a_session_id_too_long_for_an_id_still_makes_one_conversation(
+    lab: tuple[str, ApiClient],
+) -> None:
+    url, api = lab
+    session = "s" * 400
+    _exporter("protobuf", url, api.raw_key).export(agent_run(session=session))
+    telemetry_process(workspace=api.workspace)
+    [conversation] = Conversation.objects.filter(workspace=api.workspace)
+    assert conversation.message_count == 5
+    assert len(conversation.client_id) <= 200
+    [group] = api.get("/otel/sessions").json()["results"]
+    assert group["session"].startswith("session-sha256:")
+    assert group["conversations"] == [conversation.client_id]
