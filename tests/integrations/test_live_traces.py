@@ -130,14 +130,21 @@ def check_lab(
     conversation: list[dict[str, Any]],
     events: Sequence[ReductionEvent],
     backend: InMemoryBackend,
+    usage: Sequence[tuple[int, int]] = (),
 ) -> None:
     """The conversation ``session`` in the Lab is ``conversation`` (the test model's last
-    input and its answer), its events the adapter's, each original offloaded whole; the
-    same once every span is sent again."""
+    input and its answer), its events the adapter's, each original offloaded whole, and
+    ``usage`` the (prompt, completion) tokens each call reported, in order; the same once
+    every span is sent again."""
     lab.sent()
     detail = lab.api.get(f"/conversations/{session}").json()
     assert detail["source"] == "otel"
     assert detail["messages"] == conversation
+    replies = [str(i) for i, m in enumerate(conversation) if m["role"] == "assistant"]
+    calls = dict(zip(replies, usage, strict=True)) if usage else {}
+    kept = detail["provider_usage"] or {}
+    assert kept.get("prompt_tokens", {}) == {i: p for i, (p, _) in calls.items()}
+    assert kept.get("completion_tokens", {}) == {i: c for i, (_, c) in calls.items()}
     assert recorded(lab, session) == sorted_events(e.to_dict() for e in events)
     check_reductions(conversation, events, backend)
     lab.sent_again()
@@ -263,7 +270,13 @@ def test_pydantic_ai_agent_appears_live(lab: Lab, version: Literal[5, 6]) -> Non
     assert result.output == ANSWER
     assert isinstance(received[-1][-1], ModelRequest)
     conversation = pydantic_ai_chat([*received[-1], answers[-1]])
-    check_lab(lab, "logs-pydantic-ai", conversation, reduction.events, backend)
+    usage = [
+        (m.usage.input_tokens, m.usage.output_tokens)
+        for m in result.all_messages()
+        if isinstance(m, ModelResponse)
+    ]
+    assert len(usage) == len(DAYS) + 1 and all(p > 0 for p, _ in usage)
+    check_lab(lab, "logs-pydantic-ai", conversation, reduction.events, backend, usage)
 
 
 # LangChain -----------------------------------------------------------------------------
@@ -345,6 +358,7 @@ def test_langchain_agent_appears_live(lab: Lab) -> None:
     answer = result["messages"][-1]
     assert answer.text == ANSWER
     conversation = langchain_chat([*model.received[-1], answer])
+    # The scripted model reports no usage, so the trace holds none.
     check_lab(lab, "logs-langchain", conversation, middleware.events, backend)
 
 
@@ -388,4 +402,5 @@ def test_openai_agents_agent_appears_live(lab: Lab) -> None:
         instrumentor.uninstrument()
     assert result.final_output == ANSWER
     conversation = [*server.requests[-1]["messages"], replies[-1].message()]
-    check_lab(lab, "logs-agents", conversation, reduction.events, backend)
+    usage = [(r.prompt_tokens, r.completion_tokens) for r in replies]
+    check_lab(lab, "logs-agents", conversation, reduction.events, backend, usage)
