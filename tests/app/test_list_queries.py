@@ -16,7 +16,13 @@ from django.test.utils import CaptureQueriesContext
 
 from reduction_app.api import api as ninja_api
 from reduction_app.configs.services import config_create, config_update
-from reduction_app.models import ConfigProfile, Conversation, Simulation, Workspace
+from reduction_app.models import (
+    ConfigProfile,
+    Conversation,
+    Simulation,
+    TelemetryGroup,
+    Workspace,
+)
 from reduction_app.workspaces.services import api_key_create
 from tests.app.dashboard_data import member_client
 from tests.app.support import API, ApiClient
@@ -31,6 +37,7 @@ API_QUERIES = {
     "/events": 2,
     "/conversations": 2,
     "/simulations": 2,
+    "/otel/sessions": 2,
     # ... and the page's versions, in one query.
     "/configs": 3,
 }
@@ -43,6 +50,7 @@ DASHBOARD_LISTS = {
     "/files/": "<code><bdi>/tmp/trunc/call_19</bdi></code>",
     "/configs/": "config 19",
     "/configs/{profile}/versions/": 'id="v20"',
+    "/traces/": "<code><bdi>session:run-19</bdi></code>",
 }
 """Each page's lists, and what the page shows of its 20th row."""
 
@@ -73,6 +81,9 @@ def fill(client: ApiClient, start: int, count: int) -> int:
             configs=[{"name": "defaults", "config": {}}],
             status="done",
             results={"runs": [{"name": "defaults", "billed_tokens": i}]},
+        )
+        TelemetryGroup.objects.create(
+            workspace=client.workspace, key=f"session:run-{i}", conversations=[f"run-{i}"]
         )
     return first
 

@@ -27,6 +27,7 @@ from reduction_app.models import (
     OffloadedFile,
     RecordingImport,
     Simulation,
+    TelemetryGroup,
 )
 from reduction_app.prices.services import price_create
 from reduction_app.workspaces.services import api_key_create, workspace_get_or_create
@@ -144,6 +145,12 @@ def recorded(client: Client) -> dict[str, Any]:
         },
     )
     swept.conversations.set([conversation])
+    TelemetryGroup.objects.create(
+        workspace=workspace,
+        key="session:" + HOSTILE,
+        conversations=[conversation_id, JS_URL],
+        error=HOSTILE,
+    )
     # A name of the greatest length a price may have, as hostile as it fits.
     price = price_create(workspace=workspace, data={"name": HOSTILE[:64], "input": 1})
     return {
@@ -282,6 +289,10 @@ PAGES: dict[str, Callable[[dict[str, Any]], list[Request]]] = {
     "point_save": lambda r: [
         ("post", reverse("point_save", args=[r["swept"].pk, 1]), {"name": HOSTILE}),
     ],
+    "traced_sessions": lambda r: [
+        _get(reverse("traced_sessions")),
+        _get(reverse("traced_sessions"), failed="1", page=HOSTILE),
+    ],
 }
 
 
@@ -340,6 +351,7 @@ def test_xss_hostile_records_are_escaped_on_every_page() -> None:
         "point",
         "imports",
         "recording_import",
+        "traced_sessions",
     }
     assert visits == 2 * sum(len(requests(records)) for requests in PAGES.values())
     response = client.post(reverse("logout"))
