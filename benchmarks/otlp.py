@@ -28,7 +28,16 @@ from reduction_app.engine import formats
 from simulator.importers import load_conversations
 from simulator.recordings_folder import recordings_dir
 
-__all__ = ["MARKS", "README_BLOCKS", "Session", "chat_spans", "generated", "longest", "main"]
+__all__ = [
+    "MARKS",
+    "README_BLOCKS",
+    "Session",
+    "chat_spans",
+    "genai_parts",
+    "generated",
+    "longest",
+    "main",
+]
 
 RESULTS = Path(__file__).parent / "results" / "otlp.json"
 PACKAGES = ("Django", "opentelemetry-sdk")
@@ -101,8 +110,9 @@ def generated(calls: int, seed: int = 0) -> Session:
     return Session(f"generated-{calls}", messages, [tool], f"generated, {calls} calls")
 
 
-def _parts(message: dict[str, Any]) -> dict[str, Any]:
-    """An OpenAI chat message in the current GenAI conventions' shape."""
+def genai_parts(message: dict[str, Any]) -> dict[str, Any]:
+    """An OpenAI chat message in the current GenAI conventions' shape (``role`` and
+    ``parts``), as instrumentations write ``gen_ai.input.messages``."""
     if message["role"] == "tool":
         part = {"type": "tool_call_response", "id": message["tool_call_id"]}
         return {"role": "tool", "parts": [{**part, "response": message["content"]}]}
@@ -149,8 +159,8 @@ def chat_spans(session: Session) -> list[bytes]:
         attributes: dict[str, Any] = {
             "gen_ai.operation.name": "chat",
             "gen_ai.request.model": "gpt-4o",
-            "gen_ai.input.messages": json.dumps([_parts(m) for m in sent[first:]]),
-            "gen_ai.output.messages": json.dumps([_parts(answer)]),
+            "gen_ai.input.messages": json.dumps([genai_parts(m) for m in sent[first:]]),
+            "gen_ai.output.messages": json.dumps([genai_parts(answer)]),
             "gen_ai.tool.definitions": tools,
             "gen_ai.usage.input_tokens": _tokens(sent),
             "gen_ai.usage.output_tokens": _tokens([answer]),

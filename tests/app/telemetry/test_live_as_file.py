@@ -10,14 +10,13 @@ from typing import Any
 
 import openai
 import pytest
-from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
 from reduction_app.engine import formats
 from reduction_app.models import Conversation
-from reduction_app.telemetry.otlp import read_request
 from reduction_app.telemetry.services import telemetry_process, telemetry_store
 from simulator.importers import load_conversations
 from tests.app.support import make_api
+from tests.app.telemetry.support import stored_records
 from tests.openai_server import OpenAIServer, Reply
 from tests.simulator.test_otel_instrumentations import (
     QUESTION,
@@ -38,16 +37,7 @@ def _one_by_one(recorder: Recorder, workspace: Any, seed: int) -> None:
     order = spans + spans[::2]
     random.Random(seed).shuffle(order)
     for span in order:
-        body = encode_spans([span]).SerializeToString()
-        records = read_request(
-            "traces",
-            body,
-            content_type="application/x-protobuf",
-            content_encoding="",
-            max_bytes=10**8,
-            max_records=10**4,
-            max_value_chars=10**8,
-        ).records
+        records = stored_records([span])
         telemetry_store(workspace=workspace, signal="traces", records=records)
         telemetry_process(workspace=workspace)
 

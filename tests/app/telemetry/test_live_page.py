@@ -7,37 +7,21 @@ from datetime import timedelta
 
 import pytest
 from django.utils import timezone
-from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
-from opentelemetry.sdk.trace import ReadableSpan
 
 from reduction_app.models import Conversation
-from reduction_app.telemetry.otlp import Record, read_request
 from reduction_app.telemetry.services import telemetry_process, telemetry_store
 from tests.app.pages_support import elements, member_client, parsed
+from tests.app.telemetry.support import stored_records
 from tests.app.telemetry.test_otlp_endpoint import agent_run
 
 HX = {"HX-Request": "true", "HX-Target": "live"}
-
-
-def _records(spans: list[ReadableSpan]) -> list[Record]:
-    """Finished SDK spans as the endpoint stores them."""
-    body = encode_spans(spans).SerializeToString()
-    return read_request(
-        "traces",
-        body,
-        content_type="application/x-protobuf",
-        content_encoding="",
-        max_bytes=10**8,
-        max_records=10**4,
-        max_value_chars=10**7,
-    ).records
 
 
 @pytest.mark.django_db
 def test_the_page_of_a_live_conversation_reloads_when_it_grows() -> None:
     client, workspace = member_client()
     spans = agent_run(session=None)
-    telemetry_store(workspace=workspace, signal="traces", records=_records([spans[0]]))
+    telemetry_store(workspace=workspace, signal="traces", records=stored_records([spans[0]]))
     telemetry_process(workspace=workspace)
     [conversation] = Conversation.objects.filter(workspace=workspace)
     assert conversation.message_count == 3
@@ -48,7 +32,7 @@ def test_the_page_of_a_live_conversation_reloads_when_it_grows() -> None:
     assert attributes["hx-trigger"] == "every 3s"
     # Nothing new: nothing to swap.
     assert client.get(poll, headers=HX).status_code == 204
-    telemetry_store(workspace=workspace, signal="traces", records=_records(spans[1:]))
+    telemetry_store(workspace=workspace, signal="traces", records=stored_records(spans[1:]))
     telemetry_process(workspace=workspace)
     response = client.get(poll, headers=HX)
     assert response.status_code == 200
@@ -60,7 +44,7 @@ def test_the_page_of_a_live_conversation_reloads_when_it_grows() -> None:
 @pytest.mark.django_db
 def test_no_watch_on_a_quiet_or_recorded_conversation() -> None:
     client, workspace = member_client()
-    telemetry_store(workspace=workspace, signal="traces", records=_records(agent_run()))
+    telemetry_store(workspace=workspace, signal="traces", records=stored_records(agent_run()))
     telemetry_process(workspace=workspace)
     Conversation.objects.filter(client_id="run-42").update(
         updated_at=timezone.now() - timedelta(hours=1)

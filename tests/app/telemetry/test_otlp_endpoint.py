@@ -21,6 +21,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from benchmarks.otlp import genai_parts
 from reduction_app.models import Conversation, TelemetryRecord
 from reduction_app.telemetry.services import telemetry_process
 from tests.app.support import ApiClient, make_api
@@ -45,31 +46,6 @@ CONVERSATION = [
 ]
 
 
-def _parts(message: dict[str, Any]) -> dict[str, Any]:
-    """An OpenAI chat message in the current GenAI conventions' shape."""
-    if message["role"] == "tool":
-        part = {
-            "type": "tool_call_response",
-            "id": message["tool_call_id"],
-            "response": message["content"],
-        }
-        return {"role": "tool", "parts": [part]}
-    parts: list[dict[str, Any]] = []
-    if message.get("content"):
-        parts.append({"type": "text", "content": message["content"]})
-    for call in message.get("tool_calls", ()):
-        fn = call["function"]
-        parts.append(
-            {
-                "type": "tool_call",
-                "id": call["id"],
-                "name": fn["name"],
-                "arguments": fn["arguments"],
-            }
-        )
-    return {"role": message["role"], "parts": parts}
-
-
 def chat_attributes(
     sent: list[dict[str, Any]], answer: dict[str, Any], **extra: Any
 ) -> dict[str, Any]:
@@ -77,8 +53,8 @@ def chat_attributes(
         "gen_ai.operation.name": "chat",
         "gen_ai.request.model": "gpt-4o",
         "gen_ai.system_instructions": json.dumps([{"type": "text", "content": sent[0]["content"]}]),
-        "gen_ai.input.messages": json.dumps([_parts(m) for m in sent[1:]], ensure_ascii=False),
-        "gen_ai.output.messages": json.dumps([_parts(answer)], ensure_ascii=False),
+        "gen_ai.input.messages": json.dumps([genai_parts(m) for m in sent[1:]], ensure_ascii=False),
+        "gen_ai.output.messages": json.dumps([genai_parts(answer)], ensure_ascii=False),
         "gen_ai.usage.input_tokens": 10 * len(sent),
         "gen_ai.usage.output_tokens": 7,
         **extra,
