@@ -330,6 +330,10 @@ REDUCTION_IMPORT_INLINE_BYTES = _env_int("REDUCTION_IMPORT_INLINE_BYTES", 2 * 10
 # (a span's messages, a tool result) may hold; a span over it is refused on its own.
 REDUCTION_OTLP_MAX_RECORDS = _env_int("REDUCTION_OTLP_MAX_RECORDS", 10_000)
 REDUCTION_OTLP_MAX_VALUE_CHARS = _env_int("REDUCTION_OTLP_MAX_VALUE_CHARS", 8 * 1024 * 1024)
+# How long an export waits for a database lock another transaction holds before it is
+# answered 503 with Retry-After (the exporter sends the batch again), rather than keep the
+# exporter waiting past its own timeout (OTEL_EXPORTER_OTLP_TIMEOUT).
+REDUCTION_OTLP_LOCK_WAIT_SECONDS = _env_int("REDUCTION_OTLP_LOCK_WAIT_SECONDS", 2)
 
 
 # Quotas per workspace (a workspace's own fields override both; 0 is no limit).

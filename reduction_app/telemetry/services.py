@@ -7,10 +7,12 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
-from django.db import transaction
+from django.conf import settings
+from django.db import connection, transaction
 from django_tasks import task
 
 from reduction_app.conversations.imports import (
@@ -61,17 +63,46 @@ def telemetry_store(*, workspace: Workspace, signal: Signal, records: Sequence[R
                 workspace=workspace, kind=kind, key=key, trace_id=record.trace_id, data=text
             )
         )
-    known = set(
-        TelemetryRecord.objects.filter(
-            workspace=workspace, kind=kind, key__in=[r.key for r in rows]
-        ).values_list("key", flat=True)
-    )
-    new = [r for r in rows if r.key not in known]
-    if new:
-        # A record another request stored meanwhile is skipped by the unique constraint.
-        TelemetryRecord.objects.bulk_create(new, ignore_conflicts=True)
-        transaction.on_commit(lambda: process_telemetry.enqueue(workspace.pk))
+    with _waiting_at_most(settings.REDUCTION_OTLP_LOCK_WAIT_SECONDS):
+        known = set(
+            TelemetryRecord.objects.filter(
+                workspace=workspace, kind=kind, key__in=[r.key for r in rows]
+            ).values_list("key", flat=True)
+        )
+        new = [r for r in rows if r.key not in known]
+        if new:
+            # A record another request stored meanwhile is skipped by the unique constraint.
+            TelemetryRecord.objects.bulk_create(new, ignore_conflicts=True)
+            transaction.on_commit(lambda: process_telemetry.enqueue(workspace.pk))
     return len(new)
+
+
+@contextmanager
+def _waiting_at_most(seconds: float) -> Iterator[None]:
+    """A transaction that waits at most ``seconds`` for a lock another one holds, then
+    fails (``OperationalError``) rather than keep an exporter waiting: PostgreSQL's
+    ``lock_timeout`` for it; on SQLite the connection's busy timeout while it runs, its
+    write lock being taken as it begins."""
+    ms = int(seconds * 1000)
+    if connection.vendor != "sqlite":
+        with transaction.atomic():
+            if connection.vendor == "postgresql":
+                with connection.cursor() as cursor:
+                    cursor.execute("SET LOCAL lock_timeout = %s", [f"{ms}ms"])
+            yield
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(f"PRAGMA busy_timeout = {ms}")
+    try:
+        with transaction.atomic():
+            yield
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute(f"PRAGMA busy_timeout = {int(_sqlite_timeout() * 1000)}")
+
+
+def _sqlite_timeout() -> float:
+    return float(connection.settings_dict.get("OPTIONS", {}).get("timeout", 5))
 
 
 @task()

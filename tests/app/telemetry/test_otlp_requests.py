@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import gzip
 import json
+import time
 from typing import Any
 
 import pytest
+from django.db import connections
 from google.protobuf.json_format import MessageToDict
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceResponse
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
@@ -17,7 +19,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 
 from reduction_app.models import TelemetryRecord
-from tests.app.support import ApiClient
+from tests.app.support import ApiClient, make_api
 
 TRACES = "/api/v1/otel/v1/traces"
 LOGS = "/api/v1/otel/v1/logs"
@@ -201,3 +203,37 @@ def test_log_records_are_stored_once_each(api: ApiClient) -> None:
     assert (row.kind, row.trace_id) == ("log", TRACE_ID)
     response = send(api, json.dumps({"resourceLogs": []}).encode(), path=LOGS)
     assert MessageToDict(ExportLogsServiceResponse()) == response.json()
+
+
+def test_a_locked_database_answers_503_at_once(transactional_db: None, settings: Any) -> None:
+    """Another transaction holds the lock the export needs: the exporter is told to send
+    again (503, Retry-After) within the wait allowed, not kept past its own timeout, and
+    nothing is stored; once the lock goes, the same request is stored."""
+    settings.REDUCTION_OTLP_LOCK_WAIT_SECONDS = 1
+    api = make_api("alpha")
+    # The key was just used: its check writes nothing now.
+    assert send(api, json.dumps(request_json(span(9))).encode()).status_code == 200
+    body = json.dumps(request_json(span(1))).encode()
+    other = connections.create_connection("default")
+    try:
+        with other.cursor() as cursor:
+            if other.vendor == "sqlite":
+                cursor.execute("BEGIN IMMEDIATE")
+            else:
+                cursor.execute("BEGIN")
+                cursor.execute(
+                    f"LOCK TABLE {TelemetryRecord._meta.db_table} IN SHARE ROW EXCLUSIVE MODE"
+                )
+            started = time.monotonic()
+            response = send(api, body)
+            waited = time.monotonic() - started
+            cursor.execute("ROLLBACK")
+    finally:
+        other.close()
+    assert response.status_code == 503
+    assert response["Retry-After"] == "5"
+    assert "the database failed" in response.json()["message"]
+    assert waited < 5
+    assert TelemetryRecord.objects.count() == 1
+    assert send(api, body).status_code == 200
+    assert TelemetryRecord.objects.count() == 2
