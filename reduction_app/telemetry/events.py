@@ -5,18 +5,18 @@ fields of an ``EventRecord``."""
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from django.db.models import CharField
 
+from reduction_app.conversations.imports import ID_CHARS
 from reduction_app.engine.telemetry import (
     CONVERSATION_ATTRIBUTE,
     SPAN_EVENT_NAMES,
     event_from_attributes,
 )
-from reduction_app.models import EventRecord, TelemetryRecord
+from reduction_app.models import EventRecord
 
 __all__ = ["reduction_events"]
 
@@ -26,25 +26,26 @@ _MAX_CHARS = {
 }
 
 
-def reduction_events(rows: Iterable[TelemetryRecord]) -> list[tuple[str, dict[str, Any]]]:
-    """Each reduction event of the spans among ``rows``, in the order of the spans and of
-    the events in each: its key (a digest of the span and the event's place, so an event
-    sent twice is recorded once) and the ``EventRecord`` fields it gives, with
-    ``conversation_id`` when the event names its conversation. An event whose attributes
-    do not describe one (a wrong type, no phase) is left out."""
+def reduction_events(items: Iterable[Mapping[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+    """Each reduction event of the spans of ``items`` (OTLP/JSON objects, as a trace
+    file's lines), in the order of the spans and of the events in each: its key (a digest
+    of the span's ids and the event's place, so an event sent twice is recorded once) and
+    the ``EventRecord`` fields it gives, with ``conversation_id`` when the event names its
+    conversation. An event whose attributes do not describe one (a wrong type, no phase)
+    is left out."""
     out = []
-    for row in rows:
-        if row.kind != "span":
-            continue
-        for entry in json.loads(row.data).get("scopeSpans", ()):
-            for span in entry.get("spans", ()):
-                for place, event in enumerate(span.get("events", ()) or ()):
-                    if not isinstance(event, Mapping) or event.get("name") not in _NAMES:
-                        continue
-                    fields = _fields(event)
-                    if fields is not None:
-                        digest = f"otel\x00{row.key}\x00{place}".encode()
-                        out.append((hashlib.sha256(digest).hexdigest(), fields))
+    for item in items:
+        for resource in item.get("resourceSpans", ()):
+            for entry in resource.get("scopeSpans", ()):
+                for span in entry.get("spans", ()):
+                    ids = f"{span.get('traceId', '')}{span.get('spanId', '')}".lower()
+                    for place, event in enumerate(span.get("events", ()) or ()):
+                        if not isinstance(event, Mapping) or event.get("name") not in _NAMES:
+                            continue
+                        fields = _fields(event)
+                        if fields is not None:
+                            digest = f"otel\x00{ids}\x00{place}".encode()
+                            out.append((hashlib.sha256(digest).hexdigest(), fields))
     return out
 
 
@@ -63,7 +64,7 @@ def _fields(event: Mapping[str, Any]) -> dict[str, Any] | None:
             out[name] = value[: _MAX_CHARS[name]]
     conversation = attributes.get(CONVERSATION_ATTRIBUTE)
     if isinstance(conversation, str) and conversation:
-        out["conversation_id"] = conversation[:200]
+        out["conversation_id"] = conversation[:ID_CHARS]
     return out
 
 

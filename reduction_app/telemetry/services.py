@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -16,6 +16,7 @@ from django.db import connection, transaction
 from django_tasks import task
 
 from reduction_app.conversations.imports import (
+    ID_CHARS,
     RecordingImportError,
     conversation_slug,
     stored_form,
@@ -33,7 +34,7 @@ from reduction_app.telemetry.events import reduction_events
 from reduction_app.telemetry.otlp import Record, Signal
 from simulator.importers import TRACES_SOURCE, ImportError_, conversation_from_json
 from simulator.recording import RecordedConversation
-from simulator.sources.otel import SESSION_KEYS
+from simulator.sources.otel import session_of
 
 __all__ = ["SOURCE", "process_telemetry", "telemetry_process", "telemetry_store"]
 
@@ -43,8 +44,7 @@ SOURCE = TRACES_SOURCE
 """The ``Conversation.source`` of conversations made from traces (as a trace file's)."""
 _NAME = TRACES_SOURCE
 """What errors about traces call where they came from."""
-_ID_CHARS = 200
-_KEY_CHARS = 300
+_KEY_CHARS = TelemetryGroup._meta.get_field("key").max_length or 0
 
 
 def telemetry_store(*, workspace: Workspace, signal: Signal, records: Sequence[Record]) -> int:
@@ -139,7 +139,10 @@ def telemetry_process(*, workspace: Workspace) -> int:
 
 def _group_key(trace_id: str, rows: Sequence[TelemetryRecord]) -> str:
     items = _items(rows)
-    session = _session(items)
+    try:
+        session = session_of(items, name=_NAME)
+    except ImportError_:
+        return f"trace:{trace_id}"
     if session:
         key = f"session:{session}"
         # The column holds 300 characters: a longer id is grouped by its digest.
@@ -157,30 +160,6 @@ def _group_key(trace_id: str, rows: Sequence[TelemetryRecord]) -> str:
 
 def _digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def _session(items: Sequence[Mapping[str, Any]]) -> str:
-    for item in items:
-        for entry in item.get("resourceSpans", ()):
-            found = _first_session(entry.get("resource", {}).get("attributes", ()))
-            for scope in entry.get("scopeSpans", ()):
-                for span in scope.get("spans", ()):
-                    found = found or _first_session(span.get("attributes", ()))
-            if found:
-                return found
-    return ""
-
-
-def _first_session(attributes: Iterable[Any]) -> str:
-    for attr in attributes:
-        if isinstance(attr, dict) and attr.get("key") in SESSION_KEYS:
-            value = attr.get("value") or {}
-            text = value.get("stringValue") if isinstance(value, dict) else None
-            if text is None and isinstance(value, dict) and "intValue" in value:
-                text = str(value["intValue"])
-            if text:
-                return str(text)
-    return ""
 
 
 def _opening(conversation: RecordedConversation) -> str:
@@ -212,7 +191,7 @@ def _client_id(label: str) -> str:
     own id, so a client recording the same session over the REST API meets it), else its
     slug."""
     _, _, key = label.partition("#")
-    if key and len(key) <= _ID_CHARS and key.isprintable() and "\\" not in key:
+    if key and len(key) <= ID_CHARS and key.isprintable() and "\\" not in key:
         segments = key.split("/")
         if all(s not in (".", "..") for s in segments):
             return key
@@ -224,15 +203,16 @@ def _rebuild(workspace: Workspace, key: str) -> None:
     error is kept on the group (its conversations stay as they were). The records are
     read before the write transaction opens, so the database is held only for the writes."""
     rows = list(TelemetryRecord.objects.filter(workspace=workspace, group=key).order_by("id"))
+    items = _items(rows)
     try:
         planned = [
             (_client_id(recorded.name), recorded, stored_form(recorded, _NAME))
-            for recorded in _read(rows)
+            for recorded in _read(items)
         ]
     except (ImportError_, LimitExceeded, RecordingImportError) as exc:
         _failed(workspace, key, str(exc))
         return
-    events = reduction_events(rows)
+    events = reduction_events(items)
     with transaction.atomic():
         group, _ = TelemetryGroup.objects.select_for_update().get_or_create(
             workspace=workspace, key=key
@@ -261,15 +241,13 @@ def _failed(workspace: Workspace, key: str, error: str) -> None:
     )
 
 
-def _read(rows: Sequence[TelemetryRecord]) -> list[RecordedConversation]:
-    """The conversations of the group's records: none while they hold no model call yet
-    (a trace of tool spans only, log records whose spans are still to come)."""
-    if not any(r.kind == "span" for r in rows):
+def _read(items: Sequence[dict[str, Any]]) -> list[RecordedConversation]:
+    """The conversations of a group's records (:func:`_items`): none while they hold no
+    model call yet (a trace of tool spans only, log records whose spans are still to come)."""
+    if not any("resourceSpans" in item for item in items):
         return []
     try:
-        return conversation_from_json(
-            _items(rows), fmt=TRACES_SOURCE, name=_NAME, require_calls=False
-        )
+        return conversation_from_json(items, fmt=TRACES_SOURCE, name=_NAME, require_calls=False)
     except RecursionError as exc:
         raise ImportError_(f"{_NAME}: nested too deeply to read") from exc
 

@@ -18,7 +18,7 @@ from simulator.sources.otel._logs import joined
 from simulator.sources.otel._messages import Call, read_call, read_tools
 from simulator.sources.otel._spans import Span, read_logs, read_spans, signals
 
-__all__ = ["SESSION_KEYS", "looks_like", "read"]
+__all__ = ["SESSION_KEYS", "looks_like", "read", "session_of"]
 
 _STYLES = (
     "gen_ai.input.messages",
@@ -69,15 +69,33 @@ def _is_chat(attrs: Mapping[str, Any]) -> bool:
     )
 
 
+def session_of(items: Sequence[Any], *, name: str) -> str:
+    """The first session id (any of :data:`SESSION_KEYS`) a span or a resource of
+    ``items`` (OTLP/JSON objects) carries, or ``""``; a malformed span is an error naming
+    its place, as :func:`read` raises it."""
+    for span in read_spans(items, name, None):
+        found = _named_session(span)
+        if found:
+            return found
+    return ""
+
+
+def _named_session(span: Span) -> str:
+    for attrs in (span.attrs, span.resource):
+        for key in SESSION_KEYS:
+            value = attrs.get(key)
+            if value not in (None, ""):
+                return str(value)
+    return ""
+
+
 def _session_key(span: Span, by_id: Mapping[str, Span]) -> str:
     seen: set[str] = set()
     current: Span | None = span
     while current is not None and current.span_id not in seen:
-        for attrs in (current.attrs, current.resource):
-            for key in SESSION_KEYS:
-                value = attrs.get(key)
-                if value not in (None, ""):
-                    return str(value)
+        found = _named_session(current)
+        if found:
+            return found
         seen.add(current.span_id)
         current = by_id.get(current.parent_id)
     return ""
