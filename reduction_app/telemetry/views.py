@@ -7,6 +7,7 @@ from __future__ import annotations
 from django.http import HttpResponse
 from django.urls import path, reverse
 from django.views.decorators.http import require_GET
+from django.views.decorators.vary import vary_on_headers
 
 from reduction_app.dashboard import render_page, workspace_view
 from reduction_app.http import PageRequest
@@ -17,6 +18,7 @@ SESSIONS_PER_PAGE = 25
 
 
 @require_GET
+@vary_on_headers("HX-Request")
 @workspace_view
 def traced_sessions(request: PageRequest) -> HttpResponse:
     failed = request.GET.get("failed") == "1"
@@ -34,7 +36,7 @@ def traced_sessions(request: PageRequest) -> HttpResponse:
         .count(),
         "endpoint": endpoint,
     }
-    return render_page(request, "reduction_app/traces.html", context)
+    return render_page(request, "reduction_app/traces.html", context, partial="sessions")
 
 
 urlpatterns = [path("traces/", traced_sessions, name="traced_sessions")]

@@ -40,3 +40,15 @@ def test_the_import_page_links_to_it() -> None:
     client, _ = member_client()
     [link] = elements(parsed(client.get("/imports/")), "a", id="live-traces-link")
     assert dict(link.attributes)["href"] == "/traces/"
+
+
+def test_the_pager_swaps_the_table_only() -> None:
+    client, workspace = member_client()
+    for n in range(30):
+        TelemetryGroup.objects.create(workspace=workspace, key=f"session:run-{n}")
+    whole = html(client.get("/traces/"))
+    assert 'hx-target="#session-table"' in whole
+    swapped = html(client.get("/traces/?page=2", headers={"HX-Request": "true"}))
+    assert swapped.lstrip().startswith('<div id="session-table">')
+    assert 'aria-label="Main"' not in swapped  # not the whole page again
+    assert swapped.count("<tr") == 1 + 5  # the heading row, then the 26th to 30th
