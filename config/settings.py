@@ -321,6 +321,10 @@ REDUCTION_MAX_DISCARD_BYTES = _env_int(
 REDUCTION_MAX_MESSAGES = _env_int("REDUCTION_MAX_MESSAGES", 20_000)
 # The tool results one request may offload (each one a stored file):
 REDUCTION_MAX_OFFLOADS = _env_int("REDUCTION_MAX_OFFLOADS", 1_000)
+# The conversations whose context each web process keeps warm for the /clear calls that
+# continue it (previous_revision): the least recently used beyond this are rebuilt from
+# the database when next continued.
+REDUCTION_WARM_CONTEXTS = _env_int("REDUCTION_WARM_CONTEXTS", 64)
 # Recordings imported through the API or the dashboard's Import page: uploads of up to
 # this many bytes in all are imported inside the request; bigger ones by the task workers
 # (`manage.py db_worker`), whose progress the page and `GET /api/v1/imports/{id}` show.

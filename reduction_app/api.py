@@ -22,7 +22,7 @@ from ninja.types import DictStrAny
 
 from reduction_app import engine
 from reduction_app.engine import formats
-from reduction_app.errors import LimitExceeded, QuotaExceeded, ServiceError
+from reduction_app.errors import LimitExceeded, QuotaExceeded, ServiceError, StaleRevision
 from reduction_app.models import ApiKey
 from reduction_app.renderers import MsgspecJSONRenderer
 from reduction_app.workspaces.rates import rate_limit_count
@@ -247,6 +247,12 @@ def _over_quota(request: HttpRequest, exc: QuotaExceeded) -> HttpResponse:
 @api.exception_handler(LimitExceeded)
 def _over_limit(request: HttpRequest, exc: LimitExceeded) -> HttpResponse:
     return _error(request, HTTPStatus.UNPROCESSABLE_ENTITY, str(exc), exc.field)
+
+
+@api.exception_handler(StaleRevision)
+def _stale(request: HttpRequest, exc: StaleRevision) -> HttpResponse:
+    body = {"detail": str(exc), "field": "previous_revision", "revision": exc.current}
+    return api.create_response(request, body, status=HTTPStatus.CONFLICT)
 
 
 @api.exception_handler(ServiceError)

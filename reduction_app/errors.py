@@ -4,6 +4,7 @@ pages show their message.
 - ``ServiceError``: a conflicting write (answered 409)
   - ``QuotaExceeded``: over a workspace's offload quota or request rate (answered 429)
   - ``LimitExceeded``: more work than one request may ask for (answered 422)
+  - ``StaleRevision``: a call continuing a context that has moved on (answered 409)
 - ``SimulationInputError`` (a ``ValueError``): a simulation that cannot run (answered 422)
 """
 
@@ -33,6 +34,26 @@ class LimitExceeded(ServiceError):
         super().__init__(message)
         self.field = field
         """The request's field at fault, when one is."""
+
+
+class StaleRevision(ServiceError):
+    """A ``/clear`` that continues a client's context from a revision that is not the
+    conversation's current one (another call answered it since, or there is none)."""
+
+    def __init__(self, current: int | None) -> None:
+        if current is None:
+            message = (
+                "this conversation has no context to continue; send the whole context "
+                "(without previous_revision)"
+            )
+        else:
+            message = (
+                f"previous_revision is stale: the conversation's context is at revision "
+                f"{current}; send the whole context (without previous_revision)"
+            )
+        super().__init__(message)
+        self.current = current
+        """The conversation's current revision; ``None`` when it has none."""
 
 
 class SimulationInputError(ValueError):

@@ -206,6 +206,34 @@ class TranscriptMessage(models.Model):
         return f"{self.conversation_id}:{self.position}"
 
 
+class ClientContext(models.Model):
+    """Where a client's context stands after its last ``/clear`` of the conversation: what
+    a client that sends only its new messages (``previous_revision``) continues from.
+
+    The client's context after the call is the transcript (what that call sent) up to
+    ``from_index``, then ``tail``: the messages from there on as the call answered them.
+    A call that continues it sends ``revision`` back; any other value is stale."""
+
+    conversation = models.OneToOneField(
+        Conversation, on_delete=models.CASCADE, related_name="client_context"
+    )
+    revision = models.PositiveBigIntegerField(
+        help_text="Counts the calls that answered this conversation's context; the client "
+        "sends the last one it got back as previous_revision."
+    )
+    from_index = models.PositiveIntegerField(
+        help_text="The first transcript message the last call changed (or the transcript's "
+        "length when it changed none)."
+    )
+    tail = models.TextField(
+        help_text="The context's messages from from_index on, as a JSON list in the "
+        "conversation's wire format (ASCII, as TranscriptMessage.data)."
+    )
+
+    def __str__(self) -> str:
+        return f"{self.conversation_id}@{self.revision}"
+
+
 class RecordingImport(Job):
     """Recordings imported into a workspace as conversations: at once in the request when
     small, else by the task workers, which report progress here (files read of files)."""

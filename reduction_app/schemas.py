@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from django.conf import settings
-from ninja import Schema
+from ninja import Field, Schema
 from ninja.errors import HttpError
 from pydantic import AfterValidator, ConfigDict
 
@@ -52,6 +52,14 @@ ConversationId = Annotated[str, AfterValidator(_storable), AfterValidator(_addre
 class ErrorOut(Schema):
     detail: str
     field: str | None = None
+
+
+class ConflictOut(ErrorOut):
+    revision: int | None = Field(
+        None,
+        description="On a stale previous_revision: the conversation's current revision "
+        "(null when it has none); send the whole context then.",
+    )
 
 
 # The errors an operation can answer before its own code runs, by what it takes; each

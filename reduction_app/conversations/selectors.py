@@ -14,6 +14,7 @@ from django.db.models.functions import Coalesce
 from reduction_app.engine import formats
 from reduction_app.engine.inspect import offload_paths, restore_results
 from reduction_app.models import (
+    ClientContext,
     Conversation,
     EventRecord,
     OffloadedFile,
@@ -31,6 +32,25 @@ from simulator.recording import ProviderUsage
 
 def conversation_get(*, workspace: Workspace, client_id: str) -> Conversation | None:
     return Conversation.objects.filter(workspace=workspace, client_id=client_id).first()
+
+
+def context_get(*, workspace: Workspace, client_id: str) -> ClientContext | None:
+    """Where the client's context of the conversation stands, with the conversation (its
+    provider figures left unloaded); ``None`` when no ``/clear`` answered it yet."""
+    rows = ClientContext.objects.select_related("conversation").defer(
+        "conversation__provider_usage"
+    )
+    return rows.filter(conversation__workspace=workspace, conversation__client_id=client_id).first()
+
+
+def context_messages(*, context: ClientContext) -> list[Any]:
+    """The client's context at ``context.revision``: the stored transcript up to its
+    ``from_index``, then its tail (wire messages)."""
+    rows = TranscriptMessage.objects.filter(
+        conversation_id=context.conversation_id, position__lt=context.from_index
+    ).order_by("position")
+    kept = [json.loads(data) for data in rows.values_list("data", flat=True)]
+    return [*kept, *json.loads(context.tail)]
 
 
 def recording_import_get(*, workspace: Workspace, import_id: int) -> RecordingImport | None:

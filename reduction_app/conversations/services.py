@@ -1,4 +1,5 @@
-"""Writes of conversations: upsert a transcript, delete one with its events and files."""
+"""Writes of conversations: upsert a transcript, continue a client's context from its
+last revision, delete one with its events and files."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
-from reduction_app.errors import ServiceError
-from reduction_app.models import Conversation, TranscriptMessage, Workspace
+from reduction_app.errors import ServiceError, StaleRevision
+from reduction_app.models import ClientContext, Conversation, TranscriptMessage, Workspace
 from reduction_app.records.services import file_content_release
 from reduction_app.workspaces.quotas import offload_bytes_release
 
@@ -67,6 +68,95 @@ def conversation_upsert(
             changed.append("title")
         conversation.save(update_fields=changed)
         return conversation
+
+
+def context_json(messages: list[Any]) -> str:
+    """The stored text of a list of messages: compact JSON with every non-ASCII character
+    escaped, as ``TranscriptMessage.data`` (lone surrogates survive either database)."""
+    return json.dumps(messages, separators=(",", ":"))
+
+
+def client_context_answered(
+    *, conversation: Conversation, sent: list[Any], answer: list[Any]
+) -> int:
+    """Record what a whole-context call answered: the client's context is now ``answer``,
+    held as the transcript ``sent`` up to their first difference, then the rest of
+    ``answer``. Returns the new revision.
+
+    Runs in the caller's transaction, after :func:`conversation_upsert` wrote ``sent``.
+    A transcript shorter than the stored one is not written, so the context is then held
+    as the answer alone."""
+    from_index = 0
+    if conversation.message_count == len(sent):
+        limit = min(len(sent), len(answer))
+        from_index = next((i for i in range(limit) if sent[i] != answer[i]), limit)
+    return _context_save(conversation, from_index, answer[from_index:])
+
+
+def conversation_continue(
+    *,
+    workspace: Workspace,
+    client_id: str,
+    previous_revision: int,
+    new_messages: list[Any],
+    tools: list[Any] | None,
+    from_index: int,
+    tail: list[Any],
+) -> tuple[Conversation, int]:
+    """Continue a client's context: the transcript becomes the context of
+    ``previous_revision`` plus ``new_messages`` (what the client would have sent whole),
+    and the context what the call answered (``from_index``, ``tail``, positions in that
+    transcript). Returns the conversation and the new revision.
+
+    Only the rows from the last answer's ``from_index`` on are written, so the work
+    follows what the last call changed and this one added, not the conversation's length.
+    Raises :class:`StaleRevision` when another call answered the context since."""
+    with transaction.atomic(savepoint=False):
+        conversation = _locked(workspace, client_id)
+        context = (
+            ClientContext.objects.select_for_update().filter(conversation=conversation).first()
+            if conversation is not None
+            else None
+        )
+        if conversation is None or context is None or context.revision != previous_revision:
+            raise StaleRevision(None if context is None else context.revision)
+        start = context.from_index
+        sent = [*json.loads(context.tail), *new_messages]
+        TranscriptMessage.objects.filter(conversation=conversation, position__gte=start).delete()
+        TranscriptMessage.objects.bulk_create(
+            TranscriptMessage(
+                conversation=conversation,
+                position=start + i,
+                digest=message_digest(message),
+                data=json.dumps(message, separators=(",", ":")),
+            )
+            for i, message in enumerate(sent)
+        )
+        conversation.message_count = start + len(sent)
+        changed = ["updated_at", "message_count"]
+        if tools is not None:
+            conversation.tools = tools
+            changed.append("tools")
+        conversation.save(update_fields=changed)
+        context.revision += 1
+        context.from_index = from_index
+        context.tail = context_json(tail)
+        context.save(update_fields=["revision", "from_index", "tail"])
+        return conversation, context.revision
+
+
+def _context_save(conversation: Conversation, from_index: int, tail: list[Any]) -> int:
+    context = ClientContext.objects.select_for_update().filter(conversation=conversation).first()
+    if context is None:
+        context = ClientContext.objects.create(
+            conversation=conversation, revision=1, from_index=from_index, tail=context_json(tail)
+        )
+        return context.revision
+    context.revision += 1
+    context.from_index = from_index
+    context.tail = context_json(tail)
+    context.save(update_fields=["revision", "from_index", "tail"])
+    return context.revision
 
 
 def conversation_create(

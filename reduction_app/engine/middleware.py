@@ -71,6 +71,15 @@ class ReductionMiddleware:
         """The config in force, with defaults filled in."""
         return self._rt.config
 
+    @property
+    def clear_reads_from(self) -> int:
+        """Where the next clear pass starts going through calls, when it is handed the
+        list the last one returned plus new messages: the first assistant message with
+        tool calls that no pass has gone through (0 before the first pass). Calls before
+        it are neither cleared nor read again."""
+        marks = self._memory.landmarks
+        return 0 if marks is None else marks.calls_from
+
     def set_telemetry(
         self, *, config_name: str | None = None, conversation_id: str | None = None
     ) -> None:

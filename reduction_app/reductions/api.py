@@ -6,15 +6,24 @@ model call, and the ``read_file`` tool definition that lets a model read offload
 
 from typing import Any
 
+from django.conf import settings
 from ninja import Router, Status
 
 from reduction_app import engine
 from reduction_app.configs.selectors import config_get, config_latest
+from reduction_app.conversations.selectors import context_get, context_messages
+from reduction_app.conversations.services import (
+    client_context_answered,
+    conversation_continue,
+    conversation_upsert,
+)
 from reduction_app.engine import formats, get_token_counter, inspect
 from reduction_app.engine.formats import parts_from_json, parts_to_json
+from reduction_app.errors import LimitExceeded, StaleRevision
 from reduction_app.http import ApiRequest, api_workspace
-from reduction_app.models import ConfigVersion, Workspace
+from reduction_app.models import ConfigVersion, Conversation, EventRecord, Workspace
 from reduction_app.records.schemas import event_answers
+from reduction_app.reductions import contexts
 from reduction_app.reductions.schemas import (
     ClearIn,
     ClearOut,
@@ -23,14 +32,25 @@ from reduction_app.reductions.schemas import (
     TruncateIn,
     TruncateOut,
 )
-from reduction_app.reductions.services import engine_session, engine_session_record
-from reduction_app.schemas import AUTH_ERRORS, BODY_ERRORS, ApiError, ErrorOut, parse_conversation
+from reduction_app.reductions.services import (
+    EngineSession,
+    engine_session,
+    engine_session_record,
+)
+from reduction_app.schemas import (
+    AUTH_ERRORS,
+    BODY_ERRORS,
+    ApiError,
+    ConflictOut,
+    ErrorOut,
+    parse_conversation,
+)
 
 router = Router(tags=["engine"])
 
-# 404: a config_id of no config; 409: another request wrote the same records first;
-# 503: the offload storage or the database failed.
-ERRORS = {**BODY_ERRORS, 404: ErrorOut, 409: ErrorOut, 503: ErrorOut}
+# 404: a config_id of no config; 409: another request wrote the same records first, or
+# (/clear) a stale previous_revision; 503: the offload storage or the database failed.
+ERRORS = {**BODY_ERRORS, 404: ErrorOut, 409: ConflictOut, 503: ErrorOut}
 
 READ_FILE_TOOL = engine.read_file_tool()
 
@@ -87,12 +107,19 @@ def clear(request: ApiRequest, payload: ClearIn) -> Status[dict[str, Any]]:
     """Run the clear phase on a conversation, as the engine does right before a model call.
 
     The messages come back in the format they were sent in, ready for that model API.
+    With ``previous_revision`` (the ``revision`` of this conversation's last answer),
+    send only the messages that follow your last context: the answer gives the messages
+    from ``from_index`` on, and your next context is your last one up to ``from_index``,
+    then those. A stale revision answers 409 with the current one: send the whole
+    context then.
     """
     workspace = api_workspace(request)
     version = _config_version(workspace, payload)
-    messages, tools = parse_conversation(
-        payload.format, payload.messages, payload.tools, payload.system
-    )
+    if payload.previous_revision is not None:
+        return _clear_continued(workspace, version, payload)
+    tools_in = payload.tools or []
+    messages, tools = parse_conversation(payload.format, payload.messages, tools_in, payload.system)
+    revisions: list[int] = []
     with engine_session(
         workspace=workspace,
         config_data=payload.config,
@@ -105,14 +132,147 @@ def clear(request: ApiRequest, payload: ClearIn) -> Status[dict[str, Any]]:
         state = engine.ChatModelAgentState(messages=messages, tool_infos=tools)
         new_state = session.middleware.before_model_rewrite_state(state)
         system_out, out = formats.dump(payload.format, new_state.messages)
+        client_id = payload.conversation_id
+
+        def write() -> Conversation:
+            assert client_id
+            conversation = conversation_upsert(
+                workspace=workspace,
+                client_id=client_id,
+                message_format=payload.format,
+                transcript=payload.messages,
+                tools=tools_in,
+                system=payload.system,
+            )
+            sent = payload.messages
+            revisions.append(
+                client_context_answered(conversation=conversation, sent=sent, answer=out)
+            )
+            return conversation
+
         rows = engine_session_record(
             session=session,
-            conversation_id=payload.conversation_id,
-            message_format=payload.format,
-            transcript=payload.messages,
-            tools=payload.tools,
-            system=payload.system,
+            conversation_id=client_id,
+            write_conversation=write if client_id else None,
         )
+    return _answer(
+        session, rows, messages, tools, out, system_out, revisions[0] if revisions else None, 0
+    )
+
+
+def _clear_continued(
+    workspace: Workspace, version: ConfigVersion | None, payload: ClearIn
+) -> Status[dict[str, Any]]:
+    """``/clear`` with ``previous_revision``: the context that revision answered, from this
+    process's warm contexts or else the database, plus the new messages."""
+    client_id = payload.conversation_id
+    if not client_id:
+        raise ApiError(422, "previous_revision needs conversation_id", "conversation_id")
+    if payload.system is not None:
+        detail = "system is sent with the whole context; a call that continues it keeps it"
+        raise ApiError(422, detail, "system")
+    stored = context_get(workspace=workspace, client_id=client_id)
+    if stored is None or stored.revision != payload.previous_revision:
+        raise StaleRevision(None if stored is None else stored.revision)
+    conversation = stored.conversation
+    if payload.format != conversation.message_format:
+        detail = f"the conversation is in format {conversation.message_format!r}"
+        raise ApiError(422, detail, "format")
+    wire = formats.get_format(payload.format)
+    data = version.data if version is not None else (payload.config or {})
+    key = contexts.config_key(payload.format, data, version)
+    warm = contexts.take(conversation.pk, key, stored.revision)
+    if warm is None:
+        # Another process answered the last call, or this one let it go: rebuilt once.
+        kept = context_messages(context=stored)
+        parsed = wire.parse_messages(kept, conversation.system)
+        warm = contexts.WarmContext(
+            conversation=conversation.pk,
+            config=key,
+            revision=stored.revision,
+            middleware=None,
+            relay=contexts.Relay(),
+            messages=parsed,
+            sizes=contexts.wire_sizes(payload.format, parsed),
+        )
+    tools_in = payload.tools if payload.tools is not None else conversation.tools
+    limit = settings.REDUCTION_MAX_MESSAGES
+    total = sum(warm.sizes) + len(payload.messages)
+    if limit and total > limit:
+        detail = (
+            f"{total} messages is over the limit of {limit} messages per request "
+            "(REDUCTION_MAX_MESSAGES), counting the context this call continues"
+        )
+        raise LimitExceeded(detail, field="messages")
+    new_messages, tools = parse_conversation(payload.format, payload.messages, tools_in, None)
+    given = [*warm.messages, *new_messages]
+    sizes = [*warm.sizes, *contexts.wire_sizes(payload.format, new_messages)]
+    with engine_session(
+        workspace=workspace,
+        config_data=payload.config,
+        config_version=version,
+        conversation_id=client_id,
+        relay=warm.relay,
+        middleware=warm.middleware,
+    ) as session:
+        middleware = session.middleware
+        root_dir = middleware.config.root_dir
+        reads_from = middleware.clear_reads_from if warm.middleware is not None else 0
+        session.backend.expect(inspect.first_clear_paths(given[reads_from:], root_dir))
+        state = engine.ChatModelAgentState(messages=given, tool_infos=tools)
+        out_messages = list(session.middleware.before_model_rewrite_state(state).messages)
+        # The first message the pass changed; the new ones come back in any case.
+        first = _first_changed(given, out_messages, len(warm.messages))
+        from_index = sum(sizes[:first])
+        _, out = formats.dump(payload.format, out_messages[first:])
+        revisions: list[int] = []
+
+        def write() -> Conversation:
+            written, revision = conversation_continue(
+                workspace=workspace,
+                client_id=client_id,
+                previous_revision=stored.revision,
+                new_messages=payload.messages,
+                tools=payload.tools,
+                from_index=from_index,
+                tail=out,
+            )
+            revisions.append(revision)
+            return written
+
+        rows = engine_session_record(
+            session=session, conversation_id=client_id, write_conversation=write
+        )
+    warm.middleware = middleware
+    warm.revision = revisions[0]
+    warm.messages = out_messages
+    warm.sizes = [*sizes[:first], *contexts.wire_sizes(payload.format, out_messages[first:])]
+    contexts.keep(warm)
+    return _answer(session, rows, given, tools, out, None, revisions[0], from_index)
+
+
+def _first_changed(given: list[Any], out: list[Any], kept: int) -> int:
+    """The first position where ``out`` holds another message than ``given`` (the pass
+    returns the very objects it left alone), at most ``kept``: the client's context
+    before its new messages."""
+    if out is given:
+        return kept
+    for i in range(min(kept, len(given), len(out))):
+        if out[i] is not given[i]:
+            return i
+    return kept
+
+
+def _answer(
+    session: EngineSession,
+    rows: list[EventRecord],
+    messages: list[Any],
+    tools: list[Any],
+    out: list[Any],
+    system_out: Any,
+    revision: int | None,
+    from_index: int,
+) -> Status[dict[str, Any]]:
     summary = next((e for e in reversed(session.events) if e.kind == "summary"), None)
     if summary is not None:
         tokens_before, tokens_after = summary.tokens_before, summary.tokens_after
@@ -125,6 +285,8 @@ def clear(request: ApiRequest, payload: ClearIn) -> Status[dict[str, Any]]:
         {
             "messages": out,
             "system": system_out,
+            "revision": revision,
+            "from_index": from_index,
             "applied": summary is not None and summary.reason == "applied",
             "tokens_before": tokens_before,
             "tokens_after": tokens_after,

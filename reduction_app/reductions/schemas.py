@@ -47,16 +47,48 @@ class TruncateOut(Schema):
 
 class ClearIn(ConfigRef):
     format: MessageFormat = "openai_chat"
-    messages: list[Any]
-    tools: list[dict[str, Any]] = Field(default_factory=list)
+    messages: list[Any] = Field(
+        ...,
+        description="The whole context; with previous_revision, only the messages that "
+        "follow the context that revision answered.",
+    )
+    tools: list[dict[str, Any]] | None = Field(
+        None,
+        description="The tools offered to the model; with previous_revision, left out "
+        "means the conversation's tools as last sent.",
+    )
     system: str | list[dict[str, Any]] | None = Field(
-        None, description="Anthropic only: the request's top-level system parameter."
+        None,
+        description="Anthropic only: the request's top-level system parameter (sent with "
+        "the whole context only).",
+    )
+    previous_revision: int | None = Field(
+        None,
+        ge=1,
+        description="The revision the last answer for this conversation gave: send only "
+        "the new messages, and the context is rebuilt from the one stored (needs "
+        "conversation_id). 409 when it is stale.",
     )
 
 
 class ClearOut(Schema):
-    messages: list[Any]
+    messages: list[Any] = Field(
+        ...,
+        description="The context from from_index on: your next context is your previous "
+        "one up to from_index, then these (the whole context for a call without "
+        "previous_revision, whose from_index is 0).",
+    )
     system: str | list[dict[str, Any]] | None = None
+    revision: int | None = Field(
+        None,
+        description="Send it back as previous_revision with only the new messages next "
+        "time; null without conversation_id.",
+    )
+    from_index: int = Field(
+        0,
+        description="The first message of your context that this answer replaces; its "
+        "length when only your new messages come back.",
+    )
     applied: bool
     tokens_before: int
     tokens_after: int

@@ -10,7 +10,7 @@ anything (``workspaces.quotas``)."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,6 +33,7 @@ from reduction_app.models import (
 from reduction_app.queries import one_row_each
 from reduction_app.records.reclaim import reclaim_later
 from reduction_app.records.storage import DjangoStorageBackend
+from reduction_app.reductions.contexts import Relay
 from reduction_app.workspaces.quotas import lock_workspace, offload_bytes_add
 
 
@@ -54,20 +55,35 @@ def engine_session(
     config_data: Mapping[str, Any] | None,
     config_version: ConfigVersion | None,
     conversation_id: str | None = None,
+    relay: Relay | None = None,
+    middleware: engine.ReductionMiddleware | None = None,
 ) -> Iterator[EngineSession]:
     """Build a middleware on the workspace's storage; record its work if the block succeeds.
 
     ``conversation_id`` names the conversation the work is for, when there is one: its
     recorded files are looked up once rather than path by path.
+    With ``relay``, the middleware is one that outlives the request (``contexts``): the
+    one given, built on ``relay`` when none is, and ``relay`` is pointed at this request's
+    storage and events; the conversation's files are then looked up path by path, as the
+    engine asks for them (only what the call brings is read).
     Raises :class:`engine.ConfigError` for a bad config before anything runs.
     """
     backend = DjangoStorageBackend(
-        workspace, conversation_id=conversation_id, on_dead_rows=reclaim_later
+        workspace,
+        conversation_id=conversation_id if relay is None else None,
+        on_dead_rows=reclaim_later,
     )
     data = config_version.data if config_version is not None else (config_data or {})
     events: list[engine.ReductionEvent] = []
-    config = engine.config_from_dict(data, backend=backend, on_event=events.append)
-    session = EngineSession(workspace, backend, engine.new(config), config_version, events)
+    if relay is not None:
+        relay.bind(backend, events)
+        if middleware is None:
+            config = engine.config_from_dict(data, backend=relay, on_event=relay.on_event)
+            middleware = engine.new(config)
+    else:
+        config = engine.config_from_dict(data, backend=backend, on_event=events.append)
+        middleware = engine.new(config)
+    session = EngineSession(workspace, backend, middleware, config_version, events)
     try:
         yield session
     except BaseException:
@@ -83,9 +99,13 @@ def engine_session_record(
     transcript: list[Any] | None = None,
     tools: list[Any] | None = None,
     system: Any = None,
+    write_conversation: Callable[[], Conversation] | None = None,
 ) -> list[EventRecord]:
     """Store the session's offloads, then write the conversation, its files and its events
     in one transaction; return the event rows written.
+
+    The conversation is written by ``write_conversation`` when given (in the same
+    transaction, first), else upserted with ``transcript``, ``tools`` and ``system``.
 
     Of a conversation's tool events that offloaded, those it has recorded already (the
     same reduction of a result it sent before, see :func:`reduction_keys`) are not written
@@ -99,7 +119,9 @@ def engine_session_record(
         session.backend.store(phases={path: e.phase for path, e in by_path.items()})
         with transaction.atomic():
             conversation = None
-            if conversation_id:
+            if write_conversation is not None:
+                conversation = write_conversation()
+            elif conversation_id:
                 conversation = conversation_upsert(
                     workspace=session.workspace,
                     client_id=conversation_id,

@@ -544,6 +544,8 @@ def test_clear_with_clear_skipped_still_counts_tokens(api: ApiClient) -> None:
     assert response.json() == {
         "messages": CHAT,
         "system": None,
+        "revision": None,
+        "from_index": 0,
         "applied": False,
         "tokens_before": 115,
         "tokens_after": 115,
