@@ -25,6 +25,20 @@ class ReductionAPIError(Exception):
         super().__init__(f"HTTP {status}: {detail}")
 
 
+class _Context:
+    """The context ``clear`` answered last for a conversation, and what it was asked with."""
+
+    def __init__(self, revision: int, messages: list[Any], shape: Any) -> None:
+        self.revision = revision
+        self.messages = list(messages)
+        self.shape = shape
+
+    def continues(self, messages: list[Any], shape: Any) -> bool:
+        """Whether ``messages`` is this context plus new messages, asked for alike."""
+        kept = self.messages
+        return shape == self.shape and len(messages) >= len(kept) and messages[: len(kept)] == kept
+
+
 class ReductionClient:
     """Calls ``/api/v1/`` of a Reduction Lab server with a bearer key.
 
@@ -37,10 +51,14 @@ class ReductionClient:
         text = client.read_file("/tmp/trunc/call_1", offset=0, limit=200)
     """
 
+    contexts_kept = 16
+    """The conversations whose last context the client keeps, to send only what follows."""
+
     def __init__(self, base_url: str, api_key: str, *, timeout: float = 60.0) -> None:
         self.base_url = base_url.rstrip("/") + "/api/v1"
         self.api_key = api_key
         self.timeout = timeout
+        self._contexts: dict[str, _Context] = {}
 
     def _request(
         self, method: str, path: str, body: Any = None, query: dict[str, Any] | None = None
@@ -135,17 +153,54 @@ class ReductionClient:
         config: dict[str, Any] | None = None,
         config_id: int | None = None,
     ) -> dict[str, Any]:
-        """Run the clear phase; ``["messages"]`` is what to send to the model."""
+        """Run the clear phase; ``["messages"]`` is the whole context to send to the model.
+
+        With a ``conversation_id``, a context that continues the one this client got last
+        time for it (that list plus new messages, the same format, tools and system) is
+        sent as only its new messages with ``previous_revision``; the server rebuilds the
+        rest. When the server no longer has that revision (409), the whole context is
+        sent instead. Either way the answer is the same."""
+        config_fields = self._config(config, config_id)
         body: dict[str, Any] = {
             "format": format,
             "messages": messages,
             "tools": tools or [],
             "conversation_id": conversation_id,
-            **self._config(config, config_id),
+            **config_fields,
         }
         if system is not None:
             body["system"] = system
-        return self._object("POST", "/clear", body)
+        last = self._contexts.pop(conversation_id, None) if conversation_id else None
+        shape = (format, tools or [], system, config_fields)
+        if last is not None and last.continues(messages, shape):
+            new = messages[len(last.messages) :]
+            continued = {
+                "format": format,
+                "messages": new,
+                "conversation_id": conversation_id,
+                "previous_revision": last.revision,
+                **config_fields,
+            }
+            try:
+                answer = self._object("POST", "/clear", continued)
+            except ReductionAPIError as exc:
+                if exc.status != 409:
+                    raise
+            else:
+                start = answer["from_index"]
+                answer["messages"] = [*messages[:start], *answer["messages"]]
+                self._remember(conversation_id, answer, shape)
+                return answer
+        answer = self._object("POST", "/clear", body)
+        self._remember(conversation_id, answer, shape)
+        return answer
+
+    def _remember(self, conversation_id: str | None, answer: dict[str, Any], shape: Any) -> None:
+        if not conversation_id or answer.get("revision") is None:
+            return
+        self._contexts[conversation_id] = _Context(answer["revision"], answer["messages"], shape)
+        while len(self._contexts) > self.contexts_kept:
+            self._contexts.pop(next(iter(self._contexts)))
 
     def read_file(self, path: str, *, offset: int = 0, limit: int = 2000) -> dict[str, Any]:
         """The read_file tool: numbered lines of an offloaded file."""

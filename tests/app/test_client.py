@@ -71,6 +71,59 @@ def test_client_clear_returns_messages_to_send(client: ReductionClient) -> None:
     assert (out["messages"], out["applied"]) == (messages, False)
 
 
+def _round(n: int) -> list[dict[str, Any]]:
+    call = {
+        "id": f"call_{n}",
+        "type": "function",
+        "function": {"name": "grep", "arguments": "{}"},
+    }
+    return [
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": f"call_{n}", "content": f"output {n}\n" * (20 + n)},
+    ]
+
+
+CLEARING = {"max_tokens_for_clear": 200, "clear_retention_suffix_limit": 1}
+
+
+def test_client_clear_sends_only_new_messages_and_gives_the_whole_context(
+    client: ReductionClient, live_server: Any
+) -> None:
+    """Each call after the first continues the last answer (the server answers from an
+    index past 0 only then), and the whole context it gives equals what a client sending
+    its whole context every time gets."""
+    _, raw = api_key_create(workspace=workspace_get_or_create(name="client"), name="whole")
+    whole = ReductionClient(live_server.url, api_key=raw)
+    whole.contexts_kept = 0  # keeps no context: sends the whole one every time
+    mine = theirs = [{"role": "user", "content": "go"}]
+    continued = 0
+    for n in range(12):
+        out = client.clear(mine, conversation_id="stateful", config=CLEARING)
+        reference = whole.clear(theirs, conversation_id="whole", config=CLEARING)
+        assert out["messages"] == reference["messages"]
+        assert reference["from_index"] == 0
+        continued += out["from_index"] > 0
+        mine = out["messages"] + _round(n)
+        theirs = reference["messages"] + _round(n)
+    assert continued == 11
+
+
+def test_client_clear_sends_the_whole_context_when_its_revision_is_stale(
+    client: ReductionClient, live_server: Any
+) -> None:
+    _, raw = api_key_create(workspace=workspace_get_or_create(name="client"), name="other")
+    other = ReductionClient(live_server.url, api_key=raw)
+    first = client.clear([{"role": "user", "content": "go"}], conversation_id="shared")
+    # Another client answers the conversation meanwhile: this one's revision is stale.
+    other.clear(first["messages"] + _round(1), conversation_id="shared")
+    out = client.clear(first["messages"] + _round(2), conversation_id="shared")
+    assert out["messages"] == first["messages"] + _round(2)
+    assert out["from_index"] == 0  # sent whole
+    again = client.clear(out["messages"] + _round(3), conversation_id="shared")
+    assert again["from_index"] == len(out["messages"])  # continued
+    assert again["messages"] == out["messages"] + _round(3)
+
+
 def test_client_read_file_tool_definitions(client: ReductionClient) -> None:
     tools = client.read_file_tool()
     assert tools["openai"]["function"]["name"] == "read_file"
