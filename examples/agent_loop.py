@@ -8,6 +8,8 @@ results, ask again. Reduction Lab comes in at two points:
 * before every model call, ``POST /api/v1/clear``: once the conversation is over
   ``max_tokens_for_clear``, old tool results are moved out, leaving a notice each. The
   agent keeps the cleared messages as its history, as the engine's own middleware does.
+  After the first call the client sends only the messages added since its last answer
+  (``previous_revision``); the server holds the rest.
 
 The model is scripted (no network, the same calls on every run): it reads two files of
 this repository, greps it, then reads the grep output back from the file the server
@@ -276,7 +278,7 @@ def run(
         before, after = cleared["tokens_before"], cleared["tokens_after"]
         state = f"cleared, saved {before - after:,}" if cleared["applied"] else "kept as is"
         say(
-            f"step {turn}  /clear: sent {len(messages)} messages, "
+            f"step {turn}  /clear: {len(messages)} messages ({client.last_sent} sent), "
             f"{before:,} -> {after:,} tokens ({state})"
         )
         for event in cleared["events"]:

@@ -59,6 +59,9 @@ class ReductionClient:
         self.api_key = api_key
         self.timeout = timeout
         self._contexts: dict[str, _Context] = {}
+        self.last_sent = 0
+        """How many messages the last :meth:`clear` sent (only the new ones when it
+        continued its last context)."""
 
     def _request(
         self, method: str, path: str, body: Any = None, query: dict[str, Any] | None = None
@@ -187,11 +190,13 @@ class ReductionClient:
                 if exc.status != 409:
                     raise
             else:
+                self.last_sent = len(new)
                 start = answer["from_index"]
                 answer["messages"] = [*messages[:start], *answer["messages"]]
                 self._remember(conversation_id, answer, shape)
                 return answer
         answer = self._object("POST", "/clear", body)
+        self.last_sent = len(messages)
         self._remember(conversation_id, answer, shape)
         return answer
 

@@ -206,29 +206,48 @@ class TranscriptMessage(models.Model):
         return f"{self.conversation_id}:{self.position}"
 
 
-class ClientContext(models.Model):
-    """Where a client's context stands after its last ``/clear`` of the conversation: what
-    a client that sends only its new messages (``previous_revision``) continues from.
+class ContextRevision(models.Model):
+    """One answer of ``/clear`` to a conversation: where the client's context stood after
+    it, which a client that sends only its new messages (``previous_revision``) continues.
 
-    The client's context after the call is the transcript (what that call sent) up to
-    ``from_index``, then ``tail``: the messages from there on as the call answered them.
-    A call that continues it sends ``revision`` back; any other value is stale."""
+    The context after the call is what the call sent up to ``from_index``, then ``tail``.
+    For the latest revision, what it sent is the stored transcript. For a call that
+    continued the one before (``continued``), ``from_index`` is within that revision's
+    context, so a process holding an earlier context catches up by applying each later
+    revision's ``from_index`` and ``tail`` in turn. The last few revisions are kept
+    (``KEPT``); any other than the latest is stale for a client."""
 
-    conversation = models.OneToOneField(
-        Conversation, on_delete=models.CASCADE, related_name="client_context"
+    KEPT = 16
+    """The revisions kept per conversation: a process whose warm context is older than
+    these rebuilds it from the transcript."""
+
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.CASCADE, related_name="context_revisions"
     )
     revision = models.PositiveBigIntegerField(
-        help_text="Counts the calls that answered this conversation's context; the client "
-        "sends the last one it got back as previous_revision."
+        help_text="Counts the calls that answered this conversation's context from 1; the "
+        "client sends the last one it got back as previous_revision."
     )
     from_index = models.PositiveIntegerField(
-        help_text="The first transcript message the last call changed (or the transcript's "
-        "length when it changed none)."
+        help_text="The first message of what the call sent that its answer changed (or the "
+        "length of the context it continued, when it changed none of it)."
     )
     tail = models.TextField(
         help_text="The context's messages from from_index on, as a JSON list in the "
         "conversation's wire format (ASCII, as TranscriptMessage.data)."
     )
+    continued = models.BooleanField(
+        help_text="The call continued the revision before it (sent previous_revision), so "
+        "from_index is a position of that revision's context."
+    )
+
+    class Meta:
+        ordering = ("conversation", "revision")
+        constraints = (
+            models.UniqueConstraint(
+                fields=["conversation", "revision"], name="context_revision_unique"
+            ),
+        )
 
     def __str__(self) -> str:
         return f"{self.conversation_id}@{self.revision}"

@@ -14,7 +14,7 @@ from django.db.models.functions import Coalesce
 from reduction_app.engine import formats
 from reduction_app.engine.inspect import offload_paths, restore_results
 from reduction_app.models import (
-    ClientContext,
+    ContextRevision,
     Conversation,
     EventRecord,
     OffloadedFile,
@@ -34,18 +34,31 @@ def conversation_get(*, workspace: Workspace, client_id: str) -> Conversation | 
     return Conversation.objects.filter(workspace=workspace, client_id=client_id).first()
 
 
-def context_get(*, workspace: Workspace, client_id: str) -> ClientContext | None:
-    """Where the client's context of the conversation stands, with the conversation (its
-    provider figures left unloaded); ``None`` when no ``/clear`` answered it yet."""
-    rows = ClientContext.objects.select_related("conversation").defer(
+def context_get(*, workspace: Workspace, client_id: str) -> ContextRevision | None:
+    """The latest revision of the client's context of the conversation, with the
+    conversation (its provider figures left unloaded); ``None`` when no ``/clear``
+    answered it yet."""
+    rows = ContextRevision.objects.select_related("conversation").defer(
         "conversation__provider_usage"
     )
-    return rows.filter(conversation__workspace=workspace, conversation__client_id=client_id).first()
+    rows = rows.filter(conversation__workspace=workspace, conversation__client_id=client_id)
+    return rows.order_by("-revision").first()
 
 
-def context_messages(*, context: ClientContext) -> list[Any]:
-    """The client's context at ``context.revision``: the stored transcript up to its
-    ``from_index``, then its tail (wire messages)."""
+def context_revisions_after(*, revision: ContextRevision, since: int) -> list[ContextRevision]:
+    """The conversation's revisions after ``since`` up to ``revision``, in order; fewer
+    than those numbers when the older ones are gone."""
+    rows = ContextRevision.objects.filter(
+        conversation_id=revision.conversation_id,
+        revision__gt=since,
+        revision__lt=revision.revision,
+    )
+    return [*rows.order_by("revision"), revision]
+
+
+def context_messages(*, context: ContextRevision) -> list[Any]:
+    """The client's context at ``context`` (the latest revision): the stored transcript up
+    to its ``from_index``, then its tail (wire messages)."""
     rows = TranscriptMessage.objects.filter(
         conversation_id=context.conversation_id, position__lt=context.from_index
     ).order_by("position")

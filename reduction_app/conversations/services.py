@@ -10,7 +10,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 
 from reduction_app.errors import ServiceError, StaleRevision
-from reduction_app.models import ClientContext, Conversation, TranscriptMessage, Workspace
+from reduction_app.models import ContextRevision, Conversation, TranscriptMessage, Workspace
 from reduction_app.records.services import file_content_release
 from reduction_app.workspaces.quotas import offload_bytes_release
 
@@ -90,7 +90,9 @@ def client_context_answered(
     if conversation.message_count == len(sent):
         limit = min(len(sent), len(answer))
         from_index = next((i for i in range(limit) if sent[i] != answer[i]), limit)
-    return _context_save(conversation, from_index, answer[from_index:])
+    latest = _latest_revision(conversation)
+    revision = 1 if latest is None else latest.revision + 1
+    return _revision_add(conversation, revision, from_index, answer[from_index:], continued=False)
 
 
 def conversation_continue(
@@ -113,15 +115,11 @@ def conversation_continue(
     Raises :class:`StaleRevision` when another call answered the context since."""
     with transaction.atomic(savepoint=False):
         conversation = _locked(workspace, client_id)
-        context = (
-            ClientContext.objects.select_for_update().filter(conversation=conversation).first()
-            if conversation is not None
-            else None
-        )
-        if conversation is None or context is None or context.revision != previous_revision:
-            raise StaleRevision(None if context is None else context.revision)
-        start = context.from_index
-        sent = [*json.loads(context.tail), *new_messages]
+        latest = None if conversation is None else _latest_revision(conversation)
+        if conversation is None or latest is None or latest.revision != previous_revision:
+            raise StaleRevision(None if latest is None else latest.revision)
+        start = latest.from_index
+        sent = [*json.loads(latest.tail), *new_messages]
         TranscriptMessage.objects.filter(conversation=conversation, position__gte=start).delete()
         TranscriptMessage.objects.bulk_create(
             TranscriptMessage(
@@ -138,25 +136,34 @@ def conversation_continue(
             conversation.tools = tools
             changed.append("tools")
         conversation.save(update_fields=changed)
-        context.revision += 1
-        context.from_index = from_index
-        context.tail = context_json(tail)
-        context.save(update_fields=["revision", "from_index", "tail"])
-        return conversation, context.revision
-
-
-def _context_save(conversation: Conversation, from_index: int, tail: list[Any]) -> int:
-    context = ClientContext.objects.select_for_update().filter(conversation=conversation).first()
-    if context is None:
-        context = ClientContext.objects.create(
-            conversation=conversation, revision=1, from_index=from_index, tail=context_json(tail)
+        revision = _revision_add(
+            conversation, latest.revision + 1, from_index, tail, continued=True
         )
-        return context.revision
-    context.revision += 1
-    context.from_index = from_index
-    context.tail = context_json(tail)
-    context.save(update_fields=["revision", "from_index", "tail"])
-    return context.revision
+        return conversation, revision
+
+
+def _latest_revision(conversation: Conversation) -> ContextRevision | None:
+    rows = ContextRevision.objects.filter(conversation=conversation)
+    return rows.order_by("-revision").first()
+
+
+def _revision_add(
+    conversation: Conversation, revision: int, from_index: int, tail: list[Any], *, continued: bool
+) -> int:
+    """Add the conversation's next revision; drop those older than ``ContextRevision.KEPT``.
+    The caller holds the conversation's lock."""
+    ContextRevision.objects.create(
+        conversation=conversation,
+        revision=revision,
+        from_index=from_index,
+        tail=context_json(tail),
+        continued=continued,
+    )
+    old = ContextRevision.objects.filter(
+        conversation=conversation, revision__lte=revision - ContextRevision.KEPT
+    )
+    old.delete()
+    return revision
 
 
 def conversation_create(

@@ -4,6 +4,7 @@ model call, and the ``read_file`` tool definition that lets a model read offload
 # No `from __future__ import annotations`: django-ninja reads these signatures at import
 # time, and Query[...] parameters must be real types then.
 
+import json
 from typing import Any
 
 from django.conf import settings
@@ -11,7 +12,11 @@ from ninja import Router, Status
 
 from reduction_app import engine
 from reduction_app.configs.selectors import config_get, config_latest
-from reduction_app.conversations.selectors import context_get, context_messages
+from reduction_app.conversations.selectors import (
+    context_get,
+    context_messages,
+    context_revisions_after,
+)
 from reduction_app.conversations.services import (
     client_context_answered,
     conversation_continue,
@@ -21,7 +26,13 @@ from reduction_app.engine import formats, get_token_counter, inspect
 from reduction_app.engine.formats import parts_from_json, parts_to_json
 from reduction_app.errors import LimitExceeded, StaleRevision
 from reduction_app.http import ApiRequest, api_workspace
-from reduction_app.models import ConfigVersion, Conversation, EventRecord, Workspace
+from reduction_app.models import (
+    ConfigVersion,
+    ContextRevision,
+    Conversation,
+    EventRecord,
+    Workspace,
+)
 from reduction_app.records.schemas import event_answers
 from reduction_app.reductions import contexts
 from reduction_app.reductions.schemas import (
@@ -181,9 +192,11 @@ def _clear_continued(
     wire = formats.get_format(payload.format)
     data = version.data if version is not None else (payload.config or {})
     key = contexts.config_key(payload.format, data, version)
-    warm = contexts.take(conversation.pk, key, stored.revision)
+    warm = contexts.take(conversation.pk, key)
+    if warm is not None and warm.revision != stored.revision:
+        warm = _caught_up(warm, stored, payload.format)
     if warm is None:
-        # Another process answered the last call, or this one let it go: rebuilt once.
+        # Nothing warm here to start from: rebuilt once from the stored transcript.
         kept = context_messages(context=stored)
         parsed = wire.parse_messages(kept, conversation.system)
         warm = contexts.WarmContext(
@@ -249,6 +262,23 @@ def _clear_continued(
     warm.sizes = [*sizes[:first], *contexts.wire_sizes(payload.format, out_messages[first:])]
     contexts.keep(warm)
     return _answer(session, rows, given, tools, out, None, revisions[0], from_index)
+
+
+def _caught_up(
+    warm: contexts.WarmContext, latest: ContextRevision, message_format: str
+) -> contexts.WarmContext | None:
+    """``warm`` brought to ``latest`` by the revisions other processes answered since, or
+    ``None`` when some of them are gone or sent a whole context."""
+    if warm.revision > latest.revision:
+        return None
+    steps = context_revisions_after(revision=latest, since=warm.revision)
+    if len(steps) != latest.revision - warm.revision or not all(s.continued for s in steps):
+        return None
+    for step in steps:
+        if not warm.catch_up(message_format, step.from_index, json.loads(step.tail)):
+            return None
+    warm.revision = latest.revision
+    return warm
 
 
 def _first_changed(given: list[Any], out: list[Any], kept: int) -> int:

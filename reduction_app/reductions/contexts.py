@@ -6,7 +6,8 @@ whole context costs; instead each web process keeps, per conversation and config
 engine's middleware that answered the last call (its clear memory and token caches) and
 the context as engine messages. A call that finds its revision here costs what it
 brings; one that does not (another process answered the last call, a restart, an
-eviction) rebuilds it once from the stored transcript.
+eviction) catches up with the revisions answered since, which hold what each changed,
+or when it cannot, rebuilds the context once from the stored transcript.
 
 The middleware outlives its request, while its backend and its event sink are the
 request's: :class:`Relay` is the backend and sink it was built with, pointed at each
@@ -83,6 +84,22 @@ class WarmContext:
     sizes: list[int] = field(default_factory=list)
     """How many wire messages each of ``messages`` is (:func:`wire_sizes`)."""
 
+    def catch_up(self, message_format: str, from_index: int, tail: list[Any]) -> bool:
+        """Bring the context to the next revision, which kept the first ``from_index``
+        wire messages of this one and then had ``tail``; ``False`` (and nothing changed)
+        when ``from_index`` is not where a message of this context begins."""
+        kept, total = 0, 0
+        # An Anthropic system message is no wire message (size 0): it is kept.
+        while kept < len(self.sizes) and total + self.sizes[kept] <= from_index:
+            total += self.sizes[kept]
+            kept += 1
+        if total != from_index:
+            return False
+        parsed = formats.get_format(message_format).parse_messages(tail, None)
+        self.messages = [*self.messages[:kept], *parsed]
+        self.sizes = [*self.sizes[:kept], *wire_sizes(message_format, parsed)]
+        return True
+
 
 def config_key(message_format: str, data: Mapping[str, Any], version: ConfigVersion | None) -> str:
     """What tells one config of a warm middleware from another: the format, and the
@@ -102,14 +119,12 @@ _warm: OrderedDict[tuple[int, str], WarmContext] = OrderedDict()
 _lock = threading.Lock()
 
 
-def take(conversation: int, config: str, revision: int) -> WarmContext | None:
-    """The warm context of ``conversation`` at ``revision`` under ``config``, taken out
-    (a request uses it alone; :func:`keep` puts it back); ``None`` when there is none."""
+def take(conversation: int, config: str) -> WarmContext | None:
+    """The warm context of ``conversation`` under ``config``, at whatever revision this
+    process answered last, taken out (a request uses it alone; :func:`keep` puts it
+    back); ``None`` when there is none."""
     with _lock:
-        found = _warm.pop((conversation, config), None)
-    if found is None or found.revision != revision:
-        return None
-    return found
+        return _warm.pop((conversation, config), None)
 
 
 def keep(context: WarmContext) -> None:

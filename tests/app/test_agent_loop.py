@@ -168,6 +168,12 @@ def test_agent_loop_prints_what_each_step_sent_and_saved(report: Any) -> None:
     assert f"offloaded /tmp/clear/{CALLS[0]}" in text
     assert "(cleared, saved " in text
     assert report.lines[-1] == f"        model answers: {report.answer}"
+    # The first call sends the opening; each one after it only the model's call and the
+    # tool's result added since (the server continues its last answer).
+    sent = [
+        line.split("(", 1)[1].split(" ", 1)[0] for line in text.splitlines() if "/clear:" in line
+    ]
+    assert sent == ["2", "2", "2", "2", "2"]
 
 
 def test_agent_loop_runs_as_a_script_on_this_repository(live_server: Any, raw_key: str) -> None:

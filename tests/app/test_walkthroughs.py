@@ -120,5 +120,6 @@ def test_the_curl_loop_records_what_the_demo_user_sees(server: Server, tmp_path:
     ids = set(re.findall(r'"conversation_id": "([^"]+)"', "\n".join(blocks)))
     assert ids, "the curl loop names no conversation"
     assert '"offload_path"' in out
+    assert '"revision": 2' in out  # the second /clear continued the first one's context
     for conversation_id in ids:
         demo_sees(server, conversation_id)

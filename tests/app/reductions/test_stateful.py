@@ -17,7 +17,7 @@ from django.test.utils import CaptureQueriesContext
 
 from reduction_app.conversations.selectors import conversation_transcript
 from reduction_app.models import (
-    ClientContext,
+    ContextRevision,
     Conversation,
     EventRecord,
     OffloadedFile,
@@ -129,6 +129,10 @@ def continued(
     return api.post("/clear", {**body, **extra})
 
 
+def latest_revision() -> int:
+    return ContextRevision.objects.order_by("-revision").values_list("revision", flat=True)[0]
+
+
 def files_of(cid: str) -> dict[str, str]:
     rows = OffloadedFile.objects.filter(conversation__client_id=cid)
     return dict(rows.values_list("path", "sha256"))
@@ -191,6 +195,68 @@ def test_only_new_messages_give_the_whole_context_answer(api: ApiClient, fmt: st
 def test_a_context_rebuilt_from_the_database_answers_the_same(api: ApiClient, fmt: str) -> None:
     # As when another web process answered the last call: nothing warm here.
     run_both(api, fmt, 16, between=contexts.forget)
+
+
+class Processes:
+    """Several web processes' warm contexts, one answering each call in turn: each holds
+    a context some revisions behind, which it catches up with before answering."""
+
+    def __init__(self, count: int, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.caches: list[Any] = [type(contexts._warm)() for _ in range(count)]
+        self.turn = 0
+        self.monkeypatch = monkeypatch
+        self.switch()
+
+    def switch(self) -> None:
+        self.monkeypatch.setattr(contexts, "_warm", self.caches[self.turn % len(self.caches)])
+        self.turn += 1
+
+
+@pytest.mark.parametrize("fmt", ["openai_chat", "anthropic", "openai_responses"])
+@pytest.mark.parametrize("count", [2, 3])
+def test_processes_taking_turns_catch_up_and_answer_the_same(
+    api: ApiClient, fmt: str, count: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    processes = Processes(count, monkeypatch)
+    rebuilt: list[int] = []
+    real = contexts.WarmContext.__init__
+
+    def counting(self: Any, *args: Any, **kwargs: Any) -> None:
+        rebuilt.append(1)
+        real(self, *args, **kwargs)
+
+    monkeypatch.setattr(contexts.WarmContext, "__init__", counting)
+    run_both(api, fmt, 20, between=processes.switch)
+    # Each process builds its context once; after that it catches up.
+    assert len(rebuilt) == count
+
+
+def test_a_process_further_behind_than_the_revisions_kept_rebuilds(
+    api: ApiClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ContextRevision, "KEPT", 3)
+    slow = type(contexts._warm)()
+    fast = type(contexts._warm)()
+    calls = iter(range(100))
+
+    def between() -> None:
+        # The slow process answers every sixth call only: 5 revisions behind each time.
+        monkeypatch.setattr(contexts, "_warm", slow if next(calls) % 6 == 0 else fast)
+
+    run_both(api, "openai_chat", 18, between=between)
+    assert ContextRevision.objects.filter(conversation__client_id="stateful").count() == 3
+
+
+def test_a_whole_context_call_between_makes_the_next_rebuild(api: ApiClient) -> None:
+    first = whole(api, "openai_chat", "c", OPENING["openai_chat"])
+    one = continued(api, "openai_chat", "c", first["revision"], chat_round(1)).json()
+    context = first["messages"][: one["from_index"]] + one["messages"]
+    # The client sends its whole context once, changed (its first message reworded).
+    changed = [{"role": "system", "content": "other"}, *context[1:], *chat_round(2)]
+    two = whole(api, "openai_chat", "c", changed)
+    three = continued(api, "openai_chat", "c", two["revision"], chat_round(3)).json()
+    reference = whole(api, "openai_chat", "ref", two["messages"] + chat_round(3))
+    assert two["messages"][: three["from_index"]] + three["messages"] == reference["messages"]
 
 
 def test_no_warm_contexts_at_all_answers_the_same(api: ApiClient, settings: Any) -> None:
@@ -287,7 +353,7 @@ def test_the_message_limit_counts_the_context_continued(api: ApiClient, settings
     over = continued(api, "openai_chat", "c", ok["revision"], [*chat_round(2), *chat_round(3)])
     assert over.status_code == HTTPStatus.UNPROCESSABLE_ENTITY
     assert "REDUCTION_MAX_MESSAGES" in over.json()["detail"]
-    assert ClientContext.objects.get().revision == ok["revision"]
+    assert latest_revision() == ok["revision"]
 
 
 def test_tools_left_out_are_the_conversation_s(api: ApiClient) -> None:
@@ -330,7 +396,7 @@ def test_a_failed_continuation_leaves_the_context_as_it_was(
     assert failed.status_code == HTTPStatus.SERVICE_UNAVAILABLE
     assert (EventRecord.objects.count(), OffloadedFile.objects.count()) == rows
     assert conversation_transcript(conversation=Conversation.objects.get()) == transcript
-    assert ClientContext.objects.get().revision == revision
+    assert latest_revision() == revision
     monkeypatch.setattr(storage.DjangoStorageBackend, "_save", real_save)
     again = continued(api, "openai_chat", "c", revision, big)
     assert again.status_code == HTTPStatus.OK
