@@ -540,33 +540,40 @@ def test_fresh_process_counts_offline(tmp_path: Path) -> None:
     )
 
 
-def test_exact_counter_encodes_equal_long_texts_once() -> None:
-    """A REST client sends the conversation again as new objects: equal long texts are
-    counted from the value cache, not encoded again; short ones are not cached."""
+def test_exact_counter_encodes_equal_texts_once() -> None:
+    """A REST client sends the conversation again as new objects, and a clear pass
+    rewrites a message around blocks that did not change: equal texts, long or short, are
+    counted from the value cache, not encoded again."""
     counter = TiktokenCounter("cl100k_base")
     big = "def handler(request):\n    return render(request)\n" * 200
     first = counter([Message.tool(big, "c1")], [])
     assert (counter.texts.hits, counter.texts.misses) == (0, 1)
     # Equal value, new object, behind a new first message (an equal list as a whole would
-    # reuse the last list's totals and count nothing).
+    # reuse the last list's totals and count nothing): "q" is new, the tool text is not.
     again = counter([Message.user("q"), Message.tool(big, "c1")], [])
+    assert (counter.texts.hits, counter.texts.misses) == (1, 2)
     assert again == first + counter.count_message(Message.user("q"))
-    assert (counter.texts.hits, counter.texts.misses) == (1, 1)
-    counter([Message.tool("short", "c2")], [])
-    assert (counter.texts.hits, counter.texts.misses) == (1, 1)
+    assert (counter.texts.hits, counter.texts.misses) == (2, 2)
+    short = counter([Message.tool("short", "c2")], [])
+    assert counter.count_message(Message.tool("short", "c2")) == short
+    assert (counter.texts.hits, counter.texts.misses) == (3, 3)
 
 
 def test_text_cache_stays_within_its_character_budget() -> None:
+    """Each entry is charged its characters plus ENTRY_CHARS."""
     from reduction_app.engine._tokens._caches import TextCache
 
-    cache = TextCache(max_chars=10)
+    extra = TextCache.ENTRY_CHARS
+    cache = TextCache(max_chars=2 * extra + 10)
     assert cache.get_or_count("aaaa", len) == 4
     assert cache.get_or_count("bbbbbb", len) == 6
-    assert cache.get_or_count("cc", len) == 2  # 12 chars: the oldest, "aaaa", goes
-    assert cache.chars == 8
+    # 3 entries of 12 characters: over the budget by one entry, so the oldest, "aaaa", goes.
+    assert cache.get_or_count("cc", len) == 2
+    assert cache.chars == 2 * extra + 8
     assert cache.get_or_count("aaaa", lambda t: 99) == 99  # counted again
-    assert cache.get_or_count("x" * 11, len) == 11  # longer than the budget: not kept
-    assert "x" * 11 not in cache._entries
+    too_long = "x" * (extra + 11)  # charged 2 * extra + 11: over the whole budget
+    assert cache.get_or_count(too_long, len) == extra + 11
+    assert too_long not in cache._entries
 
 
 def test_count_after_trusts_what_the_caller_says_is_unchanged() -> None:
