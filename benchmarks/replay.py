@@ -2,7 +2,9 @@
 
 The corpus (:mod:`benchmarks.corpus`) is replayed call by call as an agent makes model
 calls, only the clear call timed, against one tiktoken pass over the same text and
-LangChain's context editing (benchmarks/README.md, "The clear-phase replay").
+LangChain's context editing; then the longest recorded sessions of the recordings folder
+(one of chat messages, one of content-block messages), ours alone, against one tiktoken
+pass (benchmarks/README.md, "The clear-phase replay").
 """
 
 from __future__ import annotations
@@ -23,21 +25,28 @@ from benchmarks.common import engine_revision, load_average, machine, table, ver
 from benchmarks.corpus import build_conversation, conversation_chars
 from benchmarks.report import Stamp, add_readme_arguments, md_table, readme_path, write_block
 from reduction_app.engine import (
+    AgenticMessage,
     ApproxTokenCounter,
     ChatModelAgentState,
     InMemoryBackend,
     Message,
     ReductionConfig,
     TiktokenCounter,
+    ToolInfo,
     get_token_counter,
     new,
 )
-from reduction_app.engine.inspect import is_clear_placeholder, render_message
+from reduction_app.engine.inspect import is_clear_placeholder, render_message, render_tool
+from simulator.importers import ImportError_, load_conversations
+from simulator.recordings_folder import RecordingsNotFound, require_recordings
 
 __all__ = [
     "README_BLOCKS",
     "Run",
+    "Session",
+    "default_sessions",
     "main",
+    "recorded_sessions",
     "replay_langchain_apply",
     "replay_langchain_middleware",
     "replay_ours",
@@ -55,6 +64,10 @@ EXACT_GOAL = 1.3
 """The exact replay costs at most this many single tiktoken passes over the same text."""
 LANGCHAIN_GOAL = 50.0
 """LangChain's middleware, as an agent runs it, takes at least this many times ours."""
+SESSION_THRESHOLDS = (THRESHOLD, 20_000)
+"""The recorded sessions' thresholds: the corpus's, which the longest recorded sessions
+never reach (counting alone), and one they pass within their first tenth, after which
+about every other call clears the round before the retained one."""
 PACKAGES = ("tiktoken", "langchain", "langchain-core", "pydantic")
 README_BLOCKS = ("replay",)
 """The block of benchmarks/README.md that ``--readme`` writes."""
@@ -106,7 +119,12 @@ def cold_counter(name: str) -> Any:
     return ApproxTokenCounter() if name == "approx" else TiktokenCounter(name)
 
 
-def replay_ours(messages: Sequence[Message], token_counter: str, threshold: int = THRESHOLD) -> Run:
+def replay_ours(
+    messages: Sequence[Any],
+    token_counter: str,
+    threshold: int = THRESHOLD,
+    tool_infos: Sequence[ToolInfo] = (),
+) -> Run:
     counter = cold_counter(token_counter)
     config = ReductionConfig(
         backend=InMemoryBackend(),
@@ -124,7 +142,9 @@ def replay_ours(messages: Sequence[Message], token_counter: str, threshold: int 
     lengths: list[int] = []
     clears = 0
     for point in call_points(messages):
-        state = ChatModelAgentState(messages=carried + list(messages[done:point]))
+        state = ChatModelAgentState(
+            messages=carried + list(messages[done:point]), tool_infos=tool_infos
+        )
         start = time.perf_counter()
         out = mw.before_model_rewrite_state(state)
         per_call.append(time.perf_counter() - start)
@@ -137,24 +157,36 @@ def replay_ours(messages: Sequence[Message], token_counter: str, threshold: int 
         per_call,
         lengths,
         clears=clears,
-        final_tokens=counter(carried, []),
-        final_placeholders=sum(
-            1 for m in carried if m.role == "tool" and is_clear_placeholder(m.content)
-        ),
+        final_tokens=counter(carried, tool_infos),
+        final_placeholders=sum(_placeholders(m) for m in carried),
         extra={"offloaded_files": len(backend)},
     )
 
 
-def tiktoken_pass(messages: Sequence[Message]) -> float:
-    """Seconds to encode every message's rendered text once with cl100k_base."""
+def _placeholders(message: Any) -> int:
+    """The cleared results a message holds: a tool message's, or a block message's."""
+    if isinstance(message, AgenticMessage):
+        return sum(
+            1
+            for b in message.content_blocks
+            if b.type == "function_tool_result"
+            and any(c.type == "text" and is_clear_placeholder(c.text) for c in b.content)
+        )
+    return int(message.role == "tool" and is_clear_placeholder(message.content))
+
+
+def tiktoken_pass(messages: Sequence[Any], tool_infos: Sequence[ToolInfo] = ()) -> float:
+    """Seconds to encode every message's rendered text (and every tool's schema) once
+    with cl100k_base's ``encode_ordinary``: one tiktoken pass, what a user would call it."""
     import tiktoken
 
     get_token_counter("cl100k_base")([Message.user("warm")], [])
     encoding = tiktoken.get_encoding("cl100k_base")
     texts = [s for m in messages for s in render_message(m)]
+    texts += [render_tool(t) for t in tool_infos]
     start = time.perf_counter()
     for text in texts:
-        encoding.encode(text, disallowed_special=())
+        encoding.encode_ordinary(text)
     return time.perf_counter() - start
 
 
@@ -255,6 +287,117 @@ def replay_langchain_apply(lc_messages: Sequence[Any], threshold: int = THRESHOL
     return _lc_summary(Run(per_call, lengths, clears=clears), carried)
 
 
+# Recorded sessions --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Session:
+    """One recorded conversation the simulator reads, as the replay takes it."""
+
+    label: str
+    """``file#name`` (the file relative to the recordings folder)."""
+    messages: list[Any]
+    tools: tuple[ToolInfo, ...]
+
+    @property
+    def kind(self) -> str:
+        """``blocks`` for content-block messages (Anthropic's, Claude Code's), else ``chat``."""
+        return (
+            "blocks" if self.messages and isinstance(self.messages[0], AgenticMessage) else "chat"
+        )
+
+
+def recorded_sessions(folder: Path) -> list[Session]:
+    """Every conversation the simulator reads under ``folder``, in file order."""
+    sessions = []
+    files = sorted(
+        p for p in folder.rglob("*") if p.is_file() and p.suffix in (".json", ".jsonl", ".traj")
+    )
+    for path in files:
+        relative = path.relative_to(folder).as_posix()
+        try:
+            recorded = load_conversations(path)
+        except ImportError_:
+            continue
+        for position, conversation in enumerate(recorded):
+            name = conversation.name.rpartition("#")[2] if "#" in conversation.name else ""
+            label = f"{relative}#{name or position}"
+            sessions.append(Session(label, list(conversation.messages), tuple(conversation.tools)))
+    return sessions
+
+
+def default_sessions(sessions: Sequence[Session]) -> list[Session]:
+    """The session with the most messages of each kind (content blocks first), ties going
+    to the first in file order."""
+    out = []
+    for kind in ("blocks", "chat"):
+        of_kind = [s for s in sessions if s.kind == kind]
+        if of_kind:
+            out.append(max(of_kind, key=lambda s: len(s.messages)))
+    return out
+
+
+def pick_sessions(folder: Path, wanted: Sequence[str]) -> list[Session]:
+    """The sessions named in ``wanted`` (a label, or a file for its first conversation),
+    or :func:`default_sessions`; an unknown name is an error that lists none found."""
+    sessions = recorded_sessions(folder)
+    if not wanted:
+        return default_sessions(sessions)
+    out = []
+    for name in wanted:
+        found = [s for s in sessions if s.label == name or s.label.startswith(f"{name}#")]
+        if not found:
+            raise SystemExit(f"no session {name!r} the simulator reads in {folder}")
+        out.append(found[0])
+    return out
+
+
+def measure_session(
+    session: Session, runs: int, thresholds: Sequence[int], *, pause_gc: bool
+) -> dict[str, Any]:
+    """Ours, exact then approximate, at each threshold, and one tiktoken pass right after
+    each exact run: the ratio is the median of each run over its own pass, so a machine
+    whose load changes during the benchmark still compares like with like."""
+    messages, tools = session.messages, session.tools
+    replay_ours(fresh_copies(messages[:50]), "cl100k_base", thresholds[0], tools)
+    passes: list[float] = []
+    at: dict[str, Any] = {}
+    for threshold in thresholds:
+        figures, ratios = {}, []
+        for name in ("cl100k_base", "approx"):
+            print(f"{session.label} at {threshold:,}: {name}...", file=sys.stderr)
+            results = []
+            for _ in range(runs):
+                run, _ = timed_runs(
+                    lambda n=name, t=threshold: replay_ours(fresh_copies(messages), n, t, tools),
+                    1,
+                    pause_gc=pause_gc,
+                )
+                results.append(run)
+                if name == "cl100k_base":
+                    passes.append(tiktoken_pass(messages, tools))
+                    ratios.append(run.total / passes[-1])
+            results.sort(key=lambda r: r.total)
+            totals = [r.total for r in results]
+            figures[f"ours_{name}"] = _figures(results[len(results) // 2], totals)
+        at[str(threshold)] = {
+            "figures": figures,
+            "exact_over_one_tiktoken_pass": statistics.median(ratios),
+            "each_run_over_its_pass": ratios,
+        }
+    one_pass = statistics.median(passes)
+    return {
+        "label": session.label,
+        "kind": session.kind,
+        "messages": len(messages),
+        "rendered_chars": sum(len(t) for m in messages for t in render_message(m)),
+        "calls": len(call_points(messages)),
+        "tools": len(tools),
+        "one_tiktoken_pass_s": one_pass,
+        "thresholds": at,
+    }
+
+
 # Driving and reporting ----------------------------------------------------------------
 
 
@@ -308,9 +451,37 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
         default=THRESHOLD,
         help="max_tokens_for_clear (and LangChain's trigger); 20000 passes it by the 10th call",
     )
+    parser.add_argument(
+        "--recordings",
+        type=Path,
+        metavar="DIR",
+        help="the recordings folder whose sessions are replayed after the corpus",
+    )
+    parser.add_argument(
+        "--session",
+        action="append",
+        default=[],
+        metavar="LABEL",
+        help="a recorded session to replay (file#name, or a file relative to the folder), "
+        "repeatable; by default the longest of each kind (content blocks, chat)",
+    )
+    parser.add_argument(
+        "--session-threshold",
+        action="append",
+        type=int,
+        metavar="N",
+        help="max_tokens_for_clear for the recorded sessions, repeatable "
+        f"(default: {', '.join(str(t) for t in SESSION_THRESHOLDS)})",
+    )
     parser.add_argument("--out", type=Path, default=RESULTS)
     add_readme_arguments(parser)
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    try:
+        args.recordings = require_recordings(args.recordings, option="--recordings")
+    except RecordingsNotFound as error:
+        parser.error(str(error))
+    args.session_threshold = args.session_threshold or list(SESSION_THRESHOLDS)
+    return args
 
 
 def measure(
@@ -357,11 +528,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     readme = readme_path(args, *README_BLOCKS)
     stamp = Stamp.take("benchmarks.replay", argv, PACKAGES)
     host = machine()
+    print("reading the recordings...", file=sys.stderr)
+    sessions = pick_sessions(args.recordings, args.session)
+    if not sessions:
+        raise SystemExit(f"no session the simulator reads in {args.recordings}")
     print("building the corpus...", file=sys.stderr)
     corpus = build_conversation(args.min_messages, args.min_chars)
     results = measure(corpus, args.runs, pause_gc=args.pause_gc, threshold=args.threshold)
     one_pass = statistics.median(tiktoken_pass(corpus) for _ in range(args.runs))
     figures = {name: _figures(run, totals) for name, (run, totals) in results.items()}
+    recorded = [
+        measure_session(s, args.runs, args.session_threshold, pause_gc=args.pause_gc)
+        for s in sessions
+    ]
     approx = figures["ours_approx"]["total_s"]
     report = {
         "machine": host,
@@ -397,6 +576,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 figures["langchain_apply_carried"]["total_s"] / approx
             ),
         },
+        "recordings": str(args.recordings),
+        "sessions": recorded,
     }
     report["machine"]["load_average_at_end"] = load_average()
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -498,6 +679,60 @@ def _met(met: bool | None) -> str:
     return "" if met is None else ("met" if met else "not met")
 
 
+def _sessions(report: dict[str, Any]) -> tuple[list[str], list[list[Any]]]:
+    rows: list[list[Any]] = []
+    for number, session in enumerate(report["sessions"], 1):
+        for threshold, at in session["thresholds"].items():
+            exact, approx = at["figures"]["ours_cl100k_base"], at["figures"]["ours_approx"]
+            ratio = at["exact_over_one_tiktoken_pass"]
+            rows.append(
+                [
+                    f"S{number}",
+                    f"{int(threshold):,}",
+                    exact["calls_that_cleared"],
+                    f"{exact['final_context_tokens']:,}",
+                    f"{approx['total_s']:.3f}",
+                    f"{exact['total_s']:.3f}",
+                    f"{session['one_tiktoken_pass_s']:.3f}",
+                    f"{ratio:.2f}x",
+                    _met(ratio <= EXACT_GOAL),
+                ]
+            )
+    headers = [
+        "session",
+        "threshold",
+        "calls cleared",
+        "final tokens",
+        "ours_approx s",
+        "ours_cl100k_base s",
+        "one tiktoken pass s",
+        "exact / one pass",
+        f"goal <= {EXACT_GOAL:g}x",
+    ]
+    return headers, rows
+
+
+def _session_list(report: dict[str, Any]) -> list[str]:
+    return [
+        f"S{n}: `{s['label']}` ({'content blocks' if s['kind'] == 'blocks' else 'chat'}), "
+        f"{s['messages']:,} messages, {s['calls']} model calls, {s['rendered_chars']:,} "
+        f"characters rendered for counting, {s['tools']} tool schemas."
+        for n, s in enumerate(report["sessions"], 1)
+    ]
+
+
+def _session_deciles(report: dict[str, Any]) -> tuple[list[str], list[list[Any]]]:
+    columns = [
+        (f"S{n} at {int(t):,}", at["figures"]["ours_cl100k_base"]["deciles"])
+        for n, s in enumerate(report["sessions"], 1)
+        for t, at in s["thresholds"].items()
+    ]
+    rows = [
+        [d + 1, *(f"{tenths[d]['mean_ms']:.3f}" for _, tenths in columns)] for d in range(DECILES)
+    ]
+    return ["decile", *(name for name, _ in columns)], rows
+
+
 def print_report(report: dict[str, Any]) -> None:
     print(f"\n{_summary(report)}")
     m = report["machine"]
@@ -511,6 +746,11 @@ def print_report(report: dict[str, Any]) -> None:
     print(table(["ratio", "value", "goal"], rows))
     print("\nMean ms per call by decile of the replay (context length in messages at its end):")
     print(table(*_deciles(report)))
+    print(f"\nRecorded sessions ({report['recordings']}):")
+    print("\n".join(_session_list(report)))
+    print(table(*_sessions(report)))
+    print("\nMean ms per call of the exact replay by decile of each session:")
+    print(table(*_session_deciles(report)))
 
 
 def markdown(report: dict[str, Any]) -> list[str]:
@@ -529,6 +769,11 @@ def markdown(report: dict[str, Any]) -> list[str]:
         goals,
         "Mean ms per call by tenth of the replay (context length in messages at its end):",
         md_table(*_deciles(report)),
+        "Recorded sessions, ours alone, the longest of each kind in the recordings folder:",
+        "\n".join(f"- {line}" for line in _session_list(report)),
+        md_table(*_sessions(report)),
+        "Mean ms per call of the exact replay by tenth of each session:",
+        md_table(*_session_deciles(report)),
     ]
 
 

@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import gc
 import hashlib
 import os
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 import tiktoken
 import tiktoken.load
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from reduction_app.engine import (
     TOKEN_COUNTER_NAMES,
@@ -43,6 +48,7 @@ from reduction_app.engine.blocks import (
 )
 from reduction_app.engine.errors import ConfigError, TokenizerUnavailable
 from reduction_app.engine.messages import Media, Message, MessagePart, ToolCall, ToolInfo
+from tests.conftest import max_examples
 
 ARGS = '{"location": "London, UK", "unit": "c"}'
 QUESTION = (
@@ -540,33 +546,40 @@ def test_fresh_process_counts_offline(tmp_path: Path) -> None:
     )
 
 
-def test_exact_counter_encodes_equal_long_texts_once() -> None:
-    """A REST client sends the conversation again as new objects: equal long texts are
-    counted from the value cache, not encoded again; short ones are not cached."""
+def test_exact_counter_encodes_equal_texts_once() -> None:
+    """A REST client sends the conversation again as new objects, and a clear pass
+    rewrites a message around blocks that did not change: equal texts, long or short, are
+    counted from the value cache, not encoded again."""
     counter = TiktokenCounter("cl100k_base")
     big = "def handler(request):\n    return render(request)\n" * 200
     first = counter([Message.tool(big, "c1")], [])
     assert (counter.texts.hits, counter.texts.misses) == (0, 1)
     # Equal value, new object, behind a new first message (an equal list as a whole would
-    # reuse the last list's totals and count nothing).
+    # reuse the last list's totals and count nothing): "q" is new, the tool text is not.
     again = counter([Message.user("q"), Message.tool(big, "c1")], [])
+    assert (counter.texts.hits, counter.texts.misses) == (1, 2)
     assert again == first + counter.count_message(Message.user("q"))
-    assert (counter.texts.hits, counter.texts.misses) == (1, 1)
-    counter([Message.tool("short", "c2")], [])
-    assert (counter.texts.hits, counter.texts.misses) == (1, 1)
+    assert (counter.texts.hits, counter.texts.misses) == (2, 2)
+    short = counter([Message.tool("short", "c2")], [])
+    assert counter.count_message(Message.tool("short", "c2")) == short
+    assert (counter.texts.hits, counter.texts.misses) == (3, 3)
 
 
 def test_text_cache_stays_within_its_character_budget() -> None:
+    """Each entry is charged its characters plus ENTRY_CHARS."""
     from reduction_app.engine._tokens._caches import TextCache
 
-    cache = TextCache(max_chars=10)
+    extra = TextCache.ENTRY_CHARS
+    cache = TextCache(max_chars=2 * extra + 10)
     assert cache.get_or_count("aaaa", len) == 4
     assert cache.get_or_count("bbbbbb", len) == 6
-    assert cache.get_or_count("cc", len) == 2  # 12 chars: the oldest, "aaaa", goes
-    assert cache.chars == 8
+    # 3 entries of 12 characters: over the budget by one entry, so the oldest, "aaaa", goes.
+    assert cache.get_or_count("cc", len) == 2
+    assert cache.chars == 2 * extra + 8
     assert cache.get_or_count("aaaa", lambda t: 99) == 99  # counted again
-    assert cache.get_or_count("x" * 11, len) == 11  # longer than the budget: not kept
-    assert "x" * 11 not in cache._entries
+    too_long = "x" * (extra + 11)  # charged 2 * extra + 11: over the whole budget
+    assert cache.get_or_count(too_long, len) == extra + 11
+    assert too_long not in cache._entries
 
 
 def test_count_after_trusts_what_the_caller_says_is_unchanged() -> None:
@@ -678,3 +691,176 @@ def test_counter_counts_a_sequence_that_cannot_be_sliced() -> None:
 
     messages = c2()
     assert ApproxTokenCounter()(Plain(messages), []) == ApproxTokenCounter()(messages, [])
+
+
+# --- the cached paths count what a plain encode counts ------------------------------------
+
+# Pieces of text as agents produce them: code, prose in several scripts, runs of spaces
+# and newlines, a special-token marker (counted as text), and a lone surrogate (JSON can
+# carry one), joined at random so pieces meet at every kind of boundary.
+PIECES = st.sampled_from(
+    [
+        "def f(x):\n",
+        "    return x\n",
+        "über ",
+        "字字",
+        "🙂",
+        "<|endoftext|>",
+        "\t",
+        "  \n\n",
+        "\ud800",
+        '{"path": "a/b.py"}',
+        "'s",
+        "1234567",
+        "\r\n",
+        " ",
+    ]
+)
+TEXTS = st.one_of(st.text(max_size=60), st.lists(PIECES, max_size=30).map("".join))
+
+
+@st.composite
+def chat_messages(draw: st.DrawFn) -> Message:
+    role = draw(st.sampled_from(["system", "user", "assistant", "tool"]))
+    calls = tuple(
+        ToolCall(id=draw(TEXTS), name=draw(TEXTS), arguments=draw(TEXTS))
+        for _ in range(draw(st.integers(0, 2)) if role == "assistant" else 0)
+    )
+    parts = tuple(
+        MessagePart(type=draw(st.sampled_from(["text", "image_url"])), text=draw(TEXTS))
+        for _ in range(draw(st.integers(0, 2)))
+    )
+    return Message(
+        role=role,
+        content=draw(TEXTS),
+        reasoning_content=draw(TEXTS),
+        tool_calls=calls,
+        tool_call_id="c1" if role == "tool" else "",
+        user_input_multi_content=parts if role == "user" else (),
+        assistant_gen_multi_content=parts if role == "assistant" else (),
+    )
+
+
+@st.composite
+def agentic_messages(draw: st.DrawFn) -> AgenticMessage:
+    kinds = st.sampled_from(["user", "assistant", "reasoning", "call", "result"])
+    content: list[Any] = []
+    for kind in draw(st.lists(kinds, min_size=1, max_size=4)):
+        if kind == "user":
+            content.append(UserInputText(text=draw(TEXTS)))
+        elif kind == "assistant":
+            content.append(AssistantGenText(text=draw(TEXTS)))
+        elif kind == "reasoning":
+            content.append(Reasoning(text=draw(TEXTS)))
+        elif kind == "call":
+            content.append(
+                FunctionToolCall(call_id=draw(TEXTS), name="Bash", arguments=draw(TEXTS))
+            )
+        else:
+            pieces = tuple(
+                ToolResultContent(text=draw(TEXTS)) for _ in range(draw(st.integers(0, 2)))
+            )
+            content.append(FunctionToolResult(call_id=draw(TEXTS), name="Read", content=pieces))
+    return AgenticMessage(
+        role=draw(st.sampled_from(["user", "assistant"])), content_blocks=tuple(content)
+    )
+
+
+def plain_count(messages: Sequence[Any]) -> int:
+    """Every rendered string encoded on its own with tiktoken's ``encode``, nothing cached."""
+    encoding = tiktoken.get_encoding("cl100k_base")
+    return sum(
+        len(encoding.encode(text, disallowed_special=()))
+        for m in messages
+        for text in render_message(m)
+    )
+
+
+def rewritten(msg: Any, text: str) -> Any:
+    """A copy of ``msg`` with one text changed and everything else shared, as a clear pass
+    writes a result: a new message around the same strings and blocks."""
+    if isinstance(msg, Message):
+        return dataclasses.replace(msg, content=text)
+    first = msg.content_blocks[0]
+    block = (
+        dataclasses.replace(first, text=text)
+        if hasattr(first, "text")
+        else FunctionToolResult(call_id="c", name="Read", content=(ToolResultContent(text=text),))
+    )
+    return dataclasses.replace(msg, content_blocks=(block, *msg.content_blocks[1:]))
+
+
+@settings(max_examples=max_examples(100), deadline=None)
+@given(
+    messages=st.one_of(
+        st.lists(chat_messages(), min_size=1, max_size=8),
+        st.lists(agentic_messages(), min_size=1, max_size=8),
+    ),
+    new_text=TEXTS,
+    data=st.data(),
+)
+def test_exact_counter_counts_as_a_plain_encode_however_it_is_reached(
+    messages: list[Any], new_text: str, data: st.DataObject
+) -> None:
+    """One counter, used as an agent and the clear phase use it (a growing list, equal
+    copies sent again, a message rewritten around shared strings, ``count_after``), gives
+    at every step what a fresh, uncached encode of every rendered string gives."""
+    counter = TiktokenCounter("cl100k_base")
+    for end in range(1, len(messages) + 1):
+        assert counter(messages[:end], []) == plain_count(messages[:end])
+    copies = [copy.copy(m) for m in messages]
+    assert counter(tuple(copies), []) == plain_count(messages)
+    assert [counter.count_message(m) for m in messages] == [plain_count([m]) for m in messages]
+    at = data.draw(st.integers(0, len(messages) - 1))
+    edited = [*copies[:at], rewritten(copies[at], new_text), *copies[at + 1 :]]
+    expected = plain_count(edited)
+    assert counter.count_after(edited, [], known=tuple(copies), same=at) == expected
+    # A fresh counter, and the same counter from scratch (no trusted prefix), agree.
+    assert TiktokenCounter("cl100k_base")(edited, []) == expected
+    assert counter(list(edited), []) == expected
+
+
+@settings(max_examples=max_examples(50), deadline=None)
+@given(texts=st.lists(TEXTS, min_size=1, max_size=20), limit=st.integers(1, 60))
+def test_clear_phase_reports_the_tokens_a_plain_encode_counts(texts: list[str], limit: int) -> None:
+    """The exact counter inside the clear phase (what it counts before a pass, and after
+    it has rewritten results): the summary's figures are a plain encode's of what went
+    in and what came out."""
+    from reduction_app.engine import ChatModelAgentState, InMemoryBackend, ReductionConfig, new
+
+    events: list[Any] = []
+    mw = new(
+        ReductionConfig(
+            backend=InMemoryBackend(),
+            skip_truncation=True,
+            token_counter="cl100k_base",
+            max_tokens_for_clear=limit,
+            clear_retention_suffix_limit=1,
+            on_event=events.append,
+        )
+    )
+    messages: list[Any] = [AgenticMessage(role="user", content_blocks=(UserInputText(text="go"),))]
+    for i, text in enumerate(texts):
+        call = AgenticMessage(
+            role="assistant",
+            content_blocks=(
+                AssistantGenText(text=text[:10]),
+                FunctionToolCall(call_id=f"c{i}", name="Read", arguments=text[-10:]),
+            ),
+        )
+        result = AgenticMessage(
+            role="user",
+            content_blocks=(
+                FunctionToolResult(
+                    call_id=f"c{i}", name="Read", content=(ToolResultContent(text=text),)
+                ),
+                UserInputText(text=text[:5]),
+            ),
+        )
+        messages += [call, result]
+        out = mw.before_model_rewrite_state(ChatModelAgentState(messages=messages))
+        summary = events[-1]
+        assert summary.kind == "summary"
+        assert summary.tokens_before == plain_count(messages)
+        assert summary.tokens_after == plain_count(out.messages)
+        messages = list(out.messages)

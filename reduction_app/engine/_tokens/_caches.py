@@ -95,14 +95,21 @@ def shared_prefix(a: Sequence[object], b: Sequence[object]) -> int:
 
 
 class TextCache:
-    """Counts of long texts by value, least recently used first out, bounded in characters.
+    """Counts of texts by value, least recently used first out, bounded in characters.
 
     The per-message cache goes by identity, which a REST client defeats: it sends the
-    whole conversation again on every call, parsed into new objects. Hashing a text is
-    far cheaper than encoding it, so equal texts are encoded once. A text may be given as
-    the tuple of the pieces it is joined from (:meth:`get_or_count_pieces`): the entry
-    then holds the pieces the messages already hold, never a joined copy.
+    whole conversation again on every call, parsed into new objects; and a clear pass
+    rewrites a message around blocks that did not change. Hashing a text is far cheaper
+    than encoding it (about a hundred times, even for a short one), so equal texts are
+    encoded once. A text may be given as the tuple of the pieces it is joined from
+    (:meth:`get_or_count_pieces`): the entry then holds the pieces the messages already
+    hold, never a joined copy. Each entry is charged its characters plus
+    :attr:`ENTRY_CHARS`, so many short texts are bounded as surely as a few long ones.
     """
+
+    ENTRY_CHARS = 200
+    """What an entry costs beyond its characters (its slot, key and value), in
+    characters: a short text is charged about the memory it takes."""
 
     def __init__(self, max_chars: int) -> None:
         self.max_chars = max_chars
@@ -110,30 +117,36 @@ class TextCache:
         self.hits = 0
         self.misses = 0
         self._entries: OrderedDict[str | tuple[str, ...], tuple[int, int]] = OrderedDict()
-        """Key -> (count, characters)."""
+        """Key -> (count, characters charged)."""
         self._lock = threading.Lock()
 
     def get_or_count(self, text: str, count: Callable[[str], int]) -> int:
-        return self._get_or_count(text, len(text), lambda: count(text))
+        with self._lock:
+            entry = self._entries.get(text)
+            if entry is not None:
+                self._entries.move_to_end(text)
+                self.hits += 1
+                return entry[0]
+        return self._store(text, len(text), count(text))
 
     def get_or_count_pieces(self, pieces: tuple[str, ...], count: Callable[[str], int]) -> int:
         """The count of ``"".join(pieces)``, joined only when it has to be counted."""
-        return self._get_or_count(pieces, sum(map(len, pieces)), lambda: count("".join(pieces)))
-
-    def _get_or_count(self, key: str | tuple[str, ...], size: int, count: Callable[[], int]) -> int:
         with self._lock:
-            entry = self._entries.get(key)
+            entry = self._entries.get(pieces)
             if entry is not None:
-                self._entries.move_to_end(key)
+                self._entries.move_to_end(pieces)
                 self.hits += 1
                 return entry[0]
-        value = count()
+        return self._store(pieces, sum(map(len, pieces)), count("".join(pieces)))
+
+    def _store(self, key: str | tuple[str, ...], size: int, value: int) -> int:
+        charged = size + self.ENTRY_CHARS
         with self._lock:
             self.misses += 1
-            if key not in self._entries and size <= self.max_chars:
-                self._entries[key] = (value, size)
-                self.chars += size
+            if key not in self._entries and charged <= self.max_chars:
+                self._entries[key] = (value, charged)
+                self.chars += charged
                 while self.chars > self.max_chars:
-                    _, (_, old_size) = self._entries.popitem(last=False)
-                    self.chars -= old_size
+                    _, (_, old_charge) = self._entries.popitem(last=False)
+                    self.chars -= old_charge
         return value

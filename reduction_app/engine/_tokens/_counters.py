@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 import tiktoken
@@ -292,14 +292,13 @@ class ApproxTokenCounter(CachingCounter):
 class TiktokenCounter(CachingCounter):
     """Exact token counts with a tiktoken encoding, loaded lazily and offline."""
 
-    TEXT_CACHE_MIN_CHARS = 512
-    """Shorter texts encode about as fast as they hash: not worth a cache entry."""
     TEXT_CACHE_MAX_CHARS = 32_000_000
 
     def __init__(self, encoding_name: str, *, loader: EncodingLoader | None = None) -> None:
         super().__init__()
         self.name = encoding_name
         self._loader = loader or default_loader()
+        self._encode: Callable[[str], list[int]] | None = None
         self.texts = TextCache(self.TEXT_CACHE_MAX_CHARS)
 
     @property
@@ -308,8 +307,6 @@ class TiktokenCounter(CachingCounter):
         return self._loader.get_encoding(self.name)
 
     def count_text(self, text: str) -> int:
-        if len(text) < self.TEXT_CACHE_MIN_CHARS:
-            return self._encode_count(text)
         return self.texts.get_or_count(text, self._encode_count)
 
     def _count_message(self, msg: AnyMessage) -> int:
@@ -317,14 +314,16 @@ class TiktokenCounter(CachingCounter):
             return super()._count_message(msg)
         # A chat message's text is cached by its pieces: the cache then keeps the strings
         # the message holds, not a joined copy of a long tool output.
-        pieces = _chat_pieces(msg)
-        if sum(map(len, pieces)) < self.TEXT_CACHE_MIN_CHARS:
-            return self._encode_count("".join(pieces))
-        return self.texts.get_or_count_pieces(pieces, self._encode_count)
+        return self.texts.get_or_count_pieces(_chat_pieces(msg), self._encode_count)
 
     def _encode_count(self, text: str) -> int:
-        # Tool output may contain "<|endoftext|>"; it is counted as the text it is.
-        return len(self.encoding.encode(text, disallowed_special=()))
+        # Tool output may contain "<|endoftext|>"; it is counted as the text it is, which
+        # is what encode_ordinary does (encode(text, disallowed_special=()) gives the same
+        # tokens, after a search for special tokens that would all be refused anyway).
+        encode = self._encode
+        if encode is None:
+            encode = self._encode = self.encoding.encode_ordinary
+        return len(encode(text))
 
 
 _SHARED: dict[str, CachingCounter] = {}
