@@ -175,17 +175,18 @@ bench-api: $(STAMP)
 # machine. The PostgreSQL runs make a fresh database on BENCH_POSTGRES (a server URL), or
 # else on the server scripts/ensure_postgres.sh finds or starts. BENCHMARKS picks some,
 # e.g. `make bench-readme BENCHMARKS='replay flat'`.
-BENCHMARKS ?= replay flat truncation memory quotas bounds purge soak reused_ids otlp sweep corpus_sweep recommend held_out sweep-tasks api_load
+BENCHMARKS ?= replay flat truncation memory quotas bounds purge soak stateful reused_ids otlp sweep corpus_sweep recommend held_out sweep-tasks api_load
 bench-readme: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
 	@set -e; pg_url="$${BENCH_POSTGRES:-}"; \
-	case " $(BENCHMARKS) " in *" sweep-tasks "*|*" api_load "*|*" soak "*|*" bounds "*|*" reused_ids "*) \
+	case " $(BENCHMARKS) " in *" sweep-tasks "*|*" api_load "*|*" soak "*|*" stateful "*|*" bounds "*|*" reused_ids "*) \
 		if [ -z "$$pg_url" ]; then pg_url=$$(bash scripts/ensure_postgres.sh); fi;; \
 	esac; \
 	for name in $(BENCHMARKS); do \
 		case $$name in \
 		sweep-tasks) runs="sweep --tasks|sweep --tasks --database-url $$pg_url";; \
 		soak) runs="soak|soak --database-url $$pg_url";; \
+		stateful) runs="stateful --database-url $$pg_url";; \
 		reused_ids) runs="reused_ids|reused_ids --database-url $$pg_url";; \
 		bounds) runs="bounds --postgres $$pg_url";; \
 		api_load) runs="api_load|api_load --no-conversation-id|api_load --postgres $$pg_url|api_load --postgres $$pg_url --no-conversation-id";; \

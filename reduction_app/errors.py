@@ -1,10 +1,9 @@
 """Errors the services raise for requests the records cannot satisfy; the API and the
 pages show their message.
 
-- ``ServiceError``: a conflicting write (answered 409)
+- ``ServiceError``: a conflicting write, or a stale ``previous_revision`` (answered 409)
   - ``QuotaExceeded``: over a workspace's offload quota or request rate (answered 429)
   - ``LimitExceeded``: more work than one request may ask for (answered 422)
-  - ``StaleRevision``: a call continuing a context that has moved on (answered 409)
 - ``SimulationInputError`` (a ``ValueError``): a simulation that cannot run (answered 422)
 """
 

@@ -1,17 +1,10 @@
 """Clients' contexts kept warm between the ``/clear`` calls that continue them.
 
-A client that sends only its new messages (``previous_revision``) continues a context the
-Lab holds. Rebuilding it from the database and counting it afresh would cost what the
-whole context costs; instead each web process keeps, per conversation and config, the
-engine's middleware that answered the last call (its clear memory and token caches) and
-the context as engine messages. A call that finds its revision here costs what it
-brings; one that does not (another process answered the last call, a restart, an
-eviction) catches up with the revisions answered since, which hold what each changed,
-or when it cannot, rebuilds the context once from the stored transcript.
-
-The middleware outlives its request, while its backend and its event sink are the
-request's: :class:`Relay` is the backend and sink it was built with, pointed at each
-request's own.
+Each web process keeps, per conversation and config, the middleware that answered its
+last call and the context as engine messages: a call that continues it costs what it
+brings. A process some calls behind catches up with the revisions answered since, else
+rebuilds the context once from the transcript. :class:`Relay`, the backend and event
+sink of a middleware that outlives its request, passes each call on to the request's.
 """
 
 from __future__ import annotations

@@ -197,6 +197,7 @@ def test_every_benchmark_with_figures_names_its_blocks() -> None:
         "replay",
         "reused_ids",
         "soak",
+        "stateful",
         "sweep",
         "truncation",
     }
