@@ -27,7 +27,7 @@ from asgiref.sync import async_to_sync
 from django.conf import settings
 from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse
-from django.http.request import validate_host
+from django.http.request import split_domain_port, validate_host
 from django.views.decorators.csrf import csrf_exempt
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
@@ -64,7 +64,7 @@ def _origin_allowed(origin: str) -> bool:
     ``CSRF_TRUSTED_ORIGINS``. Tools and agents send none."""
     if origin in settings.CSRF_TRUSTED_ORIGINS:
         return True
-    host = urlsplit(origin).netloc
+    host, _ = split_domain_port(urlsplit(origin).netloc)
     allowed = settings.ALLOWED_HOSTS
     if settings.DEBUG and not allowed:
         allowed = [".localhost", "127.0.0.1", "[::1]"]
