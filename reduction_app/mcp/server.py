@@ -1,12 +1,9 @@
 """The MCP server of offloaded content: the ``mcp`` package's low-level server, offering
 the tools of ``reduction_app.mcp.tools`` to the workspace of the request's API key.
 
-The package runs the protocol (the initialize handshake and version negotiation, ping,
-JSON-RPC errors for unknown methods and malformed messages); this module answers
-``tools/list`` and ``tools/call``. The tools' work is synchronous Django, run on the
-request's own thread (``sync_to_async``, as Django runs sync code under asyncio), so
-it uses the request's database connection. How the server is reached over HTTP is
-``reduction_app.mcp.views``.
+The package runs the protocol (handshake, version negotiation, ping, JSON-RPC errors);
+this module answers ``tools/list`` and ``tools/call``, running the tools' synchronous
+Django work on the request's own thread. Reaching it over HTTP: ``reduction_app.mcp.views``.
 """
 
 from __future__ import annotations
@@ -82,6 +79,8 @@ async def call_tool(
     if params.name not in TOOLS_BY_NAME:
         raise MCPError(types.INVALID_PARAMS, f"unknown tool: {params.name}")
     try:
+        # Thread-sensitive: run on the view's thread, which async_to_sync keeps serving
+        # meanwhile, so the tools use the request's database connection.
         text = await sync_to_async(_call)(_workspace(ctx), params.name, params.arguments)
     except ToolProblem as exc:
         return _text(str(exc), error=True)

@@ -1,11 +1,9 @@
 """The MCP endpoint's tools, declared once each (name, description, arguments), and
 the work each does for one workspace: plain Django, no MCP and no asyncio.
 
-``read_file`` answers as the engine's own read tool does (:func:`engine.read_page`),
-from the content ``GET /api/v1/files/read`` serves; ``search_files`` and
-``list_files`` read the same rows. A problem the model can correct (an unknown path,
-a bad argument) raises :class:`ToolProblem`, answered to the model as a tool error; a
-failing storage raises :class:`StorageFailed`. The protocol around them is
+``read_file`` answers as the engine's read tool does, from what ``GET
+/api/v1/files/read`` serves; what the model can correct raises :class:`ToolProblem`
+(a tool error), a failing storage :class:`StorageFailed`. The protocol around them is
 ``reduction_app.mcp.server``.
 """
 

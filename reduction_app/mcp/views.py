@@ -1,16 +1,9 @@
-"""``/mcp``: the MCP server over streamable HTTP, as a Django view of the WSGI app.
+"""``/mcp``: the MCP server over streamable HTTP, as a view of the WSGI app.
 
-The view does what is the site's to do: it refuses an ``Origin`` this site does not
-serve (the spec's guard against DNS rebinding; Django already checked ``Host`` against
-``ALLOWED_HOSTS``), takes the REST API's keys as ``Authorization: Bearer`` (401 with
-``WWW-Authenticate: Bearer`` without a live one) and their request rate (429). The body
-was held to ``REDUCTION_MAX_REQUEST_BYTES`` by ``reduction_app.limits`` before.
-
-The rest is the ``mcp`` package's streamable-HTTP transport, stateless and answering
-with JSON (no server-initiated streams, so a GET is 405): the view hands it the request
-as an ASGI scope and its body, runs it to its answer on an event loop of its own, and
-returns that answer. Each request gets a fresh session manager, as a stateless server
-keeps nothing between requests.
+The view refuses an ``Origin`` the site does not serve (against DNS rebinding), takes
+the REST API's keys as Bearer tokens and their request rate; then hands the request, as
+an ASGI scope, to the ``mcp`` package's streamable-HTTP transport, stateless and
+answering with JSON, run to its answer on an event loop of its own.
 """
 
 from __future__ import annotations
@@ -131,6 +124,8 @@ async def _serve(
             if not message.get("more_body", False):
                 answered.set()
 
+    # A manager per request: a stateless server keeps nothing between requests, and a
+    # manager runs once.
     manager = StreamableHTTPSessionManager(
         app=SERVER,
         json_response=True,
@@ -177,6 +172,7 @@ def mcp_endpoint(request: HttpRequest) -> HttpResponse:
         response = _error(HTTPStatus.UNAUTHORIZED, "missing or invalid API key")
         response["WWW-Authenticate"] = "Bearer"
         return response
+    # The body was read within REDUCTION_MAX_REQUEST_BYTES by reduction_app.limits.
     status, headers, body = async_to_sync(_serve)(_scope(request, workspace), request.body)
     response = HttpResponse(body, status=status)
     for name, value in headers:
