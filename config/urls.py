@@ -11,6 +11,7 @@ from django.views.decorators.http import require_safe
 
 from reduction_app import error_pages
 from reduction_app.api import api
+from reduction_app.mcp.views import mcp_endpoint
 
 
 # Exempt from CSRF: it changes nothing, and a POST or DELETE to an unknown address would
@@ -31,6 +32,7 @@ def favicon(request: HttpRequest) -> HttpResponseRedirect:
 urlpatterns = [
     path("favicon.ico", favicon),
     path("api/v1/", api.urls),
+    path("mcp", mcp_endpoint, name="mcp"),
     re_path(r"^api/(?P<rest>.*)$", api_not_found),
     path("admin/", admin.site.urls),
     path("", include("reduction_app.urls")),

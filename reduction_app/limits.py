@@ -134,7 +134,7 @@ def _chunked(request: HttpRequest) -> bool:
 
 
 class ApiRequestSizeMiddleware:
-    """Answer 413 with a JSON error when an API request's body is too big (a chunked body
+    """Answer 413 with a JSON error when an API (or MCP) request's body is too big (a chunked body
     is read here, within the limit, or answered 411 where the server cannot), and with
     text when a page's is; refuse an address with a NUL character (an API request with
     422 and a JSON error, a page with 400)."""
@@ -153,6 +153,9 @@ class ApiRequestSizeMiddleware:
                 return json_error(422, "the address must not contain NUL characters")
             return json_error(422, f"{name}: must not contain NUL characters", name)
         limit = settings.REDUCTION_MAX_REQUEST_BYTES
+        # The MCP endpoint's clients are programs too: a chunked body is read for them,
+        # and refused in the API's JSON.
+        api = api or request.path == "/mcp"
         if api and _chunked(request):
             refused = _read_chunked(request, limit)
             if refused is not None:

@@ -11,8 +11,9 @@ from __future__ import annotations
 import hashlib
 import logging
 import uuid
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, replace
+from typing import Protocol
 
 from django.conf import settings
 from django.core.files.base import ContentFile
@@ -387,6 +388,30 @@ def verify_stored(storage: Storage, name: str, sha256: str) -> None:
     found = digest.hexdigest()
     if found != sha256:
         raise DamagedContent(name, sha256, found)
+
+
+class Chunks(Protocol):
+    """What a stored file is read through: a storage's file, or any binary stream."""
+
+    def read(self, size: int = ..., /) -> bytes: ...
+
+
+_LINE_CHUNK = 64 * 1024
+
+
+def stored_lines(handle: Chunks) -> Iterator[str]:
+    """The lines of a stored file, read a chunk at a time, as ``GET /api/v1/files/read``
+    numbers them: they end at ``\\n``, a ``\\r`` before it is not shown, and a final
+    ``\\n`` starts no new line. For display and search only (the raw download has the
+    exact bytes): a lone surrogate the engine stored, which cannot go out as UTF-8, is
+    shown as U+FFFD."""
+    rest = b""
+    while chunk := handle.read(_LINE_CHUNK):
+        *complete, rest = (rest + chunk).split(b"\n")
+        for line in complete:
+            yield line.removesuffix(b"\r").decode("utf-8", "replace")
+    if rest:
+        yield rest.removesuffix(b"\r").decode("utf-8", "replace")
 
 
 def read_stored(storage: Storage, name: str) -> str:

@@ -7,6 +7,7 @@ happened."""
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 import http.client
 import json
@@ -23,6 +24,7 @@ from typing import Any
 import pytest
 
 from benchmarks.server import ManageError, Server, production_server
+from tests.app.mcp.test_live import session, text_of
 from tests.app.support import clear_placeholder
 
 pytestmark = pytest.mark.slow  # gunicorn with two workers
@@ -227,3 +229,30 @@ def _call(call_id: str) -> dict[str, Any]:
             {"id": call_id, "type": "function", "function": {"name": "grep", "arguments": "{}"}}
         ],
     }
+
+
+def test_production_server_serves_mcp_from_its_sync_workers(server: Server) -> None:
+    """The MCP endpoint under gunicorn's sync workers: the mcp package's client reads
+    back an offload the engine made, as ``GET /files/read`` serves it."""
+    headers = {"Authorization": f"Bearer {server.api_key}", "Content-Type": "application/json"}
+    body = {
+        "config": {"max_length_for_trunc": 10},
+        "tool_name": "grep",
+        "tool_call_id": "call_mcp",
+        "result": "".join(f"match {n}\n" for n in range(30)),
+        "conversation_id": "run-mcp",
+    }
+    answer = request(
+        server, "/api/v1/truncate", method="POST", body=json.dumps(body).encode(), headers=headers
+    )
+    path = json.loads(answer.body)["offload_path"]
+    query = urllib.parse.urlencode({"path": path, "offset": 5, "limit": 10})
+    rest = json.loads(request(server, f"/api/v1/files/read?{query}", headers=headers).body)
+
+    async def read() -> tuple[str, bool]:
+        async with session(server.url, server.api_key) as client:
+            return await text_of(client, "read_file", path=path, offset=5, limit=10)
+
+    text, error = asyncio.run(read())
+    assert not error
+    assert text == rest["content"] + "[15 more lines; read on with offset=15]\n"

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import logging
 import posixpath
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http import HTTPStatus
-from typing import Any, Protocol, cast
+from typing import Any, cast
 
 from django import forms
 from django.http import FileResponse, Http404, HttpResponse, HttpResponseBase
@@ -24,7 +23,13 @@ from reduction_app.http import PageRequest
 from reduction_app.models import OffloadedFile
 from reduction_app.paging import Pager, int_param, pager_for, paginate, url_with
 from reduction_app.records import selectors
-from reduction_app.records.storage import DamagedContent, offload_storage, verify_stored
+from reduction_app.records.storage import (
+    Chunks,
+    DamagedContent,
+    offload_storage,
+    stored_lines,
+    verify_stored,
+)
 from reduction_app.records.views import filtered_to
 
 logger = logging.getLogger(__name__)
@@ -33,7 +38,6 @@ FILES_PER_PAGE = 50
 LINES_PER_PAGE = 500
 MAX_LISTED_HITS = 500
 """Matching line numbers listed on the page; the count beyond is still given."""
-CHUNK_BYTES = 64 * 1024
 PHASES = (("", "any"), ("truncation", "truncation"), ("clear", "clear"))
 DAMAGED = (
     "The stored content of this file is damaged: its bytes do not match its recorded "
@@ -91,26 +95,6 @@ def _file_or_404(request: PageRequest) -> OffloadedFile:
     return row
 
 
-class Chunks(Protocol):
-    """What the pages read a stored file through: a storage's file, or any binary stream."""
-
-    def read(self, size: int = ..., /) -> bytes: ...
-
-
-def _lines(handle: Chunks) -> Iterator[str]:
-    """The lines of a stored file, as ``GET /api/v1/files/read`` numbers them: they end at
-    ``\\n``, a ``\\r`` before it is not shown, and a final ``\\n`` starts no new line."""
-    rest = b""
-    while chunk := handle.read(CHUNK_BYTES):
-        *complete, rest = (rest + chunk).split(b"\n")
-        for line in complete:
-            # Display only (the raw download has the exact bytes): a lone surrogate the
-            # engine stored cannot go out in a UTF-8 page.
-            yield line.removesuffix(b"\r").decode("utf-8", "replace")
-    if rest:
-        yield rest.removesuffix(b"\r").decode("utf-8", "replace")
-
-
 @dataclass
 class FileWindow:
     """One page of a file's lines, and what a search found in the whole file."""
@@ -139,7 +123,7 @@ def read_window(handle: Chunks, page: int | None, query: str) -> FileWindow:
     window = FileWindow(page=page or 0)
     first_page: list[tuple[int, str, bool]] = []
     current: list[tuple[int, str, bool]] = []
-    for index, text in enumerate(_lines(handle)):
+    for index, text in enumerate(stored_lines(handle)):
         number, on_page = index + 1, index // LINES_PER_PAGE + 1
         hit = bool(needle) and needle in text.casefold()
         if hit:

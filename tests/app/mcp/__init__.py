@@ -1,0 +1,1 @@
+"""Tests of ``reduction_app.mcp``."""
