@@ -126,6 +126,7 @@ class DjangoStorageBackend:
         """This request's journal rows (``StagedOffload.request``)."""
         self.conversation_id = conversation_id
         self._expected: frozenset[str] = frozenset()
+        self._expecting: Callable[[], Collection[str]] | None = None
         self._known: dict[str, tuple[str, str]] | None = None
         """Recorded path -> (storage name, digest), for the conversation's files and the
         expected paths (loaded on first read)."""
@@ -134,9 +135,11 @@ class DjangoStorageBackend:
         self._journaled: set[str] = set()
         """Storage names this request journaled (and so stored, or is storing)."""
 
-    def expect(self, paths: Collection[str]) -> None:
-        """Paths the engine is likely to check, looked up together on the first read."""
-        self._expected = frozenset(paths)
+    def expect(self, paths: Collection[str] | Callable[[], Collection[str]]) -> None:
+        """Paths the engine is likely to check, looked up together on the first read; or
+        what gives them, called then (a call that reads nothing never works them out)."""
+        self._expecting = paths if callable(paths) else None
+        self._expected = frozenset() if callable(paths) else frozenset(paths)
         self._known = None
 
     def write(self, request: WriteRequest) -> None:
@@ -249,6 +252,8 @@ class DjangoStorageBackend:
 
     def _recorded(self, path: str) -> tuple[str, str]:
         """The storage name and digest recorded for ``path``; ``FileNotFoundError`` if none."""
+        if self._expecting is not None:
+            self._expected, self._expecting = frozenset(self._expecting()), None
         if self._known is None:
             self._known = self._look_up_known()
         found = self._known.get(path)

@@ -231,7 +231,8 @@ def _clear_continued(
         middleware = session.middleware
         root_dir = middleware.config.root_dir
         reads_from = middleware.clear_reads_from if warm.middleware is not None else 0
-        session.backend.expect(inspect.first_clear_paths(given[reads_from:], root_dir))
+        # Worked out only when the pass reads a path: a call below the threshold never.
+        session.backend.expect(lambda: inspect.first_clear_paths(given[reads_from:], root_dir))
         state = engine.ChatModelAgentState(messages=given, tool_infos=tools)
         out_messages = list(session.middleware.before_model_rewrite_state(state).messages)
         # The first message the pass changed; the new ones come back in any case.
