@@ -5,6 +5,7 @@ of request bodies."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from django.conf import settings
@@ -112,9 +113,15 @@ _SYSTEM_FORMATS = " or ".join(repr(f.name) for f in formats.FORMATS.values() if 
 
 
 def parse_conversation(
-    message_format: str, messages: list[Any], tools: list[Any], system: Any
+    message_format: str,
+    messages: list[Any],
+    tools: list[Any],
+    system: Any,
+    *,
+    earlier: Sequence[Any] | None = None,
 ) -> tuple[list[Any], list[Any]]:
-    """The engine's messages and tools of a conversation in ``message_format``.
+    """The engine's messages and tools of a conversation in ``message_format``; with
+    ``earlier``, the engine messages ``messages`` follow (``formats.parse_following``).
 
     The tools and the system parameter are recorded in JSON columns (the messages as
     text): what those cannot hold is refused here, on either database. More messages than
@@ -130,7 +137,10 @@ def parse_conversation(
     wire = formats.get_format(message_format)
     if system is not None and not wire.takes_system:
         raise ApiError(422, f"system is only taken with format {_SYSTEM_FORMATS}", "system")
-    parsed = wire.parse_messages(messages, system), wire.parse_tools(tools)
+    if earlier is None:
+        parsed = wire.parse_messages(messages, system), wire.parse_tools(tools)
+    else:
+        parsed = formats.parse_following(wire.name, messages, earlier), wire.parse_tools(tools)
     for value, where in ((tools, "tools"), (system, "system")):
         found = formats.json_problem(value, where)
         if found is not None:

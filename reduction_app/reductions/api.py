@@ -217,7 +217,9 @@ def _clear_continued(
             "(REDUCTION_MAX_MESSAGES), counting the context this call continues"
         )
         raise LimitExceeded(detail, field="messages")
-    new_messages, tools = parse_conversation(payload.format, payload.messages, tools_in, None)
+    new_messages, tools = parse_conversation(
+        payload.format, payload.messages, tools_in, None, earlier=warm.messages
+    )
     given = [*warm.messages, *new_messages]
     sizes = [*warm.sizes, *contexts.wire_sizes(payload.format, new_messages)]
     with engine_session(
@@ -236,7 +238,7 @@ def _clear_continued(
         state = engine.ChatModelAgentState(messages=given, tool_infos=tools)
         out_messages = list(session.middleware.before_model_rewrite_state(state).messages)
         # The first message the pass changed; the new ones come back in any case.
-        first = _first_changed(given, out_messages, len(warm.messages))
+        first = _first_changed(wire, given, out_messages, len(warm.messages))
         from_index = sum(sizes[:first])
         _, out = formats.dump(payload.format, out_messages[first:])
         revisions: list[int] = []
@@ -282,16 +284,21 @@ def _caught_up(
     return warm
 
 
-def _first_changed(given: list[Any], out: list[Any], kept: int) -> int:
-    """The first position where ``out`` holds another message than ``given`` (the pass
-    returns the very objects it left alone), at most ``kept``: the client's context
-    before its new messages."""
+def _first_changed(wire: formats.WireFormat, given: list[Any], out: list[Any], kept: int) -> int:
+    """The first position where ``out`` holds a message that goes on the wire otherwise
+    than ``given``'s, at most ``kept``: the client's context before its new messages.
+
+    The pass returns the very objects it left alone. One it only flagged as gone through
+    (the flag is the engine's own, and no wire format carries it) is the same message
+    to the client, so it is not sent back: a call that clears one old result answers that
+    result, not everything from the first call the pass flagged."""
     if out is given:
         return kept
     for i in range(min(kept, len(given), len(out))):
-        if out[i] is not given[i]:
+        before, after = given[i], out[i]
+        if after is not before and wire.dump_messages([after]) != wire.dump_messages([before]):
             return i
-    return kept
+    return min(kept, len(out))
 
 
 def _answer(

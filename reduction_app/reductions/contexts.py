@@ -88,7 +88,7 @@ class WarmContext:
             kept += 1
         if total != from_index:
             return False
-        parsed = formats.get_format(message_format).parse_messages(tail, None)
+        parsed = formats.parse_following(message_format, tail, self.messages[:kept])
         self.messages = [*self.messages[:kept], *parsed]
         self.sizes = [*self.sizes[:kept], *wire_sizes(message_format, parsed)]
         return True

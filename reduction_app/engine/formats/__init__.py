@@ -33,6 +33,7 @@ from reduction_app.engine.formats.registry import (
     dump_tools,
     get_format,
     parse,
+    parse_following,
     parse_tools,
 )
 from reduction_app.engine.formats.responses import messages_from_responses, messages_to_responses
@@ -69,6 +70,7 @@ __all__ = [
     "messages_to_responses",
     "nesting_path",
     "parse",
+    "parse_following",
     "parse_tools",
     "parts_from_json",
     "parts_to_json",

@@ -38,12 +38,17 @@ __all__ = ["messages_from_anthropic", "messages_to_anthropic"]
 
 
 def messages_from_anthropic(
-    messages: Sequence[Mapping[str, Any]], system: str | Sequence[Mapping[str, Any]] | None = None
+    messages: Sequence[Mapping[str, Any]],
+    system: str | Sequence[Mapping[str, Any]] | None = None,
+    *,
+    names: Mapping[str, str] | None = None,
 ) -> list[AgenticMessage]:
-    """Parse an Anthropic ``messages`` list, with the request's ``system`` parameter if any."""
+    """Parse an Anthropic ``messages`` list, with the request's ``system`` parameter if any.
+    ``names``: the tool names of calls made before these messages, by call id (a
+    ``tool_result`` takes its tool's name from its ``tool_use``)."""
     out = [] if system is None else [_system_from(system)]
     as_sequence(messages, "messages")
-    names: dict[str, str] = {}
+    names = dict(names or {})
     for i, raw in enumerate(messages):
         where = f"messages[{i}]"
         obj = as_object(raw, where)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Literal, TypeVar
 
-from reduction_app.engine.access import AnyMessage
+from reduction_app.engine.access import AnyMessage, result_ids, tool_calls_of
 from reduction_app.engine.blocks import AgenticMessage
 from reduction_app.engine.errors import FormatError
 from reduction_app.engine.formats.anthropic import messages_from_anthropic, messages_to_anthropic
@@ -39,6 +39,7 @@ __all__ = [
     "dump_tools",
     "get_format",
     "parse",
+    "parse_following",
     "parse_tools",
 ]
 
@@ -225,3 +226,31 @@ def parse_tools(fmt: str, tools: Sequence[Mapping[str, Any]]) -> list[ToolInfo]:
 def dump_tools(fmt: str, tools: Sequence[ToolInfo]) -> list[dict[str, Any]]:
     """The ``tools`` parameter of tool definitions in format ``fmt``."""
     return get_format(fmt).dump_tools(tools)
+
+
+def parse_following(
+    name: str, messages: Sequence[Mapping[str, Any]], earlier: Sequence[AnyMessage]
+) -> list[AnyMessage]:
+    """``messages`` in format ``name`` that follow ``earlier`` (engine messages) in one
+    conversation, parsed as the whole conversation parses them: a tool result whose call
+    is among ``earlier`` takes that call's tool name. ``messages`` start a message of
+    their own (a Responses item does not join the last of ``earlier``). Only the calls
+    ``messages`` answer without making them are looked for, from the end of ``earlier``."""
+    wire = get_format(name)
+    parsed = wire.parse_messages(messages, None)
+    if wire.style == "chat":  # a chat tool message names its tool itself
+        return parsed
+    made = {ref.call_id for message in parsed for ref in tool_calls_of(message)}
+    missing = {i for message in parsed for i in result_ids(message)} - made
+    if not missing:
+        return parsed
+    names: dict[str, str] = {}
+    for message in reversed(earlier):
+        for ref in tool_calls_of(message):
+            if ref.call_id in missing and ref.call_id not in names:
+                names[ref.call_id] = ref.name
+        if len(names) == len(missing):
+            break
+    if wire.name == "anthropic":
+        return list(messages_from_anthropic(messages, names=names))
+    return list(messages_from_responses(messages, names=names))

@@ -92,8 +92,11 @@ class _Group:
         self.blocks: list[ContentBlock] = []
 
 
-def messages_from_responses(items: Sequence[Mapping[str, Any]]) -> list[AgenticMessage]:
+def messages_from_responses(
+    items: Sequence[Mapping[str, Any]], *, names: Mapping[str, str] | None = None
+) -> list[AgenticMessage]:
     """Parse a Responses ``input`` item list; raises FormatError on anything unknown.
+    ``names``: the tool names of calls made before these items, by call id.
 
     Items group into messages so that dumping, which walks the blocks in order, gives the
     same item list back. A message item starts a new AgenticMessage, except that an
@@ -106,7 +109,7 @@ def messages_from_responses(items: Sequence[Mapping[str, Any]]) -> list[AgenticM
     """
     as_sequence(items, "input")
     groups: list[_Group] = []
-    names: dict[str, str] = {}
+    names = dict(names or {})
     for i, raw in enumerate(items):
         where = f"input[{i}]"
         obj = as_object(raw, where)

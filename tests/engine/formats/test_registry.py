@@ -21,6 +21,7 @@ from reduction_app.engine.formats import (
     messages_from_openai,
     messages_from_responses,
     parse,
+    parse_following,
     parse_tools,
     tools_from_anthropic,
     tools_from_openai,
@@ -222,3 +223,39 @@ def test_dump_refuses_messages_of_the_other_style() -> None:
         assert str(info.value) == (
             f"messages[0]: format {fmt!r} takes AgenticMessage values, got Message"
         )
+
+
+ANTHROPIC_TURNS = [
+    {"role": "user", "content": "go"},
+    {
+        "role": "assistant",
+        "content": [{"type": "tool_use", "id": "t1", "name": "grep", "input": {}}],
+    },
+    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "a"}]},
+    {"role": "assistant", "content": [{"type": "tool_use", "id": "t2", "name": "ls", "input": {}}]},
+    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t2", "content": "b"}]},
+]
+RESPONSES_TURNS = [
+    {"role": "user", "content": "go"},
+    {"type": "function_call", "call_id": "c1", "name": "grep", "arguments": "{}"},
+    {"type": "function_call_output", "call_id": "c1", "output": "a"},
+    {"type": "function_call", "call_id": "c2", "name": "ls", "arguments": "{}"},
+    {"type": "function_call_output", "call_id": "c2", "output": "b"},
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "turns"),
+    [("anthropic", ANTHROPIC_TURNS), ("openai_responses", RESPONSES_TURNS)],
+)
+@pytest.mark.parametrize("cut", [1, 2, 3, 4])
+def test_parse_following_parses_as_the_whole_list_does(
+    name: str, turns: list[dict[str, Any]], cut: int
+) -> None:
+    """A tool result whose call came before takes the call's tool name, as it does when the
+    whole conversation is parsed at once (a parse of the rest alone leaves it unnamed)."""
+    whole = parse(name, turns)
+    earlier = parse(name, turns[:cut])
+    assert [*earlier, *parse_following(name, turns[cut:], earlier)] == whole
+    if cut in (2, 4):
+        assert parse(name, turns[cut:]) != whole[cut:]
