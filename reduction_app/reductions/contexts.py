@@ -21,9 +21,10 @@ from django.conf import settings
 
 from reduction_app import engine
 from reduction_app.engine import WriteRequest, formats
-from reduction_app.engine.access import AnyMessage
 from reduction_app.models import OFFLOAD_PATH_CHARS, ConfigVersion
 from reduction_app.records.storage import DjangoStorageBackend
+
+EngineMessage = engine.Message | engine.AgenticMessage
 
 __all__ = ["Relay", "WarmContext", "config_key", "keep", "take", "wire_sizes"]
 
@@ -72,7 +73,7 @@ class WarmContext:
     middleware: engine.ReductionMiddleware | None
     """``None`` until the first call builds it (on :attr:`relay`)."""
     relay: Relay
-    messages: list[AnyMessage] = field(default_factory=list)
+    messages: list[EngineMessage] = field(default_factory=list)
     """The client's context at ``revision``, as the middleware returned it."""
     sizes: list[int] = field(default_factory=list)
     """How many wire messages each of ``messages`` is (:func:`wire_sizes`)."""
@@ -101,7 +102,7 @@ def config_key(message_format: str, data: Mapping[str, Any], version: ConfigVers
     return hashlib.sha256(f"{message_format}\x00{named}".encode()).hexdigest()
 
 
-def wire_sizes(message_format: str, messages: Sequence[AnyMessage]) -> list[int]:
+def wire_sizes(message_format: str, messages: Sequence[EngineMessage]) -> list[int]:
     """How many wire messages (or Responses items) each engine message dumps to: 0 for an
     Anthropic system message, which goes to the ``system`` parameter."""
     wire = formats.get_format(message_format)
