@@ -2,15 +2,16 @@
 
 The corpus (:mod:`benchmarks.corpus`) is replayed call by call as an agent makes model
 calls, only the clear call timed, against one tiktoken pass over the same text and
-LangChain's context editing; then the longest recorded sessions of the recordings folder
-(one of chat messages, one of content-block messages), ours alone, against one tiktoken
-pass (benchmarks/README.md, "The clear-phase replay").
+LangChain's context editing; then, when the recordings folder is there, a long session of
+recorded runs chained one after another (or the sessions named), ours alone, against one
+tiktoken pass (benchmarks/README.md, "The clear-phase replay").
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
+import dataclasses
 import gc
 import json
 import statistics
@@ -24,6 +25,7 @@ from typing import Any
 from benchmarks.common import engine_revision, load_average, machine, table, versions
 from benchmarks.corpus import build_conversation, conversation_chars
 from benchmarks.report import Stamp, add_readme_arguments, md_table, readme_path, write_block
+from benchmarks.soak import ranked_sessions, selected
 from reduction_app.engine import (
     AgenticMessage,
     ApproxTokenCounter,
@@ -33,6 +35,7 @@ from reduction_app.engine import (
     ReductionConfig,
     TiktokenCounter,
     ToolInfo,
+    formats,
     get_token_counter,
     new,
 )
@@ -44,7 +47,7 @@ __all__ = [
     "README_BLOCKS",
     "Run",
     "Session",
-    "default_sessions",
+    "chained_session",
     "main",
     "recorded_sessions",
     "replay_langchain_apply",
@@ -65,9 +68,17 @@ EXACT_GOAL = 1.3
 LANGCHAIN_GOAL = 50.0
 """LangChain's middleware, as an agent runs it, takes at least this many times ours."""
 SESSION_THRESHOLDS = (THRESHOLD, 20_000)
-"""The recorded sessions' thresholds: the corpus's, which the longest recorded sessions
-never reach (counting alone), and one they pass within their first tenth, after which
-about every other call clears the round before the retained one."""
+"""The recorded sessions' thresholds: the corpus's, which a long session passes a few
+times (each time clearing what came before), and a stress case a session passes within
+its first tenth, after which about every other call clears the round before the retained
+one."""
+CHAIN_AGENT = "mini-swe-agent"
+"""The agent whose longest runs, chained, are the default recorded session: the folder of
+the recordings folder that holds its runs."""
+CHAIN_MESSAGES = 1_000
+"""The chained session holds at least this many messages (``--chain-messages``)."""
+CHAIN = "chain"
+"""The ``--session`` name of the chained session, beside other sessions."""
 PACKAGES = ("tiktoken", "langchain", "langchain-core", "pydantic")
 README_BLOCKS = ("replay",)
 """The block of benchmarks/README.md that ``--readme`` writes."""
@@ -298,6 +309,8 @@ class Session:
     """``file#name`` (the file relative to the recordings folder)."""
     messages: list[Any]
     tools: tuple[ToolInfo, ...]
+    runs: tuple[str, ...] = ()
+    """For a chained session, the labels of the runs it chains, in order."""
 
     @property
     def kind(self) -> str:
@@ -326,25 +339,51 @@ def recorded_sessions(folder: Path) -> list[Session]:
     return sessions
 
 
-def default_sessions(sessions: Sequence[Session]) -> list[Session]:
-    """The session with the most messages of each kind (content blocks first), ties going
-    to the first in file order."""
-    out = []
-    for kind in ("blocks", "chat"):
-        of_kind = [s for s in sessions if s.kind == kind]
-        if of_kind:
-            out.append(max(of_kind, key=lambda s: len(s.messages)))
-    return out
+def chained_session(folder: Path, messages: int = CHAIN_MESSAGES) -> Session:
+    """The longest runs of :data:`CHAIN_AGENT` under ``folder``, ranked and picked as the
+    soak benchmark picks its sessions (:func:`benchmarks.soak.selected`), as few as hold
+    ``messages`` between them (or every run), replayed one after another as one
+    conversation: an agent working through several tasks in one session. A run after the
+    first brings its task (the user message) but not its system prompt, and its call ids
+    are numbered by run (``2.call_5``), since one session never reuses an id."""
+    ranked, _ = ranked_sessions(folder / CHAIN_AGENT)
+    if not ranked:
+        raise SystemExit(f"no {CHAIN_AGENT} run the simulator reads in {folder / CHAIN_AGENT}")
+    runs = selected(ranked, 1)
+    while sum(len(r.messages) for r in runs) < messages and len(runs) < len(ranked):
+        runs = selected(ranked, sum(len(r.calls) for r in runs) + 1)
+    chain: list[Any] = []
+    tools: dict[str, ToolInfo] = {}
+    for number, run in enumerate(runs, 1):
+        parsed = formats.parse(run.fmt, run.messages, system=run.system)
+        chain += [_numbered(m, number) for m in parsed if number == 1 or _role(m) != "system"]
+        for tool in formats.parse_tools(run.fmt, run.tools):
+            tools.setdefault(tool.name, tool)
+    labels = tuple(f"{CHAIN_AGENT}/{r.label}" for r in runs)
+    label = f"{CHAIN_AGENT}/, its {len(runs)} longest runs chained"
+    return Session(label, chain, tuple(tools.values()), runs=labels)
 
 
-def pick_sessions(folder: Path, wanted: Sequence[str]) -> list[Session]:
-    """The sessions named in ``wanted`` (a label, or a file for its first conversation),
-    or :func:`default_sessions`; an unknown name is an error that lists none found."""
-    sessions = recorded_sessions(folder)
+def _numbered(message: Any, run: int) -> Message:
+    """A chat message whose call ids carry the number of its run."""
+    if not isinstance(message, Message):
+        raise TypeError(f"{CHAIN_AGENT} runs are chat messages, not {type(message).__name__}")
+    calls = tuple(dataclasses.replace(c, id=f"{run}.{c.id}") for c in message.tool_calls)
+    result = f"{run}.{message.tool_call_id}" if message.tool_call_id else ""
+    return dataclasses.replace(message, tool_calls=calls, tool_call_id=result)
+
+
+def pick_sessions(folder: Path, wanted: Sequence[str], chain_messages: int) -> list[Session]:
+    """The sessions named in ``wanted`` (a label, a file for its first conversation, or
+    :data:`CHAIN`), by default the chained session; an unknown name is an error."""
     if not wanted:
-        return default_sessions(sessions)
+        return [chained_session(folder, chain_messages)]
+    sessions = recorded_sessions(folder) if set(wanted) - {CHAIN} else []
     out = []
     for name in wanted:
+        if name == CHAIN:
+            out.append(chained_session(folder, chain_messages))
+            continue
         found = [s for s in sessions if s.label == name or s.label.startswith(f"{name}#")]
         if not found:
             raise SystemExit(f"no session {name!r} the simulator reads in {folder}")
@@ -388,6 +427,7 @@ def measure_session(
     one_pass = statistics.median(passes)
     return {
         "label": session.label,
+        "runs": list(session.runs),
         "kind": session.kind,
         "messages": len(messages),
         "rendered_chars": sum(len(t) for m in messages for t in render_message(m)),
@@ -462,8 +502,15 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
         action="append",
         default=[],
         metavar="LABEL",
-        help="a recorded session to replay (file#name, or a file relative to the folder), "
-        "repeatable; by default the longest of each kind (content blocks, chat)",
+        help="a recorded session to replay (file#name, a file relative to the folder, or "
+        f"{CHAIN!r} for the chained session), repeatable; by default the chained session",
+    )
+    parser.add_argument(
+        "--chain-messages",
+        type=int,
+        default=CHAIN_MESSAGES,
+        metavar="N",
+        help=f"the chained session chains the longest {CHAIN_AGENT} runs until it has N messages",
     )
     parser.add_argument(
         "--session-threshold",
@@ -476,10 +523,16 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--out", type=Path, default=RESULTS)
     add_readme_arguments(parser)
     args = parser.parse_args(argv)
+    args.left_out = None
     try:
         args.recordings = require_recordings(args.recordings, option="--recordings")
     except RecordingsNotFound as error:
-        parser.error(str(error))
+        # A folder named on the command line, or sessions asked for, must be there; the
+        # default folder may be missing, as everything but the recorded sessions works
+        # without it.
+        if args.recordings is not None or args.session:
+            parser.error(str(error))
+        args.recordings, args.left_out = None, str(error)
     args.session_threshold = args.session_threshold or list(SESSION_THRESHOLDS)
     return args
 
@@ -528,10 +581,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     readme = readme_path(args, *README_BLOCKS)
     stamp = Stamp.take("benchmarks.replay", argv, PACKAGES)
     host = machine()
-    print("reading the recordings...", file=sys.stderr)
-    sessions = pick_sessions(args.recordings, args.session)
-    if not sessions:
-        raise SystemExit(f"no session the simulator reads in {args.recordings}")
+    sessions: list[Session] = []
+    if args.recordings is not None:
+        print("reading the recordings...", file=sys.stderr)
+        sessions = pick_sessions(args.recordings, args.session, args.chain_messages)
+    else:
+        print(f"recorded sessions left out: {args.left_out}", file=sys.stderr)
     print("building the corpus...", file=sys.stderr)
     corpus = build_conversation(args.min_messages, args.min_chars)
     results = measure(corpus, args.runs, pause_gc=args.pause_gc, threshold=args.threshold)
@@ -576,7 +631,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 figures["langchain_apply_carried"]["total_s"] / approx
             ),
         },
-        "recordings": str(args.recordings),
+        "recordings": None if args.recordings is None else str(args.recordings),
+        "recordings_left_out": args.left_out,
         "sessions": recorded,
     }
     report["machine"]["load_average_at_end"] = load_average()
@@ -713,12 +769,25 @@ def _sessions(report: dict[str, Any]) -> tuple[list[str], list[list[Any]]]:
 
 
 def _session_list(report: dict[str, Any]) -> list[str]:
-    return [
-        f"S{n}: `{s['label']}` ({'content blocks' if s['kind'] == 'blocks' else 'chat'}), "
-        f"{s['messages']:,} messages, {s['calls']} model calls, {s['rendered_chars']:,} "
-        f"characters rendered for counting, {s['tools']} tool schemas."
-        for n, s in enumerate(report["sessions"], 1)
-    ]
+    lines = []
+    for n, s in enumerate(report["sessions"], 1):
+        line = (
+            f"S{n}: `{s['label']}` ({'content blocks' if s['kind'] == 'blocks' else 'chat'}), "
+            f"{s['messages']:,} messages, {s['calls']} model calls, {s['rendered_chars']:,} "
+            f"characters rendered for counting, {s['tools']} tool schemas."
+        )
+        if s["runs"]:
+            line += " Runs, in order: " + ", ".join(f"`{r}`" for r in s["runs"]) + "."
+        lines.append(line)
+    return lines
+
+
+def _left_out(report: dict[str, Any]) -> str:
+    """The sentence that stands for the recorded sessions when the folder was missing."""
+    return (
+        "Recorded sessions: left out, since the recordings folder is missing "
+        f"({report['recordings_left_out']})."
+    )
 
 
 def _session_deciles(report: dict[str, Any]) -> tuple[list[str], list[list[Any]]]:
@@ -746,6 +815,9 @@ def print_report(report: dict[str, Any]) -> None:
     print(table(["ratio", "value", "goal"], rows))
     print("\nMean ms per call by decile of the replay (context length in messages at its end):")
     print(table(*_deciles(report)))
+    if not report["sessions"]:
+        print(f"\n{_left_out(report)}")
+        return
     print(f"\nRecorded sessions ({report['recordings']}):")
     print("\n".join(_session_list(report)))
     print(table(*_sessions(report)))
@@ -762,14 +834,19 @@ def markdown(report: dict[str, Any]) -> list[str]:
         for name, value, goal, met in ratios
         if met is not None
     )
-    return [
+    corpus = [
         _summary(report),
         md_table(*_replays(report)),
         md_table(["ratio", "value", "goal"], rows),
         goals,
         "Mean ms per call by tenth of the replay (context length in messages at its end):",
         md_table(*_deciles(report)),
-        "Recorded sessions, ours alone, the longest of each kind in the recordings folder:",
+    ]
+    if not report["sessions"]:
+        return [*corpus, _left_out(report)]
+    return [
+        *corpus,
+        "Recorded sessions, ours alone:",
         "\n".join(f"- {line}" for line in _session_list(report)),
         md_table(*_sessions(report)),
         "Mean ms per call of the exact replay by tenth of each session:",
