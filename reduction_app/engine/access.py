@@ -35,6 +35,7 @@ __all__ = [
     "classify",
     "conversation_kind",
     "find_result",
+    "has_tool_calls",
     "is_cleared",
     "is_processed",
     "mark_processed",
@@ -119,6 +120,16 @@ def tool_calls_of(msg: AnyMessage) -> list[CallRef]:
     ]
 
 
+def has_tool_calls(msg: AnyMessage) -> bool:
+    """Whether ``msg`` is an assistant message with tool calls: ``bool(tool_calls_of(msg))``
+    without building the calls, for the scans that only ask."""
+    if msg.role != ROLE_ASSISTANT:
+        return False
+    if isinstance(msg, Message):
+        return bool(msg.tool_calls)
+    return any(isinstance(b, FunctionToolCall) for b in msg.content_blocks)
+
+
 def result_ids(msg: AnyMessage) -> list[str]:
     """The call ids a tool-result message answers."""
     if isinstance(msg, Message):
@@ -179,7 +190,19 @@ def mark_processed(msg: AnyMessage) -> AnyMessage:
     """``msg`` carrying the processed flag (``msg`` itself when it already does)."""
     if is_processed(msg):
         return msg
-    return replace(msg, extra={**msg.extra, PROCESSED_FLAG: True})
+    return _with(msg, extra={**msg.extra, PROCESSED_FLAG: True})
+
+
+def _with(msg: AnyMessage, **changes: Any) -> AnyMessage:
+    """``dataclasses.replace(msg, **changes)`` for changes that ``__post_init__`` would
+    leave as they are (a string, a dict, a tuple), without its checks of every field:
+    the clear phase rewrites two messages per cleared result, and ``replace`` costs
+    several times a copy of the fields."""
+    new = object.__new__(type(msg))
+    fields = new.__dict__
+    fields.update(msg.__dict__)
+    fields.update(changes)
+    return new
 
 
 def read_result(
@@ -218,12 +241,12 @@ def write_result(
     """``msg`` with its ``occurrence``-th result for ``call_id`` replaced by ``parts``."""
     if isinstance(msg, Message):
         if from_content:
-            return replace(msg, content=parts[0].text) if parts else msg
+            return _with(msg, content=parts[0].text) if parts else msg
         try:
             converted = tuple(tool_part_to_message_part(p) for p in parts)
         except MessageError:
             return msg
-        return replace(msg, user_input_multi_content=converted)
+        return _with(msg, user_input_multi_content=converted)
     index = _result_slot(msg, call_id, occurrence)
     block = None if index is None else msg.content_blocks[index]
     if index is None or not isinstance(block, FunctionToolResult):
@@ -231,7 +254,7 @@ def write_result(
     content = tuple(c for c in (_part_to_content(p) for p in parts) if c is not None)
     blocks = list(msg.content_blocks)
     blocks[index] = replace(block, content=content)
-    return replace(msg, content_blocks=tuple(blocks))
+    return _with(msg, content_blocks=tuple(blocks))
 
 
 def write_arguments(msg: AnyMessage, ref: CallRef, arguments: str) -> AnyMessage:

@@ -123,7 +123,7 @@ def test_after_pass_moves_on_past_what_the_pass_flagged() -> None:
 def _counting(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     """Counts the calls of the per-message checks the clear phase makes, from every
     module of it that imports them."""
-    calls = {"is_processed": 0, "tool_calls_of": 0}
+    calls = {"is_processed": 0, "has_tool_calls": 0, "tool_calls_of": 0}
     patched: set[str] = set()
     for module in (landmarks, clear, clear_rewriter):
         for name in calls:
@@ -157,7 +157,7 @@ def test_a_carried_call_looks_only_at_what_arrived(monkeypatch: pytest.MonkeyPat
     landmarks, every call walked the whole range from the first plain answer)."""
     short = _checks_of_next_call(monkeypatch, 200)
     assert short == _checks_of_next_call(monkeypatch, 800)
-    assert short == {"is_processed": 4, "tool_calls_of": 5}
+    assert short == {"is_processed": 4, "has_tool_calls": 5, "tool_calls_of": 0}
 
 
 def _named(*groups: list[Round]) -> bool:

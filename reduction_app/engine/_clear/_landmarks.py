@@ -14,8 +14,8 @@ from reduction_app.engine._tokens._caches import shared_prefix
 from reduction_app.engine.access import (
     AnyMessage,
     conversation_kind,
+    has_tool_calls,
     is_processed,
-    tool_calls_of,
 )
 
 __all__ = ["Landmarks", "carry_landmarks", "find_landmarks", "range_end"]
@@ -115,7 +115,7 @@ def range_end(messages: Sequence[AnyMessage], retention: int) -> int:
     tool calls (the end of the list when ``retention`` keeps none)."""
     end, left = len(messages), retention
     while left > 0 and end > 0:
-        if tool_calls_of(messages[end - 1]):
+        if has_tool_calls(messages[end - 1]):
             left -= 1
         end -= 1
     return end
@@ -161,7 +161,7 @@ def _first_unprocessed(messages: Sequence[AnyMessage], lo: int, *, calls_only: b
         if (
             msg.role == "assistant"
             and not is_processed(msg)
-            and (not calls_only or tool_calls_of(msg))
+            and (not calls_only or has_tool_calls(msg))
         ):
             return i
     return len(messages)

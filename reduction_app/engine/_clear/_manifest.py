@@ -13,6 +13,7 @@ from reduction_app.engine.access import (
     AnyMessage,
     call_results,
     conversation_kind,
+    has_tool_calls,
     is_cleared,
     read_result,
     result_ids,
@@ -69,7 +70,7 @@ def manifest_entries(messages: Sequence[AnyMessage]) -> list[Entry]:
     its call, in conversation order (a result with no call before it is left out)."""
     out: list[Entry] = []
     for index, msg in enumerate(messages):
-        if not tool_calls_of(msg):
+        if not has_tool_calls(msg):
             continue
         for ref, slot in call_results(messages, index):
             read = None if slot is None else read_result(messages[slot[0]], ref.call_id, slot[1])
@@ -135,10 +136,10 @@ def _open_group(before: Sequence[AnyMessage], after: Sequence[AnyMessage]) -> in
     or a call at the end of ``before`` has no result in it yet; otherwise ``None``."""
     answered: set[str] = set()
     i = len(before) - 1
-    while i >= 0 and not tool_calls_of(before[i]) and result_ids(before[i]):
+    while i >= 0 and not has_tool_calls(before[i]) and result_ids(before[i]):
         answered.update(result_ids(before[i]))
         i -= 1
-    if i < 0 or not tool_calls_of(before[i]):
+    if i < 0 or not has_tool_calls(before[i]):
         return None
     if (after and result_ids(after[0])) or any(
         ref.call_id not in answered for ref in tool_calls_of(before[i])

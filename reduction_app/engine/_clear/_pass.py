@@ -37,6 +37,7 @@ from reduction_app.engine.tool_io import (
     ToolArgument,
     ToolContext,
     ToolDetail,
+    ToolOutputPart,
 )
 
 if TYPE_CHECKING:
@@ -60,14 +61,32 @@ class Cleared:
     """One call the pass cleared, with what its event needs (``clear_figures.figures``)."""
 
     ref: CallRef
-    before: str
-    after: str
+    original: tuple[ToolOutputPart, ...]
+    """The result's parts before the pass."""
+    parts: tuple[ToolOutputPart, ...]
+    """The result's parts after."""
+    arguments: str
+    """The call's arguments after (``ref.arguments`` before)."""
     path: str
     messages: tuple[AnyMessage, AnyMessage] | None = None
     """The result message before and after, when it holds this one result and the call's
     arguments did not change: its token counts are then already in the counter's cache."""
     strategy: str = ""
     """The event's ``strategy``: empty for the reference's clearing."""
+
+    # The texts are joined only for an event, which is made only when someone listens.
+    @property
+    def before(self) -> str:
+        """What the event measures before: the arguments when they changed, and the
+        result's text."""
+        changed = self.arguments != self.ref.arguments
+        return (self.ref.arguments if changed else "") + text_of(self.original)
+
+    @property
+    def after(self) -> str:
+        """What the event measures after, as :attr:`before`."""
+        changed = self.arguments != self.ref.arguments
+        return (self.arguments if changed else "") + text_of(self.parts)
 
 
 def first_difference(a: Sequence[AnyMessage], b: Sequence[AnyMessage]) -> int | None:
@@ -189,8 +208,9 @@ def group_steps(ps: Pass, idx: int, only: Collection[int] | None = None) -> Step
         ps.cleared.append(
             Cleared(
                 ref,
-                (ref.arguments if changed else "") + text_of(original.parts),
-                (new_args if changed else "") + text_of(new_parts),
+                tuple(original.parts),
+                tuple(new_parts),
+                new_args,
                 # A placeholder may name a file written earlier (a truncated result).
                 result.offload_file_path,
                 (before_msg, edit[ridx]) if single else None,

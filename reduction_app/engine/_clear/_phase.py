@@ -10,7 +10,7 @@ import dataclasses
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from reduction_app.engine._clear._cache_aware import cache_ceiling
 from reduction_app.engine._clear._figures import cache_estimate, figures, summary_event
@@ -37,8 +37,8 @@ from reduction_app.engine._tokens._counters import CachingCounter
 from reduction_app.engine.access import (
     AnyMessage,
     conversation_kind,
+    has_tool_calls,
     is_processed,
-    tool_calls_of,
 )
 from reduction_app.engine.errors import MessageError
 from reduction_app.engine.events import (
@@ -141,11 +141,25 @@ def clear_steps(
             event = yield from figures(rt, item, marks.kind or "chat")
             yield from rt.emit(event)
     reason = REASON_APPLIED if ps.cleared or ps.rewritten else REASON_NOTHING_CLEARED
-    summary = summary_event(
-        threshold, reason, before, after, applied=True, calls_cleared=len(ps.cleared)
+    yield from _summary(
+        rt,
+        threshold,
+        reason,
+        before,
+        after,
+        applied=True,
+        calls_cleared=len(ps.cleared),
     )
-    yield from rt.emit(summary)
     return new_state
+
+
+def _summary(
+    rt: Runtime, threshold: int, reason: str, before: int, after: int, **fields: Any
+) -> Steps[None]:
+    """Emit the summary event (:func:`summary_event`), made only when it goes somewhere:
+    every call ends with one, and most go nowhere."""
+    if rt.listening():
+        yield from rt.emit(summary_event(threshold, reason, before, after, **fields))
 
 
 def _pass_steps(
@@ -165,11 +179,11 @@ def _pass_steps(
         rt, measured, tools, known=marks.found_from, same=marks.shared, key=marks.counted
     )
     if before <= threshold:
-        yield from rt.emit(summary_event(threshold, REASON_BELOW_THRESHOLD, before, before))
+        yield from _summary(rt, threshold, REASON_BELOW_THRESHOLD, before, before)
         return None
     start, end = marks.start, range_end(messages, cfg.clear_retention_suffix_limit)
     if start >= end:
-        yield from rt.emit(summary_event(threshold, REASON_NOTHING_IN_RANGE, before, before))
+        yield from _summary(rt, threshold, REASON_NOTHING_IN_RANGE, before, before)
         return None
     at_least = cfg.clear_at_least_tokens
     # The one copy of the conversation a pass makes: the list it returns.
@@ -199,20 +213,18 @@ def _pass_steps(
                     check_edit("clear_message_rewriter", before_rewrite, ps.edit, region)
                 work_from, work_to = start, start + len(new_part)
             for idx in range(work_from, work_to):
-                if tool_calls_of(ps.edit[idx]) and not is_processed(ps.edit[idx]):
+                if has_tool_calls(ps.edit[idx]) and not is_processed(ps.edit[idx]):
                     yield from group_steps(ps, idx)
             after = yield from count_steps(ps, tools)
         if at_least > 0 and before - after < at_least:
-            yield from rt.emit(summary_event(threshold, REASON_BELOW_AT_LEAST, before, before))
+            yield from _summary(rt, threshold, REASON_BELOW_AT_LEAST, before, before)
             return None
         if cfg.clear_cache_aware and before <= cache_ceiling(
             cfg.clear_cache_ceiling_tokens, threshold
         ):
             estimate = yield from cache_estimate(ps, messages, tools, before - after)
             if not estimate.pays:
-                yield from rt.emit(
-                    summary_event(threshold, REASON_BELOW_CACHE_BREAK_EVEN, before, before)
-                )
+                yield from _summary(rt, threshold, REASON_BELOW_CACHE_BREAK_EVEN, before, before)
                 return None
         check_pass(ps, messages, end)
         if ps.stash:

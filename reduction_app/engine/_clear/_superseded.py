@@ -15,10 +15,10 @@ from reduction_app.engine.access import (
     AnyMessage,
     CallRef,
     call_results,
+    has_tool_calls,
     is_cleared,
     is_processed,
     read_result,
-    tool_calls_of,
 )
 from reduction_app.engine.notices import truncation_file_path
 from reduction_app.engine.tool_io import ToolResult
@@ -173,7 +173,7 @@ def superseded_calls(
     order = 0
     for idx in range(start, len(messages)):
         msg = messages[idx]
-        if not tool_calls_of(msg):
+        if not has_tool_calls(msg):
             continue
         in_range = idx < end and not is_processed(msg)
         for ref, slot in call_results(messages, idx):
