@@ -288,12 +288,6 @@ class ApproxTokenCounter(CachingCounter):
     def count_text(self, text: str) -> int:
         return len(text) // 4
 
-    def _count_message(self, msg: AnyMessage) -> int:
-        if isinstance(msg, blocks.AgenticMessage):
-            return super()._count_message(msg)
-        # The length of a chat message's one string, without joining a copy of it.
-        return sum(map(len, _chat_pieces(msg))) // 4
-
 
 class TiktokenCounter(CachingCounter):
     """Exact token counts with a tiktoken encoding, loaded lazily and offline."""
