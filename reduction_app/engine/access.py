@@ -198,6 +198,8 @@ def _with(msg: AnyMessage, **changes: Any) -> AnyMessage:
     leave as they are (a string, a dict, a tuple), without its checks of every field:
     the clear phase rewrites two messages per cleared result, and ``replace`` costs
     several times a copy of the fields."""
+    if type(msg) is not Message and type(msg) is not AgenticMessage:
+        return replace(msg, **changes)  # a subclass may check more in __post_init__
     new = object.__new__(type(msg))
     fields = new.__dict__
     fields.update(msg.__dict__)
