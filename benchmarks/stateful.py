@@ -40,7 +40,7 @@ AGENT = "mini-swe-agent"
 """The folder of the recordings folder whose runs are chained."""
 MARKS = (10, 100, 300, 497)
 """The calls whose latency the report compares."""
-WINDOW = 4
+WINDOW = 12
 """A mark's latency is the median of the calls this many either side of it and itself."""
 GOAL = 1.3
 """The most the slowest mark may take over the fastest, sending only what is new."""
