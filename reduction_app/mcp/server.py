@@ -2,8 +2,8 @@
 the tools of ``reduction_app.mcp.tools`` to the workspace of the request's API key.
 
 The package runs the protocol (handshake, version negotiation, ping, JSON-RPC errors);
-this module answers ``tools/list`` and ``tools/call``, running the tools' synchronous
-Django work on the request's own thread. Reaching it over HTTP: ``reduction_app.mcp.views``.
+this module answers the tools and resources (``reduction_app.mcp.resources``) requests,
+running their Django work on the request's own thread. Over HTTP: ``mcp.views``.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 from starlette.requests import Request
 
+from reduction_app.mcp import resources
 from reduction_app.mcp.tools import TOOLS, TOOLS_BY_NAME, StorageFailed, ToolProblem
 from reduction_app.models import Workspace
 
@@ -88,15 +89,68 @@ async def call_tool(
         logger.error("MCP %s: %s", params.name, exc)
         raise MCPError(types.INTERNAL_ERROR, f"the offload storage failed: {exc}") from None
     except DatabaseError as exc:
-        logger.error("MCP %s: the database failed (%s)", params.name, type(exc).__name__)
-        raise MCPError(
-            types.INTERNAL_ERROR, f"the database failed ({type(exc).__name__})"
-        ) from None
+        raise _database_failed(params.name, exc) from None
     except Exception:
         # Never the exception's text: the package would send it as the error message.
         logger.exception("MCP %s failed", params.name)
         raise MCPError(types.INTERNAL_ERROR, "internal error") from None
     return _text(text)
+
+
+RESOURCE_NOT_FOUND = -32002
+"""The JSON-RPC error MCP gives a resource that does not exist."""
+
+_TEMPLATES = types.ListResourceTemplatesResult(
+    resource_templates=[
+        types.ResourceTemplate(
+            uri_template=resources.TEMPLATE,
+            name="events",
+            title="A conversation's reductions",
+            description="What was truncated and cleared in a conversation, by its id (JSON).",
+            mime_type=resources.MIME,
+        )
+    ]
+)
+
+
+async def list_resources(
+    ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+) -> types.ListResourcesResult:
+    cursor = params.cursor if params is not None else None
+    try:
+        page, after = await sync_to_async(resources.listed)(_workspace(ctx), cursor)
+    except resources.BadCursor:
+        raise MCPError(types.INVALID_PARAMS, "cursor: not one resources/list gave") from None
+    except DatabaseError as exc:
+        raise _database_failed("resources/list", exc) from None
+    return types.ListResourcesResult(
+        resources=[types.Resource(**fields) for fields in page], next_cursor=after
+    )
+
+
+async def list_templates(
+    ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+) -> types.ListResourceTemplatesResult:
+    return _TEMPLATES
+
+
+async def read_resource(
+    ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
+) -> types.ReadResourceResult:
+    uri = str(params.uri)
+    try:
+        text = await sync_to_async(resources.read)(_workspace(ctx), uri)
+    except resources.NotFound:
+        raise MCPError(RESOURCE_NOT_FOUND, f"resource not found: {uri}") from None
+    except DatabaseError as exc:
+        raise _database_failed("resources/read", exc) from None
+    contents = types.TextResourceContents(uri=uri, mime_type=resources.MIME, text=text)
+    return types.ReadResourceResult(contents=[contents])
+
+
+def _database_failed(method: str, exc: DatabaseError) -> MCPError:
+    logger.error("MCP %s: the database failed (%s)", method, type(exc).__name__)
+    return MCPError(types.INTERNAL_ERROR, f"the database failed ({type(exc).__name__})")
 
 
 def build_server() -> Server[Any]:
@@ -108,4 +162,7 @@ def build_server() -> Server[Any]:
         instructions=INSTRUCTIONS,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
+        on_list_resources=list_resources,
+        on_list_resource_templates=list_templates,
+        on_read_resource=read_resource,
     )

@@ -5,6 +5,7 @@ client and by the Agents SDK's MCP support: offloads the engine made (``POST
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -17,6 +18,7 @@ from agents.mcp import MCPServerStreamableHttp
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
+from mcp_types import PaginatedRequestParams
 from mcp_types.version import LATEST_HANDSHAKE_VERSION
 
 from reduction_app.client import ReductionClient
@@ -258,3 +260,56 @@ def test_agents_sdk_reads_back_the_engines_offload(
     [output] = [i["output"] for i in model.inputs[1] if i.get("type") == "function_call_output"]
     [item] = output
     assert item == {"type": "input_text", "text": numbered_lines(LOG, 0, 2000)[0]}
+
+
+async def test_resources_list_and_read_a_conversation_s_events_in_its_workspace_only(
+    live_server: Any, lab: ReductionClient, raw_key: str, other_key: str
+) -> None:
+    """Each conversation of the key's workspace is a resource holding its recorded events
+    as JSON (those of ``GET /api/v1/events``); another workspace lists none of them and
+    reads none (resource not found), and a made-up URI is not found either."""
+    offload(lab, LOG, call_id="c1", conversation="run/1 é")
+    offload(lab, LOG, call_id="c2", conversation="run-2")
+    async with session(live_server.url, raw_key) as client:
+        listed = (await client.list_resources()).resources
+        templates = (await client.list_resource_templates()).resource_templates
+        uris = {r.name: str(r.uri) for r in listed}
+        read = await client.read_resource(uris["run/1 é"])
+    assert set(uris) == {"run/1 é", "run-2"}
+    assert uris["run/1 é"] == "lab://conversations/run%2F1%20%C3%A9/events"
+    assert [t.uri_template for t in templates] == ["lab://conversations/{conversation_id}/events"]
+    [contents] = read.contents
+    assert contents.mime_type == "application/json"
+    body = json.loads(contents.text)
+    expected = lab.events(conversation_id="run/1 é")["results"]
+    assert body["conversation_id"] == "run/1 é"
+    assert [e["id"] for e in body["events"]] == [e["id"] for e in reversed(expected)]
+    assert body["events"][0]["offload_path"] == "/tmp/trunc/c1"
+    assert body["left_out"] is None
+    async with session(live_server.url, other_key) as client:
+        assert (await client.list_resources()).resources == []
+        for missing in (uris["run-2"], "lab://conversations/nope/events", "file:///etc/passwd"):
+            with pytest.raises(MCPError) as caught:
+                await client.read_resource(missing)
+            assert caught.value.error.code == -32002
+
+
+async def test_resources_list_pages_with_its_cursor(
+    live_server: Any, lab: ReductionClient, raw_key: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from reduction_app.mcp import resources
+
+    monkeypatch.setattr(resources, "PAGE", 2)
+    for n in range(3):
+        offload(lab, LOG, call_id=f"c{n}", conversation=f"run-{n}")
+    async with session(live_server.url, raw_key) as client:
+        first = await client.list_resources()
+        assert first.next_cursor is not None
+        after = PaginatedRequestParams(cursor=first.next_cursor)
+        second = await client.list_resources(params=after)
+        with pytest.raises(MCPError) as caught:
+            await client.list_resources(params=PaginatedRequestParams(cursor="x"))
+    assert [r.name for r in first.resources] == ["run-2", "run-1"]
+    assert [r.name for r in second.resources] == ["run-0"]
+    assert second.next_cursor is None
+    assert caught.value.error.code == -32602
