@@ -78,3 +78,12 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
     ]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
+
+
+def recording_files(folder: Path) -> list[Path]:
+    """Every file below ``folder``, subfolders too, with a name the simulator reads
+    (``simulator.importers.RECORDING_SUFFIXES``), sorted."""
+    from simulator.importers import RECORDING_SUFFIXES
+
+    found = folder.rglob("*")
+    return sorted(p for p in found if p.is_file() and p.name.endswith(RECORDING_SUFFIXES))

@@ -22,7 +22,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import engine_revision, load_average, machine, table, versions
+from benchmarks.common import (
+    engine_revision,
+    load_average,
+    machine,
+    recording_files,
+    table,
+    versions,
+)
 from benchmarks.corpus import build_conversation, conversation_chars
 from benchmarks.report import Stamp, add_readme_arguments, md_table, readme_path, write_block
 from benchmarks.soak import ranked_sessions, selected
@@ -323,10 +330,7 @@ class Session:
 def recorded_sessions(folder: Path) -> list[Session]:
     """Every conversation the simulator reads under ``folder``, in file order."""
     sessions = []
-    files = sorted(
-        p for p in folder.rglob("*") if p.is_file() and p.suffix in (".json", ".jsonl", ".traj")
-    )
-    for path in files:
+    for path in recording_files(folder):
         relative = path.relative_to(folder).as_posix()
         try:
             recorded = load_conversations(path)

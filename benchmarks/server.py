@@ -13,12 +13,13 @@ import secrets
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -32,6 +33,7 @@ __all__ = [
     "fresh_postgres",
     "production_server",
     "server_env",
+    "temporary_server",
 ]
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -217,6 +219,25 @@ def production_server(
         yield Server(url, api_key, folder, env, log, workers, process.pid)
     finally:
         _stop(process)
+
+
+@contextmanager
+def temporary_server(
+    prefix: str,
+    *,
+    workers: int,
+    database_url: str | None = None,
+    env: dict[str, str] | None = None,
+) -> Iterator[Server]:
+    """A production server in a new temporary folder, on SQLite there or, with
+    ``database_url`` (a PostgreSQL server's URL), on a fresh database made on that server;
+    the folder and the database go on exit."""
+    with ExitStack() as stack:
+        folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix=prefix)))
+        url = stack.enter_context(fresh_postgres(database_url)) if database_url else None
+        yield stack.enter_context(
+            production_server(folder, workers=workers, database_url=url, env=env)
+        )
 
 
 _LISTENING = re.compile(r"Listening at: (http://127\.0\.0\.1:\d+)")

@@ -17,21 +17,20 @@ import os
 import signal
 import statistics
 import sys
-import tempfile
 import threading
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import load_average, table
+from benchmarks.common import load_average, recording_files, table
 from benchmarks.loadgen import percentile, post_once
 from benchmarks.report import Stamp, add_readme_arguments, md_table, readme_path, write_block
-from benchmarks.server import ManageError, Server, fresh_postgres, production_server
+from benchmarks.server import ManageError, Server, temporary_server
 from reduction_app.engine import formats
 from simulator.importers import ImportError_, load_conversations
 from simulator.recordings_folder import RecordingsNotFound, require_recordings
@@ -90,10 +89,7 @@ def ranked_sessions(folder: Path) -> tuple[list[Session], list[str]]:
     """Every session the simulator reads in ``folder``, most model calls first (then by
     file and position), and the files it could not read."""
     sessions, unread = [], []
-    files = sorted(
-        p for p in folder.rglob("*") if p.is_file() and p.suffix in (".json", ".jsonl", ".traj")
-    )
-    for path in files:
+    for path in recording_files(folder):
         relative = path.relative_to(folder).as_posix()
         try:
             recorded = load_conversations(path)
@@ -735,19 +731,11 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
-@contextlib.contextmanager
-def _server(args: argparse.Namespace) -> Iterator[Server]:
-    with contextlib.ExitStack() as stack:
-        folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="soak-")))
-        database_url = None
-        if args.database_url:
-            database_url = stack.enter_context(fresh_postgres(args.database_url))
-        # The killed requests may offload more than REDUCTION_MAX_OFFLOADS lets through by
-        # default, as an operator may allow.
-        env = {"REDUCTION_MAX_OFFLOADS": str(max(args.kill_rounds, 1_000))}
-        yield stack.enter_context(
-            production_server(folder, workers=args.workers, database_url=database_url, env=env)
-        )
+def _server(args: argparse.Namespace) -> contextlib.AbstractContextManager[Server]:
+    # The killed requests may offload more than REDUCTION_MAX_OFFLOADS lets through by
+    # default, as an operator may allow.
+    env = {"REDUCTION_MAX_OFFLOADS": str(max(args.kill_rounds, 1_000))}
+    return temporary_server("soak-", workers=args.workers, database_url=args.database_url, env=env)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -10,13 +10,11 @@ them, one after another until ``--calls`` model calls (benchmarks/README.md says
 from __future__ import annotations
 
 import argparse
-import contextlib
 import hashlib
 import json
 import statistics
 import sys
-import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,7 +22,7 @@ from typing import Any
 from benchmarks.common import load_average
 from benchmarks.loadgen import post_once
 from benchmarks.report import Stamp, add_readme_arguments, md_table, readme_path, write_block
-from benchmarks.server import Server, fresh_postgres, production_server
+from benchmarks.server import Server, temporary_server
 from benchmarks.soak import Session, ranked_sessions, selected
 from simulator.recordings_folder import RecordingsNotFound, require_recordings
 
@@ -103,6 +101,22 @@ def _digest(messages: list[Any]) -> str:
     return hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest()
 
 
+def _body(
+    session: Chained, config: dict[str, Any], conversation_id: str, messages: list[Any]
+) -> dict[str, Any]:
+    """A ``/clear`` body sending the session's tools (and system) with ``messages``."""
+    body: dict[str, Any] = {
+        "format": session.fmt,
+        "config": config,
+        "conversation_id": conversation_id,
+        "messages": messages,
+        "tools": session.tools,
+    }
+    if session.system is not None:
+        body["system"] = session.system
+    return body
+
+
 def replay_whole(
     server: Server, session: Chained, config: dict[str, Any]
 ) -> list[tuple[float, int, str, bool]]:
@@ -114,16 +128,7 @@ def replay_whole(
     for number, index in enumerate(session.calls, 1):
         new = session.messages[previous:index]
         previous = index
-        body: dict[str, Any] = {
-            "format": session.fmt,
-            "config": config,
-            "conversation_id": "whole",
-            "messages": context + new,
-            "tools": session.tools,
-        }
-        if session.system is not None:
-            body["system"] = session.system
-        seconds, sent, answer = _post(server, body)
+        seconds, sent, answer = _post(server, _body(session, config, "whole", context + new))
         context = answer["messages"]
         out.append((seconds, sent, _digest(context), bool(answer["applied"])))
         if number % 100 == 0:
@@ -143,18 +148,16 @@ def replay(server: Server, session: Chained, config: dict[str, Any]) -> list[Cal
     for number, index in enumerate(session.calls, 1):
         new = session.messages[previous:index]
         previous = index
-        body: dict[str, Any] = {
-            "format": session.fmt,
-            "config": config,
-            "conversation_id": "stateful",
-            "messages": new,
-        }
         if revision is None:
-            body["tools"] = session.tools
-            if session.system is not None:
-                body["system"] = session.system
+            body = _body(session, config, "stateful", new)
         else:
-            body["previous_revision"] = revision
+            body = {
+                "format": session.fmt,
+                "config": config,
+                "conversation_id": "stateful",
+                "previous_revision": revision,
+                "messages": new,
+            }
         seconds, sent, answer = _post(server, body)
         revision = answer["revision"]
         mine = mine[: answer["from_index"]] + answer["messages"]
@@ -371,18 +374,6 @@ def _parse(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
-@contextlib.contextmanager
-def _server(args: argparse.Namespace) -> Iterator[Server]:
-    with contextlib.ExitStack() as stack:
-        folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="stateful-")))
-        database_url = None
-        if args.database_url:
-            database_url = stack.enter_context(fresh_postgres(args.database_url))
-        yield stack.enter_context(
-            production_server(folder, workers=args.workers, database_url=database_url)
-        )
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parse(argv)
     readme = readme_path(args, README_BLOCK)
@@ -397,7 +388,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{len(session.messages):,} messages",
         file=sys.stderr,
     )
-    with _server(args) as server:
+    with temporary_server(
+        "stateful-", workers=args.workers, database_url=args.database_url
+    ) as server:
         print(f"server on {server.url}", file=sys.stderr)
         calls = replay(server, session, args.config)
     report = {
