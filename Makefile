@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run serve check test test-sqlite test-postgres setup lint bench bench-api bench-readme clean
+.PHONY: run serve check test test-sqlite test-postgres setup lint bench bench-api bench-readme screenshots clean
 
 # A first run takes a minute here, which pip --quiet would spend in silence: each step
 # says what it does instead of echoing its command.
@@ -156,6 +156,13 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+
+# The pictures of docs/dashboard.md, each page as a 1,280 x 800 window shows it, taken in
+# Debian's Chromium of a demo workspace seeded into a temporary database
+# (scripts/screenshots.py says how): `make screenshots`.
+screenshots: $(STAMP)
+	@bash scripts/ensure_chromium.sh >/dev/null
+	$(BIN)/python scripts/screenshots.py
 
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[dev,bench]'
