@@ -57,6 +57,30 @@ def test_gunicorn_conf_freezes_what_a_worker_loaded() -> None:
     assert done.stdout.split() == ["True", "0"]
 
 
+def test_gunicorn_conf_loads_the_urls_before_the_first_request() -> None:
+    """A worker that has loaded the app (Django set up, as the WSGI module does) has the
+    URL patterns and the API's views loaded, and frozen, before any request comes."""
+    script = (
+        "import django, runpy, sys\n"
+        "django.setup()\n"
+        f"conf = runpy.run_path({str(REPO / 'config' / 'gunicorn_conf.py')!r})\n"
+        "assert 'config.urls' not in sys.modules\n"
+        "conf['post_worker_init'](None)\n"
+        "print('config.urls' in sys.modules, 'reduction_app.reductions.api' in sys.modules)\n"
+    )
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings"}
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+        cwd=REPO,
+        env=env,
+    )
+    assert done.stdout.split() == ["True", "True"]
+
+
 def test_gunicorn_conf_access_log_leaves_out_query_strings() -> None:
     """A logged request names its method, path and protocol; neither the query string (an
     offloaded file's path, a key sent as ``?api_key=``) nor the referer's appears."""

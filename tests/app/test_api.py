@@ -195,6 +195,17 @@ def test_openapi_operation_ids_stay_as_published(api: ApiClient) -> None:
     assert operations == PUBLISHED_OPERATIONS
 
 
+def test_openapi_document_is_built_once_and_handed_out_as_copies() -> None:
+    from reduction_app.api import api as ninja_api
+
+    first = ninja_api.get_openapi_schema(path_prefix="/api/v1/")
+    first["paths"].clear()
+    again = ninja_api.get_openapi_schema(path_prefix="/api/v1/")
+    assert "/api/v1/clear" in again["paths"]
+    assert ninja_api.get_openapi_schema(path_prefix="/api/v1/") == again
+    assert set(ninja_api._documents) >= {"/api/v1/"}
+
+
 def test_docs_page_answers(api: ApiClient) -> None:
     response = api.client.get("/api/v1/docs")
     assert response.status_code == HTTPStatus.OK
