@@ -8,12 +8,15 @@ from http import HTTPStatus
 from typing import Any
 
 import pytest
+from django.test import Client
 
 from reduction_app.configs.services import config_create
 from reduction_app.conversations.services import conversation_upsert
+from reduction_app.workspaces.services import api_key_create
 from tests.app.dashboard_data import HX, agent_run, event_row, member_client, stored_file
-from tests.app.pages_support import elements, parsed
+from tests.app.pages_support import elements, parsed, text
 from tests.app.records.test_views_overview import chart_config
+from tests.app.support import ApiClient, truncate_over_20
 
 pytestmark = pytest.mark.django_db
 
@@ -231,6 +234,20 @@ def test_conversation_page_truncated_badge() -> None:
         '<a href="/files/view/?path=/tmp/trunc/c1&amp;conversation=t">'
         "<code>/tmp/trunc/c1</code></a>"
     ) in page
+
+
+def test_conversation_made_by_truncate_alone_says_where_its_messages_would_come_from() -> None:
+    client, ws = member_client()
+    key, raw = api_key_create(workspace=ws, name="agent")
+    api = ApiClient(Client(), raw, key, ws)
+    for n in range(2):
+        assert truncate_over_20(api, "x" * 100, f"call_{n}", "only-truncations").status_code == 200
+    response = client.get("/conversations/only-truncations/")
+    (note,) = elements(parsed(response), "p", class_="no-transcript")
+    said = text(note)
+    assert said.startswith("No messages are recorded for this conversation: its 2 events came")
+    assert "POST /clear sends its messages" in said
+    assert "no model call to chart" not in response.content.decode()
 
 
 def test_conversation_without_clear_events_is_replayed() -> None:
