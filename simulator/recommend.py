@@ -508,7 +508,9 @@ def recommend(
     inferred_prefix: bool = True,
 ) -> Recommendation:
     """Search for the config to recommend (see the module docstring). ``progress(done,
-    total)`` counts each round's replays; ``say`` gets a line per round. ``grid``
+    total)`` counts replays over every round so far (the total grows as each round
+    starts, since how many rounds fit in ``max_seconds`` is found as the search goes);
+    ``say`` gets a line per round. ``grid``
     defaults to :data:`DEFAULT_GRID`; its fields that are no knob or switch are in every
     config. ``tool_limits`` searches limits per tool and command kind where the corpus
     calls for them (:func:`~simulator.tool_limits.dimensions`), unless the grid sets
@@ -525,18 +527,31 @@ def recommend(
     dims = dimensions(conversations) if tool_limits and not set(FIELDS) & set(grid) else []
     rounds_end = max_seconds * (ROUNDS_SHARE if dims else 1.0)
 
+    # Replays of the rounds before the current one, and the current one's total: the
+    # progress goes on from round to round instead of starting again at each.
+    earlier = [0, 0]
+
+    def round_progress(done: int, total: int) -> None:
+        earlier[1] = total
+        if progress is not None:
+            progress(earlier[0] + done, earlier[0] + total)
+
     def replay(named: list[tuple[str, dict[str, Any]]], baseline: bool) -> CorpusReplay:
-        return replay_corpus(
-            conversations,
-            named,
-            pricing=pricing,
-            min_cacheable_prefix=min_cacheable_prefix,
-            workers=workers,
-            share=share,
-            progress=progress,
-            baseline=baseline,
-            inferred_prefix=inferred_prefix,
-        )
+        try:
+            return replay_corpus(
+                conversations,
+                named,
+                pricing=pricing,
+                min_cacheable_prefix=min_cacheable_prefix,
+                workers=workers,
+                share=share,
+                progress=round_progress,
+                baseline=baseline,
+                inferred_prefix=inferred_prefix,
+            )
+        finally:
+            earlier[0] += earlier[1]
+            earlier[1] = 0
 
     seen: dict[str, int] = {}
     plain: list[dict[str, Any]] = []

@@ -108,6 +108,19 @@ def test_recommend_finds_a_better_point_between_grid_values() -> None:
     assert best.saving(result.baseline, recovery=True) > 0
 
 
+def test_recommend_progress_goes_on_over_every_round() -> None:
+    """Progress counts the replays of every round (the baseline's too), never starting
+    again at a later round: it ends at the replays of the whole search."""
+    seen: list[tuple[int, int]] = []
+    corpus = [conversation("run", [NEEDLE, BULK])]
+    result = search(corpus, TRUNC_GRID, budget=STRICT, progress=lambda d, t: seen.append((d, t)))
+    assert len(result.rounds) > 3
+    done = [d for d, _ in seen]
+    assert done == sorted(done) and all(d <= t for d, t in seen)
+    # One replay per config tried on the one conversation.
+    assert seen[-1] == (sum(result.rounds), sum(result.rounds))
+
+
 def test_recommend_caps_what_one_run_may_cost_more() -> None:
     """At 1,000 characters the second run's 1,050-character output becomes a longer
     notice (previews of 500 and 500 plus its lines): that run is billed more, though the
