@@ -20,6 +20,7 @@ NAV = (
     ("/tune/", "Tune"),
     ("/sweep/", "Sweep"),
     ("/simulations/", "Simulations"),
+    ("/keys/", "API keys"),
 )
 
 

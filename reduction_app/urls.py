@@ -13,6 +13,7 @@ from reduction_app.prices import views as prices
 from reduction_app.records.views import events, files, overview
 from reduction_app.simulations.views import compare, points, simulations, sweep, tune
 from reduction_app.telemetry import views as traces
+from reduction_app.workspaces import views as keys
 
 urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
@@ -31,4 +32,5 @@ urlpatterns = [
     *points.urlpatterns,
     *sweep.urlpatterns,
     *traces.urlpatterns,
+    *keys.urlpatterns,
 ]

@@ -19,6 +19,7 @@ from reduction_app.configs.forms import (
 )
 from reduction_app.configs.selectors import config_profile, config_rows, config_versions
 from reduction_app.configs.services import config_create, config_delete, config_update
+from reduction_app.configs.snippets import shown_snippets
 from reduction_app.dashboard import render_page, workspace_view
 from reduction_app.errors import ServiceError
 from reduction_app.http import PageRequest
@@ -144,6 +145,8 @@ def config_version_list(request: PageRequest, profile_id: int) -> HttpResponse:
                     (name, display_value(name, data[name]), name in changed)
                     for name in engine.JSON_FIELDS
                 ],
+                "snippets": shown_snippets(version.data),
+                "snippet_prefix": f"v{version.number}-",
             }
         )
     context = {"profile": profile, "items": items}

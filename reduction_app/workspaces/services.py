@@ -7,6 +7,7 @@ import hashlib
 import secrets
 
 from django.contrib.auth.models import User
+from django.db.models import CharField
 from django.utils import timezone
 from django.utils.text import slugify
 
@@ -15,6 +16,16 @@ from reduction_app.models import ApiKey, Workspace
 
 KEY_PREFIX = "rl_"
 LAST_USED_RESOLUTION_SECONDS = 60
+
+
+def _name_max_chars() -> int:
+    """The width of a key's name column, as the model declares it."""
+    field = ApiKey._meta.get_field("name")
+    assert isinstance(field, CharField) and field.max_length is not None
+    return field.max_length
+
+
+KEY_NAME_MAX_CHARS = _name_max_chars()
 
 
 def api_key_authenticate(*, raw_key: str) -> ApiKey | None:
@@ -57,7 +68,13 @@ def api_key_digest(raw_key: str) -> str:
 
 
 def api_key_create(*, workspace: Workspace, name: str) -> tuple[ApiKey, str]:
-    """A new key; the raw key is returned once and never stored."""
+    """A new key; the raw key is returned once and never stored. ``name`` (surrounding
+    spaces dropped) must be given and fit :data:`KEY_NAME_MAX_CHARS`."""
+    name = name.strip()
+    if not name:
+        raise ServiceError("give the key a name")
+    if len(name) > KEY_NAME_MAX_CHARS:
+        raise ServiceError(f"a key's name is at most {KEY_NAME_MAX_CHARS} characters")
     raw = KEY_PREFIX + secrets.token_urlsafe(32)
     key = ApiKey.objects.create(
         workspace=workspace, name=name, prefix=raw[:10], digest=api_key_digest(raw)

@@ -81,6 +81,7 @@ def test_layout_selectors_only_read() -> None:
         "records",
         "retention",
         "simulations",
+        "workspaces",
     ]
     problems = [
         f"{path.relative_to(ROOT)}:{hit}"

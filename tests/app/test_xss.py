@@ -159,6 +159,7 @@ def recorded(client: Client) -> dict[str, Any]:
         "import": imported,
         "failed_import": failed,
         "workspace": workspace,
+        "key": key,
         "conversation": conversation,
         "profile": ConfigProfile.objects.get(workspace=workspace),
         "simulation": Simulation.objects.get(workspace=workspace, kind="replay"),
@@ -289,6 +290,9 @@ PAGES: dict[str, Callable[[dict[str, Any]], list[Request]]] = {
     "point_save": lambda r: [
         ("post", reverse("point_save", args=[r["swept"].pk, 1]), {"name": HOSTILE}),
     ],
+    "api_keys": lambda r: [_get(reverse("api_keys"))],
+    "api_key_new": lambda r: [("post", reverse("api_key_new"), {"name": HOSTILE})],
+    "api_key_revoke": lambda r: [_get(reverse("api_key_revoke", args=[r["key"].pk]))],
     "traced_sessions": lambda r: [
         _get(reverse("traced_sessions")),
         _get(reverse("traced_sessions"), failed="1", page=HOSTILE),
@@ -352,6 +356,9 @@ def test_xss_hostile_records_are_escaped_on_every_page() -> None:
         "imports",
         "recording_import",
         "traced_sessions",
+        "api_keys",
+        "api_key_new",
+        "api_key_revoke",
     }
     assert visits == 2 * sum(len(requests(records)) for requests in PAGES.values())
     response = client.post(reverse("logout"))

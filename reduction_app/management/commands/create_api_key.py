@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from reduction_app.errors import ServiceError
 from reduction_app.workspaces.services import api_key_create, workspace_get_or_create
 
 
@@ -20,7 +21,10 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         workspace = workspace_get_or_create(name=options["workspace"])
-        key, raw = api_key_create(workspace=workspace, name=options["name"])
+        try:
+            key, raw = api_key_create(workspace=workspace, name=options["name"])
+        except ServiceError as exc:
+            raise CommandError(str(exc)) from None
         self.stdout.write(
             f"Created key {key.name!r} ({key.prefix}…) for workspace {workspace.slug!r}."
         )

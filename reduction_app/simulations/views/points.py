@@ -17,6 +17,7 @@ from django.views.decorators.http import require_GET, require_POST
 from reduction_app import engine
 from reduction_app.configs.selectors import config_rows
 from reduction_app.configs.services import config_create
+from reduction_app.configs.snippets import shown_snippets
 from reduction_app.dashboard import render_page, workspace_view
 from reduction_app.errors import ServiceError
 from reduction_app.http import PageRequest
@@ -72,6 +73,7 @@ def _context(simulation: Simulation, point: Point, **extra: Any) -> dict[str, An
         "conversations": simulation_conversations(simulation=simulation),
         "tune_fields": tune_fields(point),
         "save_name": point_name(simulation, point),
+        "snippets": shown_snippets(point.config),
         **extra,
     }
 

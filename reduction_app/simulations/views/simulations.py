@@ -14,6 +14,7 @@ from django.http import Http404, HttpResponse
 from django.urls import path, reverse
 from django.views.decorators.http import require_GET
 
+from reduction_app.configs.snippets import shown_snippets
 from reduction_app.dashboard import render_page, workspace_view
 from reduction_app.http import PageRequest
 from reduction_app.models import UNFINISHED, Simulation
@@ -107,7 +108,9 @@ def _results(simulation: Simulation, results: SimulationResults) -> dict[str, An
     )
     out: dict[str, Any] = {"points": points, "chart": chart, "groups": groups}
     if isinstance(results, RecommendationResults):
-        out["recommended"] = next((p for p in points if p.recommended), None)
+        recommended = next((p for p in points if p.recommended), None)
+        out["recommended"] = recommended
+        out["snippets"] = shown_snippets(None if recommended is None else recommended.config)
         out["budget"] = results.budget
         out["expected"] = results.expected
         out["ceiling"] = results.ceiling

@@ -38,6 +38,31 @@
     if (el.matches && el.matches("select[data-autosubmit]")) el.form.submit();
   });
 
+  // "Copy" beside a snippet: the text goes to the clipboard and the button's status says
+  // so; where the clipboard is refused (a page not served over HTTPS), the text is
+  // selected instead, for the user to copy by hand.
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest && event.target.closest("button[data-copy]");
+    if (!button) return;
+    var source = document.getElementById(button.dataset.copy);
+    var status = button.parentNode.querySelector(".copy-status");
+    if (!source) return;
+    function say(text) { if (status) status.textContent = text; }
+    function select() {
+      var range = document.createRange();
+      range.selectNodeContents(source);
+      var selection = window.getSelection();
+      selection.removeAllRanges();
+      selection.addRange(range);
+      say("Selected: press Ctrl+C to copy.");
+    }
+    if (!navigator.clipboard || !window.isSecureContext) { select(); return; }
+    navigator.clipboard.writeText(source.textContent).then(
+      function () { say("Copied."); },
+      select
+    );
+  });
+
   // Tune: a knob's slider and number input carry the same name; keep them equal.
   document.addEventListener("input", function (event) {
     var el = event.target;

@@ -12,6 +12,7 @@ import pytest
 from django.test import Client
 
 from reduction_app import engine
+from reduction_app.configs.snippets import config_snippets
 from reduction_app.conversations.services import conversation_create, conversation_upsert
 from reduction_app.models import ConfigProfile, Conversation, Simulation
 from reduction_app.simulations.points import group_points, knob_items, points_of
@@ -141,6 +142,16 @@ def test_sweep_start_needs_a_conversation(setup: tuple[Client, list[Conversation
     assert text(shown) == "Pick at least one conversation."
 
 
+def _shows_snippets(node: Any, config: dict[str, Any], *, prefix: str) -> None:
+    """The config's snippets to copy (tests/app/configs/test_snippets.py runs them)."""
+    (details,) = elements(node, "details", class_="copy-as", id=f"{prefix}copy-as")
+    snippets = config_snippets(config)
+    for snippet in snippets:
+        (code,) = elements(details, "code", id=f"{prefix}snippet-{snippet.key}")
+        assert text(code) == " ".join(snippet.text.split())
+    assert len(elements(details, "button", class_="copy")) == len(snippets)
+
+
 def _swept(client: Client, conversations: list[Conversation]) -> Simulation:
     fields = _form(conversations, max_length_for_trunc="200, 2k", clear_superseded="both")
     response = client.post("/sweep/start/", fields)
@@ -209,6 +220,7 @@ def test_a_points_page_opens_it_in_compare_and_saves_it(
         ("max_length_for_trunc", "200"),
         ("clear_superseded", "off"),
     ]
+    _shows_snippets(page, point.config, prefix="")
 
     name = f"Sweep a grid #{simulation.pk} point 1"
     response = client.post(f"{base}compare/", {"conversation": str(conversations[1].pk)})
@@ -309,6 +321,7 @@ def test_recommend_offers_its_config_to_save(setup: tuple[Client, list[Conversat
     assert best is not None
     (knobs,) = elements(section, "dl", class_="knobs")
     assert [text(dt) for dt in elements(knobs, "dt")] == [n for n, _ in knob_items(best, best)]
+    _shows_snippets(section, best, prefix="recommended-")
     (form,) = elements(section, "form", id="recommended-save")
     assert dict(form.attributes)["action"] == f"/simulations/{simulation.pk}/points/1/save/"
     assert simulation.results["budget"] == simulation.options["budget"]

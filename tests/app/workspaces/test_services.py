@@ -9,6 +9,7 @@ import pytest
 from reduction_app.errors import ServiceError
 from reduction_app.models import Workspace
 from reduction_app.workspaces.services import (
+    KEY_NAME_MAX_CHARS,
     api_key_create,
     api_key_revoke,
     workspace_get_or_create,
@@ -36,6 +37,14 @@ def test_api_key_create_and_revoke(workspace: Workspace) -> None:
     revoked = api_key_revoke(key=key).revoked_at
     assert revoked is not None
     assert api_key_revoke(key=key).revoked_at == revoked  # revoking twice keeps the first time
+
+
+def test_api_key_create_needs_a_name_that_fits(workspace: Workspace) -> None:
+    assert api_key_create(workspace=workspace, name="  ci  ")[0].name == "ci"
+    with pytest.raises(ServiceError, match=r"^give the key a name$"):
+        api_key_create(workspace=workspace, name=" ")
+    with pytest.raises(ServiceError, match=rf"^a key's name is at most {KEY_NAME_MAX_CHARS} "):
+        api_key_create(workspace=workspace, name="x" * (KEY_NAME_MAX_CHARS + 1))
 
 
 def test_workspace_retention_set_and_back_to_forever(workspace: Workspace) -> None:
