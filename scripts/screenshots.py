@@ -72,6 +72,7 @@ SHOTS: tuple[Shot, ...] = (
     Shot("sweep", "Sweep: a grid over several recorded conversations", lambda ids: "/sweep/"),
     Shot("imports", "Importing recordings", lambda ids: "/imports/"),
     Shot("prices", "Prices", lambda ids: "/prices/"),
+    Shot("keys", "API keys", lambda ids: "/keys/"),
 )
 BY_NAME = {shot.name: shot for shot in SHOTS}
 
