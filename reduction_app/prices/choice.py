@@ -1,11 +1,9 @@
-"""Which price the dashboard's pages count and bill with: one rule for Sweep, a sweep's
-points, Compare and Tune.
+"""Which price Sweep, a sweep's points, Compare and Tune count and bill with.
 
-A page's ``pricing`` parameter (a link's or a form's) wins, and is remembered in the
-user's session; without one, the page uses the price remembered there while the workspace
-still offers it, else ``simulator.pricing.DEFAULT_PRICING_NAME``, the one home of the
-default. Links between these pages always name the price, so that the page they open
-shows what the page they came from showed.
+A page's ``pricing`` parameter (a link's or a form's) wins and is remembered in the
+user's session; without one, the page uses the one remembered while the workspace still
+offers it, else ``simulator.pricing.DEFAULT_PRICING_NAME``, the default's one home. Links
+between these pages always name the price, so each shows what the page before it showed.
 """
 
 from __future__ import annotations

@@ -1,11 +1,9 @@
 """The front chart of a sweep or a recommendation, drawn on the server as SVG: the
-page's saving (:class:`~reduction_app.simulations.points.Measure`, with or without
-recovery) up, re-fetches and misses across, one circle per distinct point (points with
-the same figures share one, with their count), each a link to the point's page, with the
-knobs in its hover title; the points of the front of that same measure are marked.
-
-Geometry only: the template draws what :func:`front_chart` returns. Nothing here touches
-the database.
+page's saving (``points.Measure``, with or without recovery) up, re-fetches and misses
+across, one circle per distinct point (the same figures share one, with their count),
+each a link to the point's page with the knobs in its title, the front of that measure
+marked. Geometry only: the template draws what :func:`front_chart` returns; nothing here
+touches the database.
 """
 
 from __future__ import annotations
