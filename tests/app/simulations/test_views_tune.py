@@ -602,3 +602,40 @@ def test_tune_unknown_price_preset_answers_404(setup: tuple[Client, Conversation
     client, conversation = setup
     url = f"/tune/?conversation={conversation.pk}&start=defaults&pricing=gpt-9"
     assert client.get(url).status_code == HTTPStatus.NOT_FOUND
+
+
+def test_tune_shows_no_reduction_as_the_reference_with_deltas_against_both(
+    setup: tuple[Client, Conversation],
+) -> None:
+    client, conversation = setup
+    url = f"/tune/?conversation={conversation.pk}&start=defaults&max_tokens_for_clear=5000"
+    page = parsed(client.get(url))
+    table = elements(page, "table", class_="totals")[0]
+    names = [" ".join(text(th).split()) for th in elements(table, "th", scope="row")]
+    assert names == ["no reduction reference", START, "tuned"]
+    tuned = row_of(page, "totals", "tuned")
+    (cell,) = elements(tuned, "td", data_metric="input_tokens_billed")
+    # 156,062 tuned against 516,549 for both no reduction and the defaults (which clear
+    # nothing on this conversation): −360,487 tokens each way.
+    against = {
+        dict(s.attributes)["data-against"]: text(s)
+        for s in elements(cell, "span")
+        if "data-against" in dict(s.attributes)
+    }
+    assert against == {"baseline": "−360,487 tok (−69.8%)", "start": "−360,487 tok (−69.8%)"}
+
+
+def test_tune_can_start_from_no_reduction(setup: tuple[Client, Conversation]) -> None:
+    """From no reduction the knobs start at the engine's defaults, both phases on; the
+    start is the reference itself, so it is one row."""
+    client, conversation = setup
+    page = html(client.get(f"/tune/?conversation={conversation.pk}&start=none"))
+    assert '<option value="none" selected>no reduction</option>' in page
+    assert '<input type="number" name="max_tokens_for_clear" value="160000"' in page
+    assert "start: no reduction" not in page
+    assert _billed(page, "no reduction") == "516,549 tok"
+    assert _billed(page, "tuned") == _tuned_billed(conversation, {})
+    moved = html(
+        client.get(f"/tune/?conversation={conversation.pk}&start=none&max_tokens_for_clear=5000")
+    )
+    assert _billed(moved, "tuned") == "156,062 tok"
