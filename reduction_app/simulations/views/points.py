@@ -75,14 +75,15 @@ def _context(simulation: Simulation, point: Point, **extra: Any) -> dict[str, An
     points = points_of(simulation_results(simulation), simulation.grid)
     same = next(g for g in group_points(points) if point in g.members)
     conversations = simulation_conversations(simulation=simulation)
+    priced = sweep_pricing(simulation, simulation.workspace)
     return {
         "simulation": simulation,
         "point": point,
         "same": [p for p in same.members if p is not point],
         "conversations": conversations,
         "worse_on": worse_conversations(point, conversations),
-        "tune_fields": tune_fields(point) + sweep_pricing(simulation, simulation.workspace),
-        "sweep_pricing": sweep_pricing(simulation, simulation.workspace),
+        "tune_fields": tune_fields(point) + priced,
+        "sweep_pricing": priced,
         "save_name": point_name(simulation, point),
         **extra,
     }
