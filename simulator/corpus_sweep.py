@@ -258,6 +258,9 @@ class CorpusSweep:
                     "billed_more": len(self.billed_more(i)),
                     "billed_more_runs": [self.runs[r] for r in self.billed_more(i)],
                     "billed_more_with_recovery": len(self.billed_more(i, recovery=True)),
+                    "billed_more_with_recovery_runs": [
+                        self.runs[r] for r in self.billed_more(i, recovery=True)
+                    ],
                     "pareto": i in self.front,
                 }
                 for i, (totals, full) in enumerate(

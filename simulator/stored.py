@@ -210,6 +210,9 @@ class CorpusCombination(_Value, frozen=True, kw_only=True):
     billed_more: int | None = None
     billed_more_runs: tuple[str, ...] = ()
     billed_more_with_recovery: int | None = None
+    billed_more_with_recovery_runs: tuple[str, ...] = ()
+    """The runs counted in ``billed_more_with_recovery``, by name (empty in results
+    stored before they were named)."""
     pareto: bool = False
 
 

@@ -14,22 +14,13 @@ from django.views.decorators.http import require_GET, require_http_methods
 from reduction_app.dashboard import render_page, workspace_view
 from reduction_app.errors import ServiceError
 from reduction_app.http import PageRequest
-from reduction_app.models import Workspace, WorkspacePrice
+from reduction_app.models import WorkspacePrice
 from reduction_app.prices.forms import PriceForm, initial_from_data
-from reduction_app.prices.selectors import UnknownPricing, price_get, price_list, pricing_for
+from reduction_app.prices.selectors import price_get, price_list
 from reduction_app.prices.services import price_create, price_update
 from reduction_app.prices.services import price_delete as price_remove
 from simulator.price_file import pricing_to_json
-from simulator.pricing import LONG_CONTEXT_FIELDS, PRESETS, PRICE_FIELDS, PRICES_AS_OF, Pricing
-
-
-def picked_pricing(workspace: Workspace, name: str) -> Pricing:
-    """The price a page's ``pricing`` parameter names (a preset or the workspace's own),
-    or a 404."""
-    try:
-        return pricing_for(workspace=workspace, name=name)
-    except UnknownPricing:
-        raise Http404(f"no such price: {name}") from None
+from simulator.pricing import LONG_CONTEXT_FIELDS, PRESETS, PRICE_FIELDS, PRICES_AS_OF
 
 
 def _price_or_404(request: PageRequest, price_id: int) -> WorkspacePrice:

@@ -168,9 +168,49 @@ def _unknown(key: str, label: str, value: float | None) -> dict[str, Any]:
     return {"key": key, "label": label, "help": help_, "value": text, "delta": "", "tone": ""}
 
 
-def totals_rows(results: ComparisonResults) -> list[dict[str, Any]]:
+def _cells(totals: dict[str, Any], base_all: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per metric the value of ``totals`` and its delta against ``base_all``."""
+    cells = []
+    for key, label in METRICS:
+        if key in _UNKNOWN_BEFORE and (totals.get(key) is None or base_all.get(key) is None):
+            cells.append(_unknown(key, label, totals.get(key)))
+            continue
+        # Results stored before a metric existed lack it: shown as 0.
+        totals.setdefault(key, 0)
+        base_all.setdefault(key, 0)
+        delta = totals[key] - base_all[key]
+        cells.append(
+            {
+                "key": key,
+                "label": label,
+                "help": METRIC_HELP.get(key, ""),
+                "value": _value_text(key, totals[key]),
+                "delta": _delta_text(key, delta, base_all[key]),
+                "tone": _tone(delta, _LOWER_IS_BETTER.get(key)),
+            }
+        )
+    return cells
+
+
+def _tone(delta: float, lower_is_better: bool | None) -> str:
+    """``better``, ``worse``, or ``""`` for no change or a metric with no better side."""
+    if not delta or lower_is_better is None:
+        return ""
+    return "better" if (delta < 0) == lower_is_better else "worse"
+
+
+def _all_figures(figures: Mapping[str, Any]) -> dict[str, Any]:
+    return dict(figures, cached_share=_cached_share(figures))
+
+
+def totals_rows(
+    results: ComparisonResults, *, also_against: str | None = None
+) -> list[dict[str, Any]]:
     """Per config: its name, whether it is the baseline, and per metric the value and the
-    delta against the baseline, formatted, with ``better`` / ``worse`` / ``""``."""
+    delta against the baseline, formatted, with ``better`` / ``worse`` / ``""``.
+
+    ``also_against`` names a second config (Tune's starting one): every other row's
+    cells then also hold ``second`` (``delta`` and ``tone``) against it."""
     runs = results.results
     base = next((r for r in runs if r.name == results.baseline), None)
     base_totals = base.totals.figures() if base else None
@@ -179,38 +219,24 @@ def totals_rows(results: ComparisonResults) -> list[dict[str, Any]]:
         first = runs[0]
         figures = first.totals.figures()
         base_totals = {k: figures[k] - first.deltas[k] for k in figures}
+    second = next((r for r in runs if r.name == also_against), None)
     rows = []
     for run in runs:
-        figures = run.totals.figures()
-        totals = dict(figures, cached_share=_cached_share(figures))
+        totals = _all_figures(run.totals.figures())
         assert base_totals is not None
-        base_all = dict(base_totals, cached_share=_cached_share(base_totals))
-        cells = []
-        for key, label in METRICS:
-            if key in _UNKNOWN_BEFORE and (totals.get(key) is None or base_all.get(key) is None):
-                cells.append(_unknown(key, label, totals.get(key)))
-                continue
-            # Results stored before a metric existed lack it: shown as 0.
-            totals.setdefault(key, 0)
-            base_all.setdefault(key, 0)
-            delta = totals[key] - base_all[key]
-            lower = _LOWER_IS_BETTER.get(key)
-            if not delta or lower is None:
-                tone = ""
-            else:
-                tone = "better" if (delta < 0) == lower else "worse"
-            cells.append(
-                {
-                    "key": key,
-                    "label": label,
-                    "help": METRIC_HELP.get(key, ""),
-                    "value": _value_text(key, totals[key]),
-                    "delta": _delta_text(key, delta, base_all[key]),
-                    "tone": tone,
-                }
-            )
+        cells = _cells(totals, _all_figures(base_totals))
+        if second is not None and run is not second and run is not base:
+            against = _cells(dict(totals), _all_figures(second.totals.figures()))
+            for cell, other in zip(cells, against, strict=True):
+                cell["second"] = {"delta": other["delta"], "tone": other["tone"]}
         rows.append(
-            {"name": run.name, "is_baseline": run is base, "cells": cells, "totals": totals}
+            {
+                "name": run.name,
+                "is_baseline": run is base,
+                "is_second": run is second,
+                "cells": cells,
+                "totals": totals,
+            }
         )
     return rows
 

@@ -1,19 +1,18 @@
-"""The front chart of a sweep or a recommendation, drawn on the server as SVG: cost
-saved (counting recovery where it was measured) up, re-fetches and misses across, one
-circle per distinct point (points with the same figures share one, with their count),
-each a link to the point's page, with the knobs in its hover title.
-
-Geometry only: the template draws what :func:`front_chart` returns. Nothing here touches
-the database.
+"""The front chart of a sweep or a recommendation, drawn on the server as SVG: the
+page's saving (``points.Measure``, with or without recovery) up, re-fetches and misses
+across, one circle per distinct point (the same figures share one, with their count),
+each a link to the point's page with the knobs in its title, the front of that measure
+marked. Geometry only: the template draws what :func:`front_chart` returns; nothing here
+touches the database.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
-from reduction_app.simulations.points import PointGroup
+from reduction_app.simulations.points import Measure, PointGroup
 
 __all__ = ["HEIGHT", "WIDTH", "front_chart"]
 
@@ -41,12 +40,12 @@ def _ticks(low: float, high: float, *, whole: bool = False) -> list[float]:
     return [round(i * step, 10) for i in range(first, last + 1)]
 
 
-def _title(group: PointGroup, saving_label: str) -> str:
+def _title(group: PointGroup, measure: Measure) -> str:
     point = group.first
     lines = [f"point {point.number}: {point.label}" if point.label else f"point {point.number}"]
     lines += [f"{name} = {value}" for name, value in point.knobs] or ["no knob set"]
-    saving = point.shown_saving
-    lines.append(f"{saving_label}: {'—' if saving is None else f'{100 * saving:.1f}%'}")
+    saving = measure.of(point)
+    lines.append(f"{measure.label}: {'—' if saving is None else f'{100 * saving:.1f}%'}")
     misses = "—" if point.misses is None else str(point.misses)
     lines.append(f"re-fetches: {point.refetches}, misses: {misses}")
     if group.count > 1:
@@ -55,15 +54,19 @@ def _title(group: PointGroup, saving_label: str) -> str:
 
 
 def front_chart(
-    groups: Sequence[PointGroup], *, href: Callable[[int], str], recovery: bool
+    groups: Sequence[PointGroup],
+    *,
+    href: Callable[[int], str],
+    measure: Measure,
+    front: Collection[int],
 ) -> dict[str, Any] | None:
-    """The chart's axes and circles; ``None`` when no point has a saving to draw."""
-    drawn = [g for g in groups if g.first.shown_saving is not None]
+    """The chart's axes and circles, ``front`` (point numbers) marked; ``None`` when no
+    point has a saving to draw."""
+    drawn = [g for g in groups if measure.of(g.first) is not None]
     if not drawn:
         return None
-    saving_label = "cost saved with recovery" if recovery else "cost saved"
     xs = [g.first.lost for g in drawn]
-    ys = [100 * (g.first.shown_saving or 0.0) for g in drawn]
+    ys = [100 * (measure.of(g.first) or 0.0) for g in drawn]
     # Headroom past the highest point, so that its circle and count stay inside.
     x_ticks = _ticks(0, max(xs) * 1.05 + 0.5, whole=True)
     y_ticks = _ticks(min(min(ys), 0.0) - 0.5, max(max(ys), 0.0) + 1.0)
@@ -86,10 +89,10 @@ def front_chart(
                 "r": 5 + min(group.count - 1, 5),
                 "count": group.count,
                 "number": group.first.number,
-                "pareto": group.first.pareto,
+                "pareto": group.first.number in front,
                 "recommended": group.first.recommended,
                 "href": href(group.first.number),
-                "title": _title(group, saving_label),
+                "title": _title(group, measure),
             }
         )
     return {
@@ -103,6 +106,6 @@ def front_chart(
         "x_ticks": [{"at": x_at(v), "label": f"{v:g}"} for v in x_ticks],
         "y_ticks": [{"at": y_at(v), "label": f"{v:g}%"} for v in y_ticks],
         "x_label": "re-fetches + misses",
-        "y_label": saving_label,
+        "y_label": measure.label,
         "circles": circles,
     }

@@ -27,7 +27,17 @@ from simulator.stored import (
     SweepRow,
 )
 
-__all__ = ["Point", "PointGroup", "grid_items", "group_points", "knob_items", "points_of"]
+__all__ = [
+    "Measure",
+    "Point",
+    "PointGroup",
+    "front_numbers",
+    "grid_items",
+    "group_points",
+    "knob_items",
+    "page_measure",
+    "points_of",
+]
 
 
 def _value_text(value: Any) -> str:
@@ -93,17 +103,14 @@ class Point:
     pareto: bool = False
     recommended: bool = False
     runs_worse: int | None = None
-    """On how many conversations it costs more than no reduction."""
+    """On how many conversations it costs more than no reduction, with recovery."""
+    worse_runs: tuple[str, ...] = ()
+    """Those conversations by name (their client ids), where the results name them."""
 
     @property
     def lost(self) -> int:
         """Re-fetches and misses: what the reduction cost the agent."""
         return self.refetches + (self.misses or 0)
-
-    @property
-    def shown_saving(self) -> float | None:
-        """Cost saved counting recovery where it was measured, else plain cost saved."""
-        return self.saved_with_recovery if self.saved_with_recovery is not None else self.saved
 
     @property
     def key(self) -> tuple[Any, ...]:
@@ -151,6 +158,9 @@ def _sweep_points(results: SweepResults | CorpusSweepResults, grid: Collection[s
                 pareto=row.pareto,
                 runs_worse=(
                     row.billed_more_with_recovery if isinstance(row, CorpusCombination) else None
+                ),
+                worse_runs=(
+                    row.billed_more_with_recovery_runs if isinstance(row, CorpusCombination) else ()
                 ),
             )
         )
@@ -230,3 +240,42 @@ def group_points(points: Sequence[Point]) -> list[PointGroup]:
         group = groups.setdefault(point.key, PointGroup(point))
         group.members.append(point)
     return list(groups.values())
+
+
+@dataclass(frozen=True)
+class Measure:
+    """The saving a simulation's page plots, tabulates and draws its front by: with
+    recovery counted where every point measured it, else without."""
+
+    recovery: bool
+
+    @property
+    def label(self) -> str:
+        return "cost saved with recovery" if self.recovery else "cost saved, without recovery"
+
+    def of(self, point: Point) -> float | None:
+        return point.saved_with_recovery if self.recovery else point.saved
+
+
+def page_measure(points: Sequence[Point]) -> Measure:
+    """With recovery when every point has it (results stored before misses were measured
+    have none: a page mixing the two would compare unlike figures)."""
+    return Measure(recovery=bool(points) and all(p.saved_with_recovery is not None for p in points))
+
+
+def front_numbers(points: Sequence[Point], measure: Measure) -> frozenset[int]:
+    """The numbers of the points on the Pareto front of ``measure`` (higher is better)
+    against re-fetches + misses (fewer is better): those no other point matches on both
+    and beats on one. A recommendation's points are its own front, as it measured it."""
+    if any(p.recommended for p in points):
+        return frozenset(p.number for p in points if p.pareto)
+    figures = [
+        (p.number, round(saving, 9), p.lost)
+        for p in points
+        if (saving := measure.of(p)) is not None
+    ]
+    return frozenset(
+        number
+        for number, saving, lost in figures
+        if not any(s >= saving and n <= lost and (s > saving or n < lost) for _, s, n in figures)
+    )

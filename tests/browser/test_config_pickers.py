@@ -34,6 +34,7 @@ def test_config_pickers_name_the_built_in_defaults(signed_in: Any) -> None:
     ]
     page.goto(f"{page.base}/tune/?conversation={conversation.pk}")
     assert _options(page, "select[name=start]") == [
+        ("none", "no reduction"),
         ("defaults", BUILT_IN),
         (str(stored.pk), "Defaults v1"),
     ]

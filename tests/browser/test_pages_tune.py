@@ -13,7 +13,8 @@ from tests.app.pages_support import record_conversation
 
 KNOBS = [spec.name for spec in engine.config_knobs()]
 SWITCHES = [spec.name for spec in engine.config_switches()]
-TUNED_BILLED = "table.totals tbody tr:nth-child(2) [data-metric=input_tokens_billed] .value"
+# The third row: no reduction (the reference), the start, then the tuned config.
+TUNED_BILLED = "table.totals tbody tr:nth-child(3) [data-metric=input_tokens_billed] .value"
 
 
 def test_slider_changes_the_totals_in_place(signed_in: Any, shoot: Any) -> None:
@@ -137,7 +138,7 @@ def test_the_address_names_each_parameter_once(signed_in: Any) -> None:
     page.wait_for_function("() => location.search.includes('clear_superseded=on')")
     pairs = parse_qsl(urlsplit(page.url).query, keep_blank_values=True)
     keys = [key for key, _ in pairs]
-    assert sorted(keys) == sorted({"conversation", "start", *KNOBS, *SWITCHES})
+    assert sorted(keys) == sorted({"conversation", "start", *KNOBS, *SWITCHES, "pricing"})
     query = dict(pairs)
     assert (query["max_tokens_for_clear"], query["clear_superseded"]) == ("12000", "on")
     assert query["clear_cache_aware"] == "off"

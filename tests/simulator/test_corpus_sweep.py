@@ -173,6 +173,9 @@ def test_corpus_sweep_billed_more_counts_runs_costing_more_than_no_reduction(
         entry = result.to_dict()["combinations"][index]
         assert entry["billed_more"] == len(more)
         assert entry["billed_more_runs"] == [conversations[n].name for n in more]
+        worse = result.billed_more(index, recovery=True)
+        assert entry["billed_more_with_recovery"] == len(worse)
+        assert entry["billed_more_with_recovery_runs"] == [conversations[n].name for n in worse]
     # Clearing at 2k breaks the prompt cache on many runs; the check is not vacuous.
     assert counted[0] > 0
 

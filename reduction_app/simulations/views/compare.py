@@ -33,8 +33,8 @@ from reduction_app.engine.inspect import classify
 from reduction_app.http import PageRequest
 from reduction_app.models import Conversation, Simulation
 from reduction_app.paging import digits
+from reduction_app.prices.choice import chosen_pricing
 from reduction_app.prices.selectors import pricing_choices, pricing_options
-from reduction_app.prices.views import picked_pricing
 from reduction_app.simulations import services
 from reduction_app.simulations.display import (
     ReplayRun,
@@ -52,11 +52,10 @@ from reduction_app.simulations.selectors import (
 )
 from simulator.importers import RecordedConversation
 from simulator.prefix import inferred_prefix
-from simulator.pricing import DEFAULT_PRICING_NAME, Pricing
+from simulator.pricing import Pricing
 from simulator.stored import ComparisonResults
 
 MAX_CONFIGS = 4
-DEFAULT_PRICING = DEFAULT_PRICING_NAME
 
 
 def _named(chosen: list[ConfigChoice]) -> list[dict[str, Any]]:
@@ -123,8 +122,10 @@ def compare_page(request: PageRequest) -> HttpResponse:
     ``call`` is the 1-based model call whose messages are shown side by side; ``pricing``
     names the price (a preset of ``simulator.pricing.PRESETS`` or one of the workspace's
     own, ``prices.selectors.pricing_for``) whose provider counts and prices every token on
-    the page. ``prefix=off`` leaves out the prefix an imported Claude Code log left out
-    (:mod:`reduction_app.simulations.prefix`), which replays count otherwise.
+    the page; without it, the price remembered from the last page that named one
+    (:mod:`reduction_app.prices.choice`). ``prefix=off`` leaves out the prefix an imported
+    Claude Code log left out (:mod:`reduction_app.simulations.prefix`), which replays
+    count otherwise.
     """
     workspace = request.workspace
     params = request.POST if request.method == "POST" else request.GET
@@ -137,8 +138,7 @@ def compare_page(request: PageRequest) -> HttpResponse:
     if missing:
         raise Http404(f"no such config: {missing[0]}")
     baseline = "none" if params.get("baseline") == "none" else "first"
-    pricing = params.get("pricing") or DEFAULT_PRICING
-    price = picked_pricing(workspace, pricing)
+    pricing, price = chosen_pricing(request, workspace, params)
     prefix = prefix_wanted(params)
     if request.method == "POST":
         if conversation is None or not chosen:

@@ -30,7 +30,6 @@ from reduction_app.simulations.selectors import (
     simulation_get,
     simulation_results,
 )
-from simulator.pricing import DEFAULT_PRICING
 
 
 def _point(request: PageRequest, simulation_id: int, number: int) -> tuple[Simulation, Point]:
@@ -63,15 +62,29 @@ def tune_fields(point: Point) -> list[tuple[str, str]]:
     return fields
 
 
+def sweep_pricing(simulation: Simulation, workspace: Workspace) -> list[tuple[str, str]]:
+    """``[("pricing", name)]``: the price the sweep ran at, for the links to Compare and
+    Tune, while the workspace still offers it (a workspace price may be gone); ``[]``
+    else, and those pages take the remembered one (:mod:`reduction_app.prices.choice`)."""
+    name = simulation.options.get("pricing")
+    if isinstance(name, str) and name in pricing_choices(workspace=workspace):
+        return [("pricing", name)]
+    return []
+
+
 def _context(simulation: Simulation, point: Point, **extra: Any) -> dict[str, Any]:
     points = points_of(simulation_results(simulation), simulation.grid)
     same = next(g for g in group_points(points) if point in g.members)
+    conversations = simulation_conversations(simulation=simulation)
+    priced = sweep_pricing(simulation, simulation.workspace)
     return {
         "simulation": simulation,
         "point": point,
         "same": [p for p in same.members if p is not point],
-        "conversations": simulation_conversations(simulation=simulation),
-        "tune_fields": tune_fields(point),
+        "conversations": conversations,
+        "worse_on": worse_conversations(point, conversations),
+        "tune_fields": tune_fields(point) + priced,
+        "sweep_pricing": priced,
         "save_name": point_name(simulation, point),
         "snippets": shown_snippets(point.config),
         **extra,
@@ -85,6 +98,13 @@ def point_page(request: PageRequest, simulation_id: int, number: int) -> HttpRes
     point's knobs and switches (:func:`tune_fields`) on the conversation chosen."""
     simulation, point = _point(request, simulation_id, number)
     return render_page(request, "reduction_app/sweep_point.html", _context(simulation, point))
+
+
+def worse_conversations(point: Point, conversations: list[Conversation]) -> list[Conversation]:
+    """The conversations the point costs more on than no reduction, with recovery, as
+    the sweep named them (by client id); ``[]`` for results that did not name them."""
+    named = set(point.worse_runs)
+    return [c for c in conversations if c.client_id in named]
 
 
 def _stored(workspace: Workspace, config: dict[str, Any]) -> int | None:
@@ -138,11 +158,7 @@ def point_compare(request: PageRequest, simulation_id: int, number: int) -> Http
         ("config", str(profile_id)),
         ("baseline", "first"),
     ]
-    # At the sweep's prices, while they are still offered (a workspace price may be gone);
-    # the default goes without saying, as on Compare.
-    pricing = simulation.options.get("pricing", DEFAULT_PRICING.name)
-    if pricing != DEFAULT_PRICING.name and pricing in pricing_choices(workspace=request.workspace):
-        query.append(("pricing", pricing))
+    query += sweep_pricing(simulation, request.workspace)
     return redirect(f"/compare/?{urlencode(query)}")
 
 

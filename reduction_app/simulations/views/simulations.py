@@ -20,7 +20,13 @@ from reduction_app.http import PageRequest
 from reduction_app.models import UNFINISHED, Simulation
 from reduction_app.simulations.display import METRIC_HELP, miss_examples
 from reduction_app.simulations.front_chart import front_chart
-from reduction_app.simulations.points import grid_items, group_points, points_of
+from reduction_app.simulations.points import (
+    front_numbers,
+    grid_items,
+    group_points,
+    page_measure,
+    points_of,
+)
 from reduction_app.simulations.prefix import infers_prefix
 from reduction_app.simulations.selectors import (
     simulation_conversations,
@@ -74,9 +80,9 @@ def _rows(results: SweepResults | CorpusSweepResults | ComparisonResults) -> lis
 
 
 def _front(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The front's rows, cheapest first, rows with the same figures shown once with
-    their count."""
-    front = sorted((r for r in rows if r["pareto"]), key=lambda r: r["totals"].cost_usd)
+    """The front's rows, fewest re-fetches + misses first, rows with the same figures
+    shown once with their count."""
+    front = sorted((r for r in rows if r["pareto"]), key=lambda r: (r["lost"], -r["saving"]))
     shown: dict[tuple[Any, ...], dict[str, Any]] = {}
     for row in front:
         totals = row["totals"]
@@ -100,13 +106,16 @@ _SAME_FIGURES = (
 def _results(simulation: Simulation, results: SimulationResults) -> dict[str, Any]:
     points = points_of(results, simulation.grid)
     groups = group_points(points)
-    recovery = any(p.saved_with_recovery is not None for p in points)
+    # One measure on the page: the chart, its front and both tables.
+    measure = page_measure(points)
+    front = front_numbers(points, measure)
     chart = front_chart(
         groups,
         href=lambda n: reverse("point", args=(simulation.pk, n)),
-        recovery=recovery,
+        measure=measure,
+        front=front,
     )
-    out: dict[str, Any] = {"points": points, "chart": chart, "groups": groups}
+    out: dict[str, Any] = {"points": points, "chart": chart, "groups": groups, "measure": measure}
     if isinstance(results, RecommendationResults):
         recommended = next((p for p in points if p.recommended), None)
         out["recommended"] = recommended
@@ -125,6 +134,9 @@ def _results(simulation: Simulation, results: SimulationResults) -> dict[str, An
         out["rows"] = []
         return out
     rows = _rows(results)
+    for row, point in zip(rows, points, strict=False):
+        # A sweep's rows are its points, in order; a comparison has no points.
+        row.update(pareto=point.number in front, saving=measure.of(point), lost=point.lost)
     # A sweep names its baseline with its totals; a comparison names it, and holds it
     # whole apart when it is none of the configs (no reduction).
     out.update(

@@ -20,6 +20,7 @@ from reduction_app.dashboard import render_page, workspace_view
 from reduction_app.http import PageRequest
 from reduction_app.models import Conversation
 from reduction_app.paging import digits
+from reduction_app.prices.choice import chosen_pricing_name
 from reduction_app.prices.selectors import pricing_choices
 from reduction_app.simulations.corpus import (
     DEFAULT_MAX_SECONDS,
@@ -35,7 +36,6 @@ from reduction_app.simulations.selectors import (
     sweep_candidates,
 )
 from reduction_app.simulations.services import SimulationInputError, simulation_enqueue
-from simulator.pricing import DEFAULT_PRICING_NAME
 from simulator.recommend import DEFAULT_BUDGET, Budget, is_limit
 
 SCOPES = (
@@ -142,7 +142,7 @@ def _form(request: PageRequest, params: QueryDict) -> dict[str, Any]:
         {"name": spec.name, "value": params.get(spec.name, "off"), "help": spec.help}
         for spec in engine.config_switches()
     ]
-    pricing = params.get("pricing", DEFAULT_PRICING_NAME)
+    pricing = chosen_pricing_name(request, workspace, params)
     presets = pricing_choices(workspace=workspace)
     return {
         "q": search,
@@ -163,7 +163,7 @@ def _form(request: PageRequest, params: QueryDict) -> dict[str, Any]:
         "combinations": combinations,
         "replays": replays,
         "errors": errors,
-        "pricing": pricing if pricing in presets else DEFAULT_PRICING_NAME,
+        "pricing": pricing,
         "presets": presets,
         "max_seconds": params.get("max_seconds", str(DEFAULT_MAX_SECONDS)),
         "budget": {

@@ -1,8 +1,9 @@
 """Tune (``/tune/``): move the numeric knobs of a config and watch a replay follow.
 
-The page replays the conversation under the starting config and the tuned one; htmx
-swaps the chart and totals as a knob moves and keeps the address in the history, and
-the page works without JavaScript (docs/dashboard.md).
+The page replays the conversation under no reduction (the fixed reference every delta
+is first against), the starting config and the tuned one; htmx swaps the chart and
+totals as a knob moves and keeps the address in the history, and the page works without
+JavaScript (docs/dashboard.md).
 """
 
 from __future__ import annotations
@@ -38,8 +39,8 @@ from reduction_app.errors import ServiceError
 from reduction_app.http import PageRequest
 from reduction_app.models import Conversation
 from reduction_app.paging import digits
+from reduction_app.prices.choice import chosen_pricing
 from reduction_app.prices.selectors import pricing_choices
-from reduction_app.prices.views import picked_pricing
 from reduction_app.simulations import services
 from reduction_app.simulations.display import (
     message_text,
@@ -51,12 +52,13 @@ from reduction_app.simulations.display import (
 from reduction_app.simulations.prefix import infers_prefix, prefix_params, prefix_wanted
 from simulator.importers import RecordedConversation
 from simulator.prefix import inferred_prefix
-from simulator.pricing import DEFAULT_PRICING_NAME, engine_measure
-from simulator.replay import replay_many
+from simulator.pricing import engine_measure
+from simulator.replay import no_reduction, replay_many
 
 SWITCH_ON, SWITCH_OFF = "on", "off"
 BEYOND = "Beyond the reference: "
-DEFAULT_PRICING = DEFAULT_PRICING_NAME
+REFERENCE = "no reduction"
+"""The row every Tune page shows, whatever the start: the deltas are first against it."""
 
 
 def _round_up(value: float, step: int) -> int:
@@ -64,8 +66,14 @@ def _round_up(value: float, step: int) -> int:
 
 
 def _start_choices(workspace: Any) -> list[ConfigChoice]:
-    """Stored profiles and the defaults; "no reduction" has nothing to tune."""
-    return [c for c in config_choices(workspace=workspace) if c.value != "none"]
+    """No reduction, the defaults and the stored profiles."""
+    return config_choices(workspace=workspace)
+
+
+def _tuned_base(start: ConfigChoice) -> dict[str, Any]:
+    """The fields the knobs are moved from: the start's, but from no reduction the
+    engine's defaults (both phases on), as no reduction has no knob that does anything."""
+    return {} if start.value == "none" else dict(start.data)
 
 
 def _knob_value(params: QueryDict, knob: str, start: int) -> tuple[int | str, bool]:
@@ -185,16 +193,16 @@ def _state(request: PageRequest, params: QueryDict) -> dict[str, Any]:
     start = next((c for c in choices if c.value == start_value), None)
     if start is None:
         raise Http404("no such config")
-    pricing = params.get("pricing") or DEFAULT_PRICING
-    price = picked_pricing(workspace, pricing)
+    pricing, price = chosen_pricing(request, workspace, params)
+    base = _tuned_base(start)
     values: dict[str, Any] = {}
     for spec in engine.config_knobs():
-        start_knob = spec.in_force(int(start.data.get(spec.name, spec.default)))
+        start_knob = spec.in_force(int(base.get(spec.name, spec.default)))
         values[spec.name], _ = _knob_value(params, spec.name, start_knob)
     for spec in engine.config_switches():
-        start_on = bool(start.data.get(spec.name, spec.default))
+        start_on = bool(base.get(spec.name, spec.default))
         values[spec.name] = _switch_value(params, spec.name, start_on)
-    tuned = {**start.data, **values}
+    tuned = {**base, **values}
     # Each config is read once per request: the tuned one is the start with the knobs
     # changed (on a backend of its own, as each replay counts its own offloads), and the
     # replays run these objects.
@@ -202,8 +210,13 @@ def _state(request: PageRequest, params: QueryDict) -> dict[str, Any]:
     configs: tuple[engine.ReductionConfig, engine.ReductionConfig] | None = None
     try:
         start_config = engine.config_from_dict(start.data, backend=engine.InMemoryBackend())
+        base_config = (
+            start_config
+            if start.value != "none"
+            else engine.config_from_dict(base, backend=engine.InMemoryBackend())
+        )
         tuned_config = engine.validate(
-            dataclasses.replace(start_config, backend=engine.InMemoryBackend(), **values)
+            dataclasses.replace(base_config, backend=engine.InMemoryBackend(), **values)
         )
         configs = (start_config, tuned_config)
     except engine.ConfigError as exc:
@@ -216,7 +229,6 @@ def _state(request: PageRequest, params: QueryDict) -> dict[str, Any]:
         "presets": pricing_choices(workspace=workspace),
         "pricing": pricing,
         "price": price,
-        "default_pricing": DEFAULT_PRICING,
         "prefix_on": prefix_wanted(params),
         "prefix_switch": conversation is not None and infers_prefix(conversation),
         "values": values,
@@ -234,7 +246,8 @@ def _query(state: Mapping[str, Any]) -> list[tuple[str, str]]:
         for spec in engine.config_switches()
     ]
     knobs = [(spec.name, str(state["values"][spec.name])) for spec in engine.config_knobs()]
-    pricing = [] if state["pricing"] == DEFAULT_PRICING else [("pricing", state["pricing"])]
+    # The price always: without it the page would take the one remembered in the session.
+    pricing = [("pricing", state["pricing"])]
     return pairs + knobs + switches + pricing + prefix_params(state["prefix_on"])
 
 
@@ -277,11 +290,16 @@ def _run(state: dict[str, Any]) -> dict[str, Any]:
     if state["configs"] is not None:
         start_config, tuned_config = state["configs"]
         pricing = state["price"]
+        # No reduction on the tuned config's own counter, as Compare counts its baseline.
+        counter = state["tuned"].get("token_counter")
+        reference = {**no_reduction(), **({"token_counter": counter} if counter else {})}
+        start_name = f"start: {state['start'].label}"
+        runs: list[tuple[str, Any]] = [(REFERENCE, reference)]
+        if state["start"].value != "none":
+            runs.append((start_name, start_config))
+        runs.append(("tuned", tuned_config))
         comparison = run_comparison(
-            recorded,
-            [(f"start: {state['start'].label}", start_config), ("tuned", tuned_config)],
-            pricing=pricing,
-            inferred_prefix=state["prefix_on"],
+            recorded, runs, pricing=pricing, inferred_prefix=state["prefix_on"]
         )
         # One measure on the page: the chart counts tokens as the totals do, the price
         # preset's, with each threshold converted to it.
@@ -291,7 +309,8 @@ def _run(state: dict[str, Any]) -> dict[str, Any]:
             estimate=pricing.estimate,
             tokenizer=pricing.tokenizer,
             off_chart=thresholds_off_chart(series),
-            rows=totals_rows(comparison.results),
+            rows=totals_rows(comparison.results, also_against=start_name),
+            start_name=start_name,
             strategies=strategy_table(comparison.results),
             misses=miss_examples(comparison.results),
             baseline=comparison.results.baseline,

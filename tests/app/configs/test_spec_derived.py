@@ -198,13 +198,16 @@ def test_injected_knob_without_a_top_needs_its_slider_reach(
 
 
 def test_default_pricing_is_named_once() -> None:
-    """Every default price preset (the API's, the pages', the commands') is the simulator's."""
+    """Every default price preset (the API's, the pages', the commands') is the simulator's;
+    the pages choose theirs in one place (``prices.choice``), and no page keeps a copy."""
     from reduction_app.simulations.schemas import SimulationIn
-    from reduction_app.simulations.views import compare
+    from reduction_app.simulations.views import compare, points, sweep
 
     assert DEFAULT_PRICING.name == DEFAULT_PRICING_NAME
     assert SimulationIn.model_fields["pricing"].default == DEFAULT_PRICING_NAME
-    assert (tune.DEFAULT_PRICING, compare.DEFAULT_PRICING) == (DEFAULT_PRICING_NAME,) * 2
+    for page in (tune, compare, sweep, points):
+        assert not hasattr(page, "DEFAULT_PRICING")
+        assert not hasattr(page, "DEFAULT_PRICING_NAME")
 
 
 def test_check_config_is_the_engines_validation() -> None:

@@ -5,7 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 from reduction_app.simulations.front_chart import HEIGHT, WIDTH, front_chart
-from reduction_app.simulations.points import grid_items, group_points, knob_items, points_of
+from reduction_app.simulations.points import (
+    Measure,
+    front_numbers,
+    grid_items,
+    group_points,
+    knob_items,
+    page_measure,
+    points_of,
+)
 from simulator.stored import load
 
 
@@ -69,16 +77,19 @@ def test_points_with_the_same_figures_group_once() -> None:
     assert [p.number for p in points] == [1, 2, 3]
     assert points[0].knobs == [("max_tokens_for_clear", "20000"), ("clear_superseded", "on")]
     # 0.5 + 0.1 × 2 misses = 0.7 with recovery: 30% saved; 1 re-fetch + 2 misses.
-    assert (round(points[0].shown_saving or 0, 6), points[0].lost) == (0.3, 3)
+    assert (round(points[0].saved_with_recovery or 0, 6), points[0].lost) == (0.3, 3)
     groups = group_points(points)
     assert [(g.first.number, g.count) for g in groups] == [(1, 1), (2, 2)]
 
 
 def test_front_chart_draws_one_circle_per_group_linked_to_its_point() -> None:
     groups = group_points(points_of(load(RESULTS, legacy_kind="corpus_sweep"), GRID))
-    chart = front_chart(groups, href=lambda n: f"/p/{n}/", recovery=True)
+    chart = front_chart(
+        groups, href=lambda n: f"/p/{n}/", measure=Measure(recovery=True), front={2, 3}
+    )
     assert chart is not None
     assert (chart["width"], chart["height"]) == (WIDTH, HEIGHT)
+    assert chart["y_label"] == "cost saved with recovery"
     circles = chart["circles"]
     assert [(c["href"], c["count"], c["pareto"]) for c in circles] == [
         ("/p/1/", 1, False),
@@ -99,4 +110,29 @@ def test_front_chart_draws_one_circle_per_group_linked_to_its_point() -> None:
 
 
 def test_front_chart_is_none_without_savings() -> None:
-    assert front_chart([], href=str, recovery=False) is None
+    assert front_chart([], href=str, measure=Measure(recovery=False), front=()) is None
+
+
+def test_front_numbers_is_the_front_of_the_measure_the_chart_plots() -> None:
+    """The stored flags are the front of cost against re-fetches; the page's front is of
+    its own measure against re-fetches + misses."""
+    results = {
+        **RESULTS,
+        "combinations": [
+            *RESULTS["combinations"],
+            # 0.8 + 0.1 × 1 = 0.9: 10% saved with recovery, 2 lost: below clear@40k's 25%
+            # with 1 lost, so off the front.
+            _combination("clear@10k", {"max_tokens_for_clear": 10000}, 0.8, 1),
+        ],
+    }
+    points = points_of(load(results, legacy_kind="corpus_sweep"), GRID)
+    measure = page_measure(points)
+    assert (measure.recovery, measure.label) == (True, "cost saved with recovery")
+    # clear@20k: the most saved (30%), with 3 lost; clear@40k and @80k: 25% with 1 lost.
+    assert front_numbers(points, measure) == {1, 2, 3}
+    assert [p.pareto for p in points] == [False, True, True, False]
+    without = Measure(recovery=False)
+    assert without.label == "cost saved, without recovery"
+    # Without recovery: clear@20k saves 50% with 3 lost, clear@40k 25% with 1 and
+    # clear@10k 20% with 2, so clear@40k still beats clear@10k on both.
+    assert front_numbers(points, without) == {1, 2, 3}

@@ -219,6 +219,7 @@ def test_a_points_page_opens_it_in_compare_and_saves_it(
         ("start", "defaults"),
         ("max_length_for_trunc", "200"),
         ("clear_superseded", "off"),
+        ("pricing", "gpt-4o"),  # the price the sweep ran at
     ]
     _shows_snippets(page, point.config, prefix="")
 
@@ -231,6 +232,7 @@ def test_a_points_page_opens_it_in_compare_and_saves_it(
             ("config", "none"),
             ("config", profile.pk),
             ("baseline", "first"),
+            ("pricing", "gpt-4o"),  # the price the sweep ran at, named
         ]
     )
     assert response["Location"] == f"/compare/?{query}"
@@ -484,8 +486,9 @@ def test_a_sweep_from_the_rest_api_has_points_too(
     assert "Workers:" in text(details)
     (front,) = elements(page, "table", class_="front")
     (link,) = elements(elements(front, "th", scope="row")[0], "a")
-    assert text(link) == "max_length_for_trunc=200"
-    assert dict(link.attributes)["href"] == f"/simulations/{simulation.pk}/points/1/"
+    # With recovery counted, the cut at 200 misses what 2,000 keeps whole: 2,000 leads.
+    assert text(link) == "max_length_for_trunc=2000"
+    assert dict(link.attributes)["href"] == f"/simulations/{simulation.pk}/points/2/"
     point = parsed(client.get(f"/simulations/{simulation.pk}/points/1/"))
     (knobs,) = elements(point, "dl", class_="knobs")
     assert [text(d) for d in elements(knobs, "div")] == ["max_length_for_trunc = 200"]

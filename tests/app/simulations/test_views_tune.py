@@ -21,7 +21,8 @@ from reduction_app.models import ConfigProfile, Conversation
 from simulator import members as members_module
 from simulator.compare import compare
 from simulator.misses import RECOVERY
-from simulator.pricing import PRESETS
+from simulator.pricing import DEFAULT_PRICING_NAME, PRESETS
+from simulator.replay import no_reduction
 from tests.app.pages_support import (
     CUT_LISTING,
     HIDDEN_NAME,
@@ -66,7 +67,7 @@ def test_tune_page_without_a_conversation(setup: tuple[Client, Conversation]) ->
     assert "<html" in page
     assert "Pick a conversation and a starting config, then move the knobs." in page
     assert f'<option value="{conversation.pk}">ponyc-4595 (47 messages)</option>' in page
-    assert '<option value="none"' not in page  # nothing to tune without reduction
+    assert '<option value="none">no reduction</option>' in page
 
 
 def test_tune_page_shows_sliders_at_the_start_values(setup: tuple[Client, Conversation]) -> None:
@@ -102,7 +103,12 @@ def test_tune_changing_max_tokens_for_clear_changes_the_totals(
         re.search(r'<script id="tune-chart" type="application/json">(.*?)</script>', page).group(1)
     )
     labels = [d["label"] for d in chart["data"]["datasets"]]
-    assert labels == ["start: Eino defaults (built in)", "tuned", "threshold: tuned"]
+    assert labels == [
+        "no reduction",
+        "start: Eino defaults (built in)",
+        "tuned",
+        "threshold: tuned",
+    ]
 
 
 def test_tune_the_knob_that_moved_wins(setup: tuple[Client, Conversation]) -> None:
@@ -118,13 +124,16 @@ def test_tune_the_knob_that_moved_wins(setup: tuple[Client, Conversation]) -> No
     assert _billed(html(response), "tuned") == "156,062 tok"
 
 
-def _address(conversation: Conversation, **changed: Any) -> str:
-    """Tune's address for the defaults with ``changed``: each parameter once, in order."""
+def _address(
+    conversation: Conversation, pricing: str = DEFAULT_PRICING_NAME, **changed: Any
+) -> str:
+    """Tune's address for the defaults with ``changed``: each parameter once, in order,
+    the price always named."""
     values: dict[str, Any] = {spec.name: spec.default for spec in engine.config_knobs()}
     values |= {spec.name: "off" for spec in engine.config_switches()}
     values |= changed
     query = "&".join(f"{name}={value}" for name, value in values.items())
-    return f"/tune/?conversation={conversation.pk}&start=defaults&{query}"
+    return f"/tune/?conversation={conversation.pk}&start=defaults&{query}&pricing={pricing}"
 
 
 def test_tune_htmx_keeps_an_address_that_names_each_parameter_once(
@@ -228,7 +237,7 @@ def test_tune_save_as_config_creates_a_profile(setup: tuple[Client, Conversation
         f"/tune/?conversation={conversation.pk}&start={start.pk}&max_tokens_for_clear=5000"
         "&clear_retention_suffix_limit=2&clear_at_least_tokens=100&max_length_for_trunc=50000"
         "&trunc_only_when_shorter=off&clear_cache_aware=off&clear_superseded=off"
-        f"&clear_offload_manifest=off&saved={saved.pk}"
+        f"&clear_offload_manifest=off&pricing=gpt-4o&saved={saved.pk}"
     )
     data = saved.versions.get().data
     assert (data["skip_truncation"], data["max_tokens_for_clear"]) == (True, 5000)
@@ -305,7 +314,8 @@ def test_tune_reads_the_config_once_per_move(
     setup: tuple[Client, Conversation], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The start config is read from its JSON once; the tuned one is a copy with the
-    knobs changed, and both replays run these objects."""
+    knobs changed, and both replays run these objects; no reduction, the reference, is
+    read once too."""
     client, conversation = setup
     reads: list[dict[str, Any]] = []
 
@@ -318,7 +328,7 @@ def test_tune_reads_the_config_once_per_move(
     monkeypatch.setattr(members_module, "config_from_dict", counting)
     url = f"/tune/?conversation={conversation.pk}&start=defaults&max_tokens_for_clear=5000"
     assert _billed(html(client.get(url)), "tuned") == "156,062 tok"
-    assert reads == [{}]
+    assert reads == [{}, no_reduction()]
 
 
 def test_tune_shows_each_strategy_as_a_switch_off_by_default(
@@ -376,7 +386,10 @@ def test_tune_save_keeps_the_switches(setup: tuple[Client, Conversation]) -> Non
     }
     response = client.post("/tune/save/", body)
     assert response.status_code == HTTPStatus.FOUND
-    assert "&clear_superseded=on&clear_offload_manifest=off&saved=" in response["Location"]
+    assert (
+        "&clear_superseded=on&clear_offload_manifest=off&pricing=gpt-4o&saved="
+        in (response["Location"])
+    )
     data = ConfigProfile.objects.get(name="superseded at 20k").versions.get().data
     assert (data["max_tokens_for_clear"], data["clear_superseded"]) == (20000, True)
 
@@ -528,7 +541,7 @@ def test_tune_chart_counts_tokens_as_the_totals_do(
         pricing=PRESETS[preset],
     ).results
     chart = _tune_chart(page)
-    start_line, tuned_line, threshold = chart["data"]["datasets"]
+    _, start_line, tuned_line, threshold = chart["data"]["datasets"]
     assert start_line["data"] == [c.context_tokens for c in start_run.calls]
     assert tuned_line["data"] == [c.context_tokens for c in tuned_run.calls]
     assert max(tuned_line["data"]) == tuned_run.totals.peak_context_tokens
@@ -546,15 +559,12 @@ def test_tune_keeps_a_chosen_price_preset_in_the_address_once(
     setup: tuple[Client, Conversation],
 ) -> None:
     client, conversation = setup
-    url = _address(conversation, max_tokens_for_clear=20000)
-    response = client.get(
-        f"{url}&pricing=claude-opus-4.5&max_tokens_for_clear=20000",
-        headers={"HX-Request": "true"},
-    )
-    assert response["HX-Push-Url"] == f"{url}&pricing=claude-opus-4.5"
-    redirected = client.get(f"{url}&pricing=claude-opus-4.5&max_tokens_for_clear=20000")
-    assert redirected["Location"] == f"{url}&pricing=claude-opus-4.5"
-    page = parsed(client.get(f"{url}&pricing=claude-opus-4.5"))
+    url = _address(conversation, pricing="claude-opus-4.5", max_tokens_for_clear=20000)
+    response = client.get(f"{url}&max_tokens_for_clear=20000", headers={"HX-Request": "true"})
+    assert response["HX-Push-Url"] == url
+    redirected = client.get(f"{url}&max_tokens_for_clear=20000")
+    assert redirected["Location"] == url
+    page = parsed(client.get(url))
     (picker,) = elements(page, "select", name="pricing")
     options = elements(picker, "option")
     assert [dict(o.attributes)["value"] for o in options] == list(PRESETS)
@@ -564,11 +574,14 @@ def test_tune_keeps_a_chosen_price_preset_in_the_address_once(
     (pick,) = elements(page, "form", id="tune-pick")
     (kept,) = elements(pick, "input", name="pricing")
     assert dict(kept.attributes)["value"] == "claude-opus-4.5"
-    # The default is left out of the address, and of the form that picks a conversation.
-    response = client.get(f"{url}&pricing=gpt-4o", headers={"HX-Request": "true"})
-    assert response["HX-Push-Url"] == url
-    (pick,) = elements(parsed(client.get(url)), "form", id="tune-pick")
-    assert elements(pick, "input", name="pricing") == []
+    # The default too is named, in the address and in the form that picks a
+    # conversation: a link without a price takes the one remembered.
+    default = _address(conversation, max_tokens_for_clear=20000)
+    response = client.get(default, headers={"HX-Request": "true"})
+    assert response["HX-Push-Url"] == default
+    (pick,) = elements(parsed(client.get(default)), "form", id="tune-pick")
+    (kept,) = elements(pick, "input", name="pricing")
+    assert dict(kept.attributes)["value"] == DEFAULT_PRICING_NAME
 
 
 def test_tune_save_keeps_the_price_preset(setup: tuple[Client, Conversation]) -> None:
@@ -589,3 +602,40 @@ def test_tune_unknown_price_preset_answers_404(setup: tuple[Client, Conversation
     client, conversation = setup
     url = f"/tune/?conversation={conversation.pk}&start=defaults&pricing=gpt-9"
     assert client.get(url).status_code == HTTPStatus.NOT_FOUND
+
+
+def test_tune_shows_no_reduction_as_the_reference_with_deltas_against_both(
+    setup: tuple[Client, Conversation],
+) -> None:
+    client, conversation = setup
+    url = f"/tune/?conversation={conversation.pk}&start=defaults&max_tokens_for_clear=5000"
+    page = parsed(client.get(url))
+    table = elements(page, "table", class_="totals")[0]
+    names = [" ".join(text(th).split()) for th in elements(table, "th", scope="row")]
+    assert names == ["no reduction reference", START, "tuned"]
+    tuned = row_of(page, "totals", "tuned")
+    (cell,) = elements(tuned, "td", data_metric="input_tokens_billed")
+    # 156,062 tuned against 516,549 for both no reduction and the defaults (which clear
+    # nothing on this conversation): −360,487 tokens each way.
+    against = {
+        dict(s.attributes)["data-against"]: text(s)
+        for s in elements(cell, "span")
+        if "data-against" in dict(s.attributes)
+    }
+    assert against == {"baseline": "−360,487 tok (−69.8%)", "start": "−360,487 tok (−69.8%)"}
+
+
+def test_tune_can_start_from_no_reduction(setup: tuple[Client, Conversation]) -> None:
+    """From no reduction the knobs start at the engine's defaults, both phases on; the
+    start is the reference itself, so it is one row."""
+    client, conversation = setup
+    page = html(client.get(f"/tune/?conversation={conversation.pk}&start=none"))
+    assert '<option value="none" selected>no reduction</option>' in page
+    assert '<input type="number" name="max_tokens_for_clear" value="160000"' in page
+    assert "start: no reduction" not in page
+    assert _billed(page, "no reduction") == "516,549 tok"
+    assert _billed(page, "tuned") == _tuned_billed(conversation, {})
+    moved = html(
+        client.get(f"/tune/?conversation={conversation.pk}&start=none&max_tokens_for_clear=5000")
+    )
+    assert _billed(moved, "tuned") == "156,062 tok"
