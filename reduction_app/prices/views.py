@@ -20,7 +20,14 @@ from reduction_app.prices.selectors import UnknownPricing, price_get, price_list
 from reduction_app.prices.services import price_create, price_update
 from reduction_app.prices.services import price_delete as price_remove
 from simulator.price_file import pricing_to_json
-from simulator.pricing import LONG_CONTEXT_FIELDS, PRESETS, PRICE_FIELDS, PRICES_AS_OF, Pricing
+from simulator.pricing import (
+    DEFAULT_PRICING_NAME,
+    LONG_CONTEXT_FIELDS,
+    PRESETS,
+    PRICE_FIELDS,
+    PRICES_AS_OF,
+    Pricing,
+)
 
 
 def picked_pricing(workspace: Workspace, name: str) -> Pricing:
@@ -30,6 +37,17 @@ def picked_pricing(workspace: Workspace, name: str) -> Pricing:
         return pricing_for(workspace=workspace, name=name)
     except UnknownPricing:
         raise Http404(f"no such price: {name}") from None
+
+
+def pricing_param(workspace: Workspace, name: str | None) -> tuple[str, Pricing]:
+    """The price a list's ``?pricing=`` names and its name; the default price for a
+    name that is neither a preset nor one of the workspace's (a list still shows)."""
+    if name:
+        try:
+            return name, pricing_for(workspace=workspace, name=name)
+        except UnknownPricing:
+            pass
+    return DEFAULT_PRICING_NAME, PRESETS[DEFAULT_PRICING_NAME]
 
 
 def _price_or_404(request: PageRequest, price_id: int) -> WorkspacePrice:

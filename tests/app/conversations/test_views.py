@@ -150,11 +150,12 @@ def test_conversation_list_query_count_is_constant(django_assert_num_queries: An
             stored_file(ws, f"/f/{i}", f"content {i}", conversation=conv)
 
     fill(5, 0)
-    # Session, user, workspace twice, the count, the page (counts as subqueries).
-    with django_assert_num_queries(6):
+    # Session, user, workspace twice, the price choices, the count, the page (counts and
+    # the calls' tokens as subqueries).
+    with django_assert_num_queries(7):
         client.get("/conversations/")
     fill(10, 5)
-    with django_assert_num_queries(6):
+    with django_assert_num_queries(7):
         client.get("/conversations/")
 
 
@@ -377,11 +378,11 @@ def test_conversation_page_query_count_is_constant(django_assert_num_queries: An
     client.get("/")
     agent_run(ws, "small", OUTPUTS * 2)
     # Session, user, workspace twice, the conversation, its messages, its counts, the
-    # chart's events, the events' count and page.
-    with django_assert_num_queries(10):
+    # price choices, its calls' cost, the chart's events, the events' count and page.
+    with django_assert_num_queries(12):
         client.get("/conversations/small/")
     agent_run(ws, "big", OUTPUTS * 6)
-    with django_assert_num_queries(10):
+    with django_assert_num_queries(12):
         client.get("/conversations/big/")
 
 

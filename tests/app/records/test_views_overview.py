@@ -124,9 +124,10 @@ def _fill(ws: Any, n: int) -> None:
         event_row(ws, phase="clear", kind="summary", conversation=conv)
 
 
-OVERVIEW_QUERIES = 11
+OVERVIEW_QUERIES = 14
 """Session, user, workspace (twice: the one shown and the switcher), totals, the series,
-files, conversations, phases, tools, latest events. The first request of a session also
+the price choices, the cost totals, the cost series, files, conversations, phases, tools,
+latest events. The first request of a session also
 saves the workspace shown in it, so each test makes one before it counts."""
 
 
