@@ -46,7 +46,11 @@ API_QUERIES = {
 DASHBOARD_LISTS = {
     "/": "<code><bdi>call_19</bdi></code>",
     "/conversations/": ">run-19<",
+    "/conversations/?sort=-cost&pricing=gpt-4.1": ">run-19<",
+    "/conversations/?sort=saved": ">run-19<",
     "/events/": "<code><bdi>call_19</bdi></code>",
+    "/events/?sort=-saved": "<code><bdi>call_19</bdi></code>",
+    "/events/?sort=tool&phase=truncation": "<code><bdi>call_19</bdi></code>",
     "/files/": "<code><bdi>/tmp/trunc/call_19</bdi></code>",
     "/configs/": "config 19",
     "/configs/{profile}/versions/": 'id="v20"',
