@@ -1,11 +1,8 @@
-"""The dashboard's charts, as Chart.js configs: the context-window chart, the one
-builder behind the Compare, Tune and conversation pages (the context sent at each model
-call and the clear threshold in force, one series per config), and the Overview's bars
-over time (:func:`over_time_chart`: tokens, or dollars, per hour or day).
-
-Every figure of the context-window chart comes from the engine's clear-phase summary
-events, recorded or kept by a replay, so context and threshold share one unit. Nothing
-here reads the database or runs a replay.
+"""The dashboard's charts as Chart.js configs: the context-window chart behind the
+Compare, Tune and conversation pages (the context sent at each model call and the clear
+threshold in force, one series per config; from clear-phase summary events, recorded or
+replayed, so both share one unit), and the Overview's bars over time
+(:func:`over_time_chart`). Nothing here reads the database or runs a replay.
 """
 
 from __future__ import annotations

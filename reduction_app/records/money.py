@@ -1,18 +1,9 @@
-"""What the recorded model calls cost, and what the reductions saved, at a price.
-
-Every model call an agent makes through the API ends with a clear pass, recorded as a
-``summary`` event: ``tokens_after`` is the context the call sent. What the reductions
-kept out of that call is every token a reduction saved before it in the same
-conversation (the ``tool`` events: truncations and cleared calls, each recorded once and
-left out of every later call): without them the call would have sent ``tokens_after``
-plus those. A pass's summary comes after its own cleared calls, so they count in it.
-An event of no conversation stands alone: its call kept out what its own pass cleared.
-
-Tokens are the engine's count (the config's counter), as everywhere on the dashboard;
-dollars are those tokens as uncached input at the price's base rates, through
-:meth:`simulator.pricing.Pricing.cost` (the one place that turns tokens into dollars).
-The queries here sum tokens; :func:`priced` turns the sums into dollars.
-"""
+"""What the recorded model calls cost, and what the reductions saved, at a price
+(docs/dashboard.md, "Cost and saving"): the queries sum tokens per call (each clear
+pass's summary is one call), :func:`priced` turns the sums into dollars through
+:meth:`simulator.pricing.Pricing.cost`, the one place that prices tokens. Tokens are the
+engine's count (the config's counter), as everywhere on the dashboard; dollars are them
+as uncached input at the price's base rates."""
 
 from __future__ import annotations
 
@@ -51,7 +42,11 @@ __all__ = [
 
 def kept_out() -> Any:
     """The expression, on a ``summary`` event, of the tokens the reductions kept out of
-    its call (see the module docstring)."""
+    its call: ``tokens_after`` is what the call sent, and every reduction (a ``tool``
+    event: a truncation or a cleared call, each recorded once and left out of every later
+    call) recorded before it in the same conversation kept its ``tokens_saved`` out. A
+    pass's summary comes after its own cleared calls, so they count in it. A summary of
+    no conversation stands alone: its call kept out what its own pass cleared."""
     earlier = (
         EventRecord.objects.filter(
             conversation=OuterRef("conversation"), kind__in=SAVING_KINDS, id__lt=OuterRef("id")

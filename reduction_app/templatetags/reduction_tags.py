@@ -86,11 +86,12 @@ SORT_RESETS = ("page", "before", "after")
 
 @register.inclusion_tag("reduction_app/includes/sort_header.html", takes_context=True)
 def sort_header(
-    context: dict[str, Any], key: str, label: str, target: str, num: bool = False
+    context: dict[str, Any], key: str, label: str, table: str, num: bool = False
 ) -> dict[str, Any]:
     """A column header that sorts its list by ``key`` (``context["sort"]``, a
     ``sorting.Sort``, is the order shown; ``context["sorting"]`` the list's columns): a
-    link to the same page with ``?sort=`` set, swapped into ``target`` by htmx."""
+    link to the same page with ``?sort=`` set, that htmx swaps in for ``table`` (a
+    selector)."""
     request: HttpRequest = context["request"]
     sort = context["sort"]
     params = request.GET.copy()
@@ -101,7 +102,7 @@ def sort_header(
     return {
         "href": f"{request.path}?{urlencode(sorted(params.items()))}",
         "label": label,
-        "target": target,
+        "table": table,
         "num": num,
         "key": key,
         "aria_sort": ("descending" if sort.descending else "ascending") if current else "",
