@@ -52,6 +52,7 @@ DASHBOARD_LISTS = {
     "/events/?sort=-saved": "<code><bdi>call_19</bdi></code>",
     "/events/?sort=tool&phase=truncation": "<code><bdi>call_19</bdi></code>",
     "/files/": "<code><bdi>/tmp/trunc/call_19</bdi></code>",
+    "/files/?sort=path": "<code><bdi>/tmp/trunc/call_19</bdi></code>",
     "/configs/": "config 19",
     "/configs/{profile}/versions/": 'id="v20"',
     "/traces/": "<code><bdi>session:run-19</bdi></code>",
