@@ -53,6 +53,8 @@ DASHBOARD_LISTS = {
     "/events/?sort=tool&phase=truncation": "<code><bdi>call_19</bdi></code>",
     "/files/": "<code><bdi>/tmp/trunc/call_19</bdi></code>",
     "/files/?sort=path": "<code><bdi>/tmp/trunc/call_19</bdi></code>",
+    "/simulations/": ">run-19<",
+    "/simulations/?sort=-done&kind=replay": ">run-19<",
     "/configs/": "config 19",
     "/configs/{profile}/versions/": 'id="v20"',
     "/traces/": "<code><bdi>session:run-19</bdi></code>",
