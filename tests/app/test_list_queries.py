@@ -56,6 +56,7 @@ DASHBOARD_LISTS = {
     "/simulations/": ">run-19<",
     "/simulations/?sort=-done&kind=replay": ">run-19<",
     "/configs/": "config 19",
+    "/configs/?sort=-version&q=config": "config 19",
     "/configs/{profile}/versions/": 'id="v20"',
     "/traces/": "<code><bdi>session:run-19</bdi></code>",
 }
