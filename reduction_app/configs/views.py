@@ -63,7 +63,7 @@ def config_list(request: PageRequest) -> HttpResponse:
     if search:
         profiles = profiles.filter(name__icontains=search)
     rows = []
-    for profile in CONFIG_SORTING.apply(profiles, sort):
+    for profile in profiles.order_by(*sort.order_by()):
         data = {**defaults, **(profile.latest_data or {})}
         rows.append(
             {
