@@ -106,5 +106,4 @@ def sort_header(
         "num": num,
         "key": key,
         "aria_sort": ("descending" if sort.descending else "ascending") if current else "",
-        "arrow": ("▼" if sort.descending else "▲") if current else "",
     }
