@@ -1,10 +1,8 @@
-"""The context-window chart, the one builder behind the Compare, Tune and conversation
-pages: the context sent at each model call and the clear threshold in force, one series
-per config.
-
-Every figure comes from the engine's clear-phase summary events, recorded or kept by a
-replay, so context and threshold share one unit. It reads no database and runs no
-replay.
+"""The dashboard's charts as Chart.js configs: the context-window chart behind the
+Compare, Tune and conversation pages (the context sent at each model call and the clear
+threshold in force, one series per config; from clear-phase summary events, recorded or
+replayed, so both share one unit), and the Overview's bars over time
+(:func:`over_time_chart`). Nothing here reads the database or runs a replay.
 """
 
 from __future__ import annotations
@@ -12,19 +10,23 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 from simulator.stored import ComparisonResults, ReplayRun
 
 __all__ = [
+    "BARS",
     "BILLED_AXIS",
     "CONTEXT_LABEL",
     "ENGINE_AXIS",
+    "MAX_FILLED_BUCKETS",
     "THRESHOLD_HEADROOM",
     "CallPoint",
     "ContextSeries",
     "comparison_series",
     "context_chart",
+    "over_time_chart",
     "series_from_events",
     "series_from_run",
     "thresholds_off_chart",
@@ -318,3 +320,63 @@ def _markers(series: ContextSeries) -> list[dict[str, Any]]:
             "order": 2,
         },
     ]
+
+
+# Over time -------------------------------------------------------------------------------
+
+MAX_FILLED_BUCKETS = 1_000
+"""Empty hours or days are drawn as zeros up to this many buckets; beyond, only the
+buckets with values are drawn (a long, sparse history)."""
+BARS = {"cost": PALETTE[0], "saved": PALETTE[2], "tokens": PALETTE[0]}
+"""The colour of each kind of bar: what was spent, what was saved."""
+
+
+def _bucket_times(times: Iterable[datetime], bucket: str) -> list[datetime]:
+    """``times`` in order, with the empty buckets between them filled in."""
+    step = timedelta(hours=1) if bucket == "hour" else timedelta(days=1)
+    ordered = sorted(set(times))
+    if ordered and (ordered[-1] - ordered[0]) / step < MAX_FILLED_BUCKETS:
+        filled, at = [], ordered[0]
+        while at <= ordered[-1]:
+            filled.append(at)
+            at += step
+        return filled
+    return ordered
+
+
+def over_time_chart(
+    values: Mapping[datetime, Sequence[float]],
+    *,
+    bucket: str,
+    labels: Sequence[str],
+    colours: Sequence[str],
+    axis: str,
+    stacked: bool = False,
+) -> dict[str, Any]:
+    """A bar chart per ``bucket`` (``hour`` or ``day``, UTC) of one series per label:
+    ``values`` holds each bucket's figures in the order of ``labels``, and an empty
+    bucket between two held ones is drawn as zeros. ``stacked`` stacks the series (a
+    cost and its saving make what it would have cost)."""
+    times = _bucket_times(values, bucket)
+    label = "%Y-%m-%d %H:00" if bucket == "hour" else "%Y-%m-%d"
+    zero = [0] * len(labels)
+    datasets = [
+        {
+            "label": name,
+            "data": [values.get(t, zero)[i] for t in times],
+            "backgroundColor": colours[i],
+        }
+        for i, name in enumerate(labels)
+    ]
+    scale: dict[str, Any] = {"stacked": True} if stacked else {}
+    return {
+        "type": "bar",
+        "data": {"labels": [t.strftime(label) for t in times], "datasets": datasets},
+        "options": {
+            "scales": {
+                "x": scale,
+                "y": {"beginAtZero": True, "title": {"display": True, "text": axis}, **scale},
+            },
+            "plugins": {"legend": {"display": len(labels) > 1, "position": "bottom"}},
+        },
+    }

@@ -24,12 +24,22 @@ from reduction_app.dashboard import render_page, workspace_view
 from reduction_app.errors import ServiceError
 from reduction_app.http import PageRequest
 from reduction_app.models import ConfigProfile
+from reduction_app.sorting import Column, Sorting
 
 if TYPE_CHECKING:
     from reduction_app.configs.selectors import ConfigRow
 
 KEY_FIELDS = ("max_tokens_for_clear", "clear_retention_suffix_limit", "max_length_for_trunc")
 """The fields the list shows; the rest is one click away."""
+CONFIG_SORTING = Sorting(
+    columns=(
+        Column("name", "name", descending_first=False),
+        Column("version", "latest_number"),
+        Column("updated", "updated_at"),
+    ),
+    default="name",
+)
+"""The configs list's columns, each sortable by its header (``?sort=``)."""
 
 
 def _profile_or_404(request: PageRequest, profile_id: int) -> ConfigRow:
@@ -48,8 +58,13 @@ def _phases(data: dict[str, Any]) -> str:
 @workspace_view
 def config_list(request: PageRequest) -> HttpResponse:
     defaults = config_defaults()
+    search = request.GET.get("q", "").strip()
+    sort = CONFIG_SORTING.read(request)
+    profiles = config_rows(workspace=request.workspace)
+    if search:
+        profiles = profiles.filter(name__icontains=search)
     rows = []
-    for profile in config_rows(workspace=request.workspace):
+    for profile in profiles.order_by(*sort.order_by()):
         data = {**defaults, **(profile.latest_data or {})}
         rows.append(
             {
@@ -58,7 +73,13 @@ def config_list(request: PageRequest) -> HttpResponse:
                 "fields": [(name, display_value(name, data[name])) for name in KEY_FIELDS],
             }
         )
-    context = {"rows": rows, "key_fields": KEY_FIELDS}
+    context = {
+        "rows": rows,
+        "key_fields": KEY_FIELDS,
+        "q": search,
+        "sort": sort,
+        "sorting": CONFIG_SORTING,
+    }
     return render_page(request, "reduction_app/configs.html", context, partial="config-table")
 
 

@@ -20,15 +20,29 @@ from reduction_app.dashboard import render_page, workspace_view
 from reduction_app.errors import ServiceError
 from reduction_app.http import PageRequest
 from reduction_app.models import UNFINISHED
+from reduction_app.sorting import Column, Sorting
 from simulator.importers import FORMATS
 
 LISTED = 20
 TEMPLATE = "reduction_app/imports.html"
+IMPORT_SORTING = Sorting(
+    columns=(
+        Column("id", "id"),
+        Column("status", "status", descending_first=False),
+        Column("done", "progress_done"),
+        Column("created", "created_at"),
+    ),
+    default="-id",
+)
+"""The recent imports' columns, each sortable by its header (``?sort=``): the page lists
+the first ``LISTED`` of the workspace's imports in that order."""
 
 
 def _form_page(
     request: PageRequest, context: dict[str, Any], status: int = HTTPStatus.OK
 ) -> HttpResponse:
+    sort = IMPORT_SORTING.read(request)
+    recent = IMPORT_SORTING.apply(recording_import_list(workspace=request.workspace), sort)
     context = {
         "formats": FORMATS,
         "format": "",
@@ -36,10 +50,14 @@ def _form_page(
         "result": None,
         "error": "",
         "inline_bytes": settings.REDUCTION_IMPORT_INLINE_BYTES,
-        "recent": recording_import_list(workspace=request.workspace)[:LISTED],
+        "recent": recent[:LISTED],
+        "sort": sort,
+        "sorting": IMPORT_SORTING,
         **context,
     }
-    response = render_page(request, TEMPLATE, context)
+    # A header's click swaps only the list; an upload's answer is always the whole page.
+    partial = "recent" if request.method == "GET" else None
+    response = render_page(request, TEMPLATE, context, partial=partial)
     response.status_code = status
     return response
 

@@ -23,6 +23,7 @@ from reduction_app.models import (
     Workspace,
 )
 from reduction_app.paging import digits
+from reduction_app.records.money import sent_and_saved_per_conversation
 from reduction_app.records.selectors import SAVING_KINDS
 from reduction_app.records.storage import read_offloads
 from simulator.importers import RecordedConversation, conversation_from_json
@@ -103,8 +104,10 @@ def conversation_counts(*, conversation: Conversation) -> tuple[int, int]:
 def conversation_list_counted(
     *, workspace: Workspace, search: str = "", message_format: str = ""
 ) -> QuerySet[Conversation]:
-    """Conversations with per-row counts (events, tokens saved, files) as subqueries, so
-    a page of them is one query; the tools and system are left out."""
+    """Conversations with per-row counts (events, tokens saved, files) and their recorded
+    model calls' figures (``records.money``: ``call_count``, ``sent_tokens``,
+    ``saved_tokens``) as subqueries, so a page of them is one query; the tools and system
+    are left out."""
     qs = conversation_list(workspace=workspace, search=search)
     if message_format:
         qs = qs.filter(message_format=message_format)
@@ -126,6 +129,7 @@ def conversation_list_counted(
             0,
         ),
         file_count=Coalesce(scalar(OffloadedFile, Count("id")), 0),
+        **sent_and_saved_per_conversation(),
     )
 
 

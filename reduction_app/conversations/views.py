@@ -38,9 +38,14 @@ from reduction_app.dashboard import render_page, workspace_view
 from reduction_app.http import PageRequest
 from reduction_app.models import Conversation, Workspace
 from reduction_app.paging import int_param, pager_for, paginate
+from reduction_app.prices.choice import listed_pricing
+from reduction_app.prices.selectors import pricing_choices
+from reduction_app.records.money import conversation_money, priced
 from reduction_app.records.selectors import event_list
+from reduction_app.sorting import Column, Sorting
 from simulator.importers import TRACES_SOURCE
 from simulator.prefix import inferred_prefix
+from simulator.pricing import Pricing
 from simulator.replay import no_reduction
 
 CONVERSATIONS_PER_PAGE = 25
@@ -54,6 +59,24 @@ FIRST_COMPARISON: tuple[tuple[str, dict[str, Any]], ...] = (
 """What an imported recording's page replays until a config is chosen."""
 
 
+CONVERSATION_SORTING = Sorting(
+    columns=(
+        Column("conversation", "client_id", descending_first=False),
+        Column("format", "message_format", descending_first=False),
+        Column("messages", "message_count"),
+        Column("events", "event_count"),
+        Column("tokens", "tokens_saved"),
+        # Dollars are the tokens at one price's base rates: the tokens' order is theirs.
+        Column("cost", "sent_tokens"),
+        Column("saved", "saved_tokens"),
+        Column("files", "file_count"),
+        Column("updated", "updated_at"),
+    ),
+    default="-updated",
+)
+"""The conversations list's columns, each sortable by its header (``?sort=``)."""
+
+
 @require_GET
 @vary_on_headers("HX-Request")
 @workspace_view
@@ -62,12 +85,18 @@ def conversation_list(request: PageRequest) -> HttpResponse:
     message_format = request.GET.get("format", "")
     if message_format not in dict(Conversation.FORMAT_CHOICES):
         message_format = ""
+    pricing_name, pricing = listed_pricing(request, request.workspace, request.GET)
+    sort = CONVERSATION_SORTING.read(request)
     rows = conversation_list_counted(
         workspace=request.workspace,
         search=search,
         message_format=message_format,
     )
-    page = paginate(request, rows, CONVERSATIONS_PER_PAGE)
+    page = paginate(request, CONVERSATION_SORTING.apply(rows, sort), CONVERSATIONS_PER_PAGE)
+    for c in page.object_list:
+        c.money = priced(
+            pricing, calls=c.call_count, sent_tokens=c.sent_tokens, saved_tokens=c.saved_tokens
+        )
     context = {
         "page": page,
         "pager": pager_for(request, page),
@@ -75,6 +104,10 @@ def conversation_list(request: PageRequest) -> HttpResponse:
         "format": message_format,
         "formats": Conversation.FORMAT_CHOICES,
         "filtered": bool(search or message_format),
+        "sort": sort,
+        "sorting": CONVERSATION_SORTING,
+        "pricing": pricing_name,
+        "presets": pricing_choices(workspace=request.workspace),
     }
     return render_page(request, "reduction_app/conversation_list.html", context, partial="table")
 
@@ -192,9 +225,11 @@ def _events(request: PageRequest, conversation: Conversation) -> dict[str, Any]:
     return {"events": page.object_list, "events_pager": pager_for(request, page, param="events")}
 
 
-def _usage(conversation: Conversation) -> dict[str, Any]:
+def _usage(conversation: Conversation, pricing: Pricing) -> dict[str, Any]:
     """The provider's figures of each model call an imported recording kept: prompt,
-    cached and completion tokens, by the message the call produced."""
+    cached and completion tokens, by the message the call produced, and the prompt's
+    cost at ``pricing`` (its cached share at the cache-read rate, a long prompt at the
+    long-context rates)."""
     try:
         usage = provider_usage(conversation)
     except ValueError as exc:
@@ -203,17 +238,34 @@ def _usage(conversation: Conversation) -> dict[str, Any]:
         return {"usage_rows": [], "usage_error": ""}
     figures = (usage.prompt_tokens, usage.cached_prompt_tokens, usage.completion_tokens)
     indexes = sorted(set().union(*figures))
-    rows = [
-        {
-            "call": call,
-            "message": index + 1,  # numbered from 1, as the timeline numbers messages
-            "prompt": usage.prompt_tokens.get(index),
-            "cached": usage.cached_prompt_tokens.get(index),
-            "completion": usage.completion_tokens.get(index),
-        }
-        for call, index in enumerate(indexes, start=1)
-    ]
-    return {"usage_rows": rows, "usage_error": ""}
+    rows = []
+    for call, index in enumerate(indexes, start=1):
+        prompt = usage.prompt_tokens.get(index)
+        cached = usage.cached_prompt_tokens.get(index)
+        cost = None
+        if prompt is not None:
+            cost = pricing.cost(
+                uncached_tokens=prompt - (cached or 0),
+                cached_tokens=cached or 0,
+                prompt_tokens=prompt,
+            )
+        rows.append(
+            {
+                "call": call,
+                "message": index + 1,  # numbered from 1, as the timeline numbers messages
+                "prompt": prompt,
+                "cached": cached,
+                "completion": usage.completion_tokens.get(index),
+                "cost": cost,
+            }
+        )
+    priced_rows = [row["cost"] for row in rows if row["cost"] is not None]
+    return {
+        "usage_rows": rows,
+        "usage_error": "",
+        "usage_cost": sum(priced_rows) if priced_rows else None,
+        "usage_run_cost": usage.cost,
+    }
 
 
 # Which part an htmx request swaps (its HX-Target), and what that part needs.
@@ -257,7 +309,17 @@ def conversation_detail(request: PageRequest, client_id: str) -> HttpResponse:
         context.update(_PARTS[target](request, conversation))
         return render_page(request, TEMPLATE, context, partial=target.replace("-", "_"))
     event_count, file_count = conversation_counts(conversation=conversation)
-    context.update(event_count=event_count, file_count=file_count, **_usage(conversation))
+    pricing_name, pricing = listed_pricing(request, workspace, request.GET)
+    context.update(
+        event_count=event_count,
+        file_count=file_count,
+        pricing=pricing_name,
+        presets=pricing_choices(workspace=workspace),
+        money=conversation_money(
+            workspace=workspace, conversation_id=conversation.pk, pricing=pricing
+        ),
+        **_usage(conversation, pricing),
+    )
     for part in _PARTS.values():
         context.update(part(request, conversation))
     return render_page(request, TEMPLATE, context)

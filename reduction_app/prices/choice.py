@@ -1,4 +1,5 @@
-"""Which price Sweep, a sweep's points, Compare and Tune count and bill with.
+"""Which price Sweep, a sweep's points, Compare and Tune count and bill with, and the
+Overview and the conversations price what was recorded at.
 
 A page's ``pricing`` parameter (a link's or a form's) wins and is remembered in the
 user's session; without one, the page uses the one remembered while the workspace still
@@ -16,7 +17,13 @@ from reduction_app.models import Workspace
 from reduction_app.prices.selectors import UnknownPricing, pricing_choices, pricing_for
 from simulator.pricing import DEFAULT_PRICING_NAME, Pricing
 
-__all__ = ["SESSION_KEY", "chosen_pricing", "chosen_pricing_name", "picked_pricing"]
+__all__ = [
+    "SESSION_KEY",
+    "chosen_pricing",
+    "chosen_pricing_name",
+    "listed_pricing",
+    "picked_pricing",
+]
 
 SESSION_KEY = "reduction_pricing"
 
@@ -60,4 +67,14 @@ def chosen_pricing(
         request.session[SESSION_KEY] = asked
         return asked, price
     name = _remembered(request, workspace)
+    return name, picked_pricing(workspace, name)
+
+
+def listed_pricing(
+    request: HttpRequest, workspace: Workspace, params: Mapping[str, str]
+) -> tuple[str, Pricing]:
+    """For the pages that price what was recorded (the Overview, the conversations): as
+    :func:`chosen_pricing`, but a name the workspace does not offer shows the remembered
+    price (else the default) rather than a 404, so the page always shows."""
+    name = chosen_pricing_name(request, workspace, params)
     return name, picked_pricing(workspace, name)

@@ -78,3 +78,32 @@ def query(context: dict[str, Any], **changes: Any) -> str:
             params[key] = value
     encoded = urlencode(sorted(params.items()))
     return f"?{encoded}" if encoded else "?"
+
+
+SORT_RESETS = ("page", "before", "after")
+"""The page a list shows, by number or cursor: a new order starts from its top."""
+
+
+@register.inclusion_tag("reduction_app/includes/sort_header.html", takes_context=True)
+def sort_header(
+    context: dict[str, Any], key: str, label: str, table: str, num: bool = False
+) -> dict[str, Any]:
+    """A column header that sorts its list by ``key`` (``context["sort"]``, a
+    ``sorting.Sort``, is the order shown; ``context["sorting"]`` the list's columns): a
+    link to the same page with ``?sort=`` set, that htmx swaps in for ``table`` (a
+    selector)."""
+    request: HttpRequest = context["request"]
+    sort = context["sort"]
+    params = request.GET.copy()
+    for name in SORT_RESETS:
+        params.pop(name, None)
+    params["sort"] = sort.toggled(key, context["sorting"])
+    current = sort.key == key
+    return {
+        "href": f"{request.path}?{urlencode(sorted(params.items()))}",
+        "label": label,
+        "table": table,
+        "num": num,
+        "key": key,
+        "aria_sort": ("descending" if sort.descending else "ascending") if current else "",
+    }

@@ -4,6 +4,7 @@ through the engine as the REST API records it, and plain rows made directly."""
 from __future__ import annotations
 
 import hashlib
+from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
@@ -123,3 +124,22 @@ def stored_file(
 def event_row(workspace: Workspace, **fields: Any) -> EventRecord:
     values = {"phase": "truncation", "kind": "tool", "tool_name": "grep", **fields}
     return EventRecord.objects.create(workspace=workspace, **values)
+
+
+def expected_tokens(workspace: Workspace) -> dict[int | None, tuple[int, int, int]]:
+    """Per conversation id: model calls, tokens sent, tokens kept out. Read from the rows
+    in the order they were recorded: a call (a clear pass's summary) sent its
+    ``tokens_after``; every reduction (a ``tool`` event) recorded before it in the same
+    conversation kept its ``tokens_saved`` out of it."""
+    kept: dict[int | None, int] = defaultdict(int)
+    sums: dict[int | None, list[int]] = defaultdict(lambda: [0, 0, 0])
+    for row in EventRecord.objects.filter(workspace=workspace).order_by("id"):
+        key = row.conversation_id
+        if row.kind == "tool":
+            kept[key] += row.tokens_saved
+            continue
+        sums[key][0] += 1
+        sums[key][1] += row.tokens_after
+        # An event of no conversation: its call kept out what its own pass cleared.
+        sums[key][2] += kept[key] if key is not None else row.tokens_saved
+    return {key: (c, s, k) for key, (c, s, k) in sums.items()}

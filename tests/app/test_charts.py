@@ -1,8 +1,9 @@
 """The context-window chart: series from replayed calls (old and new result shapes) and
-from recorded events, and the one builder's datasets."""
+from recorded events, and the one builder's datasets; and the bars over time."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ from reduction_app.charts import (
     ContextSeries,
     comparison_series,
     context_chart,
+    over_time_chart,
     series_from_events,
     series_from_run,
     thresholds_off_chart,
@@ -197,3 +199,30 @@ def test_context_chart_markers_for_one_series() -> None:
     assert (truncations["data"], clears["data"]) == ([10, None], [None, 150])
     with pytest.raises(ValueError, match="markers are drawn for one series, got 2"):
         context_chart([ContextSeries("replay", points)] * 2, markers=True)
+
+
+def test_over_time_chart_fills_empty_buckets_and_stacks() -> None:
+    day = datetime(2026, 12, 1, tzinfo=UTC)
+    chart = over_time_chart(
+        {day: (1.0, 0.5), day + timedelta(days=3): (2.0, 0.0)},
+        bucket="day",
+        labels=("cost", "saved"),
+        colours=("#111111", "#222222"),
+        axis="US dollars",
+        stacked=True,
+    )
+    assert chart["data"]["labels"] == ["2026-12-01", "2026-12-02", "2026-12-03", "2026-12-04"]
+    assert [d["data"] for d in chart["data"]["datasets"]] == [[1.0, 0, 0, 2.0], [0.5, 0, 0, 0.0]]
+    assert chart["options"]["scales"]["y"]["stacked"] is True
+    assert chart["options"]["plugins"]["legend"]["display"] is True
+
+
+def test_over_time_chart_leaves_a_long_sparse_history_unfilled() -> None:
+    hour = datetime(2026, 1, 1, tzinfo=UTC)
+    far = hour + timedelta(hours=5_000)
+    chart = over_time_chart(
+        {hour: (3,), far: (4,)}, bucket="hour", labels=("tokens",), colours=("#000",), axis="t"
+    )
+    assert chart["data"]["labels"] == ["2026-01-01 00:00", far.strftime("%Y-%m-%d %H:00")]
+    assert chart["data"]["datasets"][0]["data"] == [3, 4]
+    assert chart["options"]["plugins"]["legend"]["display"] is False

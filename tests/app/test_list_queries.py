@@ -46,9 +46,17 @@ API_QUERIES = {
 DASHBOARD_LISTS = {
     "/": "<code><bdi>call_19</bdi></code>",
     "/conversations/": ">run-19<",
+    "/conversations/?sort=-cost&pricing=gpt-4.1": ">run-19<",
+    "/conversations/?sort=saved": ">run-19<",
     "/events/": "<code><bdi>call_19</bdi></code>",
+    "/events/?sort=-saved": "<code><bdi>call_19</bdi></code>",
+    "/events/?sort=tool&phase=truncation": "<code><bdi>call_19</bdi></code>",
     "/files/": "<code><bdi>/tmp/trunc/call_19</bdi></code>",
+    "/files/?sort=path": "<code><bdi>/tmp/trunc/call_19</bdi></code>",
+    "/simulations/": ">run-19<",
+    "/simulations/?sort=-done&kind=replay": ">run-19<",
     "/configs/": "config 19",
+    "/configs/?sort=-version&q=config": "config 19",
     "/configs/{profile}/versions/": 'id="v20"',
     "/traces/": "<code><bdi>session:run-19</bdi></code>",
 }

@@ -1,6 +1,7 @@
 """The events page (``/events/``): every recorded event, filtered by conversation, phase,
-tool and time, newest first, paged by cursor (``?before=<id>`` / ``?after=<id>``: keyset on
-the id, so a page costs the same however deep it is)."""
+tool and time, newest first or sorted by a column (``?sort=``), paged by cursor
+(``?before=<id>`` / ``?after=<id>``: keyset on the sort column and the id, so a page costs
+the same however deep it is)."""
 
 from __future__ import annotations
 
@@ -17,9 +18,23 @@ from reduction_app.http import PageRequest
 from reduction_app.paging import Pager, int_param, url_with
 from reduction_app.records import selectors
 from reduction_app.records.views import filtered_to
+from reduction_app.sorting import Column, Sorting, keyset_page
 
 EVENTS_PER_PAGE = 50
 PHASES = (("", "any"), ("truncation", "truncation"), ("clear", "clear"))
+EVENT_SORTING = Sorting(
+    columns=(
+        Column("id", "id"),
+        Column("when", "created_at"),
+        Column("phase", "phase", descending_first=False),
+        Column("tool", "tool_name", descending_first=False),
+        Column("call", "call_id", descending_first=False),
+        Column("tokens", "tokens_before"),
+        Column("saved", "tokens_saved"),
+    ),
+    default="-id",
+)
+"""The events list's columns, each sortable by its header (``?sort=``)."""
 
 
 class EventFilterForm(forms.Form):
@@ -56,25 +71,24 @@ def event_list(request: PageRequest) -> HttpResponse:
     form.is_valid()
     filters = {k: v for k, v in getattr(form, "cleaned_data", {}).items() if v}
     rows = selectors.event_list(workspace=workspace, **filters)
+    sort = EVENT_SORTING.read(request)
+    # ``before`` and ``after`` name the row a page continues from, as in the default
+    # order (newest first): ``before`` the rows shown below it, ``after`` those above.
     before, after = int_param(request, "before"), int_param(request, "after")
-    if after and not before:
-        # Newer events: the page just above ``after``, read upwards and shown newest first.
-        page = list(rows.filter(id__gt=after).order_by("id")[: EVENTS_PER_PAGE + 1])
-        has_newer = len(page) > EVENTS_PER_PAGE
-        events = page[:EVENTS_PER_PAGE][::-1]
-        has_older = bool(events)
-    else:
-        if before:
-            rows = rows.filter(id__lt=before)
-        page = list(rows[: EVENTS_PER_PAGE + 1])
-        has_older = len(page) > EVENTS_PER_PAGE
-        events = page[:EVENTS_PER_PAGE]
-        has_newer = bool(before) and bool(events)
+    events, has_previous, has_next = keyset_page(
+        rows,
+        sort,
+        next_from=before,
+        previous_from=0 if before else after,
+        size=EVENTS_PER_PAGE,
+    )
     pager = Pager(
         number=0,
         count=0,
-        previous=url_with(request, before=None, after=events[0].id) if has_newer else None,
-        next=url_with(request, after=None, before=events[-1].id) if has_older else None,
+        previous=url_with(request, before=None, after=events[0].id)
+        if has_previous and events
+        else None,
+        next=url_with(request, after=None, before=events[-1].id) if has_next and events else None,
         first=url_with(request, before=None, after=None) if (before or after) else None,
     )
     context = {
@@ -83,6 +97,8 @@ def event_list(request: PageRequest) -> HttpResponse:
         "pager": pager,
         "filtered": bool(filters),
         "conversation": filtered_to(workspace, filters),
+        "sort": sort,
+        "sorting": EVENT_SORTING,
     }
     return render_page(request, "reduction_app/event_list.html", context, partial="table")
 

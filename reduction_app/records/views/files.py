@@ -31,6 +31,7 @@ from reduction_app.records.storage import (
     verify_stored,
 )
 from reduction_app.records.views import filtered_to
+from reduction_app.sorting import Column, Sorting
 
 logger = logging.getLogger(__name__)
 
@@ -39,6 +40,21 @@ LINES_PER_PAGE = 500
 MAX_LISTED_HITS = 500
 """Matching line numbers listed on the page; the count beyond is still given."""
 PHASES = (("", "any"), ("truncation", "truncation"), ("clear", "clear"))
+FILE_SORTING = Sorting(
+    columns=(
+        Column("path", "path", descending_first=False),
+        Column("tool", "tool_name", descending_first=False),
+        Column("phase", "phase", descending_first=False),
+        Column("size", "size_chars"),
+        Column("tokens", "tokens"),
+        Column("reads", "read_count"),
+        Column("created", "created_at"),
+    ),
+    default="-created",
+)
+"""The files list's columns, each sortable by its header (``?sort=``)."""
+ORDERS = {"largest": "-size"}
+"""``?order=`` values the list took before its headers sorted, as the order each is."""
 DAMAGED = (
     "The stored content of this file is damaged: its bytes do not match its recorded "
     "SHA-256, so they are not served. manage.py offload_check --deep names it and "
@@ -52,9 +68,6 @@ class FileFilterForm(forms.Form):
     phase = forms.ChoiceField(required=False, choices=PHASES)
     min_chars = forms.IntegerField(required=False, min_value=0, label="Size from (chars)")
     max_chars = forms.IntegerField(required=False, min_value=0, label="Size up to (chars)")
-    order = forms.ChoiceField(
-        required=False, choices=(("", "newest first"), ("largest", "largest first")), label="Order"
-    )
 
     def __init__(self, *args: Any, tools: list[str], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -72,14 +85,18 @@ def file_list(request: PageRequest) -> HttpResponse:
     form = FileFilterForm(request.GET, tools=selectors.file_tool_names(workspace=workspace))
     form.is_valid()  # a bad value is shown on its field and that filter left out
     filters = {k: v for k, v in getattr(form, "cleaned_data", {}).items() if v not in (None, "")}
+    # ``?order=largest``, from before the headers sorted, still shows the largest first.
+    sort = FILE_SORTING.parse(request.GET.get("sort") or ORDERS.get(request.GET.get("order", "")))
     rows = selectors.file_list_sized(workspace=workspace, **filters)
-    page = paginate(request, rows, FILES_PER_PAGE)
+    page = paginate(request, FILE_SORTING.apply(rows, sort), FILES_PER_PAGE)
     context = {
         "form": form,
         "page": page,
         "pager": pager_for(request, page),
         "filtered": bool(filters),
         "conversation": filtered_to(workspace, filters),
+        "sort": sort,
+        "sorting": FILE_SORTING,
     }
     return render_page(request, "reduction_app/file_list.html", context, partial="table")
 

@@ -13,11 +13,13 @@ from typing import Any
 from django.http import Http404, HttpResponse
 from django.urls import path, reverse
 from django.views.decorators.http import require_GET
+from django.views.decorators.vary import vary_on_headers
 
 from reduction_app.configs.snippets import shown_snippets
 from reduction_app.dashboard import render_page, workspace_view
 from reduction_app.http import PageRequest
-from reduction_app.models import UNFINISHED, Simulation
+from reduction_app.models import UNFINISHED, JobStatus, Simulation
+from reduction_app.paging import pager_for, paginate
 from reduction_app.simulations.display import METRIC_HELP, miss_examples
 from reduction_app.simulations.front_chart import front_chart
 from reduction_app.simulations.points import (
@@ -36,6 +38,7 @@ from reduction_app.simulations.selectors import (
     simulation_rows,
 )
 from reduction_app.simulations.watch import simulation_check
+from reduction_app.sorting import Column, Sorting
 from simulator.recommend import LIMIT_LABELS
 from simulator.stored import (
     ComparedRun,
@@ -49,13 +52,51 @@ from simulator.stored import (
 )
 
 LISTED = 50
+"""Simulations a page of the list shows."""
+SIMULATION_SORTING = Sorting(
+    columns=(
+        Column("id", "id"),
+        Column("kind", "kind", descending_first=False),
+        Column("status", "status", descending_first=False),
+        Column("done", "progress_done"),
+        Column("created", "created_at"),
+    ),
+    default="-id",
+)
+"""The simulations list's columns, each sortable by its header (``?sort=``)."""
 
 
 @require_GET
+@vary_on_headers("HX-Request")
 @workspace_view
 def simulation_list_page(request: PageRequest) -> HttpResponse:
-    simulations = simulation_rows(workspace=request.workspace)[:LISTED]
-    return render_page(request, "reduction_app/simulations.html", {"simulations": simulations})
+    kind = request.GET.get("kind", "")
+    status = request.GET.get("status", "")
+    rows = simulation_rows(workspace=request.workspace)
+    # A value the list does not know filters nothing, as an unknown order sorts by default.
+    if kind in dict(Simulation.KIND_CHOICES):
+        rows = rows.filter(kind=kind)
+    else:
+        kind = ""
+    if status in JobStatus.values:
+        rows = rows.filter(status=status)
+    else:
+        status = ""
+    sort = SIMULATION_SORTING.read(request)
+    page = paginate(request, SIMULATION_SORTING.apply(rows, sort), LISTED)
+    context = {
+        "simulations": page.object_list,
+        "page": page,
+        "pager": pager_for(request, page),
+        "kind": kind,
+        "status": status,
+        "kinds": Simulation.KIND_CHOICES,
+        "statuses": JobStatus.choices,
+        "filtered": bool(kind or status),
+        "sort": sort,
+        "sorting": SIMULATION_SORTING,
+    }
+    return render_page(request, "reduction_app/simulations.html", context, partial="table")
 
 
 def _rows(results: SweepResults | CorpusSweepResults | ComparisonResults) -> list[dict[str, Any]]:

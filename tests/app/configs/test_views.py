@@ -3,6 +3,7 @@ delete, isolation, escaping and query counts."""
 
 from __future__ import annotations
 
+import re
 from http import HTTPStatus
 from typing import Any
 
@@ -352,3 +353,28 @@ def test_config_pages_need_sign_in(client: Client) -> None:
     response = client.get("/configs/")
     assert response.status_code == HTTPStatus.FOUND
     assert response["Location"] == "/accounts/login/?next=/configs/"
+
+
+def test_config_list_sorts_by_its_columns_and_filters_by_name() -> None:
+    client, workspace = member_client()
+    beta = config_create(workspace=workspace, name="beta", data={})
+    config_create(workspace=workspace, name="alpha", data={})
+    gamma = config_create(workspace=workspace, name="gamma", data={})
+    for number in range(2, 4):
+        config_update(profile=beta.profile, data={"max_length_for_trunc": number * 100})
+    config_update(profile=gamma.profile, data={"max_length_for_trunc": 50})
+
+    def names(**params: str) -> list[str]:
+        response = client.get("/configs/", params)
+        assert response.status_code == HTTPStatus.OK
+        return re.findall(
+            r'<td><a href="/configs/\d+/edit/">([^<]+)</a></td>', response.content.decode()
+        )
+
+    assert names() == ["alpha", "beta", "gamma"]
+    assert names(sort="-name") == ["gamma", "beta", "alpha"]
+    assert names(sort="-version") == ["beta", "gamma", "alpha"]  # v3, v2, v1
+    assert names(sort="-updated") == ["gamma", "beta", "alpha"]
+    assert names(sort="latest_data") == names(sort="-deleted_at") == names()
+    assert names(q="MM", sort="-name") == ["gamma"]
+    assert "No configs match." in client.get("/configs/", {"q": "zeta"}).content.decode()

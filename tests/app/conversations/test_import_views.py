@@ -221,3 +221,29 @@ def test_imported_conversation_first_compares_no_reduction_with_the_defaults() -
     assert none[0] == defaults[0]
     assert all(d < n for n, d in zip(none[1:], defaults[1:], strict=True))
     assert 'class="hint unchanged"' not in page
+
+
+def test_import_list_sorts_by_its_columns_and_swaps_in_place() -> None:
+    client, workspace = member_client()
+    made = [
+        RecordingImport.objects.create(
+            workspace=workspace, status=status, progress_done=done, progress_total=5
+        )
+        for status, done in (("done", 5), ("running", 2), ("failed", 0))
+    ]
+    ids = [job.pk for job in made]
+
+    def listed(**params: str) -> list[int]:
+        response = client.get("/imports/", params)
+        assert response.status_code == HTTPStatus.OK
+        return [
+            int(i) for i in re.findall(r'<td><a href="/imports/(\d+)/">', response.content.decode())
+        ]
+
+    assert listed() == ids[::-1]
+    assert listed(sort="-done") == ids
+    assert listed(sort="status") == [ids[0], ids[2], ids[1]]  # done, failed, running
+    assert listed(sort="error") == listed(sort="-nonsense") == ids[::-1]
+    swapped = client.get("/imports/", {"sort": "done"}, headers=HX).content.decode()
+    assert swapped.lstrip().startswith('<div id="import-table">')
+    assert 'href="/imports/?sort=-done"' in swapped

@@ -11,9 +11,16 @@ import pytest
 from django.test import Client
 
 from reduction_app.configs.services import config_create
-from reduction_app.conversations.services import conversation_upsert
+from reduction_app.conversations.services import conversation_create, conversation_upsert
 from reduction_app.workspaces.services import api_key_create
-from tests.app.dashboard_data import HX, agent_run, event_row, member_client, stored_file
+from tests.app.dashboard_data import (
+    HX,
+    agent_run,
+    event_row,
+    expected_tokens,
+    member_client,
+    stored_file,
+)
 from tests.app.pages_support import elements, parsed, text
 from tests.app.records.test_views_overview import chart_config
 from tests.app.support import ApiClient, truncate_over_20
@@ -153,12 +160,104 @@ def test_conversation_list_query_count_is_constant(django_assert_num_queries: An
             stored_file(ws, f"/f/{i}", f"content {i}", conversation=conv)
 
     fill(5, 0)
-    # Session, user, workspace twice, the count, the page (counts as subqueries).
-    with django_assert_num_queries(6):
+    # Session, user, workspace twice, the price choices, the count, the page (counts and
+    # the calls' tokens as subqueries).
+    with django_assert_num_queries(7):
         client.get("/conversations/")
     fill(10, 5)
-    with django_assert_num_queries(6):
+    with django_assert_num_queries(7):
         client.get("/conversations/")
+
+
+def _text(node: Any) -> str:
+    if isinstance(node, str):
+        return node
+    return "".join(_text(child) for child in node.children)
+
+
+def _usd(dollars: float) -> str:
+    return f"${dollars:,.4f}"
+
+
+def test_conversation_list_cost_and_saved_per_row() -> None:
+    client, ws = member_client()
+    long_run = agent_run(ws, "long", OUTPUTS * 2)
+    short_run = agent_run(ws, "short", OUTPUTS[:1])
+    conversation_upsert(workspace=ws, client_id="no-calls", message_format="openai_chat")
+    expected = expected_tokens(ws)
+
+    def cells(**params: str) -> dict[str, list[str]]:
+        tree = parsed(client.get("/conversations/", params))
+        rows = elements(tree, "tbody")[0].children
+        out = {}
+        for row in rows:
+            link = elements(row, "a")[0]
+            out[str(link.children[0])] = [_text(td) for td in elements(row, "td", class_="money")]
+        return out
+
+    shown = cells()
+    for run in (long_run, short_run):
+        _, sent, kept = expected[run.pk]
+        # gpt-4o, the default price: $2.50 per million input tokens.
+        assert shown[run.client_id] == [_usd(sent * 2.5 / 1e6), _usd(kept * 2.5 / 1e6)]
+    assert shown["no-calls"] == ["–", "–"]
+    # Another price: claude-haiku-4.5 at $1.00 per million.
+    _, sent, kept = expected[long_run.pk]
+    assert cells(pricing="claude-haiku-4.5")["long"] == [_usd(sent / 1e6), _usd(kept / 1e6)]
+    # An unknown price shows the default one's.
+    assert cells(pricing="nonsense")["long"] == shown["long"]
+
+
+def _listed(client: Any, **params: Any) -> list[str]:
+    page = client.get("/conversations/", params)
+    assert page.status_code == HTTPStatus.OK
+    return re.findall(r'<a href="/conversations/([^/]+)/">', page.content.decode())
+
+
+def test_conversation_list_sorts_by_each_column() -> None:
+    client, ws = member_client()
+    agent_run(ws, "b-long", OUTPUTS * 2)
+    agent_run(ws, "c-short", OUTPUTS[:1])
+    conversation_upsert(workspace=ws, client_id="a-none", message_format="anthropic")
+    expected = expected_tokens(ws)
+    assert expected  # both runs recorded calls
+    assert _listed(client, sort="-cost") == ["b-long", "c-short", "a-none"]
+    assert _listed(client, sort="cost") == ["a-none", "c-short", "b-long"]
+    assert _listed(client, sort="-saved")[0] == "b-long"
+    assert _listed(client, sort="conversation") == ["a-none", "b-long", "c-short"]
+    assert _listed(client, sort="-conversation") == ["c-short", "b-long", "a-none"]
+    assert _listed(client, sort="-messages") == ["b-long", "c-short", "a-none"]
+    assert _listed(client, sort="format")[0] == "a-none"  # Anthropic before OpenAI
+    default = _listed(client)
+    assert default == ["a-none", "c-short", "b-long"]  # most recently updated first
+    for unknown in ("nonsense", "-", "--cost", "client_id", "updated_at", "-pk"):
+        assert _listed(client, sort=unknown) == default
+
+
+def test_conversation_list_headers_link_the_sorted_address_and_pages_keep_it() -> None:
+    client, ws = member_client()
+    for i in range(30):
+        conversation_upsert(workspace=ws, client_id=f"c{i:02d}", message_format="openai_chat")
+    tree = parsed(client.get("/conversations/", {"q": "c", "sort": "conversation"}))
+    headers = {
+        th.attributes and dict(th.attributes).get("data-sort"): th for th in elements(tree, "th")
+    }
+    sorted_by = headers["conversation"]
+    assert dict(sorted_by.attributes)["aria-sort"] == "ascending"
+    # A click on the column shown reverses it; on another, sorts by it; the filter stays
+    # and the page starts again from the first.
+    link = elements(sorted_by, "a")[0]
+    assert dict(link.attributes)["href"] == "/conversations/?q=c&sort=-conversation"
+    cost = elements(headers["cost"], "a")[0]
+    assert dict(cost.attributes)["href"] == "/conversations/?q=c&sort=-cost"
+    assert "aria-sort" not in dict(headers["cost"].attributes)
+    (following,) = elements(tree, "a", rel="next")
+    assert dict(following.attributes)["href"] == "/conversations/?page=2&q=c&sort=conversation"
+    assert _listed(client, q="c", sort="conversation", page=2) == [f"c{i}" for i in range(25, 30)]
+    # A new order from page 2 starts at the top.
+    page_two = parsed(client.get("/conversations/", {"sort": "conversation", "page": 2}))
+    (header,) = elements(page_two, "th", data_sort="files")
+    assert dict(elements(header, "a")[0].attributes)["href"] == "/conversations/?sort=-files"
 
 
 # A conversation's page -----------------------------------------------------------------
@@ -389,16 +488,64 @@ def test_conversation_page_escapes_title_and_tool_output() -> None:
     assert "&lt;b&gt;tool&lt;/b&gt;" in page
 
 
+def test_conversation_page_shows_the_cost_of_its_recorded_calls() -> None:
+    client, ws = member_client()
+    run = agent_run(ws, "run-1", OUTPUTS * 2)
+    _, sent, kept = expected_tokens(ws)[run.pk]
+    tree = parsed(client.get("/conversations/run-1/"))
+    (section,) = elements(tree, "section", id="conversation-money")
+    assert [_text(s) for s in elements(section, "span", id="money-cost")] == [
+        _usd(sent * 2.5 / 1e6)
+    ]
+    assert [_text(s) for s in elements(section, "span", id="money-saved")] == [
+        _usd(kept * 2.5 / 1e6)
+    ]
+    other = parsed(client.get("/conversations/run-1/", {"pricing": "gpt-4.1"}))
+    (cost,) = elements(other, "span", id="money-cost")
+    assert _text(cost) == _usd(sent * 2.0 / 1e6)  # gpt-4.1: $2.00 per million
+
+
+def test_conversation_page_prices_each_call_the_provider_reported() -> None:
+    client, ws = member_client()
+    transcript = _tool_transcript("x" * 50)
+    conversation_create(
+        workspace=ws,
+        client_id="imported",
+        message_format="openai_chat",
+        transcript=transcript,
+        tools=[],
+        source="tau2",
+        provider_usage={
+            "prompt_tokens": {"2": 1_000, "4": 250_000},
+            "cached_prompt_tokens": {"4": 200_000},
+            "completion_tokens": {"2": 10},
+            "cost": 0.5,
+        },
+    )
+    page = client.get("/conversations/imported/", {"pricing": "claude-sonnet-4.5"})
+    (table,) = elements(parsed(page), "table", class_="usage")
+    rows = elements(elements(table, "tbody")[0], "tr")
+    costs = [_text(elements(row, "td", class_="money")[0]) for row in rows]
+    # Sonnet 4.5: $3 per million input, cache reads $0.30; a prompt past 200k tokens at
+    # the long-context $6 and $0.60.
+    first = 1_000 * 3.0 / 1e6
+    second = (50_000 * 6.0 + 200_000 * 0.6) / 1e6
+    assert costs == [_usd(first), _usd(second)]
+    (total,) = elements(table, "td", id="usage-cost")
+    assert _text(total) == _usd(first + second)
+    assert "the run's own count of its cost: $0.5000" in _text(table)
+
+
 def test_conversation_page_query_count_is_constant(django_assert_num_queries: Any) -> None:
     client, ws = member_client()
     client.get("/")
     agent_run(ws, "small", OUTPUTS * 2)
     # Session, user, workspace twice, the conversation, its messages, its counts, the
-    # chart's events, the events' count and page.
-    with django_assert_num_queries(10):
+    # price choices, its calls' cost, the chart's events, the events' count and page.
+    with django_assert_num_queries(12):
         client.get("/conversations/small/")
     agent_run(ws, "big", OUTPUTS * 6)
-    with django_assert_num_queries(10):
+    with django_assert_num_queries(12):
         client.get("/conversations/big/")
 
 

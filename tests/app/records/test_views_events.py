@@ -13,6 +13,7 @@ from django.utils import timezone
 from reduction_app.conversations.services import conversation_upsert
 from reduction_app.models import EventRecord
 from tests.app.dashboard_data import HX, event_row, member_client
+from tests.app.pages_support import elements, parsed
 
 pytestmark = pytest.mark.django_db
 
@@ -114,6 +115,62 @@ def test_events_cursor_pages() -> None:
     assert _ids(client.get("/events/", {"after": newest[50]}).content.decode()) == newest[:50]
 
 
+def test_events_sort_by_a_column_pages_by_keyset_with_the_order_kept() -> None:
+    client, ws = member_client()
+    # Ties on tokens saved (ten values), so pages end inside runs of equal values.
+    events = [event_row(ws, call_id=f"c{i}", tokens_saved=(i * 7) % 10) for i in range(120)]
+    expected = [e.pk for e in sorted(events, key=lambda e: (e.tokens_saved, e.pk), reverse=True)]
+
+    first = client.get("/events/", {"sort": "-saved"}).content.decode()
+    assert _ids(first) == expected[:50]
+    older = f"/events/?before={expected[49]}&amp;sort=-saved"
+    assert f'<a rel="next" href="{older}" hx-get="{older}"' in first
+    second = client.get("/events/", {"sort": "-saved", "before": expected[49]}).content.decode()
+    assert _ids(second) == expected[50:100]
+    third = client.get("/events/", {"sort": "-saved", "before": expected[99]}).content.decode()
+    assert _ids(third) == expected[100:]
+    assert 'rel="next"' not in third
+    back = client.get("/events/", {"sort": "-saved", "after": expected[100]}).content.decode()
+    assert _ids(back) == expected[50:100]
+    # Ascending, and by a text column.
+    ascending = client.get("/events/", {"sort": "saved"}).content.decode()
+    assert _ids(ascending) == expected[::-1][:50]
+    by_call = sorted(events, key=lambda e: (e.call_id, e.pk))
+    assert _ids(client.get("/events/", {"sort": "call"}).content.decode()) == [
+        e.pk for e in by_call[:50]
+    ]
+
+
+def test_events_unknown_sort_gives_the_newest_first() -> None:
+    client, ws = member_client()
+    events = [event_row(ws, tokens_saved=i) for i in range(5)]
+    newest = [e.pk for e in reversed(events)]
+    for unknown in ("nonsense", "tokens_saved", "-created_at", "-id,phase", "--saved", ""):
+        response = client.get("/events/", {"sort": unknown})
+        assert response.status_code == HTTPStatus.OK
+        assert _ids(response.content.decode()) == newest
+
+
+def test_events_headers_sort_and_the_filters_keep_the_order() -> None:
+    client, ws = member_client()
+    event_row(ws, tokens_saved=3)
+    tree = parsed(client.get("/events/", {"phase": "truncation", "sort": "-saved"}))
+    (saved,) = elements(tree, "th", data_sort="saved")
+    assert dict(saved.attributes)["aria-sort"] == "descending"
+    href = dict(elements(saved, "a")[0].attributes)["href"]
+    assert href == "/events/?phase=truncation&sort=saved"
+    (tool,) = elements(tree, "th", data_sort="tool")
+    assert dict(elements(tool, "a")[0].attributes)["href"] == "/events/?phase=truncation&sort=tool"
+    # The filter form sends the order shown along with its fields.
+    (kept,) = elements(tree, "input", name="sort")
+    assert dict(kept.attributes) == {
+        "type": "hidden",
+        "name": "sort",
+        "value": "-saved",
+        "form": "event-filters",
+    }
+
+
 def test_events_partial_for_htmx() -> None:
     client, ws = member_client()
     event_row(ws, tool_name="grep")
@@ -169,3 +226,8 @@ def test_events_query_count_is_constant(django_assert_num_queries: Any) -> None:
     last = EventRecord.objects.order_by("id")[60].pk
     with django_assert_num_queries(6):
         client.get("/events/", {"before": last})
+    # Sorted by another column, a cursor reads its row's value first.
+    with django_assert_num_queries(6):
+        client.get("/events/", {"sort": "-saved"})
+    with django_assert_num_queries(7):
+        client.get("/events/", {"sort": "-saved", "before": last})

@@ -79,6 +79,31 @@ def test_file_list_filters() -> None:
     assert paths(order="largest", conversation="a", phase="truncation") == ["/f/1", "/f/4"]
 
 
+def test_file_list_sorts_by_each_column_and_pages_keep_it() -> None:
+    client, ws = member_client()
+    sizes = [30, 10, 20]
+    for i, size in enumerate(sizes):
+        stored_file(ws, f"/f/{i}", "x" * size, tool_name=f"tool{2 - i}")
+
+    def paths(**params: Any) -> list[str]:
+        response = client.get("/files/", params)
+        assert response.status_code == HTTPStatus.OK
+        return _paths(response.content.decode())
+
+    assert paths(sort="-size") == ["/f/0", "/f/2", "/f/1"]
+    assert paths(sort="size") == ["/f/1", "/f/2", "/f/0"]
+    assert paths(sort="path") == ["/f/0", "/f/1", "/f/2"]
+    assert paths(sort="tool") == ["/f/2", "/f/1", "/f/0"]
+    assert paths(sort="-created") == paths() == ["/f/2", "/f/1", "/f/0"]
+    for unknown in ("size_chars", "-storage_name", "nonsense"):
+        assert paths(sort=unknown) == paths()
+    for i in range(3, 60):
+        stored_file(ws, f"/f/{i:02d}", "y" * i)
+    page = client.get("/files/", {"sort": "-size"}).content.decode()
+    assert 'rel="next" href="/files/?page=2&amp;sort=-size"' in page
+    assert paths(sort="-size", page=2)[-1] == "/f/03"  # the smallest (3 characters), last
+
+
 def test_file_list_pages() -> None:
     client, ws = member_client()
     for i in range(60):

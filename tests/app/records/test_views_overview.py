@@ -14,6 +14,7 @@ from django.utils import timezone
 from reduction_app.conversations.services import conversation_upsert
 from reduction_app.models import EventRecord
 from tests.app.dashboard_data import HX, event_row, member_client
+from tests.app.pages_support import elements, parsed
 
 pytestmark = pytest.mark.django_db
 
@@ -92,6 +93,54 @@ def test_overview_chart_is_per_day_over_two_days_and_per_hour_below() -> None:
     assert (days[0], sum(days), len(days)) == (7, 137, 5)
 
 
+def test_overview_cost_cards_and_chart_at_the_chosen_price() -> None:
+    client, ws = member_client()
+    now = timezone.now()
+    # Two calls three hours ago, one now: a pass of no conversation keeps out what it
+    # cleared itself.
+    for hours, after, saved in ((3, 100_000, 20_000), (3, 50_000, 0), (0, 400_000, 40_000)):
+        row = event_row(ws, phase="clear", kind="summary", tokens_after=after, tokens_saved=saved)
+        EventRecord.objects.filter(pk=row.pk).update(created_at=now - timedelta(hours=hours))
+    # gpt-4o by default: $2.50 per million input tokens.
+    sent, kept = 550_000, 60_000
+    response = client.get("/")
+    page, tree = response.content.decode(), parsed(response)
+    (cost,) = elements(tree, "div", id="money-cost")
+    assert [str(v.children[0]) for v in elements(cost, "div", class_="value")] == [
+        f"${sent * 2.5 / 1e6:,.4f}"
+    ]
+    (saved,) = elements(tree, "div", id="money-saved")
+    assert [str(v.children[0]) for v in elements(saved, "div", class_="value")] == [
+        f"${kept * 2.5 / 1e6:,.4f}"
+    ]
+    chart = chart_config(page, "money-chart")
+    assert [d["label"] for d in chart["data"]["datasets"]] == [
+        "cost per hour (UTC)",
+        "saved per hour (UTC)",
+    ]
+    costs, savings = (d["data"] for d in chart["data"]["datasets"])
+    assert (costs[0], costs[-1], savings[0], savings[-1]) == (0.375, 1.0, 0.05, 0.1)
+    assert sum(costs[1:-1]) == sum(savings[1:-1]) == 0  # the hours between, drawn empty
+    assert chart["options"]["scales"]["y"]["stacked"] is True
+
+    cheaper = chart_config(
+        client.get("/", {"pricing": "gpt-4o-mini"}).content.decode(), "money-chart"
+    )
+    assert cheaper["data"]["datasets"][0]["data"][-1] == pytest.approx(400_000 * 0.15 / 1e6)
+    # An unknown price shows the default one.
+    assert (
+        chart_config(client.get("/", {"pricing": "nope"}).content.decode(), "money-chart") == chart
+    )
+
+
+def test_overview_without_model_calls_draws_no_cost_chart() -> None:
+    client, ws = member_client()
+    event_row(ws, tokens_saved=10)
+    page = client.get("/").content.decode()
+    assert 'data-chart="money-chart"' not in page
+    assert "No model calls recorded yet" in page
+
+
 def test_overview_partial_for_htmx() -> None:
     client, ws = member_client()
     event_row(ws, tokens_saved=1234)
@@ -124,9 +173,10 @@ def _fill(ws: Any, n: int) -> None:
         event_row(ws, phase="clear", kind="summary", conversation=conv)
 
 
-OVERVIEW_QUERIES = 11
+OVERVIEW_QUERIES = 14
 """Session, user, workspace (twice: the one shown and the switcher), totals, the series,
-files, conversations, phases, tools, latest events. The first request of a session also
+the price choices, the cost totals, the cost series, files, conversations, phases, tools,
+latest events. The first request of a session also
 saves the workspace shown in it, so each test makes one before it counts."""
 
 

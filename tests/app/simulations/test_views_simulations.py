@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 from http import HTTPStatus
 
@@ -10,6 +11,7 @@ from django.test import Client
 from django.utils import timezone
 
 from reduction_app.conversations.selectors import recorded_conversation
+from reduction_app.conversations.services import conversation_upsert
 from reduction_app.models import Conversation, Simulation, SimulationPart
 from reduction_app.simulations.services import (
     simulation_create,
@@ -151,6 +153,49 @@ def test_simulation_list_links_each_simulation(setup: tuple[Client, Conversation
     page = html(client.get("/simulations/"))
     assert f'<a href="/simulations/{simulation.pk}/">{simulation.pk}</a>' in page
     assert "Sweep a grid" in page and "0 / 4" in page
+
+
+def test_simulation_list_sorts_and_filters_by_its_columns() -> None:
+    client, workspace = member_client()
+    conversation = conversation_upsert(
+        workspace=workspace, client_id="run", message_format="openai_chat"
+    )
+    made = [
+        Simulation.objects.create(
+            workspace=workspace,
+            conversation=conversation,
+            kind=kind,
+            status=status,
+            progress_done=done,
+            progress_total=10,
+        )
+        for kind, status, done in (
+            ("replay", "done", 10),
+            ("sweep", "running", 3),
+            ("recommend", "queued", 0),
+            ("sweep", "done", 7),
+        )
+    ]
+    ids = [s.pk for s in made]
+
+    def listed(**params: str) -> list[int]:
+        response = client.get("/simulations/", params)
+        assert response.status_code == HTTPStatus.OK
+        return [int(i) for i in re.findall(r'<td><a href="/simulations/(\d+)/">', html(response))]
+
+    assert listed() == ids[::-1]
+    assert listed(sort="-done") == [ids[0], ids[3], ids[1], ids[2]]
+    assert listed(sort="done") == [ids[2], ids[1], ids[3], ids[0]]
+    assert listed(sort="kind") == [ids[2], ids[0], ids[1], ids[3]]
+    assert listed(kind="sweep") == [ids[3], ids[1]]
+    assert listed(kind="sweep", sort="done") == [ids[1], ids[3]]
+    assert listed(status="done", sort="-id") == [ids[3], ids[0]]
+    assert listed(kind="nonsense", status="lost", sort="progress_done") == ids[::-1]
+    assert "No simulations match these filters." in html(
+        client.get("/simulations/", {"kind": "recommend", "status": "done"})
+    )
+    headers = html(client.get("/simulations/", {"kind": "sweep", "sort": "done"}))
+    assert 'href="/simulations/?kind=sweep&amp;sort=-done"' in headers
 
 
 def test_simulation_of_another_workspace_is_not_found(setup: tuple[Client, Conversation]) -> None:
