@@ -142,6 +142,11 @@ def test_imported_trace_keeps_and_shows_per_call_usage(
     assert "<i>run" not in page.content.decode()
     [table] = elements(parsed(page), "table", class_="usage")
     rows = [[text(td) for td in elements(tr, "td")] for tr in elements(table, "tr")[1:]]
-    assert rows == [[str(k), str(i + 1), str(100 + k), str(k), str(k)] for k, i in calls]
+    *per_call, total = rows
+    assert [row[:5] for row in per_call] == [
+        [str(k), str(i + 1), str(100 + k), str(k), str(k)] for k, i in calls
+    ]
+    # Then each call's input cost, and their sum.
+    assert all(row[5].startswith("$") for row in per_call) and total[-1].startswith("$")
     links = [dict(a.attributes)["href"] for a in elements(table, "a")]
     assert links == [f"/conversations/{conversation.client_id}/messages/{i + 1}/" for _, i in calls]

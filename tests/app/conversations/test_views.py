@@ -204,7 +204,12 @@ def test_conversation_list_cost_and_saved_per_row() -> None:
     # Another price: claude-haiku-4.5 at $1.00 per million.
     _, sent, kept = expected[long_run.pk]
     assert cells(pricing="claude-haiku-4.5")["long"] == [_usd(sent / 1e6), _usd(kept / 1e6)]
-    # An unknown price shows the default one's.
+    # An unknown price shows the one picked last (remembered for the session), else the
+    # default.
+    assert cells(pricing="nonsense")["long"] == [_usd(sent / 1e6), _usd(kept / 1e6)]
+    # A new session starts at the default.
+    client = Client()
+    client.force_login(ws.members.get())
     assert cells(pricing="nonsense")["long"] == shown["long"]
 
 

@@ -9,6 +9,7 @@ from http import HTTPStatus
 from typing import Any
 
 import pytest
+from django.test import Client
 from django.utils import timezone
 
 from reduction_app.conversations.services import conversation_upsert
@@ -127,7 +128,13 @@ def test_overview_cost_cards_and_chart_at_the_chosen_price() -> None:
         client.get("/", {"pricing": "gpt-4o-mini"}).content.decode(), "money-chart"
     )
     assert cheaper["data"]["datasets"][0]["data"][-1] == pytest.approx(400_000 * 0.15 / 1e6)
-    # An unknown price shows the default one.
+    # An unknown price shows the one picked last (remembered in the session), and in a
+    # new session the default.
+    assert chart_config(client.get("/", {"pricing": "nope"}).content.decode(), "money-chart") == (
+        cheaper
+    )
+    client = Client()
+    client.force_login(ws.members.get())
     assert (
         chart_config(client.get("/", {"pricing": "nope"}).content.decode(), "money-chart") == chart
     )
