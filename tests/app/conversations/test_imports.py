@@ -13,13 +13,16 @@ from reduction_app.conversations.imports import (
     DuplicateConversation,
     RecordingImportError,
     conversation_slug,
+    recording_id,
     recordings_import,
 )
 from reduction_app.conversations.selectors import conversation_transcript
+from reduction_app.conversations.timeline import ENGINE_MEASURE
 from reduction_app.engine import formats
 from reduction_app.errors import LimitExceeded
 from reduction_app.models import Conversation, RecordingImport, TranscriptMessage, Workspace
 from simulator.importers import FORMATS, load_conversations
+from simulator.prefix import omitted_tokens
 from tests.app.conversations.recordings import ALL_FORMATS, CLAUDE_CODE, SWE_AGENT, sample
 from tests.conftest import CONVERSATIONS, needs_recordings
 
@@ -62,7 +65,7 @@ def test_recordings_import_reads_every_format_from_real_recordings(
     assert result["filename"] == path.name
     assert result["format"] == fmt
     ids = [c["conversation_id"] for c in result["conversations"]]
-    assert ids == [conversation_slug(r.name) for r in expected]
+    assert ids == [recording_id(r, path.name) for r in expected]
     for recorded, client_id in zip(expected, ids, strict=True):
         row = Conversation.objects.get(workspace=workspace, client_id=client_id)
         system, messages = formats.dump(recorded.format, recorded.messages)
@@ -81,18 +84,27 @@ def test_recordings_import_reads_every_format_from_real_recordings(
 def test_recordings_import_names_the_ids_of_known_recordings(
     workspace: Workspace, tmp_path: Path
 ) -> None:
+    """Ids and titles name the task, the agent and the model; a format that leaves part of
+    the model's input out says what, and how much where the provider's counts show it."""
     swe, claude = CONVERSATIONS / SWE_AGENT, CONVERSATIONS / CLAUDE_CODE
     results = recordings_import(workspace=workspace, files=_files(swe, claude))
     # gpt-4o-test-repo-1c2844.traj: 11 messages; the Claude Code session: 7 prompts
     # or tool results, each answered (14 messages, no system prompt in the log).
+    (recorded,) = load_conversations(claude)
+    prefix = omitted_tokens(recorded, ENGINE_MEASURE)
+    assert prefix is not None and prefix > 10_000  # Claude Code's own prompt and tools
     assert [(r["format"], r["conversations"]) for r in results] == [
         (
             "swe_agent",
             [
                 {
-                    "conversation_id": "gpt-4o-test-repo-1c2844",
-                    "title": "gpt-4o-test-repo-1c2844.traj (gpt-4o)",
+                    "conversation_id": "swe-agent--gpt-4o-test-repo-1c2844--gpt-4o",
+                    "title": "gpt-4o-test-repo-1c2844 · SWE-agent · gpt-4o",
                     "message_count": 11,
+                    # SWE-agent 1.x called its tools by function calling: their schemas
+                    # were sent, and the trajectory kept only their bundles' names.
+                    "omits": ["the tool schemas"],
+                    "omitted_tokens": None,  # one total for the run, no per-call counts
                 }
             ],
         ),
@@ -100,12 +112,21 @@ def test_recordings_import_names_the_ids_of_known_recordings(
             "claude_code",
             [
                 {
-                    "conversation_id": "1af7fc5e-8455-4414-9ccd-011d40f70b2a",
-                    "title": "1af7fc5e-8455-4414-9ccd-011d40f70b2a.jsonl#"
-                    "1af7fc5e-8455-4414-9ccd-011d40f70b2a (claude-sonnet-4-20250514)",
+                    "conversation_id": "claude-code--session-1af7fc5e--claude-sonnet-4-20250514",
+                    "title": "session 1af7fc5e: /init · Claude Code · claude-sonnet-4-20250514",
                     "message_count": 14,
+                    "omits": ["the system prompt", "the tool schemas", "the CLAUDE.md files"],
+                    "omitted_tokens": prefix,
                 }
             ],
+        ),
+    ]
+    rows = Conversation.objects.filter(workspace=workspace).order_by("id")
+    assert [(c.title, c.omits) for c in rows] == [
+        ("gpt-4o-test-repo-1c2844 · SWE-agent · gpt-4o", ["the tool schemas"]),
+        (
+            "session 1af7fc5e: /init · Claude Code · claude-sonnet-4-20250514",
+            ["the system prompt", "the tool schemas", "the CLAUDE.md files"],
         ),
     ]
 
@@ -163,7 +184,13 @@ def test_recordings_import_refuses_an_id_taken_unless_replacing(workspace: Works
         workspace=workspace, files=[("run.json", _chat("c", "d"))], replace=True
     )
     assert result["conversations"] == [
-        {"conversation_id": "run", "title": "run.json", "message_count": 2}
+        {
+            "conversation_id": "run",
+            "title": "run.json",
+            "message_count": 2,
+            "omits": [],
+            "omitted_tokens": None,
+        }
     ]
     row = Conversation.objects.get(client_id="run")
     assert [m["content"] for m in conversation_transcript(conversation=row)] == ["c", "d"]
