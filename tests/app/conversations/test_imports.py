@@ -239,3 +239,63 @@ def test_recordings_import_with_a_wrong_format_named(workspace: Workspace) -> No
         recordings_import(workspace=workspace, files=[("a.json", _chat("a", "b"))], fmt="tau2")
     assert str(caught.value).startswith("a.json: ")
     assert not RecordingImport.objects.exists()
+
+
+@needs_recordings
+def test_two_models_runs_of_one_task_import_side_by_side(workspace: Workspace) -> None:
+    """Files named after the task alone (mini-swe-agent's ``<instance>.traj.json``): the ids
+    name agent and model, so a second model's run is no duplicate."""
+    name = "django__django-14017.traj.json"
+    raw = (CONVERSATIONS / "mini-swe-agent" / name).read_bytes()
+    other = json.loads(raw)
+    other["info"]["config"]["model"]["model_name"] = "anthropic/claude-sonnet-4-5"
+    recordings_import(workspace=workspace, files=[(name, raw)])
+    recordings_import(workspace=workspace, files=[(name, json.dumps(other).encode())])
+    rows = Conversation.objects.filter(workspace=workspace).order_by("id")
+    assert [(c.client_id, c.title) for c in rows] == [
+        (
+            "mini-swe-agent--django__django-14017--google-gemini-3-pro-preview",
+            "django__django-14017 · mini-swe-agent · google/gemini-3-pro-preview",
+        ),
+        (
+            "mini-swe-agent--django__django-14017--anthropic-claude-sonnet-4-5",
+            "django__django-14017 · mini-swe-agent · anthropic/claude-sonnet-4-5",
+        ),
+    ]
+
+
+@needs_recordings
+def test_a_recording_imported_under_its_old_id_keeps_it(workspace: Workspace) -> None:
+    """A conversation imported before ids named agent and model is the same recording
+    again: a duplicate, and replaced under its old id."""
+    path = CONVERSATIONS / SWE_AGENT
+    [recorded] = load_conversations(path)
+    old = conversation_slug(recorded.name)
+    assert old == "gpt-4o-test-repo-1c2844"
+    Conversation.objects.create(
+        workspace=workspace,
+        client_id=old,
+        title=f"{recorded.name} (gpt-4o)",  # the title imports then gave it
+        source="swe_agent",
+        imported_from=path.name,
+    )
+    with pytest.raises(DuplicateConversation) as caught:
+        recordings_import(workspace=workspace, files=_files(path))
+    assert str(caught.value) == (
+        f"{path.name}: conversation {old!r} already exists in this workspace "
+        "(import with replace to overwrite it)"
+    )
+    [result] = recordings_import(workspace=workspace, files=_files(path), replace=True)
+    assert [c["conversation_id"] for c in result["conversations"]] == [old]
+    row = Conversation.objects.get(workspace=workspace)
+    assert (row.client_id, row.title, row.message_count) == (
+        old,
+        "gpt-4o-test-repo-1c2844 · SWE-agent · gpt-4o",
+        11,
+    )
+    # A conversation of that id from another file is another recording.
+    Conversation.objects.filter(pk=row.pk).update(imported_from="elsewhere.traj", title="x")
+    [result] = recordings_import(workspace=workspace, files=_files(path))
+    assert [c["conversation_id"] for c in result["conversations"]] == [
+        "swe-agent--gpt-4o-test-repo-1c2844--gpt-4o"
+    ]
