@@ -616,3 +616,20 @@ def test_the_registry_lists_every_format_once_in_the_order_format_takes() -> Non
     assert tuple(RECORDING_FORMATS) == FORMATS
     assert FORMATS[: len(formats.FORMAT_NAMES)] == tuple(formats.FORMAT_NAMES)
     assert [f.name for f in RECORDING_FORMATS.values()] == list(FORMATS)
+
+
+def test_the_manual_lists_what_each_format_leaves_out_as_the_registry_declares() -> None:
+    """docs/simulator.md's table of what each format leaves out is the registry's."""
+    manual = (Path(__file__).parents[2] / "docs" / "simulator.md").read_text(encoding="utf-8")
+    section = manual.split("| format | what it leaves out | replays add it |")[1]
+    rows = {}
+    for line in section.splitlines()[2:]:
+        if not line.startswith("|"):
+            break
+        name, omits, added = (cell.strip() for cell in line.strip("|").split("|"))
+        rows[name.strip("`")] = (omits.split("; "), added.startswith("yes"))
+    assert rows == {
+        f.name: ([o.what for o in f.omits], f.prefix_inferred)
+        for f in RECORDING_FORMATS.values()
+        if f.omits
+    }
