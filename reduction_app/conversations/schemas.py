@@ -32,6 +32,12 @@ class ConversationOut(Schema):
         "`mini_swe_agent`, ...); empty for conversations recorded through the API."
     )
     imported_from: str = Field(description="The file it was imported from; empty if none.")
+    omits: list[str] | None = Field(
+        None,
+        description="What the recording left out of what the model was sent (`the system "
+        "prompt`, ...), as its format declares; null for a conversation recorded through the "
+        "API, or imported before the app kept it.",
+    )
     created_at: datetime
     updated_at: datetime
 

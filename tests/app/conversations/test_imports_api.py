@@ -85,9 +85,10 @@ def test_import_a_raw_body_inline(api: ApiClient) -> None:
     assert api.get(f"/imports/{job.pk}").json() == body
     stored = api.get("/conversations/swe-agent--gpt-4o-test-repo-1c2844--gpt-4o").json()
     assert (stored["format"], stored["message_count"]) == ("openai_chat", 11)
-    assert (stored["source"], stored["imported_from"]) == (
+    assert (stored["source"], stored["imported_from"], stored["omits"]) == (
         "swe_agent",
         "gpt-4o-test-repo-1c2844.traj",
+        ["the tool schemas"],
     )
 
 
