@@ -176,6 +176,7 @@ def recording_id(recorded: RecordedConversation, filename: str) -> str:
     :func:`conversation_slug` makes it), the model (else the file's name without its
     extension, when that is not the task already). ``mini-swe-agent--django__django-14017
     --google-gemini-3-pro-preview``; the same file gives the same ids every time."""
+    # Each part cut so that the three, with their separators, fit in ID_CHARS.
     agent = _part(recorded.agent, 60)
     task = _part(recorded.task, 100) or conversation_slug(recorded.name)
     model = _part(recorded.model, 60)

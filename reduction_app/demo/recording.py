@@ -250,8 +250,9 @@ def import_recordings(
         f"task {t}, trial {r}": days for t, r, days in TAU_BENCH_RUNS[: 1 if small else None]
     }
     openhands_days = list(OPENHANDS_DAYS_AGO[: 1 if small else None])
+    # Days back of each recording picked, by its name, in the order they are picked (the
+    # order of the import's result).
     days: dict[str, float] = {}
-    """Days back of each recording picked, by its name, in the order they are picked."""
     out: list[tuple[str, str, str | None]] = []
     openhands_seen = [0]
 
