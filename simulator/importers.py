@@ -44,6 +44,7 @@ __all__ = [
     "RecordingFormat",
     "conversation_from_json",
     "detect_format",
+    "in_words",
     "load_conversations",
     "load_conversations_bytes",
     "load_files",
@@ -163,6 +164,13 @@ def omitted_parts(source: str, *, has_system: bool, has_tools: bool) -> tuple[st
     fmt = RECORDING_FORMATS.get(source)
     kept = {"system": has_system, "tools": has_tools}
     return tuple(o.what for o in (fmt.omits if fmt else ()) if not kept.get(o.unless, False))
+
+
+def in_words(parts: Sequence[str]) -> str:
+    """``["a", "b", "c"]`` → ``a, b and c``: what a recording left out, in a sentence."""
+    if len(parts) < 2:
+        return "".join(parts)
+    return ", ".join(parts[:-1]) + " and " + parts[-1]
 
 
 def recording_omits(recorded: RecordedConversation) -> tuple[str, ...]:

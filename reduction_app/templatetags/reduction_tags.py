@@ -9,7 +9,7 @@ from urllib.parse import urlencode
 from django import template
 from django.http import HttpRequest
 
-from simulator.importers import RECORDING_FORMATS
+from simulator.importers import RECORDING_FORMATS, in_words
 
 register = template.Library()
 
@@ -31,10 +31,7 @@ def num(value: Any) -> str:
 @register.filter
 def and_list(values: Any) -> str:
     """``["a", "b", "c"]`` → ``a, b and c`` (escaped by the page, as any value)."""
-    items = [str(v) for v in values or ()]
-    if len(items) < 2:
-        return "".join(items)
-    return ", ".join(items[:-1]) + " and " + items[-1]
+    return in_words([str(v) for v in values or ()])
 
 
 @register.filter

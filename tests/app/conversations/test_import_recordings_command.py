@@ -59,6 +59,8 @@ def test_import_recordings_a_whole_folder(workspace: Workspace) -> None:
     for name, messages in SWE_AGENT_RUNS.items():
         made = SWE_AGENT_IDS[name]
         lines += [f"{folder / name}: swe_agent, 1 conversation", f"  {made} ({messages} messages)"]
+        if name.startswith("gpt-4o"):  # 1.x: function calling, its tool schemas not kept
+            lines.append("    leaves out the tool schemas")
     lines.append("Imported 4 conversations from 4 files into workspace 'alpha-team'.")
     assert out.splitlines() == lines
     # The bar, redrawn after each file read, ends with a newline.
