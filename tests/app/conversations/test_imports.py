@@ -21,7 +21,7 @@ from reduction_app.conversations.timeline import ENGINE_MEASURE
 from reduction_app.engine import formats
 from reduction_app.errors import LimitExceeded
 from reduction_app.models import Conversation, RecordingImport, TranscriptMessage, Workspace
-from simulator.importers import FORMATS, load_conversations
+from simulator.importers import FORMATS, RecordedConversation, load_conversations
 from simulator.prefix import omitted_tokens
 from tests.app.conversations.recordings import ALL_FORMATS, CLAUDE_CODE, SWE_AGENT, sample
 from tests.conftest import CONVERSATIONS, needs_recordings
@@ -47,6 +47,22 @@ def test_conversation_slug_of_each_kind_of_label() -> None:
     assert conversation_slug("My Run (final)!.json") == "my-run-final"
     assert conversation_slug("..json") == "recording"
     assert len(conversation_slug("x" * 300 + ".json")) == 200
+
+
+def test_recording_id_names_agent_task_and_model() -> None:
+    def rec(name: str, **facts: str) -> RecordedConversation:
+        return RecordedConversation(name, [], **facts)
+
+    full = rec("x.traj.json", agent="mini-swe-agent", task="django__django-1", model="a/B c")
+    assert recording_id(full, "x.traj.json") == "mini-swe-agent--django__django-1--a-b-c"
+    # No model named: the file's name stands for it, so two files of one task differ.
+    tau = rec("tau.json#task3-trial0", agent="tau-bench agent", task="task 3, trial 0")
+    assert recording_id(tau, "tau.json") == "tau-bench-agent--task-3-trial-0--tau"
+    # A wire format names no agent; without a task the label is the task, the file's
+    # name not said twice. Runs of "-" are one: "--" only parts the three.
+    assert recording_id(rec("run.json"), "run.json") == "run"
+    odd = rec("f.json", agent="A -- B", task="t  -  u", model="m")
+    assert recording_id(odd, "f.json") == "a-b--t-u--m"
 
 
 pytestmark = pytest.mark.django_db
