@@ -157,6 +157,14 @@ class Conversation(models.Model):
         "keyed by message index, ...), as simulator.recording.ProviderUsage.to_json gives "
         "it; empty when the recording kept none, and for conversations a client recorded.",
     )
+    omits = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="What the recording left out of what the model was sent (the system prompt, "
+        "...), as simulator.importers.recording_omits said on import: an empty list when it "
+        "left out nothing; null for conversations a client recorded, and those imported "
+        "before the app kept it.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -13,14 +13,17 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from reduction_app.engine import FormatError, ToolInfo, formats
 from simulator.recording import ImportError_, ProviderUsage, RecordedConversation
 from simulator.sources import (
+    ABOUT_CHARS,
     Converted,
     claude_code,
+    excerpt,
     inspect_logs,
     mini_swe_agent,
     openhands,
@@ -33,36 +36,150 @@ from simulator.transcript import model_calls
 
 __all__ = [
     "FORMATS",
+    "RECORDING_FORMATS",
     "TRACES_SOURCE",
     "ImportError_",
+    "Omission",
     "RecordedConversation",
+    "RecordingFormat",
     "conversation_from_json",
     "detect_format",
+    "in_words",
     "load_conversations",
     "load_conversations_bytes",
     "load_files",
+    "omitted_parts",
     "openhands_to_openai",
     "recording_files",
+    "recording_omits",
+    "recording_title",
 ]
 
 TRACES_SOURCE = "otel"
 """The format of OpenTelemetry traces: what ``--format`` names them, and the source of the
 conversations read from them (from files, or live from the app's OTLP endpoint)."""
 
-FORMATS = (
-    *formats.FORMAT_NAMES,
-    "tau_bench",
-    "tau2",
-    "openhands",
-    "swe_agent",
-    "mini_swe_agent",
-    "claude_code",
-    "inspect",
-    TRACES_SOURCE,
-)
 
-"""What ``--format`` takes: the engine's wire formats (``engine.formats.FORMATS``), then
-the recordings read by :mod:`simulator.sources`."""
+@dataclass(frozen=True)
+class Omission:
+    """A part of what the model was sent that a recording format may leave out."""
+
+    what: str
+    """The part, as a page names it: ``"the system prompt"``."""
+    unless: str = ""
+    """When a recording of the format does keep it after all: ``"system"`` (it holds a
+    system prompt), ``"tools"`` (it holds tool schemas, or its agent wrote its actions as
+    text, so none were sent); ``""``: never kept."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class RecordingFormat:
+    """One format ``--format`` takes: what the app calls it, whose runs it records and
+    what of the model's input it leaves out (the one place each is declared)."""
+
+    name: str
+    label: str
+    """What pages call a file of the format: ``"Claude Code log"``."""
+    agent: str = ""
+    """The agent whose own recordings these are (``"Claude Code"``); empty for a wire
+    format, which any client may write."""
+    omits: tuple[Omission, ...] = ()
+    """What a recording of the format may leave out of what the model was sent."""
+    prefix_inferred: bool = False
+    """Whether what it leaves out is sent before the messages of every request, so that
+    replays infer its size from the provider's counts and add it (``simulator.prefix``)."""
+
+
+_SYSTEM_PROMPT = Omission("the system prompt", unless="system")
+_TOOL_SCHEMAS = Omission("the tool schemas", unless="tools")
+
+RECORDING_FORMATS: Mapping[str, RecordingFormat] = {
+    fmt.name: fmt
+    for fmt in (
+        *(RecordingFormat(name=wire.name, label=wire.label) for wire in formats.FORMATS.values()),
+        RecordingFormat(
+            name="tau_bench",
+            label="τ-bench trajectory",
+            agent="tau-bench agent",
+            omits=(_TOOL_SCHEMAS,),
+        ),
+        RecordingFormat(
+            name="tau2",
+            label="τ²-bench simulation",
+            agent="tau2-bench agent",
+            omits=(Omission("the agent's instructions around the domain policy"), _TOOL_SCHEMAS),
+        ),
+        RecordingFormat(
+            name="openhands",
+            label="OpenHands run",
+            agent="OpenHands",
+            omits=(_SYSTEM_PROMPT, _TOOL_SCHEMAS),
+        ),
+        RecordingFormat(
+            name="swe_agent",
+            label="SWE-agent trajectory",
+            agent="SWE-agent",
+            omits=(_TOOL_SCHEMAS,),
+        ),
+        RecordingFormat(
+            name="mini_swe_agent", label="mini-swe-agent trajectory", agent="mini-swe-agent"
+        ),
+        RecordingFormat(
+            name="claude_code",
+            label="Claude Code log",
+            agent="Claude Code",
+            omits=(_SYSTEM_PROMPT, _TOOL_SCHEMAS, Omission("the CLAUDE.md files")),
+            prefix_inferred=True,
+        ),
+        RecordingFormat(name="inspect", label="Inspect AI log", agent="Inspect AI"),
+        RecordingFormat(name=TRACES_SOURCE, label="OpenTelemetry traces"),
+    )
+}
+"""Every format ``--format`` takes, by name: the engine's wire formats
+(``engine.formats.FORMATS``), then the recordings read by :mod:`simulator.sources`."""
+
+FORMATS = tuple(RECORDING_FORMATS)
+"""What ``--format`` takes: the names of :data:`RECORDING_FORMATS`, in its order."""
+
+
+TITLE_CHARS = 300
+"""The longest title (``Conversation.title``)."""
+
+
+def recording_title(recorded: RecordedConversation) -> str:
+    """``TASK[: ABOUT] · AGENT · MODEL``, with what the recording says of each (its label
+    when it names no task): ``django__django-14434 · mini-swe-agent ·
+    gemini-3-pro-preview``."""
+    head = recorded.task or recorded.name
+    if recorded.about:
+        head = f"{head}: {recorded.about}"
+    title = " · ".join(part for part in (head, recorded.agent, recorded.model) if part)
+    return title[:TITLE_CHARS]
+
+
+def omitted_parts(source: str, *, has_system: bool, has_tools: bool) -> tuple[str, ...]:
+    """What a recording read as ``source`` left out of what the model was sent (as
+    :data:`RECORDING_FORMATS` declares it): ``has_system`` and ``has_tools`` say whether
+    it holds a system prompt, and tool schemas (or needed none)."""
+    fmt = RECORDING_FORMATS.get(source)
+    kept = {"system": has_system, "tools": has_tools}
+    return tuple(o.what for o in (fmt.omits if fmt else ()) if not kept.get(o.unless, False))
+
+
+def in_words(parts: Sequence[str]) -> str:
+    """``["a", "b", "c"]`` → ``a, b and c``: what a recording left out, in a sentence."""
+    if len(parts) < 2:
+        return "".join(parts)
+    return ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
+def recording_omits(recorded: RecordedConversation) -> tuple[str, ...]:
+    """:func:`omitted_parts` of one read recording."""
+    messages = recorded.messages
+    has_system = bool(messages) and getattr(messages[0], "role", "") == "system"
+    has_tools = bool(recorded.tools) or not recorded.function_calling
+    return omitted_parts(recorded.source, has_system=has_system, has_tools=has_tools)
+
 
 _SOURCES = {
     "tau2": tau2,
@@ -201,7 +318,9 @@ def conversation_from_json(
     else:
         messages, infos = _parse(kind, data, name)
         title = (data.get("name") or data.get("title")) if isinstance(data, Mapping) else None
-        out = [RecordedConversation(str(title or name), messages, infos, kind)]
+        out = [
+            RecordedConversation(str(title or name), messages, infos, kind, task=str(title or ""))
+        ]
     return _checked(out, kind, name, require_calls=require_calls)
 
 
@@ -214,7 +333,8 @@ def _checked(
         raise ImportError_(f"{name}: no conversation found, read as {kind}")
     for conversation in out if require_calls else ():
         _check_calls(conversation, kind)
-    return [dataclasses.replace(c, source=kind) for c in out]
+    agent = RECORDING_FORMATS[kind].agent if kind in RECORDING_FORMATS else ""
+    return [dataclasses.replace(c, source=kind, agent=c.agent or agent) for c in out]
 
 
 def _tau_bench(data: Any, name: str) -> list[RecordedConversation]:
@@ -224,9 +344,20 @@ def _tau_bench(data: Any, name: str) -> list[RecordedConversation]:
     for i, run in enumerate(data):
         if not isinstance(run, Mapping) or "traj" not in run:
             raise ImportError_(f"{name}: [{i}]: a tau-bench run needs 'traj'")
-        label = f"{name}#task{run.get('task_id', i)}-trial{run.get('trial', 0)}"
+        task_id, trial = run.get("task_id", i), run.get("trial", 0)
+        label = f"{name}#task{task_id}-trial{trial}"
         messages, _ = _parse("openai_chat", run["traj"], name, f"[{i}].traj")
-        out.append(RecordedConversation(label, messages, (), "openai_chat"))
+        opening = next((m.content for m in messages if m.role == "user"), "")
+        out.append(
+            RecordedConversation(
+                label,
+                messages,
+                (),
+                "openai_chat",
+                task=f"task {task_id}, trial {trial}",
+                about=excerpt(opening if isinstance(opening, str) else "", ABOUT_CHARS),
+            )
+        )
     return out
 
 
@@ -262,6 +393,10 @@ def _recorded(converted: Converted, name: str) -> RecordedConversation:
         model=converted.model,
         usage=usage,
         strategy=converted.strategy,
+        task=converted.task,
+        about=converted.about,
+        agent=converted.agent,
+        function_calling=converted.function_calling,
     )
 
 

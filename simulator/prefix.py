@@ -21,6 +21,7 @@ from reduction_app.engine import (
     ToolResultContent,
     get_token_counter,
 )
+from simulator.importers import RECORDING_FORMATS
 from simulator.metering import Meter
 from simulator.pricing import Pricing
 from simulator.recording import RecordedConversation
@@ -33,12 +34,14 @@ __all__ = [
     "fit_calls",
     "infer_prefix",
     "inferred_prefix",
+    "omitted_tokens",
     "with_prefix",
 ]
 
-OMITS_PREFIX = frozenset({"claude_code"})
+OMITS_PREFIX = frozenset(name for name, f in RECORDING_FORMATS.items() if f.prefix_inferred)
 """Recording formats (``RecordedConversation.source``) whose messages leave out the
-system prompt and tool schemas the provider was sent."""
+system prompt and tool schemas the provider was sent, and whose replays add their
+inferred size (``RecordingFormat.prefix_inferred``)."""
 
 FIT_CALLS = 3
 """How many of a conversation's first calls (those with a provider figure) the prefix is
@@ -50,11 +53,32 @@ def fit_calls(
 ) -> list[int]:
     """Message indices of the model calls the prefix is inferred from: the first
     :data:`FIT_CALLS` with a provider figure (none for a recording of another kind)."""
+    if conversation.source not in OMITS_PREFIX:
+        return []
+    return _figured_calls(conversation, messages)
+
+
+def _figured_calls(
+    conversation: RecordedConversation, messages: Sequence[Any] | None = None
+) -> list[int]:
     usage = conversation.usage
-    if conversation.source not in OMITS_PREFIX or usage is None or not usage.prompt_tokens:
+    if usage is None or not usage.prompt_tokens:
         return []
     calls = model_calls(conversation.messages if messages is None else messages)
     return [i for i in calls if i in usage.prompt_tokens][:FIT_CALLS]
+
+
+def _gap(
+    conversation: RecordedConversation, meter: Meter, messages: list[Any], calls: list[int]
+) -> int | None:
+    """The least, over ``calls``, of the provider's prompt tokens less ``meter``'s count
+    of what the recording holds of that request (never below 0); ``None`` without calls."""
+    if not calls:
+        return None
+    assert conversation.usage is not None
+    tools = list(conversation.tools)
+    gaps = [conversation.usage.prompt_tokens[i] - meter.request(messages[:i], tools) for i in calls]
+    return max(0, min(gaps))
 
 
 def infer_prefix(
@@ -65,13 +89,20 @@ def infer_prefix(
     replay already reaches the provider's counts. ``messages``: the conversation's
     messages as the replay holds them (the same values, counted once by ``meter``)."""
     messages = list(conversation.messages if messages is None else messages)
-    calls = fit_calls(conversation, messages)
-    if not calls:
-        return None
-    assert conversation.usage is not None
-    tools = list(conversation.tools)
-    gaps = [conversation.usage.prompt_tokens[i] - meter.request(messages[:i], tools) for i in calls]
-    return max(0, min(gaps))
+    return _gap(conversation, meter, messages, fit_calls(conversation, messages))
+
+
+def omitted_tokens(conversation: RecordedConversation, pricing: Pricing) -> int | None:
+    """About how many tokens of each request ``conversation`` left out, by ``pricing``'s
+    measure (as :func:`inferred_prefix`'s): reckoned as :func:`infer_prefix` reckons it,
+    but for a recording of any format, where the provider's per-call counts were kept;
+    ``None`` where they were not. For one whose format's replays do not add it
+    (``RecordingFormat.prefix_inferred``), a figure to read, not one a replay counts; for
+    one that left out nothing (``importers.recording_omits``), it says how far the
+    engine's count is from the provider's."""
+    messages = list(conversation.messages)
+    meter = Meter(pricing, get_token_counter("approx"))
+    return _gap(conversation, meter, messages, _figured_calls(conversation, messages))
 
 
 def inferred_prefix(conversation: RecordedConversation, pricing: Pricing) -> int | None:

@@ -119,6 +119,17 @@ class RecordedConversation:
     format: str = "openai_chat"
     model: str = ""
     """The model that ran the conversation, when the recording says."""
+    task: str = ""
+    """What the agent was asked to do, as the recording names it (see
+    ``sources.Converted.task``); empty when it does not."""
+    about: str = ""
+    """A line saying what the run was about, for titles; often empty."""
+    function_calling: bool = True
+    """Whether the agent's tool calls went through the provider's function calling (see
+    ``sources.Converted.function_calling``)."""
+    agent: str = ""
+    """The agent that ran it (``importers.RECORDING_FORMATS``' unless the recording names
+    it more closely); empty for a wire format."""
     usage: ProviderUsage | None = None
     """What the provider billed, when the recording kept it (see :mod:`simulator.calibration`)."""
     strategy: Mapping[str, Any] = field(default_factory=dict)

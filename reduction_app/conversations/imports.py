@@ -22,6 +22,7 @@ from django.utils import timezone
 from django_tasks import task
 
 from reduction_app.conversations.services import conversation_create, conversation_delete
+from reduction_app.conversations.timeline import ENGINE_MEASURE
 from reduction_app.engine import formats
 from reduction_app.errors import LimitExceeded, ServiceError
 from reduction_app.jobs.lease import claim_fields, heartbeat, lease_seconds
@@ -40,8 +41,16 @@ from reduction_app.models import (
     Workspace,
 )
 from reduction_app.schemas import ApiError, parse_conversation
-from simulator.importers import FORMATS, ImportError_, RecordedConversation
+from simulator.importers import (
+    FORMATS,
+    TITLE_CHARS,
+    ImportError_,
+    RecordedConversation,
+    recording_omits,
+    recording_title,
+)
 from simulator.importers import load_conversations_bytes as read_recording
+from simulator.prefix import omitted_tokens
 
 __all__ = [
     "IMPORTS",
@@ -50,6 +59,7 @@ __all__ = [
     "UploadedFile",
     "conversation_slug",
     "lost_worker_error",
+    "recording_id",
     "recording_import_check",
     "recording_import_create",
     "recording_import_enqueue",
@@ -67,9 +77,12 @@ UploadedFile = tuple[str, bytes]
 """``(file name, content)`` of one recording."""
 Progress = Callable[[int, int], None]
 """Called with ``(files read, files)`` as the import goes."""
+Pick = Callable[[str, RecordedConversation], bool]
+"""Whether to import a recording, given its file's name and the recording."""
 
 ID_CHARS = 200
 """The longest conversation id (``Conversation.client_id``)."""
+
 PROGRESS_EVERY_SECONDS = 0.5
 # What a recording's file name ends with; left out of the conversation ids made from it.
 _EXTENSIONS = (".traj.json", ".jsonl", ".json", ".traj", ".eval")
@@ -115,10 +128,11 @@ def check_format(fmt: str | None) -> str | None:
 
 
 def conversation_slug(label: str) -> str:
-    """A conversation id for a recording's label (``FILE[:LINE][#ID]``): the file's name
-    without its extension, then the line, then the recording's own id when it says more
-    than the file's name; lower case, with anything but letters, digits, ``.``, ``_`` and
-    ``-`` made a ``-``. The same file gives the same ids every time."""
+    """The id imports gave a recording before they named its agent and model, from its
+    label (``FILE[:LINE][#ID]``): the file's name without its extension, then the line,
+    then the recording's own id when it says more than the file's name; lower case, with
+    anything but letters, digits, ``.``, ``_`` and ``-`` made a ``-``. Conversations
+    imported so keep their ids (:func:`recordings_import` finds them again)."""
     head, _, ident = label.partition("#")
     stem, colon, line = head.rpartition(":")
     if not (colon and line.isdigit()):
@@ -135,6 +149,43 @@ def conversation_slug(label: str) -> str:
     return slug[:ID_CHARS].rstrip("-.") or "recording"
 
 
+def _part(text: str, limit: int = ID_CHARS) -> str:
+    """``text`` as one part of an id: lower case, anything but letters, digits, ``.``,
+    ``_`` and ``-`` made a ``-``, runs of ``-`` made one (``--`` parts them)."""
+    slug = re.sub(r"-{2,}", "-", _UNSAFE.sub("-", text.lower())).strip("-.")
+    return slug[:limit].rstrip("-.")
+
+
+def _stem(filename: str) -> str:
+    """``filename`` without its folders and its extension."""
+    name = filename.replace("\\", "/").rsplit("/", 1)[-1]
+    lowered = name.lower()
+    for extension in _EXTENSIONS:
+        if lowered.endswith(extension) and len(lowered) > len(extension):
+            return name[: -len(extension)]
+    return name
+
+
+def recording_id(recorded: RecordedConversation, filename: str) -> str:
+    """The id of a conversation imported from ``filename``: ``AGENT--TASK--MODEL``, so
+    that two agents' or two models' runs of one task sit side by side.
+
+    Each part is what the recording says (``importers.recording_title`` names the same
+    three), made safe as in :func:`conversation_slug` with runs of ``-`` made one: the
+    agent (none for a wire format), the task (else the recording's label, as
+    :func:`conversation_slug` makes it), the model (else the file's name without its
+    extension, when that is not the task already). ``mini-swe-agent--django__django-14017
+    --google-gemini-3-pro-preview``; the same file gives the same ids every time."""
+    # Each part cut so that the three, with their separators, fit in ID_CHARS.
+    agent = _part(recorded.agent, 60)
+    task = _part(recorded.task, 100) or conversation_slug(recorded.name)
+    model = _part(recorded.model, 60)
+    if not model and _part(_stem(filename)) not in task:
+        model = _part(_stem(filename), 60)
+    slug = "--".join(part for part in (agent, task, model) if part)
+    return slug[:ID_CHARS].rstrip("-.") or "recording"
+
+
 def _unique(slug: str, taken: set[str]) -> str:
     out, n = slug, 1
     while out in taken:
@@ -145,9 +196,27 @@ def _unique(slug: str, taken: set[str]) -> str:
     return out
 
 
-def _title(recorded: RecordedConversation) -> str:
+def _legacy_title(recorded: RecordedConversation) -> str:
+    """The title imports gave a recording with the ids of :func:`conversation_slug`."""
     title = recorded.name + (f" ({recorded.model})" if recorded.model else "")
-    return title[:300]
+    return title[:TITLE_CHARS]
+
+
+def _legacy_ids(
+    workspace: Workspace, chosen: Sequence[tuple[str, RecordedConversation]]
+) -> list[str | None]:
+    """Per ``(file name, recording)``, the id an import gave it before ids named the agent
+    and the model (:func:`conversation_slug`), when the workspace holds that conversation
+    (imported from the same file, in the same format, with the title it then got)."""
+    old = [conversation_slug(recorded.name) for _, recorded in chosen]
+    rows = Conversation.objects.filter(workspace=workspace, client_id__in=set(old)).exclude(
+        source=""
+    )
+    found = set(rows.values_list("client_id", "imported_from", "source", "title"))
+    return [
+        slug if (slug, filename[:300], recorded.source, _legacy_title(recorded)) in found else None
+        for slug, (filename, recorded) in zip(old, chosen, strict=True)
+    ]
 
 
 def _read_all(
@@ -197,11 +266,17 @@ def recordings_import(
     replace: bool = False,
     progress: Progress | None = None,
     finish: Callable[[list[dict[str, Any]]], None] | None = None,
+    pick: Pick | None = None,
 ) -> list[dict[str, Any]]:
-    """Import every conversation of ``files`` into ``workspace``, all or nothing.
+    """Import every conversation of ``files`` into ``workspace`` (those ``pick`` takes,
+    when given), all or nothing.
 
     Each file is read in ``fmt`` (``None``: detected per file). Returns per file its name,
-    the format it was read as and the conversations made (id, title, messages). Raises
+    the format it was read as and the conversations made (id, title, messages, what the
+    recording left out of what the model was sent and about how many tokens that was a
+    request, where the provider's counts show it). Ids are :func:`recording_id`'s, but
+    a recording imported before with the ids of :func:`conversation_slug` (the same
+    file, format and title) is found under its old id. Raises
     :class:`RecordingImportError` for a file that cannot be read, ``LimitExceeded`` for a
     conversation over ``REDUCTION_MAX_MESSAGES``, and :class:`DuplicateConversation` for an
     id already in the workspace unless ``replace``; then nothing is written. ``finish``
@@ -212,14 +287,26 @@ def recordings_import(
     if not files:
         raise RecordingImportError("no file to import")
     read = _read_all(files, fmt, progress)
-    taken: set[str] = set()
+    chosen = [
+        (index, recorded)
+        for index, item in enumerate(read)
+        for recorded in item.conversations
+        if pick is None or pick(item.filename, recorded)
+    ]
+    legacy = _legacy_ids(workspace, [(read[i].filename, r) for i, r in chosen])
+    taken = {old for old in legacy if old}
     planned = []
-    for index, item in enumerate(read):
-        for recorded in item.conversations:
-            client_id = _unique(conversation_slug(recorded.name), taken)
-            planned.append((index, client_id, recorded, stored_form(recorded, item.filename)))
+    for (index, recorded), old in zip(chosen, legacy, strict=True):
+        filename = read[index].filename
+        client_id = old or _unique(recording_id(recorded, filename), taken)
+        planned.append((index, client_id, recorded, stored_form(recorded, filename)))
     results: list[dict[str, Any]] = [
-        {"filename": item.filename, "format": "", "conversations": []} for item in read
+        {
+            "filename": item.filename,
+            "format": item.conversations[0].source if item.conversations else "",
+            "conversations": [],
+        }
+        for item in read
     ]
     with transaction.atomic():
         existing = {
@@ -238,12 +325,14 @@ def recordings_import(
             conversation_delete(conversation=row)
         for index, client_id, recorded, stored in planned:
             filename = read[index].filename
+            omits = list(recording_omits(recorded))
             conversation = conversation_create(
                 workspace=workspace,
                 client_id=client_id,
-                title=_title(recorded),
+                title=recording_title(recorded),
                 source=recorded.source,
                 imported_from=filename[:300],
+                omits=omits,
                 **stored,
             )
             if conversation is None:  # made by another request since the check above
@@ -251,13 +340,13 @@ def recordings_import(
                     f"{filename}: conversation {client_id!r} already exists in this "
                     "workspace (import with replace to overwrite it)"
                 )
-            result = results[index]
-            result["format"] = result["format"] or recorded.source
-            result["conversations"].append(
+            results[index]["conversations"].append(
                 {
                     "conversation_id": client_id,
                     "title": conversation.title,
                     "message_count": conversation.message_count,
+                    "omits": omits,
+                    "omitted_tokens": omitted_tokens(recorded, ENGINE_MEASURE) if omits else None,
                 }
             )
         if finish is not None:
@@ -266,13 +355,21 @@ def recordings_import(
 
 
 def recording_import_inline(
-    *, workspace: Workspace, files: Sequence[UploadedFile], fmt: str | None, replace: bool
+    *,
+    workspace: Workspace,
+    files: Sequence[UploadedFile],
+    fmt: str | None,
+    replace: bool,
+    pick: Pick | None = None,
 ) -> RecordingImport:
-    """Import ``files`` now (:func:`recordings_import`) and record the import, done; an
-    error leaves neither conversations nor the record."""
+    """Import ``files`` now (:func:`recordings_import`, ``pick`` choosing among their
+    recordings) and record the import, done; an error leaves neither conversations nor
+    the record."""
     started = timezone.now()
     with transaction.atomic():
-        result = recordings_import(workspace=workspace, files=files, fmt=fmt, replace=replace)
+        result = recordings_import(
+            workspace=workspace, files=files, fmt=fmt, replace=replace, pick=pick
+        )
         job = RecordingImport.objects.create(
             workspace=workspace,
             format=fmt or "",

@@ -32,6 +32,12 @@ class ConversationOut(Schema):
         "`mini_swe_agent`, ...); empty for conversations recorded through the API."
     )
     imported_from: str = Field(description="The file it was imported from; empty if none.")
+    omits: list[str] | None = Field(
+        None,
+        description="What the recording left out of what the model was sent (`the system "
+        "prompt`, ...), as its format declares; null for a conversation recorded through the "
+        "API, or imported before the app kept it.",
+    )
     created_at: datetime
     updated_at: datetime
 
@@ -73,8 +79,21 @@ class ConversationDetailOut(ConversationOut):
 
 class ImportedConversationOut(Schema):
     conversation_id: str
-    title: str
+    title: str = Field(
+        description="The task, the agent and the model, as far as the recording names them."
+    )
     message_count: int
+    omits: list[str] = Field(
+        default_factory=list,
+        description="What the recording left out of what the model was sent (`the system "
+        "prompt`, `the tool schemas`, ...), as its format declares; empty when nothing.",
+    )
+    omitted_tokens: int | None = Field(
+        None,
+        description="About how many tokens a request that was, by the provider's counts of "
+        "the first calls less the engine's count of what the recording holds; null where the "
+        "recording kept no per-call counts, or left out nothing.",
+    )
 
 
 class ImportedFileOut(Schema):

@@ -178,11 +178,13 @@ def conversation_create(
     source: str = "",
     imported_from: str = "",
     provider_usage: dict[str, Any] | None = None,
+    omits: list[str] | None = None,
 ) -> Conversation | None:
     """A new conversation with its transcript, or ``None`` when the workspace holds one
     with this id already (made meanwhile by another request or import): never a merge
     into another's transcript. ``provider_usage``: an imported recording's provider
-    figures (``ProviderUsage.to_json``)."""
+    figures (``ProviderUsage.to_json``); ``omits``: what it left out of what the model
+    was sent."""
     conversation = _created(
         workspace=workspace,
         client_id=client_id,
@@ -195,6 +197,7 @@ def conversation_create(
             "source": source,
             "imported_from": imported_from,
             "provider_usage": provider_usage,
+            "omits": omits,
         },
     )
     if conversation is not None:

@@ -43,8 +43,8 @@ from reduction_app.prices.selectors import pricing_choices
 from reduction_app.records.money import conversation_money, priced
 from reduction_app.records.selectors import event_list
 from reduction_app.sorting import Column, Sorting
-from simulator.importers import TRACES_SOURCE
-from simulator.prefix import inferred_prefix
+from simulator.importers import TRACES_SOURCE, omitted_parts
+from simulator.prefix import inferred_prefix, omitted_tokens
 from simulator.pricing import Pricing
 from simulator.replay import no_reduction
 
@@ -146,6 +146,20 @@ def _comparison(conversation: Conversation) -> dict[str, Any]:
     return context
 
 
+def _omissions(conversation: Conversation, prefix_tokens: int | None) -> dict[str, Any]:
+    """What an imported recording left out of what the model was sent, and about how many
+    tokens a request that was where the provider's counts show it (``prefix_tokens``, the
+    prefix its replays infer, when they infer one: the same figure)."""
+    omits = list(conversation.omits or ())
+    size = prefix_tokens
+    if omits and size is None and conversation.provider_usage:
+        try:
+            size = omitted_tokens(recorded_conversation(conversation), ENGINE_MEASURE)
+        except ValueError:
+            size = None  # the replay says why the transcript cannot be read
+    return {"omits": omits, "omitted_tokens": size if omits else None}
+
+
 def _prefix_tokens(conversation: Conversation) -> int | None:
     """Tokens of the prefix the recording left out, as its replays here infer it (by the
     engine's own count, the chart's); ``None`` when none is inferred."""
@@ -169,6 +183,8 @@ def _context_window(request: PageRequest, conversation: Conversation) -> dict[st
         "configs": [],
         "comparison": False,
         "prefix_tokens": _prefix_tokens(conversation),
+        # What the prefix holds, as the recording's format declares it.
+        "prefix_parts": omitted_parts(conversation.source, has_system=False, has_tools=False),
     }
     series: ContextSeries | None = None
     if any(row["kind"] == "summary" for row in rows):
@@ -322,6 +338,7 @@ def conversation_detail(request: PageRequest, client_id: str) -> HttpResponse:
     )
     for part in _PARTS.values():
         context.update(part(request, conversation))
+    context.update(_omissions(conversation, context.get("prefix_tokens")))
     return render_page(request, TEMPLATE, context)
 
 

@@ -38,6 +38,7 @@ from reduction_app.models import (
     Conversation,
     EventRecord,
     OffloadedFile,
+    RecordingImport,
     Simulation,
     Workspace,
 )
@@ -117,7 +118,7 @@ def demo_member_set(
 @transaction.atomic
 def demo_reset(*, workspace: Workspace) -> None:
     """Remove everything recorded in ``workspace`` (conversations, events, files and their
-    content, simulations, configs); its members and API keys stay."""
+    content, simulations, configs, imports); its members and API keys stay."""
     for conversation in workspace.conversations.all():
         conversation_delete(conversation=conversation)
     names = list(OffloadedFile.objects.filter(workspace=workspace).values_list("storage_name"))
@@ -125,6 +126,7 @@ def demo_reset(*, workspace: Workspace) -> None:
     Workspace.objects.filter(pk=workspace.pk).update(offload_bytes=0)
     EventRecord.objects.filter(workspace=workspace).delete()
     Simulation.objects.filter(workspace=workspace).delete()
+    RecordingImport.objects.filter(workspace=workspace).delete()
     ConfigProfile.objects.filter(workspace=workspace).delete()
     storage = offload_storage()
 

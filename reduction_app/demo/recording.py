@@ -2,8 +2,8 @@
 
 :func:`record_live` records a run through the engine, as the REST API's ``/truncate``
 and ``/clear`` record one; :func:`record_plain` records the agent's raw transcript (no
-engine, no events); :func:`import_recordings` stores OpenHands and tau-bench runs of the
-recordings folder for replay.
+engine, no events); :func:`import_recordings` imports OpenHands and tau-bench runs of the
+recordings folder for replay, as a person imports them on the Import page.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from typing import Any
 from django.db import transaction
 
 from reduction_app import engine
+from reduction_app.conversations.imports import recording_id, recording_import_inline
 from reduction_app.conversations.services import conversation_upsert
 from reduction_app.demo.specs import (
     OPENHANDS,
@@ -33,7 +34,7 @@ from reduction_app.models import ConfigVersion, Conversation, EventRecord, Offlo
 from reduction_app.records.storage import offload_storage
 from reduction_app.reductions.services import engine_session, engine_session_record
 from simulator.corpus import TOOLS_OPENAI, AgentHooks, ScriptedAgent, SourceTree
-from simulator.importers import openhands_to_openai
+from simulator.importers import RecordedConversation
 
 __all__ = ["import_recordings", "record_live", "record_plain"]
 
@@ -239,47 +240,62 @@ def _remove_unused(names: Iterable[str]) -> None:
 def import_recordings(
     workspace: Workspace, folder: Path, anchor: datetime, existing: set[str], small: bool
 ) -> list[tuple[str, str, str | None]]:
-    """The real recordings of ``folder``, as conversations to replay (no events). Returns
-    each one's source (``OpenHands``, ``tau-bench``) and client id with a summary line, or
-    ``None`` when it was there already."""
-    items: list[tuple[str, str, str, list[Any], list[Any], float]] = []
-    runs = (folder / OPENHANDS).read_text(encoding="utf-8").splitlines()
-    for line, days in zip(runs[: 1 if small else None], OPENHANDS_DAYS_AGO, strict=False):
-        run = json.loads(line)
-        instance = str(run.get("instance_id", "run"))
-        messages, tools = openhands_to_openai(run, where=f"{OPENHANDS}:{instance}")
-        model = str(run.get("metadata", {}).get("llm_config", {}).get("model", "")).split("/")[-1]
-        model = model.removeprefix("openrouter-")
-        title = f"OpenHands CodeActAgent on {instance}" + (f" ({model})" if model else "")
-        items.append(("OpenHands", f"openhands-{instance}", title, messages, tools, days))
-    tau: list[dict[str, Any]] = formats.json_loads_utf8((folder / TAU_BENCH).read_bytes())
-    by_key = {(r.get("task_id"), r.get("trial")): r for r in tau}
-    for task_id, trial, days in TAU_BENCH_RUNS[: 1 if small else None]:
-        run = by_key[(task_id, trial)]
-        first_user: dict[str, Any] = next((m for m in run["traj"] if m.get("role") == "user"), {})
-        opening = " ".join(str(first_user.get("content") or "").split())
-        if len(opening) > 70:
-            opening = opening[:69].rstrip() + "…"
-        title = f"tau-bench airline, task {task_id}: {opening}"
-        client_id = f"tau-bench-airline-task{task_id}-trial{trial}"
-        items.append(("tau-bench", client_id, title, run["traj"], [], days))
+    """Import OpenHands and tau-bench runs of ``folder`` as a person imports recordings
+    (one :class:`~reduction_app.models.RecordingImport`, the same ids, titles and
+    formats), dated days back. Returns each one's source (``OpenHands``, ``tau-bench``)
+    and conversation id with a summary line, or ``None`` when it was there already
+    (under its id, or the id seeding gave it before seeding imported recordings)."""
+    sources = {OPENHANDS: "OpenHands", TAU_BENCH: "tau-bench"}
+    tau_runs = {
+        f"task {t}, trial {r}": days for t, r, days in TAU_BENCH_RUNS[: 1 if small else None]
+    }
+    openhands_days = list(OPENHANDS_DAYS_AGO[: 1 if small else None])
+    # Days back of each recording picked, by its name, in the order they are picked (the
+    # order of the import's result).
+    days: dict[str, float] = {}
     out: list[tuple[str, str, str | None]] = []
-    for source, client_id, title, messages, tools, days in items:
-        if client_id in existing:
-            out.append((source, client_id, None))
-            continue
-        with transaction.atomic():
-            conversation = conversation_upsert(
-                workspace=workspace,
-                client_id=client_id,
-                message_format="openai_chat",
-                transcript=messages,
-                tools=tools,
-                title=title,
+    openhands_seen = [0]
+
+    def pick(filename: str, recorded: RecordedConversation) -> bool:
+        if filename == OPENHANDS:
+            if openhands_seen[0] >= len(openhands_days):
+                return False
+            when = openhands_days[openhands_seen[0]]
+            openhands_seen[0] += 1
+            legacy = f"openhands-{recorded.task}"
+        elif recorded.task in tau_runs:
+            when = tau_runs[recorded.task]
+            task, trial = recorded.task.removeprefix("task ").split(", trial ")
+            legacy = f"tau-bench-airline-task{task}-trial{trial}"
+        else:
+            return False
+        client_id = recording_id(recorded, filename)
+        kept = next((c for c in (client_id, legacy) if c in existing), None)
+        if kept is not None:
+            out.append((sources[filename], kept, None))
+            return False
+        days[recorded.name] = when
+        return True
+
+    files = [(name, (folder / name).read_bytes()) for name in sources]
+    job = recording_import_inline(
+        workspace=workspace, files=files, fmt=None, replace=False, pick=pick
+    )
+    if not days:  # everything was there already: no import to record
+        job.delete()
+        return out
+    backdated = iter(days.values())
+    for item in job.result or []:
+        for made in item["conversations"]:
+            begin = anchor - timedelta(days=next(backdated))
+            rows = Conversation.objects.filter(
+                workspace=workspace, client_id=made["conversation_id"]
             )
-            begin = anchor - timedelta(days=days)
-            Conversation.objects.filter(pk=conversation.pk).update(
-                created_at=begin, updated_at=begin + timedelta(minutes=len(messages) // 2 + 1)
+            rows.update(
+                created_at=begin,
+                updated_at=begin + timedelta(minutes=made["message_count"] // 2 + 1),
             )
-        out.append((source, client_id, f"{len(messages)} messages, {len(tools)} tool schemas"))
+            tools = len(rows.values_list("tools", flat=True).get())
+            line = f"{made['message_count']} messages, {tools} tool schemas"
+            out.append((sources[item["filename"]], made["conversation_id"], line))
     return out

@@ -1,5 +1,5 @@
-"""Formatting for the dashboard: numbers with thousands separators and units, and links
-that keep the current filters."""
+"""Formatting for the dashboard: numbers with thousands separators and units, lists and
+recording formats in words, and links that keep the current filters."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ from urllib.parse import urlencode
 
 from django import template
 from django.http import HttpRequest
+
+from simulator.importers import RECORDING_FORMATS, in_words
 
 register = template.Library()
 
@@ -24,6 +26,20 @@ def num(value: Any) -> str:
     """``1234567`` → ``1,234,567``."""
     number = _int(value)
     return f"{number:,}" if number is not None else "–"
+
+
+@register.filter
+def and_list(values: Any) -> str:
+    """``["a", "b", "c"]`` → ``a, b and c`` (escaped by the page, as any value)."""
+    return in_words([str(v) for v in values or ()])
+
+
+@register.filter
+def recording_label(source: str) -> str:
+    """A recording format's name (``claude_code``) as pages say it (``Claude Code log``),
+    from ``simulator.importers.RECORDING_FORMATS``; an unknown one as it is."""
+    fmt = RECORDING_FORMATS.get(source)
+    return fmt.label if fmt else source
 
 
 @register.filter

@@ -14,7 +14,7 @@ from typing import Any
 
 from simulator.recording import ImportError_
 
-__all__ = ["Converted", "as_int", "as_object", "as_text"]
+__all__ = ["ABOUT_CHARS", "Converted", "as_int", "as_object", "as_text", "excerpt"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -27,6 +27,19 @@ class Converted:
     (``system``, ``messages`` and ``tools``)."""
     payload: Mapping[str, Any]
     model: str = ""
+    task: str = ""
+    """What the agent was asked to do, as the recording names it (``django__django-14434``,
+    ``task 3, trial 0``, ``session 5c0375b4``): short, for titles and ids."""
+    about: str = ""
+    """A line saying what the run was about (the session's summary, the customer's
+    opening), for titles only; empty when the recording says nothing more."""
+    agent: str = ""
+    """The agent, when the recording names it more closely than its format does
+    (``OpenHands CodeActAgent``)."""
+    function_calling: bool = True
+    """Whether the agent called its tools through the provider's function calling (so
+    the provider was sent their schemas); ``False`` where it wrote its actions as text,
+    made into tool calls by the reader (SWE-agent 0.x, mini-swe-agent)."""
     prompt_tokens: Mapping[int, int] = field(default_factory=dict)
     """Provider-reported prompt tokens by index into ``payload["messages"]`` (of the
     assistant message each call produced)."""
@@ -45,6 +58,18 @@ class Converted:
     locations: Mapping[int, str] = field(default_factory=dict)
     """Where each payload message came from in the file (``history[4]``,
     ``simulations[0].messages[7]``; ``:12: message`` for line 12), for error messages."""
+
+
+ABOUT_CHARS = 70
+"""The longest line saying what a run was about (``Converted.about``), cut with an
+ellipsis."""
+
+
+def excerpt(text: str, limit: int) -> str:
+    """``text`` on one line (runs of white space made one space), cut to ``limit``
+    characters with an ellipsis when longer."""
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
 
 
 def as_object(value: Any) -> Mapping[str, Any]:

@@ -9,11 +9,13 @@ bookkeeping and sub-agent events are left out, and block fields only the log add
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from simulator.recording import ImportError_
-from simulator.sources import Converted, as_int
+from simulator.sources import ABOUT_CHARS, Converted, as_int, as_object, excerpt
 
 __all__ = ["LOG_ONLY_FIELDS", "looks_like", "read"]
 
@@ -47,7 +49,10 @@ def looks_like(items: Sequence[Any]) -> bool:
 def read(items: Sequence[Any], *, name: str) -> list[Converted]:
     """One conversation, or one per stretch between ``/compact`` boundaries (after a
     compaction the model is sent the summary, not what came before)."""
-    label = f"{name}#{_session(items) or 'session'}"
+    session = _session(items)
+    label = f"{name}#{session or 'session'}"
+    task = f"session {session[:8]}" if session else ""
+    about = _about(items)
     stretches: list[list[tuple[int, Mapping[str, Any]]]] = [[]]
     for line, event in enumerate(items, start=1):
         if isinstance(event, Mapping) and event.get("subtype") == "compact_boundary":
@@ -56,8 +61,44 @@ def read(items: Sequence[Any], *, name: str) -> list[Converted]:
             stretches[-1].append((line, event))
     stretches = [s for s in stretches if s] or [[]]
     if len(stretches) == 1:
-        return [_conversation(stretches[0], name, label)]
-    return [_conversation(s, name, f"{label}-{i}") for i, s in enumerate(stretches, start=1)]
+        return [replace(_conversation(stretches[0], name, label), task=task, about=about)]
+    return [
+        replace(
+            _conversation(s, name, f"{label}-{i}"),
+            task=f"{task}, part {i}" if task else f"part {i}",
+            about=about,
+        )
+        for i, s in enumerate(stretches, start=1)
+    ]
+
+
+def _about(items: Sequence[Any]) -> str:
+    """The session's summary line, as Claude Code wrote it, else its first prompt."""
+    for item in items:
+        if isinstance(item, Mapping) and item.get("type") == "summary":
+            summary = item.get("summary")
+            if isinstance(summary, str) and summary.strip():
+                return excerpt(summary, ABOUT_CHARS)
+    for item in items:
+        if not isinstance(item, Mapping) or item.get("type") != "user" or item.get("isMeta"):
+            continue
+        content = as_object(item.get("message")).get("content")
+        if not isinstance(content, str):
+            continue
+        # A slash command is written as tags: its name and arguments say what it asked.
+        command = [_tag(content, "command-name"), _tag(content, "command-args")]
+        text = " ".join(c for c in command if c) if command[0] else _TAGS.sub(" ", content)
+        if text.strip():
+            return excerpt(text, ABOUT_CHARS)
+    return ""
+
+
+_TAGS = re.compile(r"<[^<>]+>")
+
+
+def _tag(content: str, name: str) -> str:
+    found = re.search(rf"<{name}>(.*?)</{name}>", content, flags=re.DOTALL)
+    return found.group(1).strip() if found else ""
 
 
 def _conversation(

@@ -153,6 +153,8 @@ def _sample(header: Mapping[str, Any], sample: Any, *, name: str, at: str) -> Co
         fmt="openai_chat",
         payload={"messages": messages, "tools": _tools(calls)},
         model=model if isinstance(model, str) else "",
+        task=f"{task if isinstance(task, str) else name} sample {sample.get('id')}, "
+        f"epoch {sample.get('epoch', 1)}",
         prompt_tokens=prompt,
         cached_prompt_tokens=cached,
         completion_tokens=completion,

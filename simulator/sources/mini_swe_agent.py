@@ -126,6 +126,8 @@ def read(data: Any, *, name: str) -> list[Converted]:
             fmt="openai_chat",
             payload={"messages": messages, "tools": [BASH_TOOL]},
             model=model if isinstance(model, str) else "",
+            task=instance if isinstance(instance, str) else "",
+            function_calling=False,
             prompt_tokens=prompt,
             cached_prompt_tokens=cached,
             completion_tokens=completion,

@@ -40,7 +40,27 @@ _CUT_TYPES = frozenset(
 def read(data: Any, *, name: str) -> list[Converted]:
     chat, tools = openhands_to_openai(data, where=name)
     label = f"{name}#{data.get('instance_id', 'run')}" if isinstance(data, Mapping) else name
-    return [Converted(label=label, fmt="openai_chat", payload={"messages": chat, "tools": tools})]
+    instance = data.get("instance_id") if isinstance(data, Mapping) else None
+    metadata = data.get("metadata") if isinstance(data, Mapping) else None
+    metadata = metadata if isinstance(metadata, Mapping) else {}
+    agent_class = metadata.get("agent_class")
+    llm_config = metadata.get("llm_config")
+    model = llm_config.get("model") if isinstance(llm_config, Mapping) else None
+    return [
+        Converted(
+            label=label,
+            fmt="openai_chat",
+            payload={"messages": chat, "tools": tools},
+            # "openai/openrouter-llama-4-maverick": the model, behind LiteLLM's routing.
+            model=model.split("/")[-1].removeprefix("openrouter-")
+            if isinstance(model, str)
+            else "",
+            task=str(instance) if isinstance(instance, str | int) else "",
+            agent=f"OpenHands {agent_class}"
+            if isinstance(agent_class, str) and agent_class
+            else "",
+        )
+    ]
 
 
 def openhands_to_openai(

@@ -59,6 +59,9 @@ def read(data: Any, *, name: str) -> list[Converted]:
                 # Tool schemas are not in a trajectory: the config names only their bundles.
                 payload={"messages": messages, "tools": []},
                 model=model,
+                task=_task(name),
+                function_calling=any("tool_calls" in e for _, e in entries),
+                agent="" if len(agents) == 1 else f"SWE-agent ({agent})",
                 total_prompt_tokens=as_int(stats.get("tokens_sent")) if whole_run else None,
                 api_calls=as_int(stats.get("api_calls")) if whole_run else None,
                 strategy=strategy,
@@ -183,6 +186,17 @@ def _replay_config(data: Mapping[str, Any], name: str) -> Mapping[str, Any]:
 def _agent(config: Mapping[str, Any]) -> Mapping[str, Any]:
     agent = config.get("agent")
     return agent if isinstance(agent, Mapping) else {}
+
+
+def _task(name: str) -> str:
+    """The instance a trajectory ran, from its file's name (SWE-agent names the file
+    after it: ``pydicom__pydicom-1458.traj``)."""
+    stem = name.rsplit(":", 1)[0] if name.rsplit(":", 1)[-1].isdigit() else name
+    stem = stem.replace("\\", "/").rsplit("/", 1)[-1]
+    for suffix in (".traj.json", ".traj", ".json"):
+        if stem.endswith(suffix) and len(stem) > len(suffix):
+            return stem[: -len(suffix)]
+    return stem
 
 
 def _model(config: Mapping[str, Any]) -> str:

@@ -54,13 +54,17 @@ def read(data: Any, *, name: str) -> list[Converted]:
                 prompt_tokens[len(messages)] = tokens
             locations[len(messages)] = f"simulations[{i}].messages[{j}]"
             messages.append(converted)
-        label = f"{name}#task{sim.get('task_id', i)}-trial{sim.get('trial', 0)}"
+        task_id, trial = sim.get("task_id", i), sim.get("trial", 0)
+        label = f"{name}#task{task_id}-trial{trial}"
+        domain = environment.get("domain_name")
+        task = f"task {task_id}, trial {trial}"
         out.append(
             Converted(
                 label=label,
                 fmt="openai_chat",
                 payload={"messages": messages, "tools": tools},
                 model=model,
+                task=f"{domain} {task}" if isinstance(domain, str) and domain else task,
                 prompt_tokens=prompt_tokens,
                 locations=locations,
             )

@@ -24,16 +24,26 @@ from reduction_app.conversations.selectors import (
 )
 from reduction_app.demo import DEMO_SLUG, LIVE, SeedReport, demo_seed, demo_tree
 from reduction_app.demo.specs import GUESTBOOK, JQUERY
-from reduction_app.models import ConfigProfile, Conversation, EventRecord, OffloadedFile, Workspace
+from reduction_app.models import (
+    ConfigProfile,
+    Conversation,
+    EventRecord,
+    OffloadedFile,
+    RecordingImport,
+    Workspace,
+)
 from reduction_app.records.storage import offload_storage, read_stored
 from simulator.corpus import SourceTree
+from tests.app.pages_support import elements, parsed, text
 from tests.conftest import CONVERSATIONS, needs_recordings
 
 pytestmark = pytest.mark.django_db
 
 PASSWORD = "a long demo password"
 SMALL_LIVE = [s.client_id for s in LIVE if s.small]
-SMALL_IMPORTED = ["openhands-ponylang__ponyc-4595", "tau-bench-airline-task3-trial0"]
+OPENHANDS_ID = "openhands-codeactagent--ponylang__ponyc-4595--llama-4-maverick"
+TAU_BENCH_ID = "tau-bench-agent--task-3-trial-0--tau-bench-airline-gpt-4o"
+SMALL_IMPORTED = [OPENHANDS_ID, TAU_BENCH_ID]
 NOW = datetime(2026, 3, 14, 15, 9, 26, tzinfo=UTC)
 HOW = (
     "pass --recordings DIR or set REDUCTION_RECORDINGS_DIR to the folder of recorded agent "
@@ -118,8 +128,8 @@ def test_seed_demo_prints_progress_per_conversation() -> None:
     assert lines[0].startswith("[1/2] demo-admin-jquery (Defaults v1): ")
     assert lines[1].startswith("[2/2] demo-guestbook-xss (Tight (clear at 8k) v1): ")
     assert lines[2:5] == [
-        "imported openhands-ponylang__ponyc-4595: 47 messages, 4 tool schemas",
-        "imported tau-bench-airline-task3-trial0: 62 messages, 0 tool schemas",
+        f"imported {OPENHANDS_ID}: 47 messages, 4 tool schemas",
+        f"imported {TAU_BENCH_ID}: 62 messages, 0 tool schemas",
         f"recordings: 1 OpenHands and 1 tau-bench runs imported from {CONVERSATIONS}",
     ]
 
@@ -240,8 +250,8 @@ def test_seed_demo_dates_rows_over_days_before_now() -> None:
     assert started == {
         "demo-admin-jquery": anchor - timedelta(days=8.1),
         "demo-guestbook-xss": anchor - timedelta(days=5.2),
-        "openhands-ponylang__ponyc-4595": anchor - timedelta(days=9.8),
-        "tau-bench-airline-task3-trial0": anchor - timedelta(days=9.0),
+        OPENHANDS_ID: anchor - timedelta(days=9.8),
+        TAU_BENCH_ID: anchor - timedelta(days=9.0),
     }
     for client_id in SMALL_LIVE:
         events = EventRecord.objects.filter(conversation__client_id=client_id)
@@ -312,6 +322,89 @@ def test_seed_demo_imports_recordings_ready_to_replay() -> None:
         assert not conversation.events.exists()
         recorded = recorded_conversation(conversation)
         assert len(recorded.messages) == conversation.message_count > 40
+
+
+@needs_recordings
+def test_seed_demo_imports_recordings_as_a_person_imports_them(client: Client) -> None:
+    """Seeded recordings go through the import path: one import on the Import page, the
+    recording format and badge, titles naming task, agent and model, and the Sweep page's
+    "every imported recording" takes them."""
+    seed("--small", "--user", "ada", "--password", PASSWORD)
+    assert client.login(username="ada", password=PASSWORD)
+    workspace = Workspace.objects.get(slug=DEMO_SLUG)
+    rows = workspace.conversations.exclude(source="").order_by("client_id")
+    runs = json.loads((CONVERSATIONS / "tau-bench-airline-gpt-4o.json").read_text("utf-8"))
+    [run] = [r for r in runs if (r["task_id"], r["trial"]) == (3, 0)]
+    opening = next(m["content"] for m in run["traj"] if m["role"] == "user")
+    opening = " ".join(opening.split())
+    if len(opening) > 70:  # cut to 70 characters, the last an ellipsis
+        opening = opening[:69].rstrip() + "…"
+    assert [(c.client_id, c.source, c.imported_from, c.title, c.omits) for c in rows] == [
+        (
+            OPENHANDS_ID,
+            "openhands",
+            "openhands-multi-swe-bench-llama4.jsonl",
+            "ponylang__ponyc-4595 · OpenHands CodeActAgent · llama-4-maverick",
+            [],  # this run recorded its system prompt and tool schemas
+        ),
+        (
+            TAU_BENCH_ID,
+            "tau_bench",
+            "tau-bench-airline-gpt-4o.json",
+            f"task 3, trial 0: {opening} · tau-bench agent",
+            ["the tool schemas"],
+        ),
+    ]
+    job = RecordingImport.objects.get(workspace=workspace)
+    assert job.status == "done"
+    assert [(f["filename"], f["format"]) for f in job.result] == [
+        ("openhands-multi-swe-bench-llama4.jsonl", "openhands"),
+        ("tau-bench-airline-gpt-4o.json", "tau_bench"),
+    ]
+    assert [c["conversation_id"] for f in job.result for c in f["conversations"]] == [
+        OPENHANDS_ID,
+        TAU_BENCH_ID,
+    ]
+
+    page = parsed(client.get(f"/conversations/{TAU_BENCH_ID}/"))
+    [heading] = elements(page, "h1")
+    assert [text(b) for b in elements(heading, "span", class_="badge")] == ["recording: tau_bench"]
+    [note] = elements(page, "p", id="omits-note")
+    assert text(note) == (
+        "This τ-bench trajectory leaves out part of what the model was sent: the tool schemas "
+        ". It kept no token counts of the provider's for each call, so how much that was is "
+        "not known. Token counts here are of what the recording holds."
+    )
+
+    imports_page = parsed(client.get("/imports/"))
+    assert elements(imports_page, "p", class_="empty") == []
+    [table] = elements(imports_page, "table", class_="imports")
+    [row] = elements(table, "tr")[1:]
+    assert [text(c) for c in elements(row, "code")] == [
+        "openhands-multi-swe-bench-llama4.jsonl",
+        "tau-bench-airline-gpt-4o.json",
+    ]
+
+    sweep = parsed(client.get("/sweep/", {"scope": "recordings"}))
+    boxes = [dict(box.attributes) for box in elements(sweep, "input", name="conversation")]
+    ticked = [box["value"] for box in boxes if "checked" in box]
+    assert sorted(int(v) for v in ticked) == sorted(c.pk for c in rows)
+
+
+@needs_recordings
+def test_seed_demo_keeps_recordings_seeded_under_their_old_ids() -> None:
+    """A workspace seeded before seeding imported recordings keeps them, by their ids."""
+    workspace = demo_seed(small=True).workspace
+    workspace.conversations.exclude(source="").delete()
+    RecordingImport.objects.all().delete()
+    for old in ("openhands-ponylang__ponyc-4595", "tau-bench-airline-task3-trial0"):
+        Conversation.objects.create(workspace=workspace, client_id=old)
+    report = demo_seed(small=True)
+    assert (report.imported, report.imported_before) == ({"OpenHands": 0, "tau-bench": 0}, 2)
+    assert not RecordingImport.objects.exists()
+    assert sorted(workspace.conversations.values_list("client_id", flat=True)) == sorted(
+        [*SMALL_LIVE, "openhands-ponylang__ponyc-4595", "tau-bench-airline-task3-trial0"]
+    )
 
 
 @needs_recordings

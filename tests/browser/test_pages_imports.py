@@ -26,8 +26,8 @@ def test_import_a_real_recording_and_open_its_conversation(signed_in: Any, shoot
     page.wait_for_url(f"{page.base}/conversations/")
     row = page.locator("#conversation-table tbody tr", has_text="gpt-4o-test-repo-1c2844")
     assert row.locator(".badge.recording").inner_text() == "recording: swe_agent"
-    row.locator("a", has_text="gpt-4o-test-repo-1c2844.traj (gpt-4o)").click()
-    page.wait_for_url(f"{page.base}/conversations/gpt-4o-test-repo-1c2844/")
+    row.locator("a", has_text="gpt-4o-test-repo-1c2844 · SWE-agent · gpt-4o").click()
+    page.wait_for_url(f"{page.base}/conversations/swe-agent--gpt-4o-test-repo-1c2844--gpt-4o/")
     assert page.locator("h1 .badge.recording").inner_text() == "recording: swe_agent"
     page.wait_for_selector("canvas[data-rendered=true]")
     labels = page.evaluate(

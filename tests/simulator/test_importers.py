@@ -11,14 +11,19 @@ import pytest
 from reduction_app.engine import AgenticMessage, Message, ToolInfo, formats
 from simulator.importers import (
     FORMATS,
+    RECORDING_FORMATS,
     ImportError_,
     conversation_from_json,
     detect_format,
     load_conversations,
     load_conversations_bytes,
+    omitted_parts,
     openhands_to_openai,
     recording_files,
+    recording_omits,
+    recording_title,
 )
+from simulator.sources import ABOUT_CHARS
 from simulator.sources.openhands import OBSERVATION_CUT_MARKER
 from tests.conftest import CONVERSATIONS, needs_recordings
 
@@ -530,3 +535,101 @@ def test_load_conversations_bytes_names_the_upload_in_errors() -> None:
         load_conversations_bytes(b"  \n", name="upload.json")
     with pytest.raises(ImportError_, match=r"^unknown format 'csv'; expected one of "):
         load_conversations_bytes(b"{}", name="upload.json", fmt="csv")
+
+
+# What a recording says it is: titles and what it left out ----------------------------------
+
+# Per real recording: its first conversation's title (task, agent, model as far as the
+# file names them) and what it leaves out of what the model was sent.
+SAYS = {
+    "claude-code/1af7fc5e-8455-4414-9ccd-011d40f70b2a.jsonl": (
+        "session 1af7fc5e: /init · Claude Code · claude-sonnet-4-20250514",
+        ("the system prompt", "the tool schemas", "the CLAUDE.md files"),
+    ),
+    "claude-code/fe5e1c67-53e7-4862-81ae-d0e013e3270b.jsonl": (
+        # Its summary line says what the session was about.
+        "session fe5e1c67: Empty Repo Setup: CLAUDE.md Foundation Created · Claude Code · "
+        "claude-sonnet-4-20250514",
+        ("the system prompt", "the tool schemas", "the CLAUDE.md files"),
+    ),
+    "openhands-multi-swe-bench-llama4.jsonl": (
+        "ponylang__ponyc-4595 · OpenHands CodeActAgent · llama-4-maverick",
+        (),  # its `system` event holds the prompt and the tool schemas
+    ),
+    "openhands/fastjson2-2775-gpt-5.jsonl": (
+        "alibaba__fastjson2-2775 · OpenHands CodeActAgent · gpt-5-ca",
+        ("the system prompt", "the tool schemas"),  # OpenHands 0.25 recorded no `system`
+    ),
+    "swe-agent/gpt-4o-test-repo-1c2844.traj": (
+        "gpt-4o-test-repo-1c2844 · SWE-agent · gpt-4o",
+        ("the tool schemas",),  # 1.x: function calling, schemas not kept
+    ),
+    "swe-agent/gpt4-pydicom-1458.traj": (
+        "gpt4-pydicom-1458 · SWE-agent",
+        (),  # 0.x: actions written as text, no schemas sent
+    ),
+    "tau2/airline-gpt-4.1-mini.json": (
+        "airline task 0, trial 0 · tau2-bench agent · openai/gpt-4.1-mini",
+        ("the agent's instructions around the domain policy", "the tool schemas"),
+    ),
+    "mini-swe-agent/django__django-14017.traj.json": (
+        "django__django-14017 · mini-swe-agent · google/gemini-3-pro-preview",
+        (),
+    ),
+}
+
+
+@needs_recordings
+@pytest.mark.parametrize("name", SAYS)
+def test_recordings_name_task_agent_and_model_and_what_they_leave_out(name: str) -> None:
+    recorded = load_conversations(CONVERSATIONS / name)[0]
+    assert (recording_title(recorded), recording_omits(recorded)) == SAYS[name]
+
+
+@needs_recordings
+def test_tau_bench_titles_name_the_task_and_the_customers_opening() -> None:
+    first = json.loads(TAU.read_text(encoding="utf-8"))[0]
+    opening = " ".join(next(m["content"] for m in first["traj"] if m["role"] == "user").split())
+    recorded = load_conversations(TAU)[0]
+    # The opening is 70 characters or fewer here, so it is whole.
+    assert len(opening) <= ABOUT_CHARS
+    assert recording_title(recorded) == f"task 0, trial 0: {opening} · tau-bench agent"
+    # gpt-4o was sent the tool schemas in every run, whether it called a tool or not.
+    assert {recording_omits(r) for r in load_conversations(TAU)} == {("the tool schemas",)}
+
+
+def test_wire_formats_leave_out_nothing_and_keep_their_names() -> None:
+    [recorded] = conversation_from_json({"name": "my run", "messages": CHAT})
+    assert (recording_title(recorded), recording_omits(recorded)) == ("my run", ())
+    assert all(not RECORDING_FORMATS[f].omits for f in formats.FORMAT_NAMES)
+
+
+def test_omitted_parts_follow_what_a_recording_holds() -> None:
+    assert omitted_parts("openhands", has_system=True, has_tools=True) == ()
+    assert omitted_parts("openhands", has_system=False, has_tools=True) == ("the system prompt",)
+    # What is never recorded is left out whatever the recording holds.
+    assert omitted_parts("claude_code", has_system=True, has_tools=True) == ("the CLAUDE.md files",)
+    assert omitted_parts("unknown", has_system=False, has_tools=False) == ()
+
+
+def test_the_registry_lists_every_format_once_in_the_order_format_takes() -> None:
+    assert tuple(RECORDING_FORMATS) == FORMATS
+    assert FORMATS[: len(formats.FORMAT_NAMES)] == tuple(formats.FORMAT_NAMES)
+    assert [f.name for f in RECORDING_FORMATS.values()] == list(FORMATS)
+
+
+def test_the_manual_lists_what_each_format_leaves_out_as_the_registry_declares() -> None:
+    """docs/simulator.md's table of what each format leaves out is the registry's."""
+    manual = (Path(__file__).parents[2] / "docs" / "simulator.md").read_text(encoding="utf-8")
+    section = manual.split("| format | what it leaves out | replays add it |")[1]
+    rows = {}
+    for line in section.splitlines()[2:]:
+        if not line.startswith("|"):
+            break
+        name, omits, added = (cell.strip() for cell in line.strip("|").split("|"))
+        rows[name.strip("`")] = (omits.split("; "), added.startswith("yes"))
+    assert rows == {
+        f.name: ([o.what for o in f.omits], f.prefix_inferred)
+        for f in RECORDING_FORMATS.values()
+        if f.omits
+    }

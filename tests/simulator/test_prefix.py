@@ -15,11 +15,20 @@ from reduction_app.engine import AgenticMessage, Message, ReductionConfig, get_t
 from simulator.calibration import PREFIX_SHIPPED, calibrate_prefix
 from simulator.cli import main
 from simulator.importers import load_conversations, load_conversations_bytes, load_files
-from simulator.prefix import FIT_CALLS, PrefixedCounter, fit_calls, inferred_prefix, with_prefix
+from simulator.metering import Meter
+from simulator.prefix import (
+    FIT_CALLS,
+    PrefixedCounter,
+    fit_calls,
+    inferred_prefix,
+    omitted_tokens,
+    with_prefix,
+)
 from simulator.prepared import Prepared
 from simulator.pricing import engine_measure, pricing_for
 from simulator.recording import RecordedConversation
 from simulator.replay import replay, replay_many
+from simulator.transcript import model_calls
 from tests.conftest import CONVERSATIONS, needs_recordings
 
 SONNET = pricing_for("claude-sonnet-4")
@@ -117,6 +126,31 @@ def test_no_prefix_where_the_recording_keeps_it(bare: RecordedConversation) -> N
     assert inferred_prefix(below, SONNET) == 0
     other = dataclasses.replace(below, source="anthropic")
     assert inferred_prefix(other, SONNET) is None
+
+
+def test_omitted_tokens_of_a_log_are_its_inferred_prefix(logged: RecordedConversation) -> None:
+    assert omitted_tokens(logged, SONNET) == inferred_prefix(logged, SONNET) == PREFIX
+
+
+def test_omitted_tokens_of_any_format_with_per_call_counts(logged: RecordedConversation) -> None:
+    """A format whose replays add nothing still has its gap reckoned, to read; without
+    per-call counts there is none."""
+    other = dataclasses.replace(logged, source="tau2")
+    assert inferred_prefix(other, SONNET) is None
+    assert omitted_tokens(other, SONNET) == PREFIX
+    assert omitted_tokens(dataclasses.replace(other, usage=None), SONNET) is None
+
+
+@needs_recordings
+def test_omitted_tokens_of_a_real_tau2_run_is_the_first_calls_gap() -> None:
+    """τ²-bench keeps each call's prompt tokens but neither the agent's instructions nor
+    its tool schemas: the least gap of the first three calls."""
+    [run] = load_conversations(CONVERSATIONS / "tau2" / "retail-gpt-4.1-mini.json")
+    meter = Meter(SONNET, get_token_counter("approx"))
+    assert run.usage is not None
+    calls = [i for i in model_calls(run.messages) if i in run.usage.prompt_tokens][:FIT_CALLS]
+    gaps = [run.usage.prompt_tokens[i] - meter.request(run.messages[:i], run.tools) for i in calls]
+    assert omitted_tokens(run, SONNET) == max(0, min(gaps)) > 1_000
 
 
 def test_prefix_counts_in_every_call_and_is_cached_after_the_first(

@@ -16,7 +16,7 @@ from reduction_app.conversations.imports import (
 )
 from reduction_app.errors import ServiceError
 from reduction_app.models import Workspace
-from simulator.importers import FORMATS
+from simulator.importers import FORMATS, in_words
 
 RECORDING_PATTERNS = ("*.json", "*.jsonl", "*.traj", "*.traj.json", "*.eval")
 """The files of a folder that are read (``*.traj.json`` is one of ``*.json``)."""
@@ -125,6 +125,8 @@ class Command(BaseCommand):
             )
             for c in conversations:
                 self.stdout.write(f"  {c['conversation_id']} ({c['message_count']:,} messages)")
+                if c["omits"]:
+                    self.stdout.write(f"    {_omits_line(c['omits'], c['omitted_tokens'])}")
         self.stdout.write(
             f"Imported {count} conversation{'s' if count != 1 else ''} from {len(paths)} "
             f"file{'s' if len(paths) != 1 else ''} into workspace {workspace.slug!r}."
@@ -139,3 +141,9 @@ class Command(BaseCommand):
         if done == total:
             self.stderr.write("")
         self.stderr.flush()
+
+
+def _omits_line(omits: list[str], tokens: int | None) -> str:
+    """What a recording left out of what the model was sent, as the Import page says it."""
+    size = f": about {tokens:,} tokens a request, by the provider's counts" if tokens else ""
+    return f"leaves out {in_words(omits)}{size}"

@@ -38,6 +38,7 @@ def test_conversation_create_and_get(api: ApiClient) -> None:
         "message_count": 2,
         "source": "",
         "imported_from": "",
+        "omits": None,
         "messages": CHAT,
         "system": None,
         "tools": [],
@@ -298,6 +299,7 @@ def test_conversations_list_pages_with_cursors(api: ApiClient) -> None:
         "message_count",
         "source",
         "imported_from",
+        "omits",
         "created_at",
         "updated_at",
     }

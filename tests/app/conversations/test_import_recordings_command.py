@@ -28,6 +28,14 @@ SWE_AGENT_RUNS = {
     "gpt4-test-repo-1c2844-old.traj": 18,
     "gpt4-test-repo-i1.traj": 12,
 }
+# Their ids: the agent, the task (the file's name) and the model, where the trajectory
+# names it (the 0.x ones do not).
+SWE_AGENT_IDS = {
+    "gpt-4o-test-repo-1c2844.traj": "swe-agent--gpt-4o-test-repo-1c2844--gpt-4o",
+    "gpt4-pydicom-1458.traj": "swe-agent--gpt4-pydicom-1458",
+    "gpt4-test-repo-1c2844-old.traj": "swe-agent--gpt4-test-repo-1c2844-old",
+    "gpt4-test-repo-i1.traj": "swe-agent--gpt4-test-repo-i1",
+}
 
 
 def _run(*args: str) -> tuple[str, str]:
@@ -49,8 +57,10 @@ def test_import_recordings_a_whole_folder(workspace: Workspace) -> None:
     out, err = _run(str(folder), "--workspace", workspace.slug)
     lines = []
     for name, messages in SWE_AGENT_RUNS.items():
-        stem = name.removesuffix(".traj")
-        lines += [f"{folder / name}: swe_agent, 1 conversation", f"  {stem} ({messages} messages)"]
+        made = SWE_AGENT_IDS[name]
+        lines += [f"{folder / name}: swe_agent, 1 conversation", f"  {made} ({messages} messages)"]
+        if name.startswith("gpt-4o"):  # 1.x: function calling, its tool schemas not kept
+            lines.append("    leaves out the tool schemas")
     lines.append("Imported 4 conversations from 4 files into workspace 'alpha-team'.")
     assert out.splitlines() == lines
     # The bar, redrawn after each file read, ends with a newline.
@@ -62,8 +72,8 @@ def test_import_recordings_a_whole_folder(workspace: Workspace) -> None:
     ]
     rows = Conversation.objects.filter(workspace=workspace).order_by("client_id")
     assert [(c.client_id, c.source, c.imported_from, c.message_count) for c in rows] == [
-        (name.removesuffix(".traj"), "swe_agent", name, messages)
-        for name, messages in sorted(SWE_AGENT_RUNS.items())
+        (SWE_AGENT_IDS[name], "swe_agent", name, messages)
+        for name, messages in sorted(SWE_AGENT_RUNS.items(), key=lambda i: SWE_AGENT_IDS[i[0]])
     ]
 
 
@@ -189,7 +199,7 @@ def test_import_recordings_reads_the_eval_logs_of_a_folder(
     out, _ = _run(str(log.parent), "--workspace", workspace.slug)
     assert out.splitlines() == [
         f"{log}: inspect, 2 conversations",
-        "  read_files-fix-1-epoch1 (6 messages)",
-        "  read_files-fix-1-epoch2 (6 messages)",
+        "  inspect-ai--read_files-sample-fix-1-epoch-1--mockllm-model (6 messages)",
+        "  inspect-ai--read_files-sample-fix-1-epoch-2--mockllm-model (6 messages)",
         "Imported 2 conversations from 1 file into workspace 'alpha-team'.",
     ]

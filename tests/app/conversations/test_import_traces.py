@@ -14,7 +14,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 
-from reduction_app.conversations.imports import conversation_slug, recordings_import
+from reduction_app.conversations.imports import recording_id, recordings_import
 from reduction_app.models import Conversation, Workspace
 from simulator.importers import load_conversations
 from tests.app.conversations.recordings import OTEL
@@ -44,7 +44,7 @@ def _file(style: str, tmp_path: Path) -> tuple[Path, str]:
 
 
 def _expected_ids(path: Path) -> list[str]:
-    return [conversation_slug(c.name) for c in load_conversations(path)]
+    return [recording_id(c, path.name) for c in load_conversations(path)]
 
 
 @pytest.mark.parametrize("style", STYLES)

@@ -64,12 +64,18 @@ def test_import_page_imports_a_real_file_and_links_its_conversation() -> None:
         page,
         "<tr><td><code>gpt-4o-test-repo-1c2844.traj</code></td>"
         '<td><span class="badge recording">swe_agent</span></td>'
-        '<td><ul class="plain"><li><a href="/conversations/gpt-4o-test-repo-1c2844/">'
-        'gpt-4o-test-repo-1c2844</a> <span class="muted">(11 messages)</span></li></ul></td>'
+        '<td><ul class="plain"><li>'
+        '<a href="/conversations/swe-agent--gpt-4o-test-repo-1c2844--gpt-4o/">'
+        "swe-agent--gpt-4o-test-repo-1c2844--gpt-4o</a> "
+        '<span class="muted">(11 messages)</span><br>gpt-4o-test-repo-1c2844 · SWE-agent · gpt-4o'
+        '<br><span class="omits">Leaves out the tool schemas.</span></li></ul></td>'
         "</tr>",
     )
     row = Conversation.objects.get(workspace=ws)
-    assert (row.client_id, row.source) == ("gpt-4o-test-repo-1c2844", "swe_agent")
+    assert (row.client_id, row.source) == (
+        "swe-agent--gpt-4o-test-repo-1c2844--gpt-4o",
+        "swe_agent",
+    )
     job = RecordingImport.objects.get()
     assert _has(page, f'<td><a href="/imports/{job.pk}/">{job.pk}</a></td>')
 

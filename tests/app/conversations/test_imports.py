@@ -13,13 +13,16 @@ from reduction_app.conversations.imports import (
     DuplicateConversation,
     RecordingImportError,
     conversation_slug,
+    recording_id,
     recordings_import,
 )
 from reduction_app.conversations.selectors import conversation_transcript
+from reduction_app.conversations.timeline import ENGINE_MEASURE
 from reduction_app.engine import formats
 from reduction_app.errors import LimitExceeded
 from reduction_app.models import Conversation, RecordingImport, TranscriptMessage, Workspace
-from simulator.importers import FORMATS, load_conversations
+from simulator.importers import FORMATS, RecordedConversation, load_conversations
+from simulator.prefix import omitted_tokens
 from tests.app.conversations.recordings import ALL_FORMATS, CLAUDE_CODE, SWE_AGENT, sample
 from tests.conftest import CONVERSATIONS, needs_recordings
 
@@ -46,6 +49,22 @@ def test_conversation_slug_of_each_kind_of_label() -> None:
     assert len(conversation_slug("x" * 300 + ".json")) == 200
 
 
+def test_recording_id_names_agent_task_and_model() -> None:
+    def rec(name: str, **facts: str) -> RecordedConversation:
+        return RecordedConversation(name, [], **facts)
+
+    full = rec("x.traj.json", agent="mini-swe-agent", task="django__django-1", model="a/B c")
+    assert recording_id(full, "x.traj.json") == "mini-swe-agent--django__django-1--a-b-c"
+    # No model named: the file's name stands for it, so two files of one task differ.
+    tau = rec("tau.json#task3-trial0", agent="tau-bench agent", task="task 3, trial 0")
+    assert recording_id(tau, "tau.json") == "tau-bench-agent--task-3-trial-0--tau"
+    # A wire format names no agent; without a task the label is the task, the file's
+    # name not said twice. Runs of "-" are one: "--" only parts the three.
+    assert recording_id(rec("run.json"), "run.json") == "run"
+    odd = rec("f.json", agent="A -- B", task="t  -  u", model="m")
+    assert recording_id(odd, "f.json") == "a-b--t-u--m"
+
+
 pytestmark = pytest.mark.django_db
 
 
@@ -62,7 +81,7 @@ def test_recordings_import_reads_every_format_from_real_recordings(
     assert result["filename"] == path.name
     assert result["format"] == fmt
     ids = [c["conversation_id"] for c in result["conversations"]]
-    assert ids == [conversation_slug(r.name) for r in expected]
+    assert ids == [recording_id(r, path.name) for r in expected]
     for recorded, client_id in zip(expected, ids, strict=True):
         row = Conversation.objects.get(workspace=workspace, client_id=client_id)
         system, messages = formats.dump(recorded.format, recorded.messages)
@@ -81,18 +100,27 @@ def test_recordings_import_reads_every_format_from_real_recordings(
 def test_recordings_import_names_the_ids_of_known_recordings(
     workspace: Workspace, tmp_path: Path
 ) -> None:
+    """Ids and titles name the task, the agent and the model; a format that leaves part of
+    the model's input out says what, and how much where the provider's counts show it."""
     swe, claude = CONVERSATIONS / SWE_AGENT, CONVERSATIONS / CLAUDE_CODE
     results = recordings_import(workspace=workspace, files=_files(swe, claude))
     # gpt-4o-test-repo-1c2844.traj: 11 messages; the Claude Code session: 7 prompts
     # or tool results, each answered (14 messages, no system prompt in the log).
+    (recorded,) = load_conversations(claude)
+    prefix = omitted_tokens(recorded, ENGINE_MEASURE)
+    assert prefix is not None and prefix > 10_000  # Claude Code's own prompt and tools
     assert [(r["format"], r["conversations"]) for r in results] == [
         (
             "swe_agent",
             [
                 {
-                    "conversation_id": "gpt-4o-test-repo-1c2844",
-                    "title": "gpt-4o-test-repo-1c2844.traj (gpt-4o)",
+                    "conversation_id": "swe-agent--gpt-4o-test-repo-1c2844--gpt-4o",
+                    "title": "gpt-4o-test-repo-1c2844 · SWE-agent · gpt-4o",
                     "message_count": 11,
+                    # SWE-agent 1.x called its tools by function calling: their schemas
+                    # were sent, and the trajectory kept only their bundles' names.
+                    "omits": ["the tool schemas"],
+                    "omitted_tokens": None,  # one total for the run, no per-call counts
                 }
             ],
         ),
@@ -100,12 +128,21 @@ def test_recordings_import_names_the_ids_of_known_recordings(
             "claude_code",
             [
                 {
-                    "conversation_id": "1af7fc5e-8455-4414-9ccd-011d40f70b2a",
-                    "title": "1af7fc5e-8455-4414-9ccd-011d40f70b2a.jsonl#"
-                    "1af7fc5e-8455-4414-9ccd-011d40f70b2a (claude-sonnet-4-20250514)",
+                    "conversation_id": "claude-code--session-1af7fc5e--claude-sonnet-4-20250514",
+                    "title": "session 1af7fc5e: /init · Claude Code · claude-sonnet-4-20250514",
                     "message_count": 14,
+                    "omits": ["the system prompt", "the tool schemas", "the CLAUDE.md files"],
+                    "omitted_tokens": prefix,
                 }
             ],
+        ),
+    ]
+    rows = Conversation.objects.filter(workspace=workspace).order_by("id")
+    assert [(c.title, c.omits) for c in rows] == [
+        ("gpt-4o-test-repo-1c2844 · SWE-agent · gpt-4o", ["the tool schemas"]),
+        (
+            "session 1af7fc5e: /init · Claude Code · claude-sonnet-4-20250514",
+            ["the system prompt", "the tool schemas", "the CLAUDE.md files"],
         ),
     ]
 
@@ -163,7 +200,13 @@ def test_recordings_import_refuses_an_id_taken_unless_replacing(workspace: Works
         workspace=workspace, files=[("run.json", _chat("c", "d"))], replace=True
     )
     assert result["conversations"] == [
-        {"conversation_id": "run", "title": "run.json", "message_count": 2}
+        {
+            "conversation_id": "run",
+            "title": "run.json",
+            "message_count": 2,
+            "omits": [],
+            "omitted_tokens": None,
+        }
     ]
     row = Conversation.objects.get(client_id="run")
     assert [m["content"] for m in conversation_transcript(conversation=row)] == ["c", "d"]
@@ -212,3 +255,63 @@ def test_recordings_import_with_a_wrong_format_named(workspace: Workspace) -> No
         recordings_import(workspace=workspace, files=[("a.json", _chat("a", "b"))], fmt="tau2")
     assert str(caught.value).startswith("a.json: ")
     assert not RecordingImport.objects.exists()
+
+
+@needs_recordings
+def test_two_models_runs_of_one_task_import_side_by_side(workspace: Workspace) -> None:
+    """Files named after the task alone (mini-swe-agent's ``<instance>.traj.json``): the ids
+    name agent and model, so a second model's run is no duplicate."""
+    name = "django__django-14017.traj.json"
+    raw = (CONVERSATIONS / "mini-swe-agent" / name).read_bytes()
+    other = json.loads(raw)
+    other["info"]["config"]["model"]["model_name"] = "anthropic/claude-sonnet-4-5"
+    recordings_import(workspace=workspace, files=[(name, raw)])
+    recordings_import(workspace=workspace, files=[(name, json.dumps(other).encode())])
+    rows = Conversation.objects.filter(workspace=workspace).order_by("id")
+    assert [(c.client_id, c.title) for c in rows] == [
+        (
+            "mini-swe-agent--django__django-14017--google-gemini-3-pro-preview",
+            "django__django-14017 · mini-swe-agent · google/gemini-3-pro-preview",
+        ),
+        (
+            "mini-swe-agent--django__django-14017--anthropic-claude-sonnet-4-5",
+            "django__django-14017 · mini-swe-agent · anthropic/claude-sonnet-4-5",
+        ),
+    ]
+
+
+@needs_recordings
+def test_a_recording_imported_under_its_old_id_keeps_it(workspace: Workspace) -> None:
+    """A conversation imported before ids named agent and model is the same recording
+    again: a duplicate, and replaced under its old id."""
+    path = CONVERSATIONS / SWE_AGENT
+    [recorded] = load_conversations(path)
+    old = conversation_slug(recorded.name)
+    assert old == "gpt-4o-test-repo-1c2844"
+    Conversation.objects.create(
+        workspace=workspace,
+        client_id=old,
+        title=f"{recorded.name} (gpt-4o)",  # the title imports then gave it
+        source="swe_agent",
+        imported_from=path.name,
+    )
+    with pytest.raises(DuplicateConversation) as caught:
+        recordings_import(workspace=workspace, files=_files(path))
+    assert str(caught.value) == (
+        f"{path.name}: conversation {old!r} already exists in this workspace "
+        "(import with replace to overwrite it)"
+    )
+    [result] = recordings_import(workspace=workspace, files=_files(path), replace=True)
+    assert [c["conversation_id"] for c in result["conversations"]] == [old]
+    row = Conversation.objects.get(workspace=workspace)
+    assert (row.client_id, row.title, row.message_count) == (
+        old,
+        "gpt-4o-test-repo-1c2844 · SWE-agent · gpt-4o",
+        11,
+    )
+    # A conversation of that id from another file is another recording.
+    Conversation.objects.filter(pk=row.pk).update(imported_from="elsewhere.traj", title="x")
+    [result] = recordings_import(workspace=workspace, files=_files(path))
+    assert [c["conversation_id"] for c in result["conversations"]] == [
+        "swe-agent--gpt-4o-test-repo-1c2844--gpt-4o"
+    ]

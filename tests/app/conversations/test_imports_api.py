@@ -71,9 +71,11 @@ def test_import_a_raw_body_inline(api: ApiClient) -> None:
                 "format": "swe_agent",
                 "conversations": [
                     {
-                        "conversation_id": "gpt-4o-test-repo-1c2844",
-                        "title": "gpt-4o-test-repo-1c2844.traj (gpt-4o)",
+                        "conversation_id": "swe-agent--gpt-4o-test-repo-1c2844--gpt-4o",
+                        "title": "gpt-4o-test-repo-1c2844 · SWE-agent · gpt-4o",
                         "message_count": 11,
+                        "omits": ["the tool schemas"],
+                        "omitted_tokens": None,
                     }
                 ],
             }
@@ -81,11 +83,12 @@ def test_import_a_raw_body_inline(api: ApiClient) -> None:
         "error": "",
     }
     assert api.get(f"/imports/{job.pk}").json() == body
-    stored = api.get("/conversations/gpt-4o-test-repo-1c2844").json()
+    stored = api.get("/conversations/swe-agent--gpt-4o-test-repo-1c2844--gpt-4o").json()
     assert (stored["format"], stored["message_count"]) == ("openai_chat", 11)
-    assert (stored["source"], stored["imported_from"]) == (
+    assert (stored["source"], stored["imported_from"], stored["omits"]) == (
         "swe_agent",
         "gpt-4o-test-repo-1c2844.traj",
+        ["the tool schemas"],
     )
 
 
@@ -124,7 +127,13 @@ def test_import_multipart_with_a_format_field_and_replace(api: ApiClient, tmp_pa
     replaced = _multipart(api, [path], replace="true")
     assert replaced.status_code == HTTPStatus.CREATED, replaced.json()
     assert replaced.json()["files"][0]["conversations"] == [
-        {"conversation_id": "run", "title": "run.json", "message_count": 4}
+        {
+            "conversation_id": "run",
+            "title": "run.json",
+            "message_count": 4,
+            "omits": [],
+            "omitted_tokens": None,
+        }
     ]
     assert replaced.json()["replace"] is True
 
@@ -163,12 +172,18 @@ def test_import_over_the_inline_limit_runs_on_the_task_worker(
             "filename": "run.traj",
             "format": "swe_agent",
             "conversations": [
-                {"conversation_id": "run", "title": "run.traj (gpt-4o)", "message_count": 11}
+                {
+                    "conversation_id": "swe-agent--run--gpt-4o",
+                    "title": "run · SWE-agent · gpt-4o",
+                    "message_count": 11,
+                    "omits": ["the tool schemas"],
+                    "omitted_tokens": None,
+                }
             ],
         }
     ]
     assert not RecordingUpload.objects.exists()  # the upload goes once imported
-    assert Conversation.objects.get(client_id="run").source == "swe_agent"
+    assert Conversation.objects.get(client_id="swe-agent--run--gpt-4o").source == "swe_agent"
 
 
 @pytest.mark.django_db(transaction=True)
@@ -293,9 +308,11 @@ def test_import_an_inspect_eval_log_as_a_binary_body(api: ApiClient, tmp_path: P
     # Each epoch: the prompt, then three calls of which two read a file (6 messages).
     assert result["conversations"] == [
         {
-            "conversation_id": f"read_files-fix-1-epoch{n}",
-            "title": f"read_files#fix-1-epoch{n} (mockllm/model)",
+            "conversation_id": f"inspect-ai--read_files-sample-fix-1-epoch-{n}--mockllm-model",
+            "title": f"read_files sample fix-1, epoch {n} · Inspect AI · mockllm/model",
             "message_count": 6,
+            "omits": [],
+            "omitted_tokens": None,
         }
         for n in (1, 2)
     ]

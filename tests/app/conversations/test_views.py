@@ -11,8 +11,13 @@ import pytest
 from django.test import Client
 
 from reduction_app.configs.services import config_create
+from reduction_app.conversations.imports import recordings_import
 from reduction_app.conversations.services import conversation_create, conversation_upsert
+from reduction_app.conversations.timeline import ENGINE_MEASURE
 from reduction_app.workspaces.services import api_key_create
+from simulator.importers import load_conversations
+from simulator.prefix import omitted_tokens
+from tests.app.conversations.recordings import CLAUDE_CODE
 from tests.app.dashboard_data import (
     HX,
     agent_run,
@@ -24,6 +29,7 @@ from tests.app.dashboard_data import (
 from tests.app.pages_support import elements, parsed, text
 from tests.app.records.test_views_overview import chart_config
 from tests.app.support import ApiClient, truncate_over_20
+from tests.conftest import CONVERSATIONS, needs_recordings
 
 pytestmark = pytest.mark.django_db
 
@@ -712,3 +718,55 @@ def test_message_page_of_another_workspace_is_404() -> None:
         workspace=other, client_id="run", message_format="openai_chat", transcript=[]
     )
     assert _message_page(client, "run", 1).status_code == HTTPStatus.NOT_FOUND
+
+
+# What an imported recording left out ------------------------------------------------------
+
+
+@needs_recordings
+def test_conversation_page_says_what_a_claude_code_log_left_out_and_how_much() -> None:
+    client, ws = member_client()
+    path = CONVERSATIONS / CLAUDE_CODE
+    [result] = recordings_import(workspace=ws, files=[(path.name, path.read_bytes())])
+    [made] = result["conversations"]
+    [recorded] = load_conversations(path)
+    size = omitted_tokens(recorded, ENGINE_MEASURE)
+    assert size is not None and size > 10_000  # Claude Code's own prompt and tools
+    page = parsed(client.get(f"/conversations/{made['conversation_id']}/"))
+    [note] = elements(page, "p", id="omits-note")
+    assert text(note) == (
+        "This Claude Code log leaves out part of what the model was sent: the system prompt, "
+        "the tool schemas and the CLAUDE.md files . By the provider's token counts of its "
+        "first calls, less the engine's own count of what the recording holds, that is about "
+        f"{size:,} tok a request. Token counts here are of what the recording holds, except "
+        "where they say they add what it left out."
+    )
+    # The replays' prefix is the same figure, and names the same parts.
+    [prefix] = elements(page, "p", id="prefix-note")
+    assert text(prefix).startswith(
+        f"This log leaves out {size:,} tok that every request sent before its messages (the "
+        "system prompt, the tool schemas and the CLAUDE.md files), inferred"
+    )
+
+
+@needs_recordings
+def test_conversation_page_of_a_recording_that_kept_everything_says_nothing_left_out() -> None:
+    client, ws = member_client()
+    path = CONVERSATIONS / "openhands-multi-swe-bench-llama4.jsonl"
+    [result] = recordings_import(workspace=ws, files=[(path.name, path.read_bytes())])
+    first = result["conversations"][0]["conversation_id"]
+    page = parsed(client.get(f"/conversations/{first}/"))
+    assert elements(page, "p", id="omits-note") == []
+    assert len(elements(page, "span", class_="badge")) >= 1
+
+
+def test_conversation_page_of_a_client_recording_says_nothing_left_out() -> None:
+    client, ws = member_client()
+    conversation_upsert(
+        workspace=ws,
+        client_id="mine",
+        message_format="openai_chat",
+        transcript=[{"role": "user", "content": "hi"}],
+    )
+    page = parsed(client.get("/conversations/mine/"))
+    assert elements(page, "p", id="omits-note") == []
