@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from django.contrib import messages
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect
 from django.urls import path
@@ -120,6 +121,7 @@ def config_new(request: PageRequest) -> HttpResponse:
         if form.is_valid():
             profile = _save_form(request, form, None)
             if profile is not None:
+                messages.success(request, f"Saved config “{profile.name}”, version 1.")
                 return redirect("config_versions", profile_id=profile.pk)
     else:
         form = ConfigForm(initial=initial_from_data({}))
@@ -137,7 +139,12 @@ def config_edit(request: PageRequest, profile_id: int) -> HttpResponse:
             unchanged = form.cleaned_data["name"] == profile.name and not version_changes(
                 current, {**config_defaults(), **form.config_data}
             )
-            if unchanged or _save_form(request, form, profile) is not None:
+            if unchanged:
+                messages.info(request, "Nothing changed, so no version was added.")
+                return redirect("config_versions", profile_id=profile.pk)
+            if _save_form(request, form, profile) is not None:
+                latest = profile.versions.values_list("number", flat=True).first()
+                messages.success(request, f"Saved “{profile.name}”, version {latest}.")
                 return redirect("config_versions", profile_id=profile.pk)
     else:
         form = ConfigForm(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reduction_app import engine
 from simulator.compare import GRID_KNOBS
@@ -26,6 +26,9 @@ from simulator.stored import (
     SweepResults,
     SweepRow,
 )
+
+if TYPE_CHECKING:
+    from reduction_app.models import Simulation
 
 __all__ = [
     "Measure",
@@ -279,3 +282,17 @@ def front_numbers(points: Sequence[Point], measure: Measure) -> frozenset[int]:
         for number, saving, lost in figures
         if not any(s >= saving and n <= lost and (s > saving or n < lost) for _, s, n in figures)
     )
+
+
+def point_name(simulation: Simulation, point: Point) -> str:
+    """How a point is named where it stands for a config: the name a config saved from it
+    gets unless one is given, and its label on Compare."""
+    if point.recommended:
+        return f"Recommended by #{simulation.pk}"
+    return f"{simulation.get_kind_display()} #{simulation.pk} point {point.number}"
+
+
+def point_value(simulation: Simulation, point: Point) -> str:
+    """How Compare's ``config`` parameter names a point of a simulation, replayed as it
+    is, without saving it as a config."""
+    return f"point-{simulation.pk}-{point.number}"

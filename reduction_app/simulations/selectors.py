@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from django.db.models import Count, Q, QuerySet
 
+from reduction_app.configs.selectors import ConfigChoice
 from reduction_app.models import Conversation, JobStatus, Simulation, SimulationPart, Workspace
 from reduction_app.paging import digits
+from reduction_app.simulations.points import point_name, points_of
 from simulator import stored
 
 
@@ -149,3 +153,27 @@ def simulation_conversations(*, simulation: Simulation) -> list[Conversation]:
     """The conversations a simulation replayed: its selection, or its one conversation."""
     chosen = list(simulation.conversations.defer("system", "tools").order_by("id"))
     return chosen or [simulation.conversation]
+
+
+_POINT_VALUE = re.compile(r"point-(\d{1,18})-(\d{1,9})")
+
+
+def point_choices(*, workspace: Workspace, values: Sequence[str]) -> list[ConfigChoice]:
+    """The configs among ``values`` that name a point of one of the workspace's finished
+    sweeps or recommendations (``point-<simulation>-<number>``,
+    :func:`~reduction_app.simulations.points.point_value`), as options Compare replays
+    without saving them; values naming no such point are left out."""
+    out: list[ConfigChoice] = []
+    for value in dict.fromkeys(values):
+        found = _POINT_VALUE.fullmatch(value)
+        if found is None:
+            continue
+        simulation = simulation_get(workspace=workspace, simulation_id=int(found[1]))
+        if simulation is None:
+            continue
+        points = points_of(simulation_results(simulation), simulation.grid)
+        number = int(found[2])
+        if 1 <= number <= len(points):
+            point = points[number - 1]
+            out.append(ConfigChoice(value, point_name(simulation, point), dict(point.config)))
+    return out

@@ -16,6 +16,8 @@ import pytest
 
 from reduction_app.conversations.imports import recordings_import
 from reduction_app.models import ConfigProfile, Conversation, Simulation
+from reduction_app.simulations.points import points_of
+from reduction_app.simulations.selectors import simulation_results
 from reduction_app.workspaces.services import workspace_get_or_create
 from tests.app.conversations.recordings import CLAUDE_CODE, SWE_AGENT
 from tests.app.simulations.sweep_support import drain_worker
@@ -96,9 +98,14 @@ def test_sweep_two_recordings_open_a_point_in_compare_and_save_one(
     page.click("#point-compare button")
     page.wait_for_url(f"{page.base}/compare/*")
     names = page.locator("table.totals tbody th[scope=row]").all_inner_texts()
-    expected = f"Sweep a grid #{simulation.pk} point {number} v1"
+    expected = f"Sweep a grid #{simulation.pk} point {number}"
     assert [" ".join(n.split()) for n in names] == ["no reduction baseline", expected]
-    saved = ConfigProfile.objects.get(name=f"Sweep a grid #{simulation.pk} point {number}")
+    # Replayed as it is: Compare saved no config for it.
+    assert not ConfigProfile.objects.exists()
+    results = Simulation.objects.get(pk=simulation.pk)
+    trunc = points_of(simulation_results(results), results.grid)[int(number) - 1].config[
+        "max_length_for_trunc"
+    ]
     shoot(page, "sweep-point-compare")
 
     # The same point in Tune, its knobs on the sliders.
@@ -106,7 +113,6 @@ def test_sweep_two_recordings_open_a_point_in_compare_and_save_one(
     page.wait_for_url(f"{page.base}/simulations/{simulation.pk}/points/{number}/")
     page.click("#point-tune button")
     page.wait_for_url(f"{page.base}/tune/*")
-    trunc = saved.versions.get().data["max_length_for_trunc"]
     assert page.locator("input[type=number][name=max_length_for_trunc]").input_value() == str(trunc)
 
     # Another point, saved as a config of its own.
@@ -115,12 +121,16 @@ def test_sweep_two_recordings_open_a_point_in_compare_and_save_one(
     page.wait_for_url(f"{page.base}/simulations/{simulation.pk}/points/4/")
     page.fill("#point-save input[name=name]", "superseded, cut at 50k")
     page.click("#point-save button")
-    page.wait_for_url(f"{page.base}/configs/*/edit/")
+    page.wait_for_url(f"{page.base}/configs/*/versions/")
     profile = ConfigProfile.objects.get(name="superseded, cut at 50k")
-    assert page.url == f"{page.base}/configs/{profile.pk}/edit/"
+    assert page.url == f"{page.base}/configs/{profile.pk}/versions/"
+    assert (
+        page.locator("ul.flash")
+        .inner_text()
+        .startswith("Saved as config “superseded, cut at 50k”, version 1")
+    )
     data = profile.versions.get().data
     assert (data["max_length_for_trunc"], data["clear_superseded"]) == (50000, True)
-    assert profile.pk != saved.pk
 
 
 def test_recommend_over_two_recordings_and_save_its_config(
@@ -140,7 +150,7 @@ def test_recommend_over_two_recordings_and_save_its_config(
     assert results["config"] is not None
     assert page.locator("#recommendation h2").inner_text() == "Recommended config"
     page.click("#recommended-save button")
-    page.wait_for_url(f"{page.base}/configs/*/edit/")
+    page.wait_for_url(f"{page.base}/configs/*/versions/")
     profile = ConfigProfile.objects.get(name=f"Recommended by #{simulation.pk}")
     data = profile.versions.get().data
     assert all(data[k] == v for k, v in results["config"].items())

@@ -46,6 +46,7 @@ from reduction_app.simulations.display import (
 )
 from reduction_app.simulations.prefix import infers_prefix, prefix_params, prefix_wanted
 from reduction_app.simulations.selectors import (
+    point_choices,
     simulation_for,
     simulation_matching,
     simulation_results,
@@ -132,8 +133,12 @@ def compare_page(request: PageRequest) -> HttpResponse:
     conversation = conversation_for(workspace=workspace, value=params.get("conversation"))
     if params.get("conversation") and conversation is None:
         raise Http404("no such conversation")
-    choices = config_choices(workspace=workspace)
     values = params.getlist("config")[:MAX_CONFIGS]
+    # A sweep's or a recommendation's point comes as it is, offered beside the stored ones.
+    choices = [
+        *config_choices(workspace=workspace),
+        *point_choices(workspace=workspace, values=values),
+    ]
     chosen, missing = resolve_config_choices(choices, values)
     if missing:
         raise Http404(f"no such config: {missing[0]}")

@@ -9,6 +9,7 @@ from http import HTTPStatus
 from typing import Any
 from urllib.parse import urlencode
 
+from django.contrib import messages
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect
 from django.urls import path
@@ -24,7 +25,13 @@ from reduction_app.http import PageRequest
 from reduction_app.models import Conversation, Simulation, Workspace
 from reduction_app.paging import digits
 from reduction_app.prices.selectors import pricing_choices
-from reduction_app.simulations.points import Point, group_points, points_of
+from reduction_app.simulations.points import (
+    Point,
+    group_points,
+    point_name,
+    point_value,
+    points_of,
+)
 from reduction_app.simulations.selectors import (
     simulation_conversations,
     simulation_get,
@@ -40,13 +47,6 @@ def _point(request: PageRequest, simulation_id: int, number: int) -> tuple[Simul
     if not 1 <= number <= len(points):
         raise Http404("no such point")
     return simulation, points[number - 1]
-
-
-def point_name(simulation: Simulation, point: Point) -> str:
-    """The name a config saved from the point gets unless one is given."""
-    if point.recommended:
-        return f"Recommended by #{simulation.pk}"
-    return f"{simulation.get_kind_display()} #{simulation.pk} point {point.number}"
 
 
 def tune_fields(point: Point) -> list[tuple[str, str]]:
@@ -86,6 +86,7 @@ def _context(simulation: Simulation, point: Point, **extra: Any) -> dict[str, An
         "tune_fields": tune_fields(point) + priced,
         "sweep_pricing": priced,
         "save_name": point_name(simulation, point),
+        "point_label": point_name(simulation, point),
         "snippets": shown_snippets(point.config),
         **extra,
     }
@@ -116,26 +117,13 @@ def _stored(workspace: Workspace, config: dict[str, Any]) -> int | None:
     return None
 
 
-def _save(workspace: Workspace, name: str, config: dict[str, Any]) -> int:
-    """Save ``config`` as ``name``, or ``name (2)``, ... when that is taken."""
-    for attempt in range(1, 50):
-        candidate = name if attempt == 1 else f"{name} ({attempt})"
-        try:
-            return int(
-                config_create(workspace=workspace, name=candidate[:100], data=config).profile.pk
-            )
-        except ServiceError:
-            continue
-    raise ServiceError(f"too many configs named {name!r}")
-
-
 @require_POST
 @workspace_view
 def point_compare(request: PageRequest, simulation_id: int, number: int) -> HttpResponse:
-    """The "Open in Compare" button: Compare compares stored configs, so this uses the
-    workspace's config holding exactly the point's settings, saving one named after the
-    point when there is none, and goes to ``/compare/`` with no reduction first, so every
-    delta is against it."""
+    """The "Open in Compare" button: ``/compare/`` on the conversation chosen, no reduction
+    first (so every delta is against it), then the point: the workspace's config holding
+    exactly its settings when there is one, else the point itself, replayed without being
+    saved (nothing is added to the configs)."""
     simulation, point = _point(request, simulation_id, number)
     wanted = request.POST.get("conversation", "")
     conversations = simulation_conversations(simulation=simulation)
@@ -145,17 +133,16 @@ def point_compare(request: PageRequest, simulation_id: int, number: int) -> Http
     assert conversation is not None
     try:
         profile_id = _stored(request.workspace, point.config)
-        if profile_id is None:
-            profile_id = _save(request.workspace, point_name(simulation, point), point.config)
-    except (engine.ConfigError, ServiceError) as exc:
+    except engine.ConfigError as exc:
         context = _context(simulation, point, compare_error=str(exc))
         response = render_page(request, "reduction_app/sweep_point.html", context)
         response.status_code = HTTPStatus.BAD_REQUEST
         return response
+    config = str(profile_id) if profile_id is not None else point_value(simulation, point)
     query = [
         ("conversation", str(conversation.pk)),
         ("config", "none"),
-        ("config", str(profile_id)),
+        ("config", config),
         ("baseline", "first"),
     ]
     query += sweep_pricing(simulation, request.workspace)
@@ -165,7 +152,8 @@ def point_compare(request: PageRequest, simulation_id: int, number: int) -> Http
 @require_POST
 @workspace_view
 def point_save(request: PageRequest, simulation_id: int, number: int) -> HttpResponse:
-    """The "Save as config" button: save the point under the name given, go to the config."""
+    """The "Save as config" button: save the point under the name given, then go to the
+    config's versions, which say it was saved and offer it to copy."""
     simulation, point = _point(request, simulation_id, number)
     name = request.POST.get("name", "").strip()
     error = ""
@@ -177,7 +165,12 @@ def point_save(request: PageRequest, simulation_id: int, number: int) -> HttpRes
         except (engine.ConfigError, ServiceError) as exc:
             error = str(exc)
         else:
-            return redirect("config_edit", version.profile.pk)
+            messages.success(
+                request,
+                f"Saved as config “{version.profile.name}”, version {version.number}: "
+                "copy it below, or open it in Compare or Tune.",
+            )
+            return redirect("config_versions", version.profile.pk)
     context = _context(simulation, point, save_name=name, save_error=error)
     response = render_page(request, "reduction_app/sweep_point.html", context)
     response.status_code = HTTPStatus.BAD_REQUEST

@@ -107,6 +107,7 @@ def test_config_new_creates_version_one() -> None:
     profile = ConfigProfile.objects.get(workspace=ws, name="tight")
     assert response.status_code == HTTPStatus.FOUND
     assert response["Location"] == f"/configs/{profile.pk}/versions/"
+    assert "Saved config “tight”, version 1." in html(client.get(response["Location"]))
     (version,) = profile.versions.all()
     assert version.number == 1
     assert version.data == {
@@ -272,6 +273,10 @@ def test_config_edit_makes_version_two_and_versions_page_shows_the_change() -> N
     assert list(profile.versions.values_list("number", flat=True)) == [2, 1]
     assert profile.versions.get(number=2).data["max_tokens_for_clear"] == 6000
     page = html(client.get(f"/configs/{profile.pk}/versions/"))
+    assert (
+        '<ul class="flash" role="status"><li class="success">Saved “tight”, version 2.</li></ul>'
+        in page
+    )
     assert "· 2 versions" in page
     v2 = page[page.index('id="v2"') : page.index('id="v1"')]
     assert (
@@ -293,6 +298,8 @@ def test_config_edit_without_changes_adds_no_version() -> None:
     response = client.post(f"/configs/{profile.pk}/edit/", _form())
     assert response.status_code == HTTPStatus.FOUND
     assert profile.versions.count() == 1
+    page = html(client.get(response["Location"]))
+    assert '<li class="info">Nothing changed, so no version was added.</li>' in page
 
 
 def test_config_edit_invalid_keeps_one_version() -> None:

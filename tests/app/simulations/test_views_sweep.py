@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from http import HTTPStatus
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import parse_qsl, urlencode
 
 import pytest
 from django.test import Client
@@ -223,26 +223,45 @@ def test_a_points_page_opens_it_in_compare_and_saves_it(
     ]
     _shows_snippets(page, point.config, prefix="")
 
-    name = f"Sweep a grid #{simulation.pk} point 1"
+    # Compare replays the point as it is: nothing is saved.
     response = client.post(f"{base}compare/", {"conversation": str(conversations[1].pk)})
-    profile = ConfigProfile.objects.get(name=name)
-    query = urlencode(
-        [
-            ("conversation", conversations[1].pk),
-            ("config", "none"),
-            ("config", profile.pk),
-            ("baseline", "first"),
-            ("pricing", "gpt-4o"),  # the price the sweep ran at, named
-        ]
+    query = [
+        ("conversation", conversations[1].pk),
+        ("config", "none"),
+        ("config", f"point-{simulation.pk}-1"),
+        ("baseline", "first"),
+        ("pricing", "gpt-4o"),  # the price the sweep ran at, named
+    ]
+    assert response["Location"] == f"/compare/?{urlencode(query)}"
+    assert not ConfigProfile.objects.exists()
+    compared = client.get(response["Location"])
+    assert compared.status_code == HTTPStatus.OK
+    slots = [
+        o
+        for o in elements(parsed(compared), "option")
+        if dict(o.attributes).get("value") == f"point-{simulation.pk}-1"
+    ]
+    # In every slot's picker, chosen in the second.
+    assert len(slots) == 4 and "selected" in dict(slots[1].attributes)
+    slot = slots[0]
+    assert text(slot) == f"Sweep a grid #{simulation.pk} point 1"
+    assert f"Sweep a grid #{simulation.pk} point 1" in text(elements(parsed(compared), "table")[0])
+    # Another workspace's point, or none, is not found.
+    assert client.get("/compare/", {**dict(query[:1]), "config": "point-999-1"}).status_code == (
+        HTTPStatus.NOT_FOUND
     )
-    assert response["Location"] == f"/compare/?{query}"
-    # Again: the same config, not another.
-    client.post(f"{base}compare/", {"conversation": str(conversations[0].pk)})
-    assert ConfigProfile.objects.count() == 1
 
     response = client.post(f"{base}save/", {"name": "cut at 200"})
     saved = ConfigProfile.objects.get(name="cut at 200")
-    assert response["Location"] == f"/configs/{saved.pk}/edit/"
+    assert response["Location"] == f"/configs/{saved.pk}/versions/"
+    landed = client.get(response["Location"])
+    (flash,) = elements(parsed(landed), "ul", class_="flash")
+    assert text(flash).startswith("Saved as config “cut at 200”, version 1")
+    # Said once: the next page does not repeat it.
+    assert not elements(parsed(client.get(response["Location"])), "ul", class_="flash")
+    # Once saved, Compare opens the stored config rather than the point.
+    response = client.post(f"{base}compare/", {"conversation": str(conversations[0].pk)})
+    assert ("config", str(saved.pk)) in parse_qsl(response["Location"].split("?", 1)[1])
     data = saved.versions.get().data
     assert (data["max_length_for_trunc"], data["clear_superseded"]) == (200, False)
     for name, error in (
