@@ -409,6 +409,13 @@ class Recommendation:
                     "runs_worse",
                 )
             },
+            "baseline_cost_usd": round(self.baseline.cost_usd, 6),
+            "cost_with_recovery_usd": (
+                None
+                if self.best is None
+                else round(self.configs[self.best].cost_with_recovery_usd, 6)
+            ),
+            "configs_tried": len(self.configs),
             "budget": self.budget.to_dict(),
             "expected": None if self.expected is None else self.expected.to_dict(),
             "ceiling": None if self.ceiling is None else dict(self.ceiling),

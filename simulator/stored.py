@@ -272,6 +272,12 @@ class RecommendationResults(_Value, frozen=True, kw_only=True):
     refetches_per_100_calls: float | None = None
     run_loss: float | None = None
     runs_worse: int | None = None
+    baseline_cost_usd: float | None = None
+    """No reduction's cost on the same runs (``None`` in results stored before it was)."""
+    cost_with_recovery_usd: float | None = None
+    """The config recommended's cost, recovery counted; ``None`` without one."""
+    configs_tried: int | None = None
+    """How many configs the search replayed, each on every run."""
     budget: dict[str, float] = {}
     """Each limit of the budget by name (:class:`simulator.recommend.Budget`)."""
     expected: HeldOut | None = None

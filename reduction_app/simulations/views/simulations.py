@@ -162,6 +162,13 @@ def _results(simulation: Simulation, results: SimulationResults) -> dict[str, An
         out["recommended"] = recommended
         out["snippets"] = shown_snippets(None if recommended is None else recommended.config)
         out["budget"] = results.budget
+        out["searched"] = results.configs_tried
+        if results.baseline_cost_usd is not None and results.cost_with_recovery_usd is not None:
+            out["dollars"] = {
+                "baseline": results.baseline_cost_usd,
+                "cost": results.cost_with_recovery_usd,
+                "saved": results.baseline_cost_usd - results.cost_with_recovery_usd,
+            }
         out["expected"] = results.expected
         out["ceiling"] = results.ceiling
         out["binding"] = None if results.binding is None else LIMIT_LABELS.get(results.binding)

@@ -18,6 +18,7 @@ from reduction_app.models import ConfigProfile, Conversation, Simulation
 from reduction_app.simulations.points import group_points, knob_items, points_of
 from reduction_app.simulations.selectors import simulation_results
 from reduction_app.simulations.services import simulation_create, simulation_enqueue
+from reduction_app.templatetags.reduction_tags import usd
 from tests.app.pages_support import (
     cut_listing,
     cut_listing_conversation,
@@ -342,6 +343,18 @@ def test_recommend_offers_its_config_to_save(setup: tuple[Client, list[Conversat
     assert best is not None
     (knobs,) = elements(section, "dl", class_="knobs")
     assert [text(dt) for dt in elements(knobs, "dt")] == [n for n, _ in knob_items(best, best)]
+    # What it saves in dollars, and how much the search replayed (every round's replays).
+    results = simulation.results
+    (dollars,) = elements(section, "span", **{"data-metric": "saved_usd"})
+    saved_usd = results["baseline_cost_usd"] - results["cost_with_recovery_usd"]
+    assert text(dollars) == usd(saved_usd)
+    (progress,) = elements(page, "p", class_="progress-note")
+    tried = results["configs_tried"]
+    assert tried >= 2
+    assert simulation.progress_done == simulation.progress_total == tried * 2
+    assert text(progress).startswith(
+        f"Done: searched {tried} configs, each on 2 conversations ({tried * 2} replays)"
+    )
     _shows_snippets(section, best, prefix="recommended-")
     (form,) = elements(section, "form", id="recommended-save")
     assert dict(form.attributes)["action"] == f"/simulations/{simulation.pk}/points/1/save/"
