@@ -75,9 +75,8 @@ def demo_user(transactional_db: None) -> User:
     return user
 
 
-@pytest.fixture
-def signed_in(page: Any, live_server: Any, demo_user: User) -> Any:
-    """A page signed in as ``ada``, a member of workspace ``Demo``."""
+def sign_in(page: Any, live_server: Any) -> Any:
+    """``page`` signed in as ``ada`` (:func:`demo_user`), its ``base`` the server's URL."""
     page.goto(f"{live_server.url}/accounts/login/")
     page.fill("#id_username", "ada")
     page.fill("#id_password", PASSWORD)
@@ -85,6 +84,25 @@ def signed_in(page: Any, live_server: Any, demo_user: User) -> Any:
     page.wait_for_url(f"{live_server.url}/")
     page.base = live_server.url
     return page
+
+
+@pytest.fixture
+def signed_in(page: Any, live_server: Any, demo_user: User) -> Any:
+    """A page signed in as ``ada``, a member of workspace ``Demo``."""
+    return sign_in(page, live_server)
+
+
+@pytest.fixture
+def clipboard_page(browser: Any, live_server: Any, demo_user: User) -> Iterator[Any]:
+    """A signed-in page at 1280×800 that may read and write the clipboard."""
+    context = browser.new_context(
+        viewport={"width": 1280, "height": 800},
+        permissions=["clipboard-read", "clipboard-write"],
+    )
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    yield sign_in(page, live_server)
+    context.close()
 
 
 @pytest.fixture

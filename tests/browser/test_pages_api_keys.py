@@ -5,33 +5,8 @@ from __future__ import annotations
 
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
 from http import HTTPStatus
 from typing import Any
-
-import pytest
-from django.contrib.auth.models import User
-
-from tests.browser.conftest import PASSWORD
-
-
-@pytest.fixture
-def clipboard_page(browser: Any, live_server: Any, demo_user: User) -> Iterator[Any]:
-    """A signed-in page at 1280×800 that may read and write the clipboard."""
-    context = browser.new_context(
-        viewport={"width": 1280, "height": 800},
-        permissions=["clipboard-read", "clipboard-write"],
-    )
-    page = context.new_page()
-    page.set_default_timeout(15_000)
-    page.goto(f"{live_server.url}/accounts/login/")
-    page.fill("#id_username", "ada")
-    page.fill("#id_password", PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{live_server.url}/")
-    page.base = live_server.url
-    yield page
-    context.close()
 
 
 def _events(base: str, key: str) -> int:

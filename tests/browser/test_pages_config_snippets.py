@@ -3,34 +3,12 @@ puts the snippet on the clipboard and says so."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
 from django.contrib.auth.models import User
 
 from reduction_app.configs.services import config_create
 from reduction_app.configs.snippets import config_snippets
-from tests.browser.conftest import PASSWORD
-
-
-@pytest.fixture
-def clipboard_page(browser: Any, live_server: Any, demo_user: User) -> Iterator[Any]:
-    """A signed-in page at 1280×800 that may read and write the clipboard."""
-    context = browser.new_context(
-        viewport={"width": 1280, "height": 800},
-        permissions=["clipboard-read", "clipboard-write"],
-    )
-    page = context.new_page()
-    page.set_default_timeout(15_000)
-    page.goto(f"{live_server.url}/accounts/login/")
-    page.fill("#id_username", "ada")
-    page.fill("#id_password", PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{live_server.url}/")
-    page.base = live_server.url
-    yield page
-    context.close()
 
 
 def test_copy_puts_the_snippet_on_the_clipboard(
