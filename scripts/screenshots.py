@@ -9,6 +9,7 @@ page as a 1,280 x 800 window first shows it. Only the PNG files are kept (``docs
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import socket
 import subprocess
@@ -107,8 +108,6 @@ def _ids(env: Mapping[str, str]) -> dict[str, str]:
         capture_output=True,
         text=True,
     ).stdout
-    import json
-
     return dict(json.loads(out.strip().splitlines()[-1]))
 
 
